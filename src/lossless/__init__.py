@@ -1,0 +1,46 @@
+"""lossless: a long-context memory engine for LLM agents."""
+
+from lossless.compaction import CompactionReport
+from lossless.config import Config
+from lossless.conversation import Conversation
+from lossless.engine import Memory, default_db_path, open
+from lossless.errors import (
+    BudgetError,
+    LosslessError,
+    MigrationError,
+    MissingDependencyError,
+    NotFoundError,
+    QueryError,
+    StoreError,
+    SummarizerError,
+    ValidationError,
+)
+from lossless.types import AssembledContext, ChatMessage, ContextItem, GrepHit, Message, SourceRef, Summary
+
+__all__ = [
+    "AssembledContext",
+    "BudgetError",
+    "ChatMessage",
+    "CompactionReport",
+    "Config",
+    "ContextItem",
+    "Conversation",
+    "GrepHit",
+    "LosslessError",
+    "Memory",
+    "Message",
+    "MigrationError",
+    "MissingDependencyError",
+    "NotFoundError",
+    "QueryError",
+    "SourceRef",
+    "StoreError",
+    "Summarizer",
+    "SummarizerError",
+    "Summary",
+    "ValidationError",
+    "default_db_path",
+    "open",
+]
+
+from lossless.summarize.base import Summarizer  # noqa: E402

@@ -1,0 +1,295 @@
+"""Compaction: turning old raw messages into leaf summaries, and runs of summaries into
+condensed ones, so the active context (frontier summaries + raw tail) stays in budget.
+
+Nothing is ever deleted. Each new summary is written in its own transaction, and the
+store refuses it if the frontier moved meanwhile, so a crash mid-compaction loses at
+most the summary being written, and re-running compaction simply continues.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from lossless.config import Config
+from lossless.render import message_text
+from lossless.store.base import NewSummary, Store
+from lossless.summarize.base import Summarizer, SummaryItem, SummaryRequest
+from lossless.summarize.extractive import ExtractiveSummarizer
+from lossless.tokens import TokenCounter
+from lossless.types import Message, SourceRef, Summary
+
+__all__ = ["CompactionReport", "Compactor", "protected_tail_start", "tool_groups"]
+
+FALLBACK_NORMAL, FALLBACK_AGGRESSIVE, FALLBACK_EXTRACTIVE = 0, 1, 2
+
+
+@dataclass
+class CompactionReport:
+    conversation_id: str
+    leaves: list[str] = field(default_factory=list)
+    condensed: list[str] = field(default_factory=list)
+    tokens_before: int = 0
+    tokens_after: int = 0
+    passes: int = 0
+    skipped: str | None = None  # why nothing was done, if nothing was
+    seconds: float = 0.0
+
+    @property
+    def created(self) -> list[str]:
+        return self.leaves + self.condensed
+
+
+def tool_groups(messages: Sequence[Message]) -> list[list[Message]]:
+    """Split messages into atomic units: an assistant message with tool calls together
+    with the tool results that follow it; every other message alone."""
+    groups: list[list[Message]] = []
+    for msg in messages:
+        if msg.role == "tool" and groups and (groups[-1][0].tool_calls and groups[-1][-1].role in ("assistant", "tool")):
+            groups[-1].append(msg)
+        else:
+            groups.append([msg])
+    return groups
+
+
+def protected_tail_start(raw: Sequence[Message], config: Config, *, emergency: bool = False) -> int:
+    """Index into ``raw`` where the protected fresh tail begins.
+
+    The tail is the last ``fresh_tail_count`` messages, cut down to ``fresh_tail_tokens``
+    (a share of the window), but always from the newest user message on, and never
+    starting inside a tool call/result group. In an emergency only the newest turn is kept.
+    """
+    n = len(raw)
+    if n == 0:
+        return 0
+    start = 0 if emergency else max(0, n - config.fresh_tail_count)
+    if not emergency:
+        total = 0
+        token_start = n
+        for i in range(n - 1, -1, -1):
+            total += raw[i].token_count
+            if total > config.fresh_tail_tokens:
+                break
+            token_start = i
+        start = max(start, token_start)
+    else:
+        start = n
+    last_user = next((i for i in range(n - 1, -1, -1) if raw[i].role == "user"), None)
+    if last_user is not None:
+        start = min(start, last_user)
+    elif emergency:
+        start = n - 1
+    # never start on a tool result: move back to the call that produced it
+    while 0 < start < n and raw[start].role == "tool":
+        start -= 1
+    return max(0, min(start, n))
+
+
+def _message_item(msg: Message) -> SummaryItem:
+    return SummaryItem(
+        kind="message", ref=msg.id, text=message_text(msg), first_seq=msg.seq, last_seq=msg.seq,
+        created_at=msg.created_at, latest_at=msg.created_at, role=msg.role, name=msg.name,
+    )
+
+
+def _summary_item(node: Summary) -> SummaryItem:
+    return SummaryItem(
+        kind="summary", ref=node.id, text=node.content, first_seq=node.first_seq, last_seq=node.last_seq,
+        created_at=node.earliest_at, latest_at=node.latest_at, depth=node.depth,
+    )
+
+
+class Compactor:
+    """Runs leaf and condense passes for one store with one configuration."""
+
+    def __init__(self, store: Store, config: Config, counter: TokenCounter, summarizer: Summarizer) -> None:
+        self.store = store
+        self.config = config
+        self.counter = counter
+        self.summarizer = summarizer
+        self.fallback = ExtractiveSummarizer()
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    # -- measuring ----------------------------------------------------------------------
+
+    def active_tokens(self, conversation_id: str) -> int:
+        """Tokens of the full active context: frontier summaries plus the raw tail."""
+        frontier = self.store.frontier(conversation_id)
+        covered = frontier[-1].last_seq if frontier else 0
+        return sum(s.token_count for s in frontier) + self.store.token_sum(conversation_id, covered + 1)
+
+    def needs_compaction(self, conversation_id: str) -> bool:
+        return self.active_tokens(conversation_id) > self.config.trigger_tokens
+
+    # -- the passes ---------------------------------------------------------------------
+
+    def compact(
+        self, conversation_id: str, *, force: bool = False, emergency: bool = False, full: bool = False
+    ) -> CompactionReport:
+        """Compact one conversation.
+
+        Without ``force`` it does nothing unless the active context is over the trigger.
+        ``force`` summarizes everything outside the fresh tail even under the trigger;
+        ``emergency`` keeps only the newest turn raw (after a context-length error);
+        ``full`` also condenses the frontier down to a single root.
+        """
+        t0 = time.perf_counter()
+        report = CompactionReport(conversation_id)
+        report.tokens_before = self.active_tokens(conversation_id)
+        lock = self._lock_for(conversation_id)
+        if not lock.acquire(blocking=False):
+            report.skipped = "another compaction of this conversation is running"
+            report.tokens_after = report.tokens_before
+            return report
+        try:
+            if not (force or emergency or full) and report.tokens_before <= self.config.trigger_tokens:
+                report.skipped = "under the trigger"
+            else:
+                self._leaf_passes(conversation_id, report, force=force or full, emergency=emergency)
+                self._condense_passes(conversation_id, report, full=full or emergency)
+        finally:
+            lock.release()
+        report.tokens_after = self.active_tokens(conversation_id)
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _lock_for(self, conversation_id: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks.setdefault(conversation_id, threading.Lock())
+
+    def _leaf_passes(self, cid: str, report: CompactionReport, *, force: bool, emergency: bool) -> None:
+        cfg = self.config
+        frontier = self.store.frontier(cid)
+        covered = frontier[-1].last_seq if frontier else 0
+        previous = frontier[-1].content if frontier else None
+        raw = self.store.get_messages(cid, covered + 1)
+        start = protected_tail_start(raw, cfg, emergency=emergency)
+        eligible = raw[:start]
+        eligible_tokens = sum(m.token_count for m in eligible)
+        # Below this a summary cannot be shorter than what it covers; wait for more.
+        minimum = 64 if (force or emergency) else cfg.effective_leaf_target_tokens * 2
+        if not eligible or eligible_tokens < minimum:
+            return
+        chunks: list[list[Message]] = []
+        current: list[Message] = []
+        current_tokens = 0
+        for group in tool_groups(eligible):
+            size = sum(m.token_count for m in group)
+            if current and current_tokens + size > cfg.effective_leaf_chunk_tokens:
+                chunks.append(current)
+                current, current_tokens = [], 0
+            current.extend(group)
+            current_tokens += size
+        if current:
+            chunks.append(current)
+        for chunk in chunks:
+            if report.passes >= cfg.max_compaction_passes:
+                return
+            items = tuple(_message_item(m) for m in chunk)
+            text, tokens, level, meta = self._write(items, depth=0, target=cfg.effective_leaf_target_tokens, previous=previous, cid=cid)
+            node = self.store.insert_summary(
+                NewSummary(cid, 0, text, tokens, tuple(SourceRef("message", m.id) for m in chunk),
+                           self._name(level), level, meta)
+            )
+            report.passes += 1
+            if node is None:  # someone else compacted this span first
+                report.skipped = "the frontier moved during compaction"
+                return
+            report.leaves.append(node.id)
+            previous = node.content
+
+    def _condense_passes(self, cid: str, report: CompactionReport, *, full: bool) -> None:
+        cfg = self.config
+        while report.passes < cfg.max_compaction_passes:
+            frontier = self.store.frontier(cid)
+            total = sum(s.token_count for s in frontier)
+            if len(frontier) < 2 or (not full and total <= cfg.summary_share_tokens):
+                return
+            run = self._pick_run(frontier)
+            if run is None:
+                return
+            items = tuple(_summary_item(s) for s in run)
+            depth = max(s.depth for s in run) + 1
+            index = frontier.index(run[0])
+            previous = frontier[index - 1].content if index > 0 else None
+            text, tokens, level, meta = self._write(items, depth=depth, target=cfg.effective_condensed_target_tokens, previous=previous, cid=cid)
+            node = self.store.insert_summary(
+                NewSummary(cid, depth, text, tokens, tuple(SourceRef("summary", s.id) for s in run),
+                           self._name(level), level, meta)
+            )
+            report.passes += 1
+            if node is None:
+                report.skipped = "the frontier moved during compaction"
+                return
+            report.condensed.append(node.id)
+
+    def _pick_run(self, frontier: list[Summary]) -> list[Summary] | None:
+        """The oldest run of 2..max_fanout contiguous same-depth frontier summaries whose
+        text fits one summarizer input; failing that, the two oldest nodes (the rolling
+        root absorbs the next-oldest node, whatever its depth)."""
+        cfg = self.config
+        cap = cfg.effective_leaf_chunk_tokens
+        i = 0
+        while i < len(frontier):
+            j = i
+            while j + 1 < len(frontier) and frontier[j + 1].depth == frontier[i].depth:
+                j += 1
+            if j - i + 1 >= cfg.condense_min_fanout:
+                run = [frontier[i]]
+                tokens = frontier[i].token_count
+                for node in frontier[i + 1 : j + 1]:
+                    if len(run) >= cfg.condense_max_fanout or tokens + node.token_count > cap:
+                        break
+                    run.append(node)
+                    tokens += node.token_count
+                if len(run) >= cfg.condense_min_fanout:
+                    return run
+            i = j + 1
+        return frontier[:2] if len(frontier) >= 2 else None
+
+    # -- writing one summary ------------------------------------------------------------
+
+    def _name(self, level: int) -> str:
+        return self.summarizer.name if level < FALLBACK_EXTRACTIVE else f"{self.fallback.name}-fallback"
+
+    def _write(
+        self, items: tuple[SummaryItem, ...], *, depth: int, target: int, previous: str | None, cid: str
+    ) -> tuple[str, int, int, dict[str, Any]]:
+        """One summary that is shorter than its input: the configured summarizer, then an
+        aggressive retry, then deterministic extraction, which always fits."""
+        input_tokens = sum(self.counter.count(it.text) for it in items)
+        target = max(1, min(target, int(input_tokens * self.config.max_summary_ratio)))
+        ceiling = max(1, min(int(target * 1.5), input_tokens - 1))
+        meta: dict[str, Any] = {"input_tokens": input_tokens, "target_tokens": target}
+        errors: list[str] = []
+        modes: tuple[Literal["normal", "aggressive"], ...] = ("normal", "aggressive")
+        for level, mode in enumerate(modes):
+            if level == FALLBACK_AGGRESSIVE and self.summarizer.name == self.fallback.name:
+                break
+            request = SummaryRequest(items, depth, target if mode == "normal" else max(1, target // 2),
+                                     self.counter, mode, previous, cid)
+            try:
+                result = self.summarizer.summarize(request)
+            except Exception as exc:  # a summarizer failure must never cost a message
+                errors.append(f"{mode}: {type(exc).__name__}: {exc}"[:300])
+                continue
+            text = result.text.strip() if isinstance(result.text, str) else ""
+            tokens = self.counter.count(text)
+            if text and tokens <= ceiling:
+                if result.model:
+                    meta["model"] = result.model
+                if errors:
+                    meta["errors"] = errors
+                return text, tokens, level, meta
+            errors.append(f"{mode}: output of {tokens} tokens does not fit {ceiling}")
+        request = SummaryRequest(items, depth, target, self.counter, "normal", previous, cid)
+        text = self.fallback.summarize(request).text.strip()
+        if not text:
+            text = f"[#{items[0].first_seq}–#{items[-1].last_seq}]"
+        if errors:
+            meta["errors"] = errors
+        return text, self.counter.count(text), FALLBACK_EXTRACTIVE if errors else FALLBACK_NORMAL, meta

@@ -1,0 +1,110 @@
+"""Configuration: the knobs DESIGN.md names, their defaults, and how they scale with
+the model's context window."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from lossless.errors import ValidationError
+
+__all__ = ["Config"]
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Engine settings. Pass any of these as keyword arguments to :func:`lossless.open`.
+
+    Sizes that DESIGN.md gives for large windows (``leaf_chunk_tokens`` 20000 and the
+    summary targets) are scaled down for small windows by the ``effective_*``
+    properties, so an 8k-window agent gets leaves it can afford to show.
+    """
+
+    context_window: int = 128_000
+    context_threshold: float = 0.75
+    fresh_tail_count: int = 32
+    fresh_tail_ratio: float = 0.30  # the tail compaction protects, as a share of the window
+    leaf_chunk_tokens: int = 20_000
+    leaf_target_tokens: int = 1_200
+    condensed_target_tokens: int = 2_000
+    condense_min_fanout: int = 2
+    condense_max_fanout: int = 8
+    summary_share: float = 0.40  # frontier summaries above this share of the window get condensed
+    max_summary_ratio: float = 0.5  # a summary is at most this share of what it covers
+    auto_compact: bool = True
+    tokenizer: str = "cl100k_base"
+    max_message_bytes: int = 4 * 1024 * 1024
+    max_compaction_passes: int = 10_000
+    # assembly shares of the budget (P0 fresh tail, P1 summaries, P2 root, P3 recall)
+    tail_share: float = 0.30
+    summaries_share: float = 0.35
+    root_share: float = 0.15
+    recall_share: float = 0.20
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.context_window, int) or self.context_window < 256:
+            raise ValidationError(
+                f"context_window must be an integer >= 256, got {self.context_window!r}"
+            )
+        for name in ("context_threshold", "fresh_tail_ratio", "summary_share", "max_summary_ratio"):
+            value = getattr(self, name)
+            if not 0 < value <= 1:
+                raise ValidationError(f"{name} must be in (0, 1], got {value!r}")
+        for name in ("tail_share", "summaries_share", "root_share", "recall_share"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValidationError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+        for name in (
+            "fresh_tail_count",
+            "leaf_chunk_tokens",
+            "leaf_target_tokens",
+            "condensed_target_tokens",
+            "max_message_bytes",
+            "max_compaction_passes",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValidationError(f"{name} must be a positive integer, got {value!r}")
+        if not 2 <= self.condense_min_fanout <= self.condense_max_fanout:
+            raise ValidationError(
+                "need 2 <= condense_min_fanout <= condense_max_fanout, got "
+                f"{self.condense_min_fanout} and {self.condense_max_fanout}"
+            )
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> Config:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(kwargs) - names)
+        if unknown:
+            raise ValidationError(
+                f"unknown config option(s): {', '.join(unknown)} (known: {', '.join(sorted(names))})"
+            )
+        return cls(**kwargs)
+
+    def replace(self, **changes: Any) -> Config:
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def trigger_tokens(self) -> int:
+        """Active-context size above which compaction runs."""
+        return int(self.context_window * self.context_threshold)
+
+    @property
+    def effective_leaf_chunk_tokens(self) -> int:
+        return max(512, min(self.leaf_chunk_tokens, int(self.context_window * 0.25)))
+
+    @property
+    def effective_leaf_target_tokens(self) -> int:
+        return max(96, min(self.leaf_target_tokens, int(self.effective_leaf_chunk_tokens * 0.15)))
+
+    @property
+    def effective_condensed_target_tokens(self) -> int:
+        return max(160, min(self.condensed_target_tokens, int(self.context_window * 0.06)))
+
+    @property
+    def fresh_tail_tokens(self) -> int:
+        return int(self.context_window * self.fresh_tail_ratio)
+
+    @property
+    def summary_share_tokens(self) -> int:
+        return int(self.context_window * self.summary_share)

@@ -1,0 +1,166 @@
+"""A handle on one conversation: add messages, assemble context, compact, search."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from lossless.compaction import CompactionReport
+from lossless.render import message_text
+from lossless.store.base import SearchSpec
+from lossless.types import AssembledContext, ConversationInfo, GrepHit, Message, Summary
+from lossless.validate import NewMessage, validate_message
+
+if TYPE_CHECKING:
+    from lossless.engine import Memory
+
+__all__ = ["Conversation"]
+
+
+class Conversation:
+    """Get one with :meth:`lossless.Memory.conversation`; it is cheap to create."""
+
+    def __init__(self, memory: Memory, conversation_id: str) -> None:
+        self.memory = memory
+        self.id = conversation_id
+
+    def __repr__(self) -> str:
+        return f"Conversation({self.id!r})"
+
+    # -- writing ------------------------------------------------------------------------
+
+    def add(
+        self,
+        role: str,
+        content: str | list[dict[str, Any]] | None = None,
+        *,
+        name: str | None = None,
+        created_at: datetime | str | None = None,
+        tool_calls: list[dict[str, Any]] | None = None,
+        tool_call_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        external_id: str | None = None,
+    ) -> Message:
+        """Store one message (immutable from now on) and compact if a trigger fired."""
+        fields: dict[str, Any] = {"role": role, "content": content}
+        for key, value in (("name", name), ("created_at", created_at), ("tool_calls", tool_calls),
+                           ("tool_call_id", tool_call_id), ("metadata", metadata), ("external_id", external_id)):
+            if value is not None:
+                fields[key] = value
+        return self.add_many([fields])[0]
+
+    def add_many(self, messages: Iterable[Mapping[str, Any]]) -> list[Message]:
+        """Store many messages in one transaction: all are validated first, so one bad
+        message means none is written. Idempotent on ``external_id``."""
+        validated: list[NewMessage] = []
+        for i, data in enumerate(messages):
+            try:
+                validated.append(validate_message(data, max_bytes=self.memory.config.max_message_bytes))
+            except Exception as exc:
+                if len(validated) or i:
+                    raise type(exc)(f"message {i}: {exc}") from None
+                raise
+        if not validated:
+            return []
+        counter = self.memory.counter
+        counts = [counter.count(_new_text(m)) for m in validated]
+        stored = self.memory.store.append_messages(self.id, validated, counts)
+        if self.memory.config.auto_compact:
+            self.memory.compactor.compact(self.id)
+        return stored
+
+    # -- reading ------------------------------------------------------------------------
+
+    def messages(self, first_seq: int = 1, last_seq: int | None = None) -> list[Message]:
+        """Every stored message in seq order (or the range asked for), verbatim."""
+        return self.memory.store.get_messages(self.id, first_seq, last_seq)
+
+    @property
+    def info(self) -> ConversationInfo:
+        info = self.memory.store.get_conversation(self.id)
+        assert info is not None
+        return info
+
+    def frontier(self) -> list[Summary]:
+        """The summaries with no parent yet, oldest first; with the raw tail after them
+        they partition the whole history."""
+        return self.memory.store.frontier(self.id)
+
+    def summaries(self) -> list[Summary]:
+        return self.memory.store.summaries(self.id)
+
+    def assemble(self, budget_tokens: int | None = None, query: str | None = None) -> AssembledContext:
+        """The context for one model call: at most ``budget_tokens`` (default: the
+        context window) by the configured tokenizer."""
+        return self.memory.assembler.assemble(self.id, budget_tokens, query)
+
+    def compact(self, *, force: bool = True, full: bool = False, emergency: bool = False) -> CompactionReport:
+        """Compact now. ``force`` (the default here) summarizes everything outside the
+        fresh tail even under the trigger; ``full`` condenses down to one root;
+        ``emergency`` keeps only the newest turn raw (after a context-length error)."""
+        return self.memory.compactor.compact(self.id, force=force, full=full, emergency=emergency)
+
+    def active_tokens(self) -> int:
+        return self.memory.compactor.active_tokens(self.id)
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        kinds: tuple[Literal["message", "summary"], ...] = ("message", "summary"),
+        roles: tuple[str, ...] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        mode: Literal["fts", "raw", "regex"] = "fts",
+        sort: Literal["relevance", "recency"] = "relevance",
+    ) -> list[GrepHit]:
+        """Keyword search in this conversation only."""
+        spec = SearchSpec(query=query, conversation_ids=(self.id,), kinds=kinds, roles=roles, since=since,
+                          until=until, mode=mode, sort=sort, limit=limit)
+        return self.memory.store.search(spec)
+
+    def stats(self) -> dict[str, Any]:
+        store = self.memory.store
+        frontier = store.frontier(self.id)
+        everything = store.summaries(self.id)
+        covered = frontier[-1].last_seq if frontier else 0
+        total = store.last_seq(self.id)
+        return {
+            "conversation": self.id,
+            "messages": total,
+            "message_tokens": store.token_sum(self.id, 1),
+            "summaries": len(everything),
+            "max_depth": max((s.depth for s in everything), default=-1),
+            "frontier_summaries": len(frontier),
+            "frontier_tokens": sum(s.token_count for s in frontier),
+            "raw_tail_messages": total - covered,
+            "raw_tail_tokens": store.token_sum(self.id, covered + 1),
+            "active_tokens": self.active_tokens(),
+            "context_window": self.memory.config.context_window,
+        }
+
+    # -- async wrappers (one sync core, run in a worker thread) --------------------------
+
+    async def aadd(self, role: str, content: str | list[dict[str, Any]] | None = None, **kwargs: Any) -> Message:
+        return await asyncio.to_thread(self.add, role, content, **kwargs)
+
+    async def aadd_many(self, messages: Iterable[Mapping[str, Any]]) -> list[Message]:
+        return await asyncio.to_thread(self.add_many, list(messages))
+
+    async def aassemble(self, budget_tokens: int | None = None, query: str | None = None) -> AssembledContext:
+        return await asyncio.to_thread(self.assemble, budget_tokens, query)
+
+    async def acompact(self, **kwargs: Any) -> CompactionReport:
+        return await asyncio.to_thread(self.compact, **kwargs)
+
+
+def _new_text(msg: NewMessage) -> str:
+    from lossless.render import content_text
+
+    return content_text(msg.content, msg.tool_calls)
+
+
+_ = message_text

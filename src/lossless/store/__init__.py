@@ -1,0 +1,1 @@
+"""Storage backends behind the :class:`~lossless.store.base.Store` protocol."""

@@ -1,0 +1,171 @@
+"""Numbered, transactional schema migrations for the SQLite store.
+
+Each migration runs in its own transaction and is recorded in ``schema_migrations``;
+a database written by newer code (a version we do not know) is refused, not guessed at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from lossless.errors import MigrationError
+
+__all__ = ["MIGRATIONS", "applied", "migrate", "pending"]
+
+Migration = Callable[[Any], None]
+MIGRATIONS: list[tuple[int, str, Migration]] = []
+
+
+def migration(version: int, name: str) -> Callable[[Migration], Migration]:
+    def register(fn: Migration) -> Migration:
+        MIGRATIONS.append((version, name, fn))
+        MIGRATIONS.sort(key=lambda m: m[0])
+        return fn
+
+    return register
+
+
+@migration(1, "core")
+def _core(conn: Any) -> None:
+    conn.execute(
+        """
+        CREATE TABLE conversations (
+            id TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            last_seq INTEGER NOT NULL DEFAULT 0  -- next seq is last_seq + 1, bumped in the insert transaction
+        );
+
+        -- An explicit INTEGER PRIMARY KEY so the FTS tables can key on a stable rowid.
+        CREATE TABLE messages (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+            name TEXT,
+            content TEXT,
+            content_is_json INTEGER NOT NULL DEFAULT 0,  -- 1: content holds JSON content parts
+            tool_calls TEXT,
+            tool_call_id TEXT,
+            created_at TEXT NOT NULL,  -- ISO 8601 exactly as given (naive stays naive)
+            created_ts REAL NOT NULL,  -- Unix seconds (naive read as UTC), for ordering and ranges
+            token_count INTEGER NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            external_id TEXT,
+            content_hash TEXT NOT NULL,
+            UNIQUE (conversation_id, seq)
+        );
+        CREATE UNIQUE INDEX messages_external_id
+            ON messages (conversation_id, external_id) WHERE external_id IS NOT NULL;
+        CREATE INDEX messages_time ON messages (conversation_id, created_ts);
+
+        CREATE TABLE summaries (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            depth INTEGER NOT NULL CHECK (depth >= 0),
+            content TEXT NOT NULL,
+            token_count INTEGER NOT NULL,
+            first_seq INTEGER NOT NULL,
+            last_seq INTEGER NOT NULL,
+            earliest_at TEXT NOT NULL,
+            latest_at TEXT NOT NULL,
+            earliest_ts REAL NOT NULL,
+            latest_ts REAL NOT NULL,
+            descendant_count INTEGER NOT NULL,
+            source_token_count INTEGER NOT NULL,
+            summarizer TEXT NOT NULL,
+            fallback_level INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            -- Set in the same transaction that writes the parent: NULL means on the frontier.
+            parent_id TEXT REFERENCES summaries(id),
+            CHECK (first_seq <= last_seq)
+        );
+        -- The frontier is read before every assembly: keep it an index range, not a scan.
+        CREATE INDEX summaries_frontier
+            ON summaries (conversation_id, first_seq) WHERE parent_id IS NULL;
+        CREATE INDEX summaries_span ON summaries (conversation_id, depth, first_seq);
+
+        CREATE TABLE summary_sources (
+            summary_id TEXT NOT NULL REFERENCES summaries(id),
+            ord INTEGER NOT NULL,
+            source_kind TEXT NOT NULL CHECK (source_kind IN ('message', 'summary')),
+            source_id TEXT NOT NULL,
+            PRIMARY KEY (summary_id, ord)
+        ) WITHOUT ROWID;
+        CREATE INDEX summary_sources_source ON summary_sources (source_id);
+
+        -- Contentless FTS (content=''): the text lives once, in messages/summaries; rowids
+        -- match theirs. unicode61 for word search, trigram so CJK text without spaces and
+        -- substrings are found too.
+        CREATE VIRTUAL TABLE messages_fts USING fts5(
+            text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+        );
+        CREATE VIRTUAL TABLE messages_tri USING fts5(
+            text, content='', contentless_delete=1, tokenize='trigram'
+        );
+        CREATE VIRTUAL TABLE summaries_fts USING fts5(
+            text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+        );
+        CREATE VIRTUAL TABLE summaries_tri USING fts5(
+            text, content='', contentless_delete=1, tokenize='trigram'
+        );
+        """
+    )
+
+
+def _ensure_table(conn: Any) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+
+
+def applied(conn: Any) -> list[int]:
+    _ensure_table(conn)
+    return [row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+
+
+def pending(conn: Any) -> list[tuple[int, str, Migration]]:
+    done = set(applied(conn))
+    return [m for m in MIGRATIONS if m[0] not in done]
+
+
+def migrate(conn: Any, upto: int | None = None) -> list[int]:
+    """Apply every pending migration (up to ``upto``), each in its own transaction."""
+    known = {m[0] for m in MIGRATIONS}
+    newer = [v for v in applied(conn) if v not in known]
+    if newer:
+        raise MigrationError(
+            f"database schema version {max(newer)} is newer than this lossless knows "
+            f"({max(known)}); upgrade lossless"
+        )
+    done: list[int] = []
+    for version, name, fn in pending(conn):
+        if upto is not None and version > upto:
+            break
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have applied it while we waited for the write lock.
+            row = conn.execute(
+                "SELECT 1 FROM schema_migrations WHERE version = ?", (version,)
+            ).fetchone()
+            if row is None:
+                fn(conn)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (version, name, datetime.now(UTC).isoformat()),
+                )
+                done.append(version)
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            conn.execute("ROLLBACK")
+            if isinstance(exc, MigrationError):
+                raise
+            raise MigrationError(f"migration {version} ({name}) failed: {exc}") from exc
+    return done

@@ -1,0 +1,444 @@
+"""The embedded default store: one SQLite file (or ``:memory:``) through apsw.
+
+apsw rather than the stdlib ``sqlite3``: it bundles a current SQLite with FTS5 and can
+load extensions (sqlite-vec) even where the interpreter's own sqlite3 cannot. Every
+logical write is one ``BEGIN IMMEDIATE`` transaction, so a reader never sees half of it
+and a crash leaves either all of it or none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from lossless.errors import NotFoundError, StoreError, ValidationError
+from lossless.render import content_text
+from lossless.store.base import NewSummary, SearchSpec
+from lossless.store.migrations import migrate
+from lossless.types import ConversationInfo, GrepHit, Message, SourceRef, Summary
+from lossless.validate import NewMessage
+
+__all__ = ["SQLiteStore", "message_hash", "message_id", "summary_id"]
+
+_MSG_COLS = (
+    "rowid, id, conversation_id, seq, role, name, content, content_is_json, tool_calls, "
+    "tool_call_id, created_at, token_count, metadata, external_id"
+)
+_SUM_COLS = (
+    "id, conversation_id, depth, content, token_count, first_seq, last_seq, earliest_at, "
+    "latest_at, descendant_count, source_token_count, summarizer, fallback_level, created_at, "
+    "metadata"
+)
+
+
+def _ts(dt: datetime) -> float:
+    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def message_id(conversation_id: str, seq: int) -> str:
+    digest = hashlib.sha256(f"{conversation_id}\x00{seq}".encode()).hexdigest()
+    return f"msg_{digest[:20]}"
+
+
+def message_hash(role: str, content: Any, name: str | None, tool_calls: Any, tool_call_id: str | None) -> str:
+    canonical = _dumps([role, content, name, list(tool_calls or ()), tool_call_id])
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def summary_id(conversation_id: str, depth: int, sources: Sequence[SourceRef], content: str) -> str:
+    ids = ",".join(s.id for s in sources)
+    digest = hashlib.sha256(f"{conversation_id}\x00{depth}\x00{ids}\x00{content}".encode()).hexdigest()
+    return f"sum_{digest[:20]}"
+
+
+def _regexp(pattern: str, value: str | None) -> bool:
+    return value is not None and _compiled(pattern).search(value) is not None
+
+
+_REGEX_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    rx = _REGEX_CACHE.get(pattern)
+    if rx is None:
+        rx = re.compile(pattern)
+        if len(_REGEX_CACHE) > 64:
+            _REGEX_CACHE.clear()
+        _REGEX_CACHE[pattern] = rx
+    return rx
+
+
+class SQLiteStore:
+    """SQLite implementation of :class:`~lossless.store.base.Store`."""
+
+    def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 10_000) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = apsw.Connection(str(Path(self.path).expanduser()) if self.path != ":memory:" else self.path)
+        except apsw.Error as exc:
+            raise StoreError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
+        self._lock = threading.RLock()
+        self._depth = 0
+        conn = self._conn
+        conn.setbusytimeout(busy_timeout_ms)
+        conn.create_scalar_function("regexp", _regexp, 2, deterministic=True)
+        try:
+            if self.path != ":memory:":
+                conn.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a committed transaction survives a process crash (SIGKILL);
+            # only an OS crash / power loss can drop the last commits.
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            migrate(conn)
+        except apsw.NotADBError as exc:
+            raise StoreError(f"{self.path!r} is not a SQLite database") from exc
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @property
+    def connection(self) -> Any:
+        return self._conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One write transaction (re-entrant: nested uses join the outer one)."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self._conn
+                finally:
+                    self._depth -= 1
+                return
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                yield self._conn
+            except BaseException:
+                self._depth = 0
+                self._conn.execute("ROLLBACK")
+                raise
+            self._depth = 0
+            self._conn.execute("COMMIT")
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return list(self._conn.execute(sql, tuple(args)))
+
+    # -- conversations ------------------------------------------------------------------
+
+    def _conv_row(self, row: tuple[Any, ...]) -> ConversationInfo:
+        cid, created, updated, meta, last_seq = row
+        n_sum = self._query("SELECT count(*) FROM summaries WHERE conversation_id = ?", (cid,))[0][0]
+        return ConversationInfo(
+            id=cid,
+            created_at=datetime.fromisoformat(created),
+            updated_at=datetime.fromisoformat(updated),
+            message_count=last_seq,
+            summary_count=n_sum,
+            metadata=json.loads(meta),
+        )
+
+    def ensure_conversation(self, conversation_id: str, metadata: dict[str, Any] | None = None) -> ConversationInfo:
+        now = datetime.now(UTC).isoformat()
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO conversations (id, created_at, updated_at, metadata) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (id) DO NOTHING",
+                (conversation_id, now, now, _dumps(metadata or {})),
+            )
+            if metadata:
+                row = conn.execute("SELECT metadata FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+                merged = {**json.loads(row[0]), **metadata}
+                conn.execute("UPDATE conversations SET metadata = ? WHERE id = ?", (_dumps(merged), conversation_id))
+        info = self.get_conversation(conversation_id)
+        assert info is not None
+        return info
+
+    def get_conversation(self, conversation_id: str) -> ConversationInfo | None:
+        rows = self._query(
+            "SELECT id, created_at, updated_at, metadata, last_seq FROM conversations WHERE id = ?",
+            (conversation_id,),
+        )
+        return self._conv_row(rows[0]) if rows else None
+
+    def list_conversations(self, limit: int = 100, offset: int = 0) -> list[ConversationInfo]:
+        rows = self._query(
+            "SELECT id, created_at, updated_at, metadata, last_seq FROM conversations "
+            "ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
+            (limit, offset),
+        )
+        return [self._conv_row(r) for r in rows]
+
+    # -- messages -----------------------------------------------------------------------
+
+    @staticmethod
+    def _message(row: tuple[Any, ...]) -> Message:
+        (_rowid, mid, cid, seq, role, name, content, is_json, tool_calls, tcid, created, tokens, meta, ext) = row
+        return Message(
+            id=mid,
+            conversation_id=cid,
+            seq=seq,
+            role=role,
+            content=json.loads(content) if is_json else content,
+            created_at=datetime.fromisoformat(created),
+            token_count=tokens,
+            name=name,
+            tool_calls=tuple(json.loads(tool_calls)) if tool_calls else (),
+            tool_call_id=tcid,
+            metadata=json.loads(meta),
+            external_id=ext,
+        )
+
+    def append_messages(
+        self, conversation_id: str, messages: Sequence[NewMessage], token_counts: Sequence[int]
+    ) -> list[Message]:
+        """Append in one transaction. A message whose external id is already stored in
+        this conversation is not added again; the stored one is returned in its place."""
+        if len(messages) != len(token_counts):
+            raise ValidationError("messages and token_counts differ in length")
+        out_ids: list[str] = []
+        now = datetime.now(UTC).isoformat()
+        with self.transaction() as conn:
+            row = conn.execute("SELECT last_seq FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+            if row is None:
+                raise NotFoundError(f"no conversation {conversation_id!r}")
+            seq = row[0]
+            for msg, tokens in zip(messages, token_counts, strict=True):
+                if msg.external_id is not None:
+                    hit = conn.execute(
+                        "SELECT id FROM messages WHERE conversation_id = ? AND external_id = ?",
+                        (conversation_id, msg.external_id),
+                    ).fetchone()
+                    if hit is not None:
+                        out_ids.append(hit[0])
+                        continue
+                seq += 1
+                mid = message_id(conversation_id, seq)
+                is_json = isinstance(msg.content, list)
+                stored = _dumps(msg.content) if is_json else msg.content
+                calls = _dumps(list(msg.tool_calls)) if msg.tool_calls else None
+                conn.execute(
+                    "INSERT INTO messages (id, conversation_id, seq, role, name, content, content_is_json, "
+                    "tool_calls, tool_call_id, created_at, created_ts, token_count, metadata, external_id, "
+                    "content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        mid, conversation_id, seq, msg.role, msg.name, stored, int(is_json), calls,
+                        msg.tool_call_id, msg.created_at.isoformat(), _ts(msg.created_at), tokens,
+                        _dumps(msg.metadata), msg.external_id,
+                        message_hash(msg.role, msg.content, msg.name, msg.tool_calls, msg.tool_call_id),
+                    ),
+                )
+                rowid = conn.last_insert_rowid()
+                text = content_text(msg.content, msg.tool_calls)
+                if msg.name:
+                    text = f"{msg.name}: {text}"
+                conn.execute("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", (rowid, text))
+                conn.execute("INSERT INTO messages_tri (rowid, text) VALUES (?, ?)", (rowid, text))
+                out_ids.append(mid)
+            conn.execute(
+                "UPDATE conversations SET last_seq = ?, updated_at = ? WHERE id = ?", (seq, now, conversation_id)
+            )
+            placeholders = ",".join("?" * len(out_ids))
+            rows = conn.execute(f"SELECT {_MSG_COLS} FROM messages WHERE id IN ({placeholders})", out_ids).fetchall() if out_ids else []
+        by_id = {r[1]: self._message(r) for r in rows}
+        return [by_id[i] for i in out_ids]
+
+    def get_messages(self, conversation_id: str, first_seq: int = 1, last_seq: int | None = None) -> list[Message]:
+        hi = last_seq if last_seq is not None else 2**62
+        rows = self._query(
+            f"SELECT {_MSG_COLS} FROM messages WHERE conversation_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+            (conversation_id, first_seq, hi),
+        )
+        return [self._message(r) for r in rows]
+
+    def get_message(self, message_id: str) -> Message:
+        rows = self._query(f"SELECT {_MSG_COLS} FROM messages WHERE id = ?", (message_id,))
+        if not rows:
+            raise NotFoundError(f"no message with id {message_id!r}")
+        return self._message(rows[0])
+
+    def last_seq(self, conversation_id: str) -> int:
+        rows = self._query("SELECT last_seq FROM conversations WHERE id = ?", (conversation_id,))
+        return rows[0][0] if rows else 0
+
+    def token_sum(self, conversation_id: str, first_seq: int, last_seq: int | None = None) -> int:
+        hi = last_seq if last_seq is not None else 2**62
+        rows = self._query(
+            "SELECT coalesce(sum(token_count), 0) FROM messages WHERE conversation_id = ? AND seq BETWEEN ? AND ?",
+            (conversation_id, first_seq, hi),
+        )
+        return int(rows[0][0])
+
+    # -- summaries ----------------------------------------------------------------------
+
+    def _summary(self, row: tuple[Any, ...], with_sources: bool = True) -> Summary:
+        (sid, cid, depth, content, tokens, first, last, earliest, latest, desc, src_tokens, summarizer, level, created, meta) = row
+        sources: tuple[SourceRef, ...] = ()
+        if with_sources:
+            sources = tuple(
+                SourceRef(kind=k, id=i)
+                for k, i in self._query(
+                    "SELECT source_kind, source_id FROM summary_sources WHERE summary_id = ? ORDER BY ord", (sid,)
+                )
+            )
+        return Summary(
+            id=sid, conversation_id=cid, depth=depth, content=content, token_count=tokens,
+            first_seq=first, last_seq=last, earliest_at=datetime.fromisoformat(earliest),
+            latest_at=datetime.fromisoformat(latest), descendant_count=desc,
+            source_token_count=src_tokens, summarizer=summarizer, fallback_level=level,
+            created_at=datetime.fromisoformat(created), sources=sources, metadata=json.loads(meta),
+        )
+
+    def insert_summary(self, new: NewSummary) -> Summary | None:
+        """Write one summary and link its sources, in one transaction.
+
+        Returns None (writing nothing) if the state it was computed from has moved on:
+        a leaf whose messages are no longer the oldest uncovered ones, or a condensed
+        node whose sources already have a parent. That makes a re-run harmless and two
+        compactions of one conversation unable to both land.
+        """
+        if not new.sources:
+            raise ValidationError("a summary needs at least one source")
+        kinds = {s.kind for s in new.sources}
+        if len(kinds) != 1:
+            raise ValidationError("a summary's sources are all messages or all summaries")
+        cid = new.conversation_id
+        with self.transaction() as conn:
+            if kinds == {"message"}:
+                ids = [s.id for s in new.sources]
+                rows = conn.execute(
+                    f"SELECT seq, created_at, created_ts, token_count FROM messages WHERE conversation_id = ? "
+                    f"AND id IN ({','.join('?' * len(ids))}) ORDER BY seq",
+                    [cid, *ids],
+                ).fetchall()
+                if len(rows) != len(ids):
+                    raise NotFoundError("a leaf source message does not exist in this conversation")
+                first, last = rows[0][0], rows[-1][0]
+                if last - first + 1 != len(rows) or new.depth != 0:
+                    raise ValidationError("a leaf covers a contiguous run of messages and has depth 0")
+                if first != self._covered_seq(conn, cid) + 1:
+                    return None
+                earliest = min(rows, key=lambda r: r[2])
+                latest = max(rows, key=lambda r: r[2])
+                desc = len(rows)
+                src_tokens = sum(r[3] for r in rows)
+            else:
+                ids = [s.id for s in new.sources]
+                rows = conn.execute(
+                    f"SELECT id, depth, first_seq, last_seq, earliest_at, earliest_ts, latest_at, latest_ts, "
+                    f"descendant_count, token_count, parent_id FROM summaries WHERE conversation_id = ? "
+                    f"AND id IN ({','.join('?' * len(ids))}) ORDER BY first_seq",
+                    [cid, *ids],
+                ).fetchall()
+                if len(rows) != len(ids):
+                    raise NotFoundError("a source summary does not exist in this conversation")
+                if any(r[10] is not None for r in rows):
+                    return None
+                if [r[0] for r in rows] != ids:
+                    raise ValidationError("condensed sources must be given in conversation order")
+                for a, b in zip(rows, rows[1:], strict=False):
+                    if a[3] + 1 != b[2]:
+                        raise ValidationError("condensed sources must be contiguous")
+                if new.depth != max(r[1] for r in rows) + 1:
+                    raise ValidationError("a condensed summary's depth is one more than its deepest source")
+                first, last = rows[0][2], rows[-1][3]
+                e = min(rows, key=lambda r: r[5])
+                la = max(rows, key=lambda r: r[7])
+                earliest = (None, e[4], e[5])
+                latest = (None, la[6], la[7])
+                desc = sum(r[8] + 1 for r in rows)
+                src_tokens = sum(r[9] for r in rows)
+            sid = summary_id(cid, new.depth, new.sources, new.content)
+            conn.execute(
+                f"INSERT INTO summaries ({_SUM_COLS}, earliest_ts, latest_ts) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    sid, cid, new.depth, new.content, new.token_count, first, last, earliest[1], latest[1],
+                    desc, src_tokens, new.summarizer, new.fallback_level, datetime.now(UTC).isoformat(),
+                    _dumps(new.metadata), earliest[2], latest[2],
+                ),
+            )
+            rowid = conn.last_insert_rowid()
+            conn.executemany(
+                "INSERT INTO summary_sources (summary_id, ord, source_kind, source_id) VALUES (?, ?, ?, ?)",
+                [(sid, i, s.kind, s.id) for i, s in enumerate(new.sources)],
+            )
+            if kinds == {"summary"}:
+                conn.executemany("UPDATE summaries SET parent_id = ? WHERE id = ?", [(sid, s.id) for s in new.sources])
+            conn.execute("INSERT INTO summaries_fts (rowid, text) VALUES (?, ?)", (rowid, new.content))
+            conn.execute("INSERT INTO summaries_tri (rowid, text) VALUES (?, ?)", (rowid, new.content))
+            conn.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (datetime.now(UTC).isoformat(), cid))
+        return self.get_summary(sid)
+
+    @staticmethod
+    def _covered_seq(conn: Any, conversation_id: str) -> int:
+        row = conn.execute(
+            "SELECT coalesce(max(last_seq), 0) FROM summaries WHERE conversation_id = ? AND parent_id IS NULL",
+            (conversation_id,),
+        ).fetchone()
+        return int(row[0])
+
+    def covered_seq(self, conversation_id: str) -> int:
+        with self._lock:
+            return self._covered_seq(self._conn, conversation_id)
+
+    def get_summary(self, summary_id: str) -> Summary:
+        rows = self._query(f"SELECT {_SUM_COLS} FROM summaries WHERE id = ?", (summary_id,))
+        if not rows:
+            raise NotFoundError(f"no summary with id {summary_id!r}")
+        return self._summary(rows[0])
+
+    def parent_of(self, summary_id: str) -> str | None:
+        rows = self._query("SELECT parent_id FROM summaries WHERE id = ?", (summary_id,))
+        if not rows:
+            raise NotFoundError(f"no summary with id {summary_id!r}")
+        return rows[0][0]  # type: ignore[no-any-return]
+
+    def frontier(self, conversation_id: str) -> list[Summary]:
+        rows = self._query(
+            f"SELECT {_SUM_COLS} FROM summaries WHERE conversation_id = ? AND parent_id IS NULL ORDER BY first_seq",
+            (conversation_id,),
+        )
+        return [self._summary(r) for r in rows]
+
+    def summaries(self, conversation_id: str) -> list[Summary]:
+        rows = self._query(
+            f"SELECT {_SUM_COLS} FROM summaries WHERE conversation_id = ? ORDER BY depth DESC, first_seq",
+            (conversation_id,),
+        )
+        return [self._summary(r) for r in rows]
+
+    # -- search -------------------------------------------------------------------------
+
+    def search(self, spec: SearchSpec) -> list[GrepHit]:
+        from lossless.store.sqlite_search import run_search
+
+        return run_search(self, spec)
+
+    # -- integrity ----------------------------------------------------------------------
+
+    def verify(self, conversation_id: str | None = None) -> list[str]:
+        from lossless.store.sqlite_search import verify_store
+
+        return verify_store(self, conversation_id)
+

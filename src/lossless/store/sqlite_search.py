@@ -1,0 +1,229 @@
+"""Search and integrity checks for the SQLite store (kept apart from the write path)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from lossless.errors import QueryError
+from lossless.render import content_text
+from lossless.store.base import SearchSpec
+from lossless.store.fts import fts_terms, quote_fts, short_cjk_terms, snippet, trigram_query, word_query
+from lossless.types import GrepHit
+
+if TYPE_CHECKING:
+    from lossless.store.sqlite import SQLiteStore
+
+__all__ = ["run_search", "verify_store"]
+
+_CANDIDATES = 5  # fetch this many times the limit from each index before merging
+
+
+def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    args: list[Any] = []
+    if spec.conversation_ids is not None:
+        clauses.append(f"{alias}.conversation_id IN ({','.join('?' * len(spec.conversation_ids))})")
+        args.extend(spec.conversation_ids)
+    if kind == "message":
+        if spec.roles:
+            clauses.append(f"{alias}.role IN ({','.join('?' * len(spec.roles))})")
+            args.extend(spec.roles)
+        if spec.since is not None:
+            clauses.append(f"{alias}.created_ts >= ?")
+            args.append(_ts(spec.since))
+        if spec.until is not None:
+            clauses.append(f"{alias}.created_ts <= ?")
+            args.append(_ts(spec.until))
+        if spec.max_seq is not None:
+            clauses.append(f"{alias}.seq <= ?")
+            args.append(spec.max_seq)
+    else:
+        # a summary matches a time range when its span overlaps it
+        if spec.since is not None:
+            clauses.append(f"{alias}.latest_ts >= ?")
+            args.append(_ts(spec.since))
+        if spec.until is not None:
+            clauses.append(f"{alias}.earliest_ts <= ?")
+            args.append(_ts(spec.until))
+        if spec.max_seq is not None:
+            clauses.append(f"{alias}.last_seq <= ?")
+            args.append(spec.max_seq)
+    return (" AND " + " AND ".join(clauses)) if clauses else "", args
+
+
+def _ts(dt: Any) -> float:
+    from lossless.store.sqlite import _ts as ts
+
+    return ts(dt)
+
+
+def _match(store: SQLiteStore, kind: str, index: str, query: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+    table = "messages" if kind == "message" else "summaries"
+    where, args = _filters(spec, kind, "t")
+    # bm25() is negative, more negative = better; we flip the sign so bigger is better.
+    sql = (
+        f"SELECT t.rowid, -bm25({index}) FROM {index} JOIN {table} t ON t.rowid = {index}.rowid "
+        f"WHERE {index} MATCH ?{where} ORDER BY bm25({index}) LIMIT ?"
+    )
+    try:
+        return [(int(r), float(s)) for r, s in store._query(sql, [query, *args, limit])]
+    except apsw.SQLError as exc:
+        raise QueryError(f"invalid full-text query {spec.query!r}: {exc}") from None
+
+
+def _like(store: SQLiteStore, kind: str, terms: list[str], spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+    table = "messages" if kind == "message" else "summaries"
+    where, args = _filters(spec, kind, "t")
+    out: list[tuple[int, float]] = []
+    for term in terms:
+        escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        sql = f"SELECT t.rowid FROM {table} t WHERE t.content LIKE ? ESCAPE '\\'{where} LIMIT ?"
+        out.extend((int(r[0]), 0.5) for r in store._query(sql, [f"%{escaped}%", *args, limit]))
+    return out
+
+
+def _regex(store: SQLiteStore, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+    try:
+        re.compile(spec.query)
+    except re.error as exc:
+        raise QueryError(f"invalid regular expression {spec.query!r}: {exc}") from None
+    table = "messages" if kind == "message" else "summaries"
+    where, args = _filters(spec, kind, "t")
+    field = "coalesce(t.content, '') || char(10) || coalesce(t.tool_calls, '')" if kind == "message" else "t.content"
+    order = "t.seq DESC" if kind == "message" else "t.last_seq DESC"
+    sql = f"SELECT t.rowid FROM {table} t WHERE regexp(?, {field}){where} ORDER BY {order} LIMIT ?"
+    return [(int(r[0]), 1.0) for r in store._query(sql, [spec.query, *args, limit])]
+
+
+def _candidates(store: SQLiteStore, kind: str, spec: SearchSpec) -> dict[int, float]:
+    limit = max(spec.limit, 1) * _CANDIDATES
+    scores: dict[int, float] = {}
+    if spec.mode == "regex":
+        pairs = _regex(store, kind, spec, limit)
+    elif spec.mode == "raw":
+        index = "messages_fts" if kind == "message" else "summaries_fts"
+        pairs = _match(store, kind, index, spec.query, spec, limit)
+    else:
+        pairs = []
+        words = word_query(spec.query)
+        if words is None and not re.search(r"[^\W_]", spec.query):
+            return {}
+        if words is None:
+            # the query held only stopwords: search them rather than nothing
+            raw = [w.lower() for w in re.findall(r"[^\W_]+", spec.query)]
+            words = " OR ".join(quote_fts(w) for w in dict.fromkeys(raw)) if raw else None
+        base = "messages" if kind == "message" else "summaries"
+        if words:
+            pairs += _match(store, kind, f"{base}_fts", words, spec, limit)
+        grams = trigram_query(spec.query)
+        if grams:
+            pairs += _match(store, kind, f"{base}_tri", grams, spec, limit)
+        short = short_cjk_terms(spec.query)
+        if short:
+            pairs += _like(store, kind, short, spec, limit)
+    for rowid, score in pairs:
+        scores[rowid] = scores.get(rowid, 0.0) + score
+    return scores
+
+
+def run_search(store: SQLiteStore, spec: SearchSpec) -> list[GrepHit]:
+    if not isinstance(spec.query, str) or not spec.query.strip():
+        raise QueryError("search query is empty")
+    if spec.limit < 1:
+        raise QueryError(f"limit must be >= 1, got {spec.limit}")
+    hits: list[tuple[float, GrepHit]] = []
+    for kind in spec.kinds:
+        if kind == "summary" and spec.roles:
+            continue  # summaries have no role
+        scores = _candidates(store, kind, spec)
+        if not scores:
+            continue
+        ids = list(scores)
+        marks = ",".join("?" * len(ids))
+        if kind == "message":
+            rows = store._query(
+                "SELECT rowid, id, conversation_id, seq, role, name, content, content_is_json, tool_calls, "
+                f"created_at, created_ts FROM messages WHERE rowid IN ({marks})",
+                ids,
+            )
+            for rowid, mid, cid, seq, role, name, content, is_json, calls, created, ts in rows:
+                text = content_text(json.loads(content) if is_json else content, json.loads(calls) if calls else None)
+                hits.append((ts, _hit("message", mid, cid, seq, seq, role, created, text, spec, scores[rowid], None)))
+        else:
+            rows = store._query(
+                "SELECT rowid, id, conversation_id, first_seq, last_seq, earliest_at, latest_ts, content, depth "
+                f"FROM summaries WHERE rowid IN ({marks})",
+                ids,
+            )
+            for rowid, sid, cid, first, last, earliest, ts, content, depth in rows:
+                hits.append((ts, _hit("summary", sid, cid, first, last, None, earliest, content, spec, scores[rowid], depth)))
+    if spec.sort == "recency":
+        hits.sort(key=lambda p: (-p[0], p[1].conversation_id, -p[1].last_seq, p[1].id))
+    else:
+        hits.sort(key=lambda p: (-p[1].score, -p[0], p[1].id))
+    return [hit for _, hit in hits[: spec.limit]]
+
+
+def _hit(kind: Any, hid: str, cid: str, first: int, last: int, role: str | None, created: str,
+         text: str, spec: SearchSpec, score: float, depth: int | None) -> GrepHit:
+    from datetime import datetime
+
+    if spec.mode == "regex":
+        m = re.search(spec.query, text)
+        start = max(0, (m.start() if m else 0) - 50)
+        snip = ("…" if start else "") + text[start : start + 160].replace("\n", " ")
+    else:
+        snip = snippet(text, spec.query if spec.mode == "fts" else " ".join(fts_terms(spec.query)))
+    return GrepHit(kind=kind, id=hid, conversation_id=cid, first_seq=first, last_seq=last, role=role,
+                   created_at=datetime.fromisoformat(created), snippet=snip, score=round(score, 6), depth=depth)
+
+
+def verify_store(store: SQLiteStore, conversation_id: str | None = None) -> list[str]:
+    """Re-check every invariant the design states; an empty list means all hold."""
+    from lossless.store.sqlite import message_hash
+
+    problems: list[str] = []
+    convs = [conversation_id] if conversation_id else [r[0] for r in store._query("SELECT id FROM conversations ORDER BY id")]
+    for cid in convs:
+        last = store.last_seq(cid)
+        rows = store._query(
+            "SELECT seq, role, content, content_is_json, name, tool_calls, tool_call_id, content_hash "
+            "FROM messages WHERE conversation_id = ? ORDER BY seq",
+            (cid,),
+        )
+        if [r[0] for r in rows] != list(range(1, last + 1)):
+            problems.append(f"{cid}: message seqs are not exactly 1..{last}")
+        for seq, role, content, is_json, name, calls, tcid, digest in rows:
+            value = json.loads(content) if is_json else content
+            if message_hash(role, value, name, json.loads(calls) if calls else (), tcid) != digest:
+                problems.append(f"{cid}: message #{seq} does not match its content hash")
+        frontier = store.frontier(cid)
+        expect = 1
+        for node in frontier:
+            if node.first_seq != expect:
+                problems.append(f"{cid}: frontier gap or overlap at {node.id} (starts #{node.first_seq}, expected #{expect})")
+            expect = node.last_seq + 1
+        if expect - 1 > last:
+            problems.append(f"{cid}: summaries cover #{expect - 1} but only {last} messages exist")
+        for node in store.summaries(cid):
+            if node.depth == 0:
+                seqs = [store.get_message(s.id).seq for s in node.sources]
+                if seqs != list(range(node.first_seq, node.last_seq + 1)):
+                    problems.append(f"{cid}: leaf {node.id} does not cover exactly #{node.first_seq}..#{node.last_seq}")
+            else:
+                kids = [store.get_summary(s.id) for s in node.sources]
+                spans = [(k.first_seq, k.last_seq) for k in kids]
+                if spans[0][0] != node.first_seq or spans[-1][1] != node.last_seq or any(
+                    a[1] + 1 != b[0] for a, b in zip(spans, spans[1:], strict=False)
+                ):
+                    problems.append(f"{cid}: {node.id} sources are not a contiguous cover of its span")
+                if any(store.parent_of(k.id) != node.id for k in kids):
+                    problems.append(f"{cid}: a source of {node.id} has another parent")
+    (result,) = store._query("PRAGMA integrity_check")[0]
+    if result != "ok":
+        problems.append(f"integrity_check: {result}")
+    return problems

@@ -1,0 +1,514 @@
+"""Deterministic, offline extractive summarization: the default summarizer and the
+compaction engine's last resort.
+
+Text is cut into units (sentences, one fenced code block, one tool-call line), each unit
+is scored for what a later turn is likely to need (decisions and their reasons, numbers,
+dates, names, errors, questions, identifiers, constraints, action items, minus filler),
+and the best units are kept verbatim, in their original order, under a header naming
+their source, until the token budget is spent. Same input, same output, byte for byte.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from lossless.summarize.base import SummaryItem, SummaryRequest, SummaryResult
+from lossless.tokens import TokenCounter
+
+__all__ = ["ExtractiveSummarizer", "extract", "fit_text"]
+
+_WIDE = (
+    "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+    "\uf900-\ufaff\uff00-\uffef\U00020000-\U0002ffff"
+)
+_WIDE_RE = re.compile(f"[{_WIDE}]")
+_CJK_RUN_RE = re.compile(f"[{_WIDE}]+")
+# Atoms are the units text may be cut between: whitespace, one wide character, or a run of
+# anything else, so a path, URL or identifier is never cut in half.
+_ATOM_RE = re.compile(f"\\s+|[{_WIDE}]|[^\\s{_WIDE}]+")
+_SPLIT_RE = re.compile(
+    f"[。！？；][」』”’）)]*|[.!?…]+[\"'”’)\\]]*(?=\\s)|[!?]+(?=[{_WIDE}])|\\.(?=[{_WIDE}])"
+)
+_ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "st", "cf"})
+_UNIT_WIDTH = 400  # longest unit, in width (a wide character counts 4): ~100 tokens
+_CODE_LINE_WIDTH = 160
+_FENCE = "```"
+
+_HEADER_RE = re.compile(r"^\[#\d+(?:[–-]\d+)?(?: [^\]\n]*)?\]$")
+_MESSAGE_HEADER_RE = re.compile(r"^\[#\d+ \d{4}-(\d{2}-\d{2}) \d{2}:\d{2} (\S+)(?: ([^\]\n]+))?\]$")
+_TOOL_CALL_RE = re.compile(r"^→\s*tool_call\b")
+_TRACE_RE = re.compile(r"^[\w.]*(?:Error|Exception|Fault)\b:?|^(?:error|fatal|panic)\b[:\[]", re.I)
+_CODE_KEY_RE = re.compile(
+    r"^(?:(?:async\s+def|def|class|function|fn|func|interface|struct|impl|SELECT|INSERT|"
+    r"UPDATE|CREATE|ALTER)\b|\$ |>>> )"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Cue:
+    """Keywords of one kind: whole lower-case words and substrings (phrases, CJK)."""
+
+    words: frozenset[str]
+    phrases: tuple[str, ...]
+
+    def found(self, words: set[str], lower: str) -> bool:
+        return not self.words.isdisjoint(words) or any(p in lower for p in self.phrases)
+
+
+def _cue(words: str, phrases: str) -> _Cue:
+    return _Cue(frozenset(words.split()), tuple(phrases.split("|")))
+
+
+# Set and substring look-ups, not big case-insensitive regexes: those cost ~0.4 µs a
+# character in ``re`` and made 20k tokens take over 100 ms.
+_DECISION = _cue(
+    "decide decided decision chose choose chosen agree agreed because since opted conclusion",
+    "go with|going with|instead of|so that|settled on|switch to|switched to|the plan is|"
+    "决定|选择|方案|因为|所以|确定|采用|決定|決め|選ん|選択|理由|ので",
+)
+_ERROR = _cue(
+    "fail failed fails failure traceback crash crashed crashes bug broken refused denied "
+    "timeout panic fatal errno",
+    "error|exception|timed out|not found|错误|失败|异常|报错|崩溃|エラー|失敗|例外",
+)
+_CONSTRAINT = _cue(
+    "must never always deadline limit limits require required only forbidden mandatory "
+    "cannot can't don't",
+    "at least|at most|no later than|do not|必须|不要|不能|务必|一定|禁止|截止|限制|必ず|いけない|締め切り",
+)
+_ACTION = _cue(
+    "todo fixme will should remind let's",
+    "next step|need to|needs to|plan to|planning to|going to|follow up|action item|"
+    "下一步|待办|需要|计划|打算|记得|次に|予定|やること",
+)
+_FIRST_PERSON = _cue("i i'm i've my we our", "我|私")
+_FILLER = _cue(
+    "thanks thx ok okay sure cool awesome great nice perfect hi hello hey bye lol haha absolutely",
+    "thank you|got it|sounds good|great question|no problem|you're welcome|of course|"
+    "happy to help|好的|谢谢|嗯|哈哈|收到|没问题|不客气|你好|好吧|ありがとう|はい|了解",
+)
+_DATE_WORDS = _cue(
+    "january february march april june july august september october november december jan "
+    "feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday "
+    "saturday sunday yesterday today tonight tomorrow",
+    "last week|next week|this week|last month|next month|last year|next year|last night|"
+    "weekend|昨天|今天|明天|上周|下周|本周|星期|周末|去年|明年|昨日|明日",
+)
+_DATE_RE = re.compile(r"\d{4}-\d\d-\d\d|\d{1,2}:\d\d|\d{1,2}/\d{1,2}|\d+\s?[年月日号時]")
+_QUANTITY_RE = re.compile(
+    r"[$€£¥]\s?\d|\d\s?%|\d\.\d+\.\d|\bv\d|\d\s?[元块万个次]|"
+    r"\d\s?(?:k|m|gb|mb|kb|ms|s|sec|min|hours?|days?|tokens?|usd)\b",
+    re.I,
+)
+_NAME_RE = re.compile(r"(?<=[\s,;(\"'])[A-Z][a-z]+|@\w+")
+_IDENT_TOKEN_RE = re.compile(
+    r"://|`|/\w|\w_\w|[a-z][A-Z]|[A-Za-z]\.[A-Za-z]|^\$\w|^[A-Z0-9]+_|:\d{2,5}$|"
+    r"^(?=.*\d)(?=.*[a-f])[0-9a-f]{7,}$"
+)
+_LATIN_WORD_RE = re.compile(r"[a-z][a-z']*")
+_WORD_RE = re.compile(f"[^\\W_]+|[{_WIDE}]+")
+
+
+@dataclass(slots=True)
+class _Piece:
+    group: int
+    pos: int
+    line: int  # the source line, so fit_text can rebuild the original layout
+    text: str
+    score: float
+    tokens: int  # its own tokens plus one for the separator before it
+    words: frozenset[str]
+
+
+@dataclass(slots=True)
+class _Group:
+    header: str
+    header_tokens: int
+    pieces: list[_Piece]
+
+
+def _width(text: str) -> int:
+    return len(text) + 3 * len(_WIDE_RE.findall(text))
+
+
+def _chop(sentence: str) -> list[str]:
+    """Cut a unit wider than the cap into pieces between atoms."""
+    if _width(sentence) <= _UNIT_WIDTH:
+        return [sentence]
+    out: list[str] = []
+    cur: list[str] = []
+    used = 0
+    for atom in _ATOM_RE.findall(sentence):
+        w = _width(atom)
+        if cur and used + w > _UNIT_WIDTH:
+            out.append("".join(cur).strip())
+            cur, used = [], 0
+        cur.append(atom)
+        used += w
+    out.append("".join(cur).strip())
+    return [s for s in out if s]
+
+
+def _clip(text: str, width: int) -> str:
+    if _width(text) <= width:
+        return text
+    out, used = "", 0
+    for atom in _ATOM_RE.findall(text):
+        used += _width(atom)
+        if out and used > width:
+            break
+        out += atom
+    return out.rstrip() + "…"
+
+
+def _sentences(line: str) -> list[str]:
+    out: list[str] = []
+    start = 0
+    for m in _SPLIT_RE.finditer(line):
+        if m.group().startswith("."):
+            before = line[start : m.start()].split()
+            last = before[-1].lower() if before else ""
+            listed = len(before) == 1 and last.isdigit()
+            if last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()) or listed:
+                continue
+        if line[start : m.end()].strip():
+            out.append(line[start : m.end()].strip())
+        start = m.end()
+    if line[start:].strip():
+        out.append(line[start:].strip())
+    return [piece for s in out for piece in _chop(s)]
+
+
+def _code_unit(fence: str, body: list[str]) -> str:
+    lines = [ln.strip() for ln in body if ln.strip()]
+    errors = [ln for ln in lines if _TRACE_RE.match(ln)]
+    keys = [ln for ln in lines if _CODE_KEY_RE.match(ln)]
+    plain = [ln for ln in lines if not ln.startswith(("#", "//", "--"))]
+    key = (errors[-1:] or keys[:1] or plain[:1] or [""])[0]
+    lang = fence[len(_FENCE) :].strip().split(" ")[0]
+    label = f"({lang + ' ' if lang else ''}code, {len(body)} lines)"
+    return f"{_clip(key, _CODE_LINE_WIDTH)} {label}".lstrip()
+
+
+def _units(text: str) -> list[tuple[str, int, str]]:
+    """(unit, source line, kind) for each unit of ``text`` in order; kind is
+    ``text``, ``code`` or ``call``."""
+    out: list[tuple[str, int, str]] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].strip()
+        if stripped.startswith(_FENCE):
+            j = i + 1
+            while j < len(lines) and not lines[j].strip().startswith(_FENCE):
+                j += 1
+            out.append((_code_unit(stripped, lines[i + 1 : j]), i, "code"))
+            i = j + 1
+            continue
+        if _TOOL_CALL_RE.match(stripped):
+            out.append((_clip(stripped, _UNIT_WIDTH), i, "call"))
+        elif stripped:
+            out.extend((s, i, "text") for s in _sentences(stripped))
+        i += 1
+    return out
+
+
+def _identifiers(text: str) -> int:
+    n = 0
+    for tok in text.split():
+        if tok.isalpha() and (tok.islower() or tok.istitle()):
+            continue
+        if _IDENT_TOKEN_RE.search(tok.strip(".,;!?()[]\"'")):
+            n += 1
+    return n
+
+
+def _size(words: list[str], text: str) -> int:
+    """Content size in words; two CJK characters count as one word."""
+    return len(words) + len(_WIDE_RE.findall(text)) // 2
+
+
+def _score(text: str, kind: str, role: str | None) -> float:
+    """How much a later turn is likely to need this unit; filler scores below zero."""
+    lower = text.lower()
+    word_list = _LATIN_WORD_RE.findall(lower)
+    words = set(word_list)
+    score = {"code": 1.0, "call": 1.5}.get(kind, 0.0)
+    score += 3.0 if _DECISION.found(words, lower) else 0.0
+    signal = _ERROR.found(words, lower) or bool(_TRACE_RE.match(text))
+    score += 3.0 if signal else 0.0
+    dates = 1 if _DATE_WORDS.found(words, lower) else 0
+    if any(ch.isdigit() for ch in text):
+        signal = True
+        score += 1.0 + min(2, len(_QUANTITY_RE.findall(text))) * 0.75
+        dates += len(_DATE_RE.findall(text))
+    score += min(2, dates) * 1.5
+    score += min(2, len(_NAME_RE.findall(text))) * 1.0
+    score += min(3, _identifiers(text)) * 1.0
+    score += 1.5 if "?" in text or "？" in text else 0.0
+    score += 2.0 if _CONSTRAINT.found(words, lower) else 0.0
+    score += 1.5 if _ACTION.found(words, lower) else 0.0
+    if role == "user":
+        score += 0.5 + (0.5 if _FIRST_PERSON.found(words, lower) else 0.0)
+    if role == "tool" and not signal:
+        score -= 1.0
+    size = _size(word_list, text)
+    if _FILLER.found(words, lower):
+        score -= 1.5
+        rest = lower
+        for phrase in _FILLER.phrases:
+            rest = rest.replace(phrase, " ")
+        content = [w for w in _LATIN_WORD_RE.findall(rest) if w not in _FILLER.words]
+        if _size(content, rest) < 3:
+            score -= 3.0
+    if size < 3:
+        score -= 0.5
+    return score + min(size, 20) / 20
+
+
+def _shingles(text: str) -> frozenset[str]:
+    """Words, and character bigrams inside CJK runs (which have no spaces)."""
+    out: set[str] = set()
+    for w in _WORD_RE.findall(text.lower()):
+        if _WIDE_RE.match(w):
+            out.update(w[k : k + 2] for k in range(max(1, len(w) - 1)))
+        else:
+            out.add(w)
+    return frozenset(out)
+
+
+def _is_duplicate(piece: _Piece, chosen: list[_Piece], threshold: float) -> bool:
+    a = piece.words
+    for other in chosen:
+        b = other.words
+        if not a or not b:
+            if piece.text == other.text:
+                return True
+            continue
+        small, large = sorted((len(a), len(b)))
+        if small / large >= threshold and len(a & b) / len(a | b) >= threshold:
+            return True
+    return False
+
+
+def _rank(p: _Piece) -> tuple[float, int, int]:
+    return (-p.score, p.group, p.pos)
+
+
+def _select(groups: list[_Group], budget: int, min_score: float, dup: float) -> list[_Piece]:
+    """Best unit of every group first (best groups first), then the rest by score."""
+    chosen: list[_Piece] = []
+    opened: set[int] = set()
+    spent = 0
+
+    def add(p: _Piece) -> None:
+        nonlocal spent
+        cost = p.tokens + (0 if p.group in opened else groups[p.group].header_tokens)
+        if spent + cost <= budget and not _is_duplicate(p, chosen, dup):
+            spent += cost
+            opened.add(p.group)
+            chosen.append(p)
+
+    eligible = [p for g in groups for p in g.pieces if p.score >= min_score]
+    best: dict[int, _Piece] = {}
+    for p in eligible:
+        if p.group not in best or p.score > best[p.group].score:
+            best[p.group] = p
+    for p in sorted(best.values(), key=_rank):
+        add(p)
+    firsts = {(p.group, p.pos) for p in chosen}
+    smallest = min((p.tokens for p in eligible), default=0)
+    for p in sorted(eligible, key=_rank):
+        if spent + smallest > budget:
+            break
+        if (p.group, p.pos) not in firsts:
+            add(p)
+    return chosen
+
+
+def _render_summary(groups: list[_Group], chosen: list[_Piece]) -> str:
+    lines: list[str] = []
+    last_group = -1
+    for p in sorted(chosen, key=lambda p: (p.group, p.pos)):
+        if p.group != last_group and groups[p.group].header:
+            lines.append(groups[p.group].header)
+        last_group = p.group
+        lines.append(p.text)
+    return "\n".join(lines)
+
+
+def _render_fitted(groups: list[_Group], chosen: list[_Piece]) -> str:
+    out: list[str] = []
+    prev: _Piece | None = None
+    for p in sorted(chosen, key=lambda p: p.pos):
+        if prev is not None:
+            same_line = p.line == prev.line
+            wide = _WIDE_RE.match(prev.text[-1:]) or _WIDE_RE.match(p.text[:1])
+            out.append("\n" if not same_line else "" if wide else " ")
+        out.append(p.text)
+        prev = p
+    return "".join(out)
+
+
+def _shorten(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """The longest whole-atom prefix of one unit that fits with "…", or ""."""
+    atoms = _ATOM_RE.findall(text)
+    lo, hi = 0, len(atoms)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if counter.count("".join(atoms[:mid]).rstrip() + "…") <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    kept = "".join(atoms[:lo]).rstrip()
+    return kept + "…" if kept else ""
+
+
+def _fit(
+    groups: list[_Group],
+    budget: int,
+    counter: TokenCounter,
+    strict: bool,
+    running_text: bool = False,
+) -> str:
+    """Select, render, verify by a real count (dropping the weakest unit until it fits);
+    when nothing fits, the best unit shortened at an atom boundary, or ""."""
+    draw = _render_fitted if running_text else _render_summary
+    chosen = _select(groups, budget, 1.0 if strict else -0.5, 0.6 if strict else 0.8)
+    text = draw(groups, chosen)
+    while chosen and counter.count(text) > budget:
+        chosen.remove(min(chosen, key=lambda p: (p.score, -p.group, -p.pos)))
+        text = draw(groups, chosen)
+    if chosen:
+        return text
+    pieces = [p for g in groups for p in g.pieces]
+    if not pieces:
+        return ""
+    top = min(pieces, key=_rank)
+    header = groups[top.group].header
+    room = budget - (groups[top.group].header_tokens if header else 0)
+    short = _shorten(top.text, room, counter) if room >= 4 else ""
+    text = f"{header}\n{short}" if header and short else short
+    return text if short and counter.count(text) <= budget else ""
+
+
+def _minute(t: datetime) -> str:
+    return t.strftime("%Y-%m-%d %H:%M")
+
+
+def _span_header(first: int, last: int, start: datetime, end: datetime) -> str:
+    if start.date() == end.date():
+        when = f"{_minute(start)}–{end.strftime('%H:%M')}"
+    else:
+        when = f"{start.strftime('%Y-%m-%d')} → {end.strftime('%Y-%m-%d')}"
+    return f"[#{first}–{last} {when}]"
+
+
+def _message_header(item: SummaryItem) -> str:
+    seq = (
+        f"{item.first_seq}"
+        if item.first_seq == item.last_seq
+        else f"{item.first_seq}–{item.last_seq}"
+    )
+    parts = [f"#{seq}", _minute(item.created_at), item.role or "message"]
+    if item.name:
+        parts.append(" ".join(item.name.replace("]", ")").split()))
+    return "[" + " ".join(parts) + "]"
+
+
+def _summary_units(text: str) -> list[tuple[str, int, str, str | None]]:
+    """Units of a child summary, each prefixed with who said it and on what day when the
+    child names its messages with leaf headers; the child's own headers are dropped so a
+    summary of summaries never nests them."""
+    blocks: list[tuple[str, str | None, int, list[str]]] = [("", None, 0, [])]
+    for n, line in enumerate(text.splitlines()):
+        if not _HEADER_RE.match(line.strip()):
+            blocks[-1][3].append(line)
+            continue
+        m = _MESSAGE_HEADER_RE.match(line.strip())
+        if m:
+            blocks.append((f"{m.group(3) or m.group(2)} {m.group(1)}: ", m.group(2), n + 1, []))
+        else:
+            blocks.append(("", None, n + 1, []))
+    return [
+        (prefix + unit, start + line, kind, role)
+        for prefix, role, start, lines in blocks
+        for unit, line, kind in _units("\n".join(lines))
+    ]
+
+
+def _groups(request: SummaryRequest) -> list[_Group]:
+    count = request.counter.count
+    groups: list[_Group] = []
+    for item in request.items:
+        if item.kind == "message":
+            header = _message_header(item)
+            units = [(u, ln, kind, item.role) for u, ln, kind in _units(item.text)]
+        else:
+            header = _span_header(item.first_seq, item.last_seq, item.created_at, item.latest_at)
+            units = _summary_units(item.text)
+        g = len(groups)
+        pieces = [
+            _Piece(g, pos, ln, u, _score(u, kind, role), count(u) + 1, _shingles(u))
+            for pos, (u, ln, kind, role) in enumerate(units)
+        ]
+        groups.append(_Group(header, count(header) + 1, pieces))
+    return groups
+
+
+def extract(request: SummaryRequest) -> str:
+    """The extractive summary of ``request.items``: never over ``request.target_tokens``
+    by ``request.counter``; in ``aggressive`` mode about half that, keeping only units
+    with real signal. When nothing fits, a bare span header, or "" below that."""
+    if not request.items or request.target_tokens <= 0:
+        return ""
+    counter = request.counter
+    groups = _groups(request)
+    budget = request.target_tokens
+    strict = request.mode == "aggressive"
+    if strict:
+        source = sum(p.tokens for g in groups for p in g.pieces)
+        budget = max(1, min(budget // 2, source // 2))
+    text = _fit(groups, budget, counter, strict)
+    if text:
+        return text
+    items = request.items
+    first, last = items[0].first_seq, max(i.last_seq for i in items)
+    start, end = items[0].created_at, max(i.latest_at for i in items)
+    for pointer in (_span_header(first, last, start, end), f"[#{first}–{last}]"):
+        if counter.count(pointer) <= request.target_tokens:
+            return pointer
+    return ""
+
+
+def fit_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """``text`` abridged to at most ``max_tokens``: unchanged when it fits, else its most
+    important sentences in their original order (a code block counts as one line plus a
+    marker); "" when not even one shortened sentence fits."""
+    if counter.count(text) <= max_tokens:
+        return text
+    if max_tokens <= 0:
+        return ""
+    pieces = [
+        _Piece(0, pos, ln, u, _score(u, kind, None), counter.count(u) + 1, _shingles(u))
+        for pos, (u, ln, kind) in enumerate(_units(text))
+    ]
+    return _fit([_Group("", 0, pieces)], max_tokens, counter, False, running_text=True)
+
+
+class ExtractiveSummarizer:
+    """The deterministic, offline default :class:`~lossless.summarize.base.Summarizer`:
+    picks the sentences that carry decisions, facts, errors and identifiers, grouped under
+    ``[#seq time role name]`` headers (leaf) or ``[#first–last span]`` headers (condensed)."""
+
+    name = "extractive"
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        """Summarize ``request``; never raises on odd text and never exceeds the budget."""
+        text = extract(request)
+        lines = text.count("\n") + 1 if text else 0
+        return SummaryResult(
+            text, None, {"summarizer": self.name, "mode": request.mode, "lines": lines}
+        )
