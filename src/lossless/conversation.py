@@ -8,8 +8,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from lossless.compaction import CompactionReport
-from lossless.render import message_text
 from lossless.store.base import SearchSpec
+from lossless.tools import ToolBox
 from lossless.types import AssembledContext, ConversationInfo, GrepHit, Message, Summary
 from lossless.validate import NewMessage, validate_message
 
@@ -122,6 +122,20 @@ class Conversation:
                           until=until, mode=mode, sort=sort, limit=limit)
         return self.memory.store.search(spec)
 
+    @property
+    def tools(self) -> ToolBox:
+        """lcm_grep / lcm_describe / lcm_expand scoped to this conversation."""
+        return ToolBox(self.memory, self.id)
+
+    def grep(self, query: str, **kwargs: Any) -> dict[str, Any]:
+        return self.tools.lcm_grep(query, **kwargs)
+
+    def describe(self, node_id: str) -> dict[str, Any]:
+        return self.tools.lcm_describe(node_id)
+
+    def expand(self, summary_id: str, **kwargs: Any) -> dict[str, Any]:
+        return self.tools.lcm_expand(summary_id, **kwargs)
+
     def stats(self) -> dict[str, Any]:
         store = self.memory.store
         frontier = store.frontier(self.id)
@@ -162,5 +176,3 @@ def _new_text(msg: NewMessage) -> str:
 
     return content_text(msg.content, msg.tool_calls)
 
-
-_ = message_text

@@ -18,6 +18,7 @@ from lossless.store.sqlite import SQLiteStore
 from lossless.summarize.base import Summarizer
 from lossless.summarize.extractive import ExtractiveSummarizer
 from lossless.tokens import TokenCounter, get_counter
+from lossless.tools import ToolBox
 from lossless.types import ConversationInfo, GrepHit
 from lossless.validate import check_conversation_id
 
@@ -89,6 +90,10 @@ class Memory:
         spec = SearchSpec(query=query, conversation_ids=tuple(conversations) if conversations is not None else None,
                           kinds=kinds, roles=roles, since=since, until=until, mode=mode, sort=sort, limit=limit)
         return self.store.search(spec)
+
+    def tools(self, conversation_id: str | None) -> ToolBox:
+        """The agent tools, scoped to one conversation (None: every conversation)."""
+        return ToolBox(self, conversation_id)
 
     def verify(self, conversation_id: str | None = None) -> list[str]:
         """Re-check hashes and DAG invariants; returns the problems found (none: [])."""

@@ -421,6 +421,14 @@ class SQLiteStore:
         )
         return [self._summary(r) for r in rows]
 
+    def leaf_for(self, conversation_id: str, seq: int) -> Summary | None:
+        rows = self._query(
+            f"SELECT {_SUM_COLS} FROM summaries WHERE conversation_id = ? AND depth = 0 "
+            "AND first_seq <= ? AND last_seq >= ? LIMIT 1",
+            (conversation_id, seq, seq),
+        )
+        return self._summary(rows[0]) if rows else None
+
     def summaries(self, conversation_id: str) -> list[Summary]:
         rows = self._query(
             f"SELECT {_SUM_COLS} FROM summaries WHERE conversation_id = ? ORDER BY depth DESC, first_seq",

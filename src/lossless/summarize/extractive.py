@@ -24,7 +24,6 @@ _WIDE = (
     "\uf900-\ufaff\uff00-\uffef\U00020000-\U0002ffff"
 )
 _WIDE_RE = re.compile(f"[{_WIDE}]")
-_CJK_RUN_RE = re.compile(f"[{_WIDE}]+")
 # Atoms are the units text may be cut between: whitespace, one wide character, or a run of
 # anything else, so a path, URL or identifier is never cut in half.
 _ATOM_RE = re.compile(f"\\s+|[{_WIDE}]|[^\\s{_WIDE}]+")
@@ -46,19 +45,16 @@ _CODE_KEY_RE = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _Cue:
-    """Keywords of one kind: whole lower-case words and substrings (phrases, CJK)."""
-
-    words: frozenset[str]
-    phrases: tuple[str, ...]
-
-    def found(self, words: set[str], lower: str) -> bool:
-        return not self.words.isdisjoint(words) or any(p in lower for p in self.phrases)
+_Cue = tuple[frozenset[str], tuple[str, ...]]
 
 
 def _cue(words: str, phrases: str) -> _Cue:
-    return _Cue(frozenset(words.split()), tuple(phrases.split("|")))
+    """Keywords of one kind: whole lower-case words, and substrings (phrases, CJK)."""
+    return frozenset(words.split()), tuple(phrases.split("|"))
+
+
+def _found(cue: _Cue, words: set[str], lower: str) -> bool:
+    return not cue[0].isdisjoint(words) or any(p in lower for p in cue[1])
 
 
 # Set and substring look-ups, not big case-insensitive regexes: those cost ~0.4 µs a
@@ -108,6 +104,7 @@ _IDENT_TOKEN_RE = re.compile(
     r"^(?=.*\d)(?=.*[a-f])[0-9a-f]{7,}$"
 )
 _LATIN_WORD_RE = re.compile(r"[a-z][a-z']*")
+_NUMBER_RE = re.compile(r"\d")
 _WORD_RE = re.compile(f"[^\\W_]+|[{_WIDE}]+")
 
 
@@ -133,34 +130,27 @@ def _width(text: str) -> int:
     return len(text) + 3 * len(_WIDE_RE.findall(text))
 
 
-def _chop(sentence: str) -> list[str]:
-    """Cut a unit wider than the cap into pieces between atoms."""
-    if _width(sentence) <= _UNIT_WIDTH:
-        return [sentence]
+def _chop(text: str, width: int = _UNIT_WIDTH) -> list[str]:
+    """``text`` cut between atoms into pieces of at most ``width`` (one atom wider than
+    that stays whole)."""
+    if _width(text) <= width:
+        return [text]
     out: list[str] = []
-    cur: list[str] = []
-    used = 0
-    for atom in _ATOM_RE.findall(sentence):
+    cur, used = "", 0
+    for atom in _ATOM_RE.findall(text):
         w = _width(atom)
-        if cur and used + w > _UNIT_WIDTH:
-            out.append("".join(cur).strip())
-            cur, used = [], 0
-        cur.append(atom)
+        if cur and used + w > width:
+            out.append(cur.strip())
+            cur, used = "", 0
+        cur += atom
         used += w
-    out.append("".join(cur).strip())
+    out.append(cur.strip())
     return [s for s in out if s]
 
 
 def _clip(text: str, width: int) -> str:
-    if _width(text) <= width:
-        return text
-    out, used = "", 0
-    for atom in _ATOM_RE.findall(text):
-        used += _width(atom)
-        if out and used > width:
-            break
-        out += atom
-    return out.rstrip() + "…"
+    pieces = _chop(text, width)
+    return pieces[0] + "…" if len(pieces) > 1 else text
 
 
 def _sentences(line: str) -> list[str]:
@@ -236,11 +226,11 @@ def _score(text: str, kind: str, role: str | None) -> float:
     word_list = _LATIN_WORD_RE.findall(lower)
     words = set(word_list)
     score = {"code": 1.0, "call": 1.5}.get(kind, 0.0)
-    score += 3.0 if _DECISION.found(words, lower) else 0.0
-    signal = _ERROR.found(words, lower) or bool(_TRACE_RE.match(text))
+    score += 3.0 if _found(_DECISION, words, lower) else 0.0
+    signal = _found(_ERROR, words, lower) or bool(_TRACE_RE.match(text))
     score += 3.0 if signal else 0.0
-    dates = 1 if _DATE_WORDS.found(words, lower) else 0
-    if any(ch.isdigit() for ch in text):
+    dates = 1 if _found(_DATE_WORDS, words, lower) else 0
+    if _NUMBER_RE.search(text):
         signal = True
         score += 1.0 + min(2, len(_QUANTITY_RE.findall(text))) * 0.75
         dates += len(_DATE_RE.findall(text))
@@ -248,19 +238,19 @@ def _score(text: str, kind: str, role: str | None) -> float:
     score += min(2, len(_NAME_RE.findall(text))) * 1.0
     score += min(3, _identifiers(text)) * 1.0
     score += 1.5 if "?" in text or "？" in text else 0.0
-    score += 2.0 if _CONSTRAINT.found(words, lower) else 0.0
-    score += 1.5 if _ACTION.found(words, lower) else 0.0
+    score += 2.0 if _found(_CONSTRAINT, words, lower) else 0.0
+    score += 1.5 if _found(_ACTION, words, lower) else 0.0
     if role == "user":
-        score += 0.5 + (0.5 if _FIRST_PERSON.found(words, lower) else 0.0)
+        score += 0.5 + (0.5 if _found(_FIRST_PERSON, words, lower) else 0.0)
     if role == "tool" and not signal:
         score -= 1.0
     size = _size(word_list, text)
-    if _FILLER.found(words, lower):
+    if _found(_FILLER, words, lower):
         score -= 1.5
         rest = lower
-        for phrase in _FILLER.phrases:
+        for phrase in _FILLER[1]:
             rest = rest.replace(phrase, " ")
-        content = [w for w in _LATIN_WORD_RE.findall(rest) if w not in _FILLER.words]
+        content = [w for w in _LATIN_WORD_RE.findall(rest) if w not in _FILLER[0]]
         if _size(content, rest) < 3:
             score -= 3.0
     if size < 3:
@@ -407,12 +397,7 @@ def _span_header(first: int, last: int, start: datetime, end: datetime) -> str:
 
 
 def _message_header(item: SummaryItem) -> str:
-    seq = (
-        f"{item.first_seq}"
-        if item.first_seq == item.last_seq
-        else f"{item.first_seq}–{item.last_seq}"
-    )
-    parts = [f"#{seq}", _minute(item.created_at), item.role or "message"]
+    parts = [f"#{item.first_seq}", _minute(item.created_at), item.role or "message"]
     if item.name:
         parts.append(" ".join(item.name.replace("]", ")").split()))
     return "[" + " ".join(parts) + "]"

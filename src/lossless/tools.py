@@ -1,0 +1,291 @@
+"""Agent tools over the store: ``lcm_grep``, ``lcm_describe``, ``lcm_expand``.
+
+As plain Python methods on :class:`ToolBox`, as JSON schemas for OpenAI and Anthropic
+tool calling, and through :meth:`ToolBox.dispatch`, which takes a model's tool call in
+either wire format and returns the matching tool-result message. A ToolBox is bound to
+one conversation unless created with ``conversation_id=None``: a model never reaches
+another conversation's history through it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from lossless.errors import LosslessError, NotFoundError, ValidationError
+from lossless.render import message_header, message_text
+from lossless.store.base import SearchSpec
+from lossless.types import Message, Summary
+from lossless.validate import parse_datetime
+
+if TYPE_CHECKING:
+    from lossless.engine import Memory
+
+__all__ = ["TOOL_NAMES", "ToolBox", "anthropic_tools", "openai_tools"]
+
+TOOL_NAMES = ("lcm_grep", "lcm_describe", "lcm_expand")
+
+_SPECS: dict[str, dict[str, Any]] = {
+    "lcm_grep": {
+        "description": (
+            "Search the full conversation history (every original message and every summary), "
+            "including parts no longer in your context. Returns ids, message numbers, dates and snippets."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Words to find, or a regular expression when mode is 'regex'."},
+                "mode": {"type": "string", "enum": ["fts", "regex"], "default": "fts",
+                         "description": "'fts': ranked full-text search; 'regex': regular-expression scan."},
+                "scope": {"type": "string", "enum": ["all", "messages", "summaries"], "default": "all"},
+                "role": {"type": "string", "enum": ["system", "user", "assistant", "tool"]},
+                "since": {"type": "string", "description": "ISO 8601 date/time: only at or after it."},
+                "until": {"type": "string", "description": "ISO 8601 date/time: only at or before it."},
+                "sort": {"type": "string", "enum": ["relevance", "recency"], "default": "relevance"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+    },
+    "lcm_describe": {
+        "description": (
+            "Describe one node of the history by id (sum_… or msg_…): its span, times, token counts, "
+            "how it was made, its parent and its direct sources."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {"id": {"type": "string", "description": "A summary id (sum_…) or message id (msg_…)."}},
+            "required": ["id"],
+            "additionalProperties": False,
+        },
+    },
+    "lcm_expand": {
+        "description": (
+            "Expand a summary back to what it covers: its direct sources ('sources') or the exact "
+            "original messages ('messages'), up to max_tokens. Continue with from_seq when truncated."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "description": "A summary id (sum_…)."},
+                "to": {"type": "string", "enum": ["messages", "sources"], "default": "messages"},
+                "max_tokens": {"type": "integer", "minimum": 1, "default": 4000},
+                "from_seq": {"type": "integer", "minimum": 1, "description": "Start at this message number."},
+            },
+            "required": ["id"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+def openai_tools() -> list[dict[str, Any]]:
+    """Tool definitions for OpenAI-style chat completions (``tools=``)."""
+    return [{"type": "function", "function": {"name": n, **_SPECS[n]}} for n in TOOL_NAMES]
+
+
+def anthropic_tools() -> list[dict[str, Any]]:
+    """Tool definitions for Anthropic's Messages API (``tools=``)."""
+    return [{"name": n, "description": _SPECS[n]["description"], "input_schema": _SPECS[n]["parameters"]} for n in TOOL_NAMES]
+
+
+def _time(dt: datetime) -> str:
+    return dt.isoformat()
+
+
+def _summary_brief(node: Summary) -> dict[str, Any]:
+    return {
+        "id": node.id, "kind": "summary", "depth": node.depth, "first_seq": node.first_seq, "last_seq": node.last_seq,
+        "earliest_at": _time(node.earliest_at), "latest_at": _time(node.latest_at), "tokens": node.token_count,
+    }
+
+
+def _message_brief(msg: Message) -> dict[str, Any]:
+    return {"id": msg.id, "kind": "message", "seq": msg.seq, "role": msg.role, "name": msg.name,
+            "created_at": _time(msg.created_at), "tokens": msg.token_count}
+
+
+class ToolBox:
+    """The three agent tools, scoped to one conversation (or to all, if None)."""
+
+    def __init__(self, memory: Memory, conversation_id: str | None) -> None:
+        self.memory = memory
+        self.conversation_id = conversation_id
+
+    # -- scoping ------------------------------------------------------------------------
+
+    def _check_scope(self, conversation_id: str, ident: str) -> None:
+        if self.conversation_id is not None and conversation_id != self.conversation_id:
+            raise NotFoundError(f"no node {ident!r} in this conversation")
+
+    def _node(self, ident: str) -> Summary | Message:
+        if not isinstance(ident, str) or not ident:
+            raise ValidationError("id must be a non-empty string (sum_… or msg_…)")
+        node: Summary | Message
+        if ident.startswith("sum_"):
+            node = self.memory.store.get_summary(ident)
+        elif ident.startswith("msg_"):
+            node = self.memory.store.get_message(ident)
+        else:
+            raise NotFoundError(f"{ident!r} is not a summary (sum_…) or message (msg_…) id")
+        self._check_scope(node.conversation_id, ident)
+        return node
+
+    # -- the tools ----------------------------------------------------------------------
+
+    def lcm_grep(self, query: str, mode: str = "fts", scope: str = "all", role: str | None = None,
+                 since: str | datetime | None = None, until: str | datetime | None = None,
+                 sort: str = "relevance", limit: int = 10) -> dict[str, Any]:
+        kinds = {"all": ("message", "summary"), "messages": ("message",), "summaries": ("summary",)}.get(scope)
+        if kinds is None:
+            raise ValidationError(f"scope must be all, messages or summaries; got {scope!r}")
+        if mode not in ("fts", "regex", "raw"):
+            raise ValidationError(f"mode must be fts or regex; got {mode!r}")
+        if sort not in ("relevance", "recency"):
+            raise ValidationError(f"sort must be relevance or recency; got {sort!r}")
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+            raise ValidationError(f"limit must be an integer from 1 to 1000; got {limit!r}")
+        spec = SearchSpec(
+            query=query,
+            conversation_ids=(self.conversation_id,) if self.conversation_id is not None else None,
+            kinds=kinds,  # type: ignore[arg-type]
+            roles=(role,) if role else None,
+            since=parse_datetime(since, "since") if since is not None else None,
+            until=parse_datetime(until, "until") if until is not None else None,
+            mode=mode,  # type: ignore[arg-type]
+            sort=sort,  # type: ignore[arg-type]
+            limit=limit,
+        )
+        hits = self.memory.store.search(spec)
+        return {
+            "query": query,
+            "count": len(hits),
+            "hits": [
+                {"id": h.id, "kind": h.kind, "conversation_id": h.conversation_id, "first_seq": h.first_seq,
+                 "last_seq": h.last_seq, "role": h.role, "depth": h.depth, "created_at": _time(h.created_at),
+                 "score": h.score, "snippet": h.snippet}
+                for h in hits
+            ],
+        }
+
+    def lcm_describe(self, id: str) -> dict[str, Any]:  # noqa: A002 - the tool's parameter name
+        node = self._node(id)
+        store = self.memory.store
+        if isinstance(node, Message):
+            leaf = self._leaf_for(node)
+            return {**_message_brief(node), "conversation_id": node.conversation_id,
+                    "metadata": node.metadata, "external_id": node.external_id,
+                    "summarized_in": leaf.id if leaf else None,
+                    "preview": message_text(node)[:300]}
+        sources: list[dict[str, Any]] = []
+        for ref in node.sources:
+            if ref.kind == "summary":
+                sources.append(_summary_brief(store.get_summary(ref.id)))
+            else:
+                sources.append(_message_brief(store.get_message(ref.id)))
+        return {
+            **_summary_brief(node),
+            "conversation_id": node.conversation_id,
+            "message_count": node.message_count,
+            "descendant_count": node.descendant_count,
+            "source_tokens": node.source_token_count,
+            "summarizer": node.summarizer,
+            "fallback_level": node.fallback_level,
+            "created_at": _time(node.created_at),
+            "parent": store.parent_of(node.id),
+            "children": sources,
+            "metadata": node.metadata,
+            "content": node.content,
+        }
+
+    def _leaf_for(self, msg: Message) -> Summary | None:
+        return self.memory.store.leaf_for(msg.conversation_id, msg.seq)
+
+    def lcm_expand(self, id: str, to: str = "messages", max_tokens: int = 4000,  # noqa: A002
+                   from_seq: int | None = None) -> dict[str, Any]:
+        if to not in ("messages", "sources"):
+            raise ValidationError(f"to must be 'messages' or 'sources'; got {to!r}")
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+            raise ValidationError(f"max_tokens must be a positive integer; got {max_tokens!r}")
+        node = self._node(id)
+        if isinstance(node, Message):
+            raise ValidationError(f"{id!r} is a message; expand takes a summary id (sum_…)")
+        store = self.memory.store
+        items: list[dict[str, Any]] = []
+        spent = 0
+        truncated = False
+        next_seq: int | None = None
+        if to == "sources" and node.depth > 0:
+            for ref in node.sources:
+                child = store.get_summary(ref.id)
+                if from_seq is not None and child.last_seq < from_seq:
+                    continue
+                if spent + child.token_count > max_tokens and items:
+                    truncated, next_seq = True, child.first_seq
+                    break
+                items.append({**_summary_brief(child), "content": child.content})
+                spent += child.token_count
+        else:
+            start = max(node.first_seq, from_seq or node.first_seq)
+            for msg in store.get_messages(node.conversation_id, start, node.last_seq):
+                if spent + msg.token_count > max_tokens and items:
+                    truncated, next_seq = True, msg.seq
+                    break
+                items.append({**_message_brief(msg), "header": message_header(msg), "content": msg.content,
+                              **({"tool_calls": list(msg.tool_calls)} if msg.tool_calls else {}),
+                              **({"tool_call_id": msg.tool_call_id} if msg.tool_call_id else {})})
+                spent += msg.token_count
+        return {"id": node.id, "to": to, "first_seq": node.first_seq, "last_seq": node.last_seq, "tokens": spent,
+                "truncated": truncated, "next_from_seq": next_seq, "items": items}
+
+    # -- tool calling -------------------------------------------------------------------
+
+    def call(self, name: str, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+        """Run one tool by name with JSON arguments; raises on bad input."""
+        if name not in TOOL_NAMES:
+            raise ValidationError(f"unknown tool {name!r} (known: {', '.join(TOOL_NAMES)})")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise ValidationError(f"tool arguments are not valid JSON: {exc}") from None
+        args = dict(arguments or {})
+        allowed = set(_SPECS[name]["parameters"]["properties"])
+        unknown = sorted(set(args) - allowed)
+        if unknown:
+            raise ValidationError(f"{name} got unknown argument(s): {', '.join(unknown)}")
+        missing = [k for k in _SPECS[name]["parameters"]["required"] if k not in args]
+        if missing:
+            raise ValidationError(f"{name} needs argument(s): {', '.join(missing)}")
+        result: dict[str, Any] = getattr(self, name)(**args)
+        return result
+
+    def dispatch(self, tool_call: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer a model's tool call with the tool-result message for its API.
+
+        An OpenAI tool call (``{"id", "function": {"name", "arguments"}}``) gets a
+        ``{"role": "tool", "tool_call_id", "content"}`` message; an Anthropic
+        ``tool_use`` block gets a ``tool_result`` block. Errors become error results the
+        model can read, never exceptions.
+        """
+        anthropic = tool_call.get("type") == "tool_use"
+        if anthropic:
+            call_id, name, args = tool_call.get("id", ""), tool_call.get("name", ""), tool_call.get("input")
+        else:
+            fn = tool_call.get("function") or {}
+            call_id, name, args = tool_call.get("id", ""), fn.get("name", ""), fn.get("arguments")
+        error = False
+        try:
+            payload: dict[str, Any] = self.call(str(name), args)
+        except LosslessError as exc:
+            payload, error = {"error": str(exc)}, True
+        content = json.dumps(payload, ensure_ascii=False, default=str)
+        if anthropic:
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": content}
+            if error:
+                block["is_error"] = True
+            return block
+        return {"role": "tool", "tool_call_id": call_id, "content": content}
