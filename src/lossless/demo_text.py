@@ -514,7 +514,7 @@ Traceback (most recent call last):
   File "/app/src/<<slug>>/ingest/orders.py", line 88, in load_orders
     window = parse_window(row["delivery_slot"], day=row_day, tz=depot.tz)
              ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
-  File "/app/src/<<slug>>/ingest/windows.py", line 52, in parse_window
+  File "/app/src/<<slug>>/ingest/windows.py", line 47, in parse_window
     if start < shift_start:
        ^^^^^^^^^^^^^^^^^^^
 TypeError: can't compare offset-naive and offset-aware datetimes
@@ -540,14 +540,9 @@ Also about 40 rows are rejected with `unrecognised time window: 'Before 12pm'`.
 44
 45      # clamp to the depot's shift start so early slots are not impossible
 46      shift_start = datetime.combine(day, time(7, 0), tzinfo=zone)
-47
-48
-49
-50
-51
-52      if start < shift_start:
-53          start = shift_start
-54      return start.astimezone(UTC), end.astimezone(UTC)
+47      if start < shift_start:
+48          start = shift_start
+49      return start.astimezone(UTC), end.astimezone(UTC)
 %% ai
 - **Bug 1 (the TypeError):** `start` never gets a `tzinfo` — line 41 attaches the zone to `end` only, and line 42 attaches it to a temporary copy of `start`. Comparing naive `start` with aware `shift_start` fails.
 - **Bug 2 (the rejects):** the regex only knows `HH:MM-HH:MM`. "Before 12pm" (and probably "After 4pm", "12pm-2pm") need their own patterns.
@@ -662,7 +657,7 @@ Example response:
 ```json
 {
   "route_id": "rt_01HT6Q4Z9M",
-  "date": "2025-01-01",
+  "date": "<<iso_d4>>",
   "version": 3,
   "driver": {"id": "drv_0042", "name": "J. Alvarez"},
   "stops": [
@@ -671,9 +666,9 @@ Example response:
       "seq": 1,
       "order_ref": "GL-559104",
       "address": "14 Harbour Rd, Unit 3",
-      "lat": 0.0, "lon": 0.0,
-      "window": {"start": "2025-01-01T08:00:00Z", "end": "2025-01-01T10:00:00Z"},
-      "planned_arrival": "2025-01-01T08:17:00Z",
+      "lat": <<lat_b>>, "lon": <<lon_b>>,
+      "window": {"start": "<<iso_d4>>T08:00:00Z", "end": "<<iso_d4>>T10:00:00Z"},
+      "planned_arrival": "<<iso_d4>>T08:17:00Z",
       "totes": 2,
       "notes": "Leave at reception if no answer"
     }
@@ -693,12 +688,11 @@ ETag is nice. What happens when the dispatcher reassigns one stop to another dri
 
 %%% day=3 at=15:40
 %% maya
-<<pm_first>> wants a schedule. Target: go live with <<customer>> on <<launch_d1>>. Shadow run the week before (we optimize every morning, they keep dispatching by hand, we compare). Can you lay out milestones?
+<<pm_first>> wants a schedule. Target: go live with <<customer>> on <<launch_d1>>. Before that, a few days of shadow run (we optimize every morning, they keep dispatching by hand, we compare). Can you lay out milestones?
 %% ai
 - **This week:** importer + geocoding with review queue, solver v1 (single depot, capacity, windows, pins), staging environment up.
-- **Next Monday–Tuesday:** load test against staging; driver app beta on TestFlight and internal Android; auth for dispatcher and driver endpoints.
-- **Next Wednesday–Thursday:** dispatcher UI for review and publish; stop events from the app; shadow-run tooling (daily comparison report).
-- **Shadow week, starting <<shadow_d1>>:** optimize every morning on real data, compare kilometres, on-time rate and route count against the manual plan; fix what we learn.
+- **Next Monday–Tuesday:** load test against staging; driver app beta on TestFlight and internal Android; auth for dispatcher and driver endpoints; dispatcher review-and-publish screen; shadow-run tooling (daily comparison report).
+- **Shadow run, <<shadow_d1>> to <<shadow_d1_end>>:** optimize every morning on real data, compare kilometres, on-time rate and route count against the manual plan; fix what we learn.
 - **Launch: <<launch_d1>>.** Go/no-go the afternoon before, with <<contact_first>> in the room.
 - **Risks:**
   - geocoding quality on real addresses (unknown until we see a week of data),

@@ -45,16 +45,22 @@ _CODE_KEY_RE = re.compile(
 )
 
 
-_Cue = tuple[frozenset[str], tuple[str, ...]]
+_Cue = tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]
 
 
 def _cue(words: str, phrases: str) -> _Cue:
-    """Keywords of one kind: whole lower-case words, and substrings (phrases, CJK)."""
-    return frozenset(words.split()), tuple(phrases.split("|"))
+    """Keywords of one kind: whole lower-case words, Latin phrases, CJK substrings."""
+    split = phrases.split("|")
+    wide = tuple(p for p in split if _WIDE_RE.match(p))
+    return frozenset(words.split()), tuple(p for p in split if p not in wide), wide
 
 
-def _found(cue: _Cue, words: set[str], lower: str) -> bool:
-    return not cue[0].isdisjoint(words) or any(p in lower for p in cue[1])
+def _found(cue: _Cue, words: set[str], lower: str, wide: bool) -> bool:
+    return (
+        not cue[0].isdisjoint(words)
+        or any(p in lower for p in cue[1])
+        or (wide and any(p in lower for p in cue[2]))
+    )
 
 
 # Set and substring look-ups, not big case-insensitive regexes: those cost ~0.4 µs a
@@ -65,7 +71,7 @@ _DECISION = _cue(
     "决定|选择|方案|因为|所以|确定|采用|決定|決め|選ん|選択|理由|ので",
 )
 _ERROR = _cue(
-    "fail failed fails failure traceback crash crashed crashes bug broken refused denied "
+    "fail failed fails failure crash crashed crashes bug broken refused denied "
     "timeout panic fatal errno",
     "error|exception|timed out|not found|错误|失败|异常|报错|崩溃|エラー|失敗|例外",
 )
@@ -206,13 +212,12 @@ def _units(text: str) -> list[tuple[str, int, str]]:
 
 
 def _identifiers(text: str) -> int:
-    n = 0
-    for tok in text.split():
-        if tok.isalpha() and (tok.islower() or tok.istitle()):
-            continue
-        if _IDENT_TOKEN_RE.search(tok.strip(".,;!?()[]\"'")):
-            n += 1
-    return n
+    return sum(
+        1
+        for tok in text.split()
+        if not (tok.isalpha() and (tok.islower() or tok.istitle()))
+        and _IDENT_TOKEN_RE.search(tok.strip(".,;!?()[]\"'"))
+    )
 
 
 def _size(words: list[str], text: str) -> int:
@@ -225,11 +230,12 @@ def _score(text: str, kind: str, role: str | None) -> float:
     lower = text.lower()
     word_list = _LATIN_WORD_RE.findall(lower)
     words = set(word_list)
+    wide = bool(_WIDE_RE.search(text))
     score = {"code": 1.0, "call": 1.5}.get(kind, 0.0)
-    score += 3.0 if _found(_DECISION, words, lower) else 0.0
-    signal = _found(_ERROR, words, lower) or bool(_TRACE_RE.match(text))
+    score += 3.0 if _found(_DECISION, words, lower, wide) else 0.0
+    signal = _found(_ERROR, words, lower, wide) or bool(_TRACE_RE.match(text))
     score += 3.0 if signal else 0.0
-    dates = 1 if _found(_DATE_WORDS, words, lower) else 0
+    dates = 1 if _found(_DATE_WORDS, words, lower, wide) else 0
     if _NUMBER_RE.search(text):
         signal = True
         score += 1.0 + min(2, len(_QUANTITY_RE.findall(text))) * 0.75
@@ -238,17 +244,17 @@ def _score(text: str, kind: str, role: str | None) -> float:
     score += min(2, len(_NAME_RE.findall(text))) * 1.0
     score += min(3, _identifiers(text)) * 1.0
     score += 1.5 if "?" in text or "？" in text else 0.0
-    score += 2.0 if _found(_CONSTRAINT, words, lower) else 0.0
-    score += 1.5 if _found(_ACTION, words, lower) else 0.0
+    score += 2.0 if _found(_CONSTRAINT, words, lower, wide) else 0.0
+    score += 1.5 if _found(_ACTION, words, lower, wide) else 0.0
     if role == "user":
-        score += 0.5 + (0.5 if _found(_FIRST_PERSON, words, lower) else 0.0)
+        score += 0.5 + (0.5 if _found(_FIRST_PERSON, words, lower, wide) else 0.0)
     if role == "tool" and not signal:
         score -= 1.0
     size = _size(word_list, text)
-    if _found(_FILLER, words, lower):
+    if _found(_FILLER, words, lower, wide):
         score -= 1.5
         rest = lower
-        for phrase in _FILLER[1]:
+        for phrase in _FILLER[1] + _FILLER[2]:
             rest = rest.replace(phrase, " ")
         content = [w for w in _LATIN_WORD_RE.findall(rest) if w not in _FILLER[0]]
         if _size(content, rest) < 3:
@@ -270,15 +276,16 @@ def _shingles(text: str) -> frozenset[str]:
 
 
 def _is_duplicate(piece: _Piece, chosen: list[_Piece], threshold: float) -> bool:
+    """Token-set Jaccard against what is already chosen (exact text when no words)."""
     a = piece.words
     for other in chosen:
         b = other.words
         if not a or not b:
             if piece.text == other.text:
                 return True
-            continue
-        small, large = sorted((len(a), len(b)))
-        if small / large >= threshold and len(a & b) / len(a | b) >= threshold:
+        elif min(len(a), len(b)) >= threshold * max(len(a), len(b)) and len(a & b) >= (
+            threshold * len(a | b)
+        ):
             return True
     return False
 
@@ -301,42 +308,34 @@ def _select(groups: list[_Group], budget: int, min_score: float, dup: float) -> 
             opened.add(p.group)
             chosen.append(p)
 
-    eligible = [p for g in groups for p in g.pieces if p.score >= min_score]
+    ranked = sorted((p for g in groups for p in g.pieces if p.score >= min_score), key=_rank)
     best: dict[int, _Piece] = {}
-    for p in eligible:
-        if p.group not in best or p.score > best[p.group].score:
-            best[p.group] = p
-    for p in sorted(best.values(), key=_rank):
+    for p in ranked:
+        best.setdefault(p.group, p)
+    for p in best.values():  # in rank order: dicts keep insertion order
         add(p)
-    firsts = {(p.group, p.pos) for p in chosen}
-    smallest = min((p.tokens for p in eligible), default=0)
-    for p in sorted(eligible, key=_rank):
+    smallest = min((p.tokens for p in ranked), default=0)
+    for p in ranked:
         if spent + smallest > budget:
             break
-        if (p.group, p.pos) not in firsts:
+        if best[p.group] is not p:
             add(p)
     return chosen
 
 
-def _render_summary(groups: list[_Group], chosen: list[_Piece]) -> str:
-    lines: list[str] = []
-    last_group = -1
-    for p in sorted(chosen, key=lambda p: (p.group, p.pos)):
-        if p.group != last_group and groups[p.group].header:
-            lines.append(groups[p.group].header)
-        last_group = p.group
-        lines.append(p.text)
-    return "\n".join(lines)
-
-
-def _render_fitted(groups: list[_Group], chosen: list[_Piece]) -> str:
+def _render(groups: list[_Group], chosen: list[_Piece], running_text: bool) -> str:
+    """Summary lines under their group headers, or (``running_text``) the units joined
+    as in the source: same line by a space (none between CJK), else a newline."""
     out: list[str] = []
     prev: _Piece | None = None
-    for p in sorted(chosen, key=lambda p: p.pos):
-        if prev is not None:
-            same_line = p.line == prev.line
+    for p in sorted(chosen, key=lambda p: (p.group, p.pos)):
+        if running_text and prev is not None:
             wide = _WIDE_RE.match(prev.text[-1:]) or _WIDE_RE.match(p.text[:1])
-            out.append("\n" if not same_line else "" if wide else " ")
+            out.append("\n" if p.line != prev.line else "" if wide else " ")
+        elif prev is not None:
+            out.append("\n")
+        if not running_text and (prev is None or p.group != prev.group):
+            out.append(groups[p.group].header + "\n")
         out.append(p.text)
         prev = p
     return "".join(out)
@@ -365,21 +364,22 @@ def _fit(
 ) -> str:
     """Select, render, verify by a real count (dropping the weakest unit until it fits);
     when nothing fits, the best unit shortened at an atom boundary, or ""."""
-    draw = _render_fitted if running_text else _render_summary
-    chosen = _select(groups, budget, 1.0 if strict else -0.5, 0.6 if strict else 0.8)
-    text = draw(groups, chosen)
+    min_score = 1.0 if strict else -0.5
+    chosen = _select(groups, budget, min_score, 0.6 if strict else 0.8)
+    text = _render(groups, chosen, running_text)
     while chosen and counter.count(text) > budget:
         chosen.remove(min(chosen, key=lambda p: (p.score, -p.group, -p.pos)))
-        text = draw(groups, chosen)
+        text = _render(groups, chosen, running_text)
     if chosen:
         return text
-    pieces = [p for g in groups for p in g.pieces]
+    pieces = [p for g in groups for p in g.pieces if p.score >= min_score]
     if not pieces:
         return ""
     top = min(pieces, key=_rank)
     header = groups[top.group].header
     room = budget - (groups[top.group].header_tokens if header else 0)
-    short = _shorten(top.text, room, counter) if room >= 4 else ""
+    # A stub of two or three words under a header says less than a bare pointer does.
+    short = _shorten(top.text, room, counter) if room >= (8 if header else 4) else ""
     text = f"{header}\n{short}" if header and short else short
     return text if short and counter.count(text) <= budget else ""
 

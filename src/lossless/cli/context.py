@@ -1,0 +1,87 @@
+"""What every command gets: the parsed arguments, the two consoles, and the store."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+import lossless
+from lossless.conversation import Conversation
+from lossless.engine import Memory
+
+__all__ = ["DEFAULT_WINDOW", "CommandContext", "CommandError"]
+
+DEFAULT_WINDOW = 128_000
+
+
+class CommandError(Exception):
+    """A problem with what the command was asked to do; printed as ``error: …``."""
+
+
+@dataclass
+class CommandContext:
+    """Shared state of one CLI invocation. Opens the store lazily, once."""
+
+    args: argparse.Namespace
+    out: Console
+    err: Console
+    _memory: Memory | None = field(default=None, repr=False)
+
+    @classmethod
+    def create(cls, args: argparse.Namespace) -> CommandContext:
+        # Consoles made per call (not at import) so they write to the current
+        # sys.stdout/sys.stderr; no highlighting: stored text is shown as it is.
+        return cls(args=args, out=Console(highlight=False), err=Console(stderr=True, highlight=False))
+
+    # -- options ------------------------------------------------------------------------
+
+    @property
+    def json(self) -> bool:
+        return bool(getattr(self.args, "json", False))
+
+    def window(self, default: int = DEFAULT_WINDOW) -> int:
+        value: int | None = getattr(self.args, "window", None)
+        return default if value is None else value
+
+    def db_path(self) -> Path:
+        """``--db``, else ``$LOSSLESS_DB``, else :func:`lossless.default_db_path`."""
+        given: str | None = getattr(self.args, "db", None)
+        return Path(given).expanduser() if given else lossless.default_db_path()
+
+    # -- the store ----------------------------------------------------------------------
+
+    def memory(self, *, create: bool = True, **config: Any) -> Memory:
+        """Open the store. Read commands pass ``create=False``: looking at a database
+        that does not exist should say so, not leave an empty file behind."""
+        if self._memory is None:
+            path = self.db_path()
+            if not create and not path.exists():
+                raise CommandError(f"no database at {path} (add or import messages first, or pass --db)")
+            if path.is_dir():
+                raise CommandError(f"--db {path} is a directory, not a database file")
+            config.setdefault("context_window", self.window())
+            self._memory = lossless.open(path, **config)
+        return self._memory
+
+    def existing_conversation(self, conversation_id: str) -> Conversation:
+        """A conversation that must already exist (read commands never create one)."""
+        conv = self.memory(create=False).get_conversation(conversation_id)
+        if conv is None:
+            raise CommandError(f"no conversation {conversation_id!r} in {self.db_path()}")
+        return conv
+
+    def close(self) -> None:
+        if self._memory is not None:
+            self._memory.close()
+            self._memory = None
+
+    # -- output -------------------------------------------------------------------------
+
+    def emit_json(self, payload: Any) -> None:
+        """Machine-readable output: one JSON document on stdout and nothing else."""
+        print(json.dumps(payload, ensure_ascii=False, indent=2, default=str))

@@ -1,0 +1,126 @@
+"""The SQLite store: migrations, search, isolation, integrity."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import apsw
+import pytest
+
+import lossless
+from lossless.errors import MigrationError
+from lossless.store import migrations
+from lossless.store.sqlite import SQLiteStore
+
+from .conftest import T0, chat
+
+
+def test_blank_database_gets_every_migration(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    assert migrations.applied(store.connection) == [m[0] for m in migrations.MIGRATIONS]
+    assert migrations.pending(store.connection) == []
+    mode = store.connection.execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+    store.close()
+
+
+@pytest.mark.parametrize("version", [0, *[m[0] for m in migrations.MIGRATIONS]])
+def test_upgrade_from_every_earlier_version(db_path: Path, version: int) -> None:
+    conn = apsw.Connection(str(db_path))
+    migrations.migrate(conn, upto=version)
+    assert migrations.applied(conn) == [m[0] for m in migrations.MIGRATIONS if m[0] <= version]
+    conn.close()
+    mem = lossless.open(db_path)
+    mem.conversation("c").add(role="user", content="after upgrade")
+    assert migrations.pending(mem.store.connection) == []  # type: ignore[attr-defined]
+    assert mem.verify() == []
+
+
+def test_newer_schema_is_refused(db_path: Path) -> None:
+    lossless.open(db_path).close()
+    conn = apsw.Connection(str(db_path))
+    conn.execute("INSERT INTO schema_migrations VALUES (9999, 'future', '2030-01-01')")
+    conn.close()
+    with pytest.raises(MigrationError, match="newer"):
+        lossless.open(db_path)
+
+
+def test_chinese_and_japanese_text_is_found(mem: lossless.Memory) -> None:
+    conv = mem.conversation("cjk")
+    conv.add(role="user", content="我们决定把数据库迁移到新的服务器上，端口是5433。")
+    conv.add(role="assistant", content="了解しました。データベースの移行は来週です。")
+    conv.add(role="user", content="Unrelated English text about lunch.")
+    assert conv.search("数据库迁移")[0].first_seq == 1
+    assert conv.search("迁移")[0].first_seq == 1  # two characters: below trigram size
+    assert conv.search("データベース")[0].first_seq == 2
+    assert conv.search("lunch")[0].first_seq == 3
+
+
+def test_search_filters_and_isolation(mem: lossless.Memory) -> None:
+    a = mem.conversation("alice")
+    b = mem.conversation("bob")
+    a.add_many(chat(10))
+    b.add(role="user", content="Turn 0: bob's secret service-0 plans", created_at=T0)
+    hits = a.search("service-0")
+    assert hits and all(h.conversation_id == "alice" for h in hits)
+    assert {h.conversation_id for h in mem.search("service-0")} == {"alice", "bob"}
+    only_user = a.search("service", roles=("user",))
+    assert only_user and all(h.role == "user" for h in only_user)
+    late = a.search("service", since=T0 + timedelta(minutes=5))
+    assert late and all(h.created_at >= T0 + timedelta(minutes=5) for h in late)
+    recent = a.search("service", sort="recency", kinds=("message",))
+    assert [h.first_seq for h in recent] == sorted((h.first_seq for h in recent), reverse=True)
+    assert a.search(r"port 50\d[02468]\b", mode="regex")
+
+
+def test_messages_survive_reopen_byte_for_byte(db_path: Path) -> None:
+    text = "exact  spacing\ttabs\nnewlines 🚀 数据 \u200b zero-width"
+    parts = [{"type": "text", "text": "part one"}, {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]
+    with lossless.open(db_path) as mem:
+        conv = mem.conversation("exact")
+        conv.add(role="user", content=text, created_at=datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=UTC),
+                 metadata={"k": [1, 2]})
+        conv.add(role="user", content=parts)
+    with lossless.open(db_path) as mem:
+        got = mem.conversation("exact").messages()
+        assert got[0].content == text
+        assert got[0].created_at == datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+        assert got[0].metadata == {"k": [1, 2]}
+        assert got[1].content == parts
+        assert mem.verify() == []
+
+
+def test_verify_detects_tampering(db_path: Path) -> None:
+    with lossless.open(db_path) as mem:
+        mem.conversation("t").add(role="user", content="original")
+    conn = apsw.Connection(str(db_path))
+    conn.execute("UPDATE messages SET content = 'tampered'")
+    conn.close()
+    with lossless.open(db_path) as mem:
+        assert any("content hash" in p for p in mem.verify())
+
+
+def test_second_connection_sees_committed_writes(db_path: Path) -> None:
+    one = lossless.open(db_path)
+    two = lossless.open(db_path)
+    one.conversation("shared").add_many(chat(6))
+    two.conversation("shared").add(role="user", content="from the second handle")
+    assert [m.seq for m in one.conversation("shared").messages()] == list(range(1, 8))
+    one.close()
+    two.close()
+
+
+def test_insert_summary_refuses_stale_frontier(mem: lossless.Memory) -> None:
+    from lossless.store.base import NewSummary
+    from lossless.types import SourceRef
+
+    conv = mem.conversation("stale")
+    conv.add_many(chat(6, words=5))
+    msgs = conv.messages()
+    leaf = NewSummary("stale", 0, "s", 1, (SourceRef("message", msgs[0].id), SourceRef("message", msgs[1].id)), "t")
+    assert mem.store.insert_summary(leaf) is not None
+    assert mem.store.insert_summary(leaf) is None  # a re-run is harmless
+    gap = NewSummary("stale", 0, "s", 1, (SourceRef("message", msgs[3].id),), "t")
+    assert mem.store.insert_summary(gap) is None  # would leave #3 uncovered
+    assert mem.verify() == []
