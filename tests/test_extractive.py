@@ -80,11 +80,26 @@ def conversation() -> list[SummaryItem]:
 # --- the budget, always ---------------------------------------------------------------
 
 TEXT_ALPHABET = st.sampled_from(
-    list("abcdefghij ABC .,!?\n") + list("我们决定使用数据库因为。！？；") + ["🚀", "👍🏽", "`", "/", "_"]
+    list("abcdefghij ABC .,!?\n")
+    + list("我们决定使用数据库因为。！？；")
+    + ["🚀", "👍", "\U0001f3fd", "`", "/", "_"]
 )
 WORDS = st.sampled_from(
-    [IMPORTANT, FILLER, "数据库迁移必须在周五之前完成。", "決定しました。", "src/app/db.py", "🚀",
-     "```\ncode()\n```", "→ tool_call f(x=1)", "ValueError: bad", "ok", "\n", "", "a" * 300]
+    [
+        IMPORTANT,
+        FILLER,
+        "数据库迁移必须在周五之前完成。",
+        "決定しました。",
+        "src/app/db.py",
+        "🚀",
+        "```\ncode()\n```",
+        "→ tool_call f(x=1)",
+        "ValueError: bad",
+        "ok",
+        "\n",
+        "",
+        "a" * 300,
+    ]
 )
 TEXTS = st.one_of(st.text(TEXT_ALPHABET, max_size=400), st.lists(WORDS, max_size=12).map(" ".join))
 
@@ -107,8 +122,8 @@ def test_never_over_budget(
         items = [msg(i + 1, t, ["user", "assistant", "tool"][i % 3]) for i, t in enumerate(texts)]
     out = extract(request(items, target, counter, int(condensed), mode=mode))
     assert counter.count(out) <= target
-    if mode == "aggressive" and target >= 40:
-        assert counter.count(out) <= max(target // 2, counter.count(HEADER.pattern))
+    if mode == "aggressive" and "\n" in out:  # not the bare pointer line
+        assert counter.count(out) <= target // 2
 
 
 @settings(max_examples=120, deadline=None)
@@ -125,6 +140,18 @@ def test_tiny_budgets_give_a_pointer_or_nothing(counter: TokenCounter) -> None:
         out = extract(request(items, target, counter))
         assert counter.count(out) <= max(target, 0)
         assert out == "" or out.startswith("[#1")
+
+
+def test_budget_when_packing_tight(counter: TokenCounter) -> None:
+    # Lines that end in a letter do not merge with the newline after them in BPE, so
+    # this catches per-line accounting that forgets the separators.
+    items = [
+        msg(i, f"note {i} about the build cache on host web{i}\nport {i} open", "assistant")
+        for i in range(1, 40)
+    ]
+    for target in range(20, 400, 7):
+        assert counter.count(extract(request(items, target, counter))) <= target
+        assert counter.count(fit_text(items[0].text * 9, target // 4, counter)) <= target // 4
 
 
 def test_empty_and_odd_inputs(counter: TokenCounter) -> None:
@@ -194,16 +221,24 @@ def test_errors_code_and_tool_calls(counter: TokenCounter) -> None:
 
 
 def test_near_duplicates_kept_once(counter: TokenCounter) -> None:
-    items = [msg(i, IMPORTANT if i % 2 else IMPORTANT.replace("the old", "that old")) for i in range(1, 7)]
+    items = [
+        msg(i, IMPORTANT if i % 2 else IMPORTANT.replace("the old", "that old"))
+        for i in range(1, 7)
+    ]
     out = extract(request(items, 1000, counter))
     assert sum(line.startswith("We decided") for line in out.splitlines()) == 1
 
 
 def test_every_message_gets_a_line_before_any_gets_two(counter: TokenCounter) -> None:
     items = [
-        msg(i, f"Point {i}: the deploy of service-{i} failed with code {i}. " * 1
-            + " ".join(f"Extra fact {i}.{k} about port {5000 + k} because reasons." for k in range(6)),
-            "user" if i % 2 else "assistant")
+        msg(
+            i,
+            f"Point {i}: the deploy of service-{i} failed with code {i}. " * 1
+            + " ".join(
+                f"Extra fact {i}.{k} about port {5000 + k} because reasons." for k in range(6)
+            ),
+            "user" if i % 2 else "assistant",
+        )
         for i in range(1, 9)
     ]
     out = extract(request(items, 300, counter))
@@ -222,6 +257,15 @@ def test_leaf_headers_name_source_and_time(counter: TokenCounter) -> None:
     seqs = [int(m.group(1)) for ln in lines if (m := re.match(r"^\[#(\d+) ", ln))]
     assert seqs == sorted(seqs) and len(seqs) == len(set(seqs))
     assert all(LEAF_HEADER.match(ln) for ln in lines if ln.startswith("[#"))
+    source = conversation()[2].text  # lines of one message keep their order
+    mine = lines[
+        lines.index("[#3 2024-03-15 10:05 assistant]") + 1 : lines.index(
+            "[#4 2024-03-15 10:06 assistant]"
+        )
+    ]
+    assert len(mine) >= 3
+    positions = [source.index(ln.split(" (python code")[0]) for ln in mine]
+    assert positions == sorted(positions)
 
 
 def leaves(counter: TokenCounter, n: int) -> list[SummaryItem]:
@@ -229,9 +273,17 @@ def leaves(counter: TokenCounter, n: int) -> list[SummaryItem]:
     for k in range(n):
         base = k * 6
         items = [
-            msg(base + 1, f"On day {k} we decided to ship release v{k}.0.1 because QA passed.", name="Caroline"),
+            msg(
+                base + 1,
+                f"On day {k} we decided to ship release v{k}.0.1 because QA passed.",
+                name="Caroline",
+            ),
             msg(base + 2, f"Deploy {k} failed with error E{k:03d} on host web-{k}.", "assistant"),
-            msg(base + 3, f"Budget for phase {k} is ${k * 100 + 50}; deadline is Friday.", name="Melanie"),
+            msg(
+                base + 3,
+                f"Budget for phase {k} is ${k * 100 + 50}; deadline is Friday.",
+                name="Melanie",
+            ),
             msg(base + 4, "Thanks, sounds good!", "assistant"),
         ]
         text = extract(request(items, 120, counter))
@@ -254,8 +306,16 @@ def test_condensing_keeps_structure_without_nesting(counter: TokenCounter) -> No
         assert any(ln.startswith(("Caroline 03-", "Melanie 03-", "assistant 03-")) for ln in lines)
         first, last = pair[0].first_seq, pair[-1].last_seq
         level1.append(
-            SummaryItem("summary", f"sum_l1_{j}", text, first, last, pair[0].created_at,
-                        pair[-1].latest_at, depth=1)
+            SummaryItem(
+                "summary",
+                f"sum_l1_{j}",
+                text,
+                first,
+                last,
+                pair[0].created_at,
+                pair[-1].latest_at,
+                depth=1,
+            )
         )
     for target in (60, 120, 300):
         top = extract(request(level1, target, counter, depth=2))
@@ -274,7 +334,11 @@ def test_condensing_keeps_structure_without_nesting(counter: TokenCounter) -> No
 
 def test_chinese_in_chinese_out(counter: TokenCounter) -> None:
     items = [
-        msg(1, "好的，谢谢！我们决定使用 PostgreSQL 16，因为旧的数据库经常崩溃。下一步是迁移数据。", name="小王"),
+        msg(
+            1,
+            "好的，谢谢！我们决定使用 PostgreSQL 16，因为旧的数据库经常崩溃。下一步是迁移数据。",
+            name="小王",
+        ),
         msg(2, "嗯嗯，收到。", "assistant"),
         msg(3, "注意：必须在3月22日之前完成，否则客户会取消订单！你觉得可以吗？", name="小王"),
         msg(4, "部署失败了，错误代码是 ERR_CONN_RESET。我们明天再试。", "assistant"),
@@ -286,11 +350,15 @@ def test_chinese_in_chinese_out(counter: TokenCounter) -> None:
         lines = body(out)
         assert lines and all(ln in source or ln.endswith("…") for ln in lines)
         assert "谢谢" not in out and "收到" not in out
-    assert "我们决定使用 PostgreSQL 16，因为旧的数据库经常崩溃。" in extract(request(items, 80, counter))
+    assert "我们决定使用 PostgreSQL 16，因为旧的数据库经常崩溃。" in extract(
+        request(items, 80, counter)
+    )
 
 
 def test_japanese_and_unpunctuated_long_lines(counter: TokenCounter) -> None:
-    jp = "ありがとう。データベースはPostgreSQLに決定しました。理由は性能です！締め切りは金曜日です。"
+    jp = (
+        "ありがとう。データベースはPostgreSQLに決定しました。理由は性能です！締め切りは金曜日です。"
+    )
     long_line = "日本語の文章" * 400 + " " + "word " * 2000
     out = extract(request([msg(1, jp), msg(2, long_line, "assistant")], 120, counter))
     assert counter.count(out) <= 120
@@ -321,10 +389,40 @@ def test_fit_text_keeps_important_sentences_in_order(counter: TokenCounter) -> N
         out = fit_text(text, limit, counter)
         assert 0 < counter.count(out) <= limit
         kept = [s for s in sentences if s in out]
-        assert kept, out
-        assert [sentences.index(s) for s in kept] == sorted(sentences.index(s) for s in kept)
+        assert kept or out.endswith("…"), out
+        positions = [out.index(s) for s in kept]
+        assert positions == sorted(positions)
         assert "Thanks!" not in out and "Hello everyone." not in out
+    assert len(kept) >= 2
     assert fit_text(text, 2, counter) == ""
+
+
+def test_fit_text_on_a_summary_keeps_lines_under_their_headers(counter: TokenCounter) -> None:
+    summary = extract(request(conversation(), 1000, counter))
+    owner = {}
+    header = ""
+    for line in summary.splitlines():
+        if HEADER.match(line):
+            header = line
+        else:
+            owner[line] = header
+    limit = counter.count(summary) // 2
+    out = fit_text(summary, limit, counter)
+    assert 0 < counter.count(out) <= limit
+    header = ""
+    for line in out.splitlines():
+        if HEADER.match(line):
+            header = line
+        else:
+            assert owner[line] == header
+
+
+def test_aggressive_aims_at_half(counter: TokenCounter) -> None:
+    items = conversation() * 4
+    normal = extract(request(items, 300, counter))
+    aggressive = extract(request(items, 300, counter, mode="aggressive"))
+    assert counter.count(aggressive) <= 150 < counter.count(normal)
+    assert IMPORTANT in aggressive
 
 
 def test_fit_text_shortens_one_long_sentence_at_a_word(counter: TokenCounter) -> None:

@@ -15,7 +15,15 @@ from lossless.errors import (
     SummarizerError,
     ValidationError,
 )
-from lossless.types import AssembledContext, ChatMessage, ContextItem, GrepHit, Message, SourceRef, Summary
+from lossless.types import (
+    AssembledContext,
+    ChatMessage,
+    ContextItem,
+    GrepHit,
+    Message,
+    SourceRef,
+    Summary,
+)
 
 __all__ = [
     "AssembledContext",
@@ -43,4 +51,4 @@ __all__ = [
     "open",
 ]
 
-from lossless.summarize.base import Summarizer  # noqa: E402
+from lossless.summarize.base import Summarizer

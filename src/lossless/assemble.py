@@ -24,10 +24,16 @@ from lossless.errors import BudgetError
 from lossless.render import format_span, message_header, message_text, render_summary
 from lossless.store.base import SearchSpec, Store
 from lossless.summarize.extractive import fit_text
-from lossless.tokens import MESSAGE_OVERHEAD, NAME_OVERHEAD, REPLY_PRIMING, TokenCounter, count_chat_tokens
+from lossless.tokens import (
+    MESSAGE_OVERHEAD,
+    NAME_OVERHEAD,
+    REPLY_PRIMING,
+    TokenCounter,
+    count_chat_tokens,
+)
 from lossless.types import AssembledContext, ChatMessage, ContextItem, Message, Summary
 
-__all__ = ["Assembler", "MEMORY_HEADER"]
+__all__ = ["MEMORY_HEADER", "Assembler"]
 
 MEMORY_HEADER = (
     "Earlier parts of this conversation, condensed by lossless. Summaries cover the messages "
@@ -53,6 +59,19 @@ class Assembler:
         self.store = store
         self.config = config
         self.counter = counter
+        # (summary id, room) -> abridged text: summaries are immutable and extraction is
+        # deterministic, so an agent assembling every turn pays for each abridgement once.
+        self._abridged: dict[tuple[str, int], str] = {}
+
+    def _fit_summary(self, node: Summary, room: int) -> str:
+        key = (node.id, room)
+        text = self._abridged.get(key)
+        if text is None:
+            text = fit_text(node.content, room, self.counter)
+            if len(self._abridged) >= 4096:
+                self._abridged.clear()
+            self._abridged[key] = text
+        return text
 
     # -- helpers ------------------------------------------------------------------------
 
@@ -60,6 +79,13 @@ class Assembler:
         cost = MESSAGE_OVERHEAD + self.counter.count(message_text_of(msg))
         if msg.get("name"):
             cost += NAME_OVERHEAD + self.counter.count(str(msg["name"]))
+        return cost
+
+    def _message_cost(self, msg: Message) -> int:
+        """A stored message's chat cost from its stored count (the same text, counted once)."""
+        cost = MESSAGE_OVERHEAD + msg.token_count
+        if msg.name:
+            cost += NAME_OVERHEAD + self.counter.count(msg.name)
         return cost
 
     def _piece_cost(self, text: str) -> int:
@@ -132,7 +158,7 @@ class Assembler:
             while len(tail) < (len(units) if upto is None else min(upto, len(units))):
                 unit = units[len(units) - 1 - len(tail)]
                 chats = [m.to_chat() for m in unit]
-                cost = sum(self._chat_cost(c) for c in chats)
+                cost = sum(self._message_cost(m) for m in unit)
                 if cost > limit - spent:
                     break
                 tail.append((chats, unit, cost))
@@ -223,7 +249,7 @@ class Assembler:
         room = allowance - frame - 2
         if room < _MIN_ABRIDGED:
             return None
-        short = fit_text(node.content, room, self.counter)
+        short = self._fit_summary(node, room)
         if not short:
             return None
         text = render_summary(node, short, abridged=True)

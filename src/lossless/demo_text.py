@@ -65,7 +65,7 @@ Team first, since people will start talking to you today:
 
 - me: backend and most infra decisions
 - 李伟 (Li Wei): backend, mostly solver and geocoding. He'll sometimes write to you in Chinese — that's fine, answer him in Chinese
-- Hana Sato: mobile, she's building the driver app in React Native. She's based in Osaka so her evenings overlap with our mornings
+- Hana Sato: mobile, she's building the driver app in React Native. She's in Osaka, so most of her questions will be async
 - <<pm>>: product, and owns the relationship with <<customer>>
 - <<ops>>: infra, part-time ({{also does IT for the whole company, poor thing|also our entire IT department}})
 
@@ -664,7 +664,7 @@ Example response:
     {
       "stop_id": "st_8812",
       "seq": 1,
-      "order_ref": "GL-559104",
+      "order_ref": "<<op>>-559104",
       "address": "14 Harbour Rd, Unit 3",
       "lat": <<lat_b>>, "lon": <<lon_b>>,
       "window": {"start": "<<iso_d4>>T08:00:00Z", "end": "<<iso_d4>>T10:00:00Z"},
@@ -680,7 +680,7 @@ ETag is nice. What happens when the dispatcher reassigns one stop to another dri
 %% ai
 - Yes: any change to a route bumps its `version`, and the ETag is derived from `(route_id, version)`.
 - Moving a stop from driver A to driver B changes both routes, so both apps get a 200 with the new body on their next poll.
-- If the app is on a stop that just disappeared from its list, show a banner ("Stop GL-559104 was reassigned by dispatch") rather than silently dropping it.
+- If the app is on a stop that just disappeared from its list, show a banner ("Stop <<op>>-559104 was reassigned by dispatch") rather than silently dropping it.
 %% hana
 了解です！ I'll mock it on my side with exactly that shape. ありがとうございます！
 %% ai
@@ -867,4 +867,1153 @@ weekend thought, no need to do anything now: dispatchers will ask *why* a stop i
 - I'll add it to the dispatcher screen ticket as a nice-to-have. Enjoy the weekend!
 %% maya
 🙏
+"""
+
+WEEK2 = r"""
+%%% day=7 at=09:15
+%% maya
+Monday! Plan for the week:
+
+- load test today
+- <<ops_first>> is putting PgBouncer in front of the staging DB tomorrow morning — connections on the small RDS instance are already at 60% with just two workers
+- Hana's beta build
+- auth
+- shadow run starts <<shadow_d1>>
+%% ai
+- Load test: I'll propose a scenario in an hour, run it before lunch.
+- PgBouncer: good call at that instance size. Things to watch when moving to transaction pooling:
+  - anything that relies on session state — `SET` statements, advisory locks, `LISTEN/NOTIFY`;
+  - server-side prepared statements: psycopg 3 prepares repeated queries automatically, which breaks under transaction pooling unless `prepare_threshold=None`.
+- I'll set `prepare_threshold=None` on the API's connection pool today so we're ready.
+- Auth: I'll write a short proposal for Thursday so we can review it before real addresses land in staging.
+%% maya
+{{ok|ok 👍|sounds good}}
+
+%%% day=7 at=10:35
+%% maya
+Load test. Staging is fully up since <<ops_first>> finished Friday night. What's the plan?
+%% ai
+- **Traffic mix**, modelled on a pilot morning:
+  - 70% `GET /v1/drivers/{id}/route` (driver app polling),
+  - 20% `GET /v1/jobs/{id}` (dispatcher UI polling a solve),
+  - 10% `POST /v1/routes/optimize` with a realistic day of stops.
+- **Load:** ramp over 2 minutes to <<rps>> requests/s — about 5× what the pilot will ever produce — and hold for 8 minutes.
+- **Pass criteria:** the optimize p95 within the SLO, error rate under 0.1%, no worker crashes.
+- The script is `scripts/loadgen.py` (async httpx, open-loop so slow responses don't hide latency):
+
+```python
+async def run(base_url: str, rps: float, duration_s: float, mix: dict[str, float]) -> None:
+    async with httpx.AsyncClient(base_url=base_url, timeout=10) as client:
+        stats = Stats()
+        start = time.monotonic()
+        tasks: set[asyncio.Task[None]] = set()
+        while (elapsed := time.monotonic() - start) < duration_s:
+            kind = random.choices(list(mix), weights=list(mix.values()))[0]
+            task = asyncio.create_task(SCENARIOS[kind](client, stats))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            await asyncio.sleep(1 / current_rate(rps, elapsed))
+            stats.maybe_report(elapsed)
+        await asyncio.gather(*tasks)
+        stats.summary()
+```
+%% maya
+go
+%% call run_shell {"cmd": "python scripts/loadgen.py --base-url https://staging-api.<<slug>>.internal --rps <<rps>> --duration 10m --ramp 2m --mix poll=70,status=20,optimize=10", "timeout_s": 900}
+%% result
+<<loadtest_log>>
+%% ai
+- **Optimize is far over the SLO:** p95 <<p95_before>> ms, p99 <<p99_before>> ms. Everything else is fine — polls and job-status calls are in the tens of milliseconds.
+- **Errors:** a handful of 502s during the ramp, none after. Looks like the load balancer marking a busy API task unhealthy; separate issue.
+- The optimize endpoint should be doing almost nothing. Let me see where the time goes.
+%% call query_metrics {"query": "histogram_quantile(0.95, sum by (le, span) (rate(span_duration_seconds_bucket{env=\"staging\", route=\"/v1/routes/optimize\"}[5m])))", "range": "30m", "step": "5m"}
+%% result
+<<span_metrics>>
+%% ai
+- Almost all of it is one span: `geocode_check`. Everything else adds up to ~40 ms.
+- `geocode_check` came in with PR #21 ("make sure every stop has coordinates before optimizing"): for stops without coordinates it calls the geocoder *synchronously*, inside the request. The loadgen uploads include a few fresh addresses each time, like real mornings will.
+- Fix: the endpoint only *checks* — stops without coordinates make it return `409` with the list, and the UI sends the dispatcher to the review queue. Geocoding stays in the background job.
+%% maya
+ugh, that was me. Friday afternoon PR. fix it?
+%% ai
+```python
+@router.post("/v1/routes/optimize", status_code=202)
+async def optimize(req: OptimizeRequest, db: Db, queue: Queue) -> OptimizeAccepted:
+    missing = await db.stops_without_coordinates(req.day, req.depot_ids)
+    if missing:
+        raise HTTPException(
+            status_code=409,
+            detail={"error": "stops_not_geocoded", "stops": [s.order_ref for s in missing[:50]],
+                    "count": len(missing)},
+        )
+    job = await db.create_job(req)
+    await queue.enqueue_job("solve_day", job.id, _job_id=str(job.id))
+    return OptimizeAccepted(job_id=job.id, status_url=f"/v1/jobs/{job.id}")
+```
+
+- Plus a test that the endpoint never calls the geocoder client (a fixture that fails the test if it's used).
+%% ack
+
+%%% day=7 at=13:55
+%% call run_tests {"path": "tests/api/", "args": ["-q"]}
+%% result
+{"exit_code": 0, "passed": 27, "failed": 0, "skipped": 0, "duration_s": 1.93, "output": "...........................                              [100%]\n27 passed in 1.93s"}
+%% ai
+Tests pass and the fix is deployed to staging. Re-running a shorter load test:
+%% call run_shell {"cmd": "python scripts/loadgen.py --base-url https://staging-api.<<slug>>.internal --rps <<rps>> --duration 5m --ramp 1m --mix poll=70,status=20,optimize=10 --summary-only", "timeout_s": 600}
+%% result
+<<loadtest_after>>
+%% ai
+- Optimize p95 is now <<p95_after>> ms — inside the SLO with room to spare.
+- Still a few 502s during the ramp. The API runs 2 tasks and the load balancer's health check times out while a task is saturated.
+- Options:
+  - raise the minimum to 3 API tasks (simple, costs a little),
+  - or make `/healthz` cheaper and give it a longer timeout (free, but only hides saturation).
+- I'd do both: 3 tasks for headroom, and a health check that doesn't touch the database.
+%% maya
+how much does a third task cost?
+%% ai
+- At 0.5 vCPU / 1 GB on Fargate, roughly $18 a month per task running around the clock, plus a little for logs.
+- So ~$20/month for production; staging can stay at 2.
+%% maya
+do it. you write the infra PR, <<ops_first>> reviews.
+%% ai
+PR against `infra` (not applied — that's <<ops_first>>'s call):
+
+```hcl
+ module "api_service" {
+   source        = "./modules/ecs_service"
+   name          = "<<slug>>-api"
+   cpu           = 512
+   memory        = 1024
+-  desired_count = 2
+-  min_capacity  = 2
++  desired_count = 3
++  min_capacity  = 3
+   max_capacity  = 6
+   health_check = {
+     path     = "/healthz"
+-    timeout  = 2
++    timeout  = 5
+     interval = 10
+   }
+ }
+```
+
+- Opened as infra PR #12, <<ops_first>> requested as reviewer.
+- API side: `/healthz` no longer pings the database; `/readyz` does, for deploys.
+
+%%% day=7 at=16:20
+%% liwei
+今天压测的时候我顺便看了一下 Redis，内存涨得很快，`used_memory` 已经到 1.2GB 了，我们的实例只有 1.5GB。是不是地理编码的缓存太大了？要不要把 TTL 改短一点？
+%% ai
+先确认一下是哪些 key 占的内存：
+%% call run_shell {"cmd": "redis-cli -u $STAGING_REDIS_URL info memory | grep -E 'used_memory_human|maxmemory_human|maxmemory_policy'; for p in 'geo:v1:*' 'arq:result:*' 'arq:job:*'; do echo \"$p $(redis-cli -u $STAGING_REDIS_URL --scan --pattern \"$p\" | wc -l)\"; done; redis-cli -u $STAGING_REDIS_URL memory usage \"$(redis-cli -u $STAGING_REDIS_URL --scan --pattern 'arq:result:*' | head -n 1)\""}
+%% result
+used_memory_human:1.21G
+maxmemory_human:1.50G
+maxmemory_policy:noeviction
+geo:v1:* 18342
+arq:result:* 2417
+arq:job:* 3
+216384
+%% ai
+结论：**不是地理编码缓存的问题**，TTL 不用改。
+
+- `geo:v1:*` 只有一万八千多个 key，每个几百字节，加起来不到 10MB。
+- 真正占内存的是 `arq:result:*`：压测时提交了两千多个求解任务，每个结果大约 **210KB**（里面存了完整的路线 JSON），总共差不多 500MB。
+- 而且 worker 配置里 `keep_result` 被设成了 7 天（应该是调试的时候改的），所以这些结果一直不会过期。
+- 更危险的是 `maxmemory_policy` 是 `noeviction`：内存满了以后 Redis 会直接拒绝写入，连任务都提交不了。
+
+建议三个改动：
+
+```python
+class WorkerSettings:
+    functions = [solve_day]
+    keep_result = 3600          # 1 小时就够了，结果本来就存在 Postgres 里
+    max_jobs = 2
+
+async def solve_day(ctx: dict[str, Any], job_id: str) -> dict[str, Any]:
+    ...
+    await db.save_routes(job_id, solution)
+    # 只返回摘要，不要返回完整路线
+    return {"job_id": job_id, "routes": len(solution.routes), "unassigned": len(solution.dropped)}
+```
+
+- 再请 <<ops_first>> 把 staging 和生产的 `maxmemory-policy` 改成 `volatile-lru`：只淘汰有 TTL 的 key（也就是缓存），任务队列本身的 key 不会被删掉。
+%% liwei
+原来如此，我一直以为是我的缓存 😅 `keep_result` 是我上周调试的时候改的，忘了改回来。我现在就提 PR。
+%% ai
+没关系，压测就是为了发现这种问题。PR 提了以后我帮你看。
+
+%%% day=8 at=09:40
+%% maya
+Staging API is down since <<ops_first>>'s PgBouncer change this morning. From the API logs:
+
+```text
+<<iso_d8>>T<<log_hhmm>>:44Z ERROR <<slug>>.api.app: startup failed
+Traceback (most recent call last):
+  File "/app/.venv/lib/python3.12/site-packages/psycopg_pool/pool_async.py", line 203, in getconn
+    conn = await self._getconn_with_check_loop(deadline)
+  File "/app/.venv/lib/python3.12/site-packages/psycopg_pool/pool_async.py", line 241, in _getconn_with_check_loop
+    raise PoolTimeout(f"couldn't get a connection after {timeout:.2f} sec")
+psycopg_pool.PoolTimeout: couldn't get a connection after 30.00 sec
+
+<<iso_d8>>T<<log_hhmm>>:44Z WARNING psycopg.pool: error connecting in 'pool-1': connection failed: connection to server at "10.20.3.41", port 5432 failed: Connection refused
+	Is the server running on that host and accepting TCP/IP connections?
+```
+
+<<ops_first>> says PgBouncer now listens on port <<pg_port_new>> on the same host, and 5432 is closed to the app security group on purpose — everything has to go through the bouncer now.
+%% ai
+- The apps are still pointed at 5432. Let me find every place it's set.
+%% call search_code {"query": "5432", "paths": ["deploy/", "src/", "scripts/", ".env.example"]}
+%% result
+{"matches": [
+  {"path": "deploy/ecs/staging/api.json", "line": 31, "text": "      {\"name\": \"DATABASE_URL\", \"value\": \"postgresql://<<slug>>_app@staging-db.<<slug>>.internal:5432/<<slug>>_staging\"},"},
+  {"path": "deploy/ecs/staging/worker.json", "line": 27, "text": "      {\"name\": \"DATABASE_URL\", \"value\": \"postgresql://<<slug>>_app@staging-db.<<slug>>.internal:5432/<<slug>>_staging\"},"},
+  {"path": "scripts/db_shell.sh", "line": 9, "text": "PGPORT=${PGPORT:-5432}"},
+  {"path": ".env.example", "line": 1, "text": "DATABASE_URL=postgresql://<<slug>>:dev@localhost:5432/<<slug>>_dev"}
+], "total": 4}
+%% ai
+- Change the two staging task definitions and `scripts/db_shell.sh` (it defaults to staging).
+- Leave `.env.example` alone — local Postgres still runs on 5432, there's no bouncer locally.
+
+```diff
+-      {"name": "DATABASE_URL", "value": "postgresql://<<slug>>_app@staging-db.<<slug>>.internal:5432/<<slug>>_staging"},
++      {"name": "DATABASE_URL", "value": "postgresql://<<slug>>_app@staging-db.<<slug>>.internal:<<pg_port_new>>/<<slug>>_staging"},
+```
+
+- The API pool already has `prepare_threshold=None` since yesterday, so transaction pooling should be fine for it.
+%% call run_shell {"cmd": "git switch -c fix/staging-pgbouncer-port && git commit -am 'deploy: staging DB through PgBouncer' && git push -u origin fix/staging-pgbouncer-port"}
+%% result
+Switched to a new branch 'fix/staging-pgbouncer-port'
+[fix/staging-pgbouncer-port <<sha3>>] deploy: staging DB through PgBouncer
+ 3 files changed, 3 insertions(+), 3 deletions(-)
+branch 'fix/staging-pgbouncer-port' set up to track 'origin/fix/staging-pgbouncer-port'.
+%% maya
+merged + deploying
+%% gap 25
+%% maya
+API is up. Worker is not:
+
+```text
+Traceback (most recent call last):
+  File "/app/src/<<slug>>/jobs/solve.py", line 41, in solve_day
+    stops = load_stops(conn, job.day, job.depot_ids)
+  File "/app/src/<<slug>>/jobs/db.py", line 66, in load_stops
+    cur.execute(STOPS_SQL, (day, depot_ids))
+  File "/app/.venv/lib/python3.12/site-packages/psycopg/cursor.py", line 732, in execute
+    raise ex.with_traceback(None)
+psycopg.errors.DuplicatePreparedStatement: prepared statement "_pg3_0" already exists
+```
+%% ai
+- That's the prepared-statement problem from Monday, in the one place I didn't fix: the worker doesn't use the pool, it opens its own connection in `jobs/db.py` with plain `psycopg.connect(...)`, which keeps the default `prepare_threshold`.
+- After a query runs 5 times on a connection, psycopg prepares it on the server. Under transaction pooling the next transaction can land on a different server connection, where `_pg3_0` is already taken by someone else.
+- Fix: one helper that every connection goes through, and a test that nobody calls `psycopg.connect` directly:
+
+```python
+# src/<<slug>>/db/connect.py
+def connect(url: str | None = None) -> psycopg.Connection[DictRow]:
+    # prepare_threshold=None: server-side prepared statements break under PgBouncer
+    # transaction pooling, which staging and production use.
+    return psycopg.connect(url or settings.database_url, prepare_threshold=None,
+                           row_factory=dict_row, autocommit=False)
+```
+%% call search_code {"query": "psycopg.connect(", "paths": ["src/"]}
+%% result
+{"matches": [
+  {"path": "src/<<slug>>/jobs/db.py", "line": 18, "text": "    return psycopg.connect(settings.database_url, row_factory=dict_row)"},
+  {"path": "src/<<slug>>/db/connect.py", "line": 9, "text": "    return psycopg.connect(url or settings.database_url, prepare_threshold=None,"}
+], "total": 2}
+%% ai
+- Only one offender; `jobs/db.py` now uses the helper.
+- Added `tests/test_no_direct_connect.py`, which greps `src/` for `psycopg.connect(` outside `db/connect.py` and fails if it finds one.
+%% call run_tests {"path": "tests/", "args": ["-q", "-m", "not slow"]}
+%% result
+{"exit_code": 0, "passed": 88, "failed": 0, "skipped": 0, "deselected": 9, "duration_s": 6.4, "output": "........................................................................ [ 81%]\n................                                                         [100%]\n88 passed, 9 deselected in 6.40s"}
+%% maya
+deployed, worker's happy. so to be clear for everyone: staging DB is on <<pg_port_new>> from now on, through PgBouncer, and 5432 is closed.
+%% ai
+- Confirmed:
+  - staging Postgres is reached only through PgBouncer on port <<pg_port_new>> (same host, `staging-db.<<slug>>.internal`);
+  - direct 5432 is closed to the app security group;
+  - every connection must use `prepare_threshold=None` — enforced by `db.connect()` and the test.
+- Updated `docs/runbooks/staging.md` with the new port and the reason.
+- Production will get the same setup before launch; I'll make it part of the launch checklist.
+
+%%% day=8 at=13:30
+%% hana
+Beta build is on TestFlight! 🎉 Internal Android APK is in the shared drive too.
+
+One problem: the app never gets a 304. Every poll is a 200 with the full body, even when nothing changed. I send `If-None-Match` with exactly the ETag from the previous response. From the app's network log:
+
+```text
+GET /v1/drivers/drv_0042/route?date=<<iso_d8>>  If-None-Match: "9f2c1e07"  -> 200  ETag: "41be0a9d"
+GET /v1/drivers/drv_0042/route?date=<<iso_d8>>  If-None-Match: "41be0a9d"  -> 200  ETag: "c07d55e2"
+GET /v1/drivers/drv_0042/route?date=<<iso_d8>>  If-None-Match: "c07d55e2"  -> 200  ETag: "1a9e3b40"
+```
+%% call read_file {"path": "src/<<slug>>/api/drivers.py", "start_line": 40, "end_line": 64}
+%% result
+40  @router.get("/v1/drivers/{driver_id}/route")
+41  async def driver_route(driver_id: str, date: date, request: Request, db: Db) -> Response:
+42      route = await db.published_route(driver_id, date)
+43      if route is None:
+44          raise HTTPException(status_code=404, detail="no published route")
+45      body = RouteOut.from_route(route, generated_at=utcnow()).model_dump_json()
+46      etag = '"' + hashlib.blake2s(body.encode(), digest_size=4).hexdigest() + '"'
+47      if request.headers.get("if-none-match") == etag:
+48          return Response(status_code=304, headers={"ETag": etag})
+49      return Response(body, media_type="application/json", headers={"ETag": etag})
+%% ai
+Found it, Hana — it's on the API side, your app is doing the right thing.
+
+- The ETag is a hash of the response body, and the body contains `generated_at` (the current time). So the body, and therefore the ETag, is different on every request.
+- Fix: derive the ETag from what actually identifies the content — route id and version — and compute it *before* building the body, so 304s are also cheaper:
+
+```python
+    etag = f'"{route.id}.v{route.version}"'
+    if etag in _parse_if_none_match(request.headers.get("if-none-match")):
+        return Response(status_code=304, headers={"ETag": etag, "Cache-Control": "no-cache"})
+    body = RouteOut.from_route(route, generated_at=utcnow()).model_dump_json()
+    return Response(body, media_type="application/json",
+                    headers={"ETag": etag, "Cache-Control": "no-cache"})
+```
+
+- `_parse_if_none_match` handles lists and weak validators (`W/"..."`), which some HTTP stacks add.
+- Deploying to staging now; your current build should start seeing 304s without any change.
+%% hana
+Now I get 304s ✨ 完璧です！ Battery usage in the 1-hour test dropped a lot too.
+%% ai
+よかったです！ Thanks for catching it so early.
+
+%%% day=8 at=16:35
+%% maya
+Notes from the call with <<customer>> just now. Pasting raw, sorry for the length — I need you to pull out what changes for us.
+
+> Attendees: <<contact>> (<<contact_role>>), <<coo>> (COO), <<pm>>, me
+>
+> 1. Second depot. They're opening a second depot in <<depot2>> at the start of next month. Lease is signed, racking goes in next week. About a third of the fleet moves there. <<coo_first>> was very clear that they do NOT want to start the pilot with one depot and add the second a week later: the drivers moving to <<depot2>> would have to learn the app twice, and the dispatchers would run two different processes in the same week. They want the pilot to cover both depots from day one.
+>
+> 2. Because of that, they asked to move go-live. The <<depot2>> drivers need a training session, and the earliest they can do it is late next week. New go-live: <<launch_d2>> (was <<launch_d1>>). Shadow run moves too: <<shadow_d2>> to <<shadow_d2_end>>, both depots. <<pm_first>> agreed on the call, I didn't object — honestly the extra days help us.
+>
+> 3. Some drivers will work from both depots depending on the day. The depot is a property of the shift, not of the driver. Vehicles are also shared: a van may start the day at one depot. They never end at a different depot than they started (insurance thing, vans are parked at the depot overnight).
+>
+> 4. Friday volume: they confirmed Fridays are their biggest day and are growing. They asked whether there is a maximum number of stops we can handle. <<pm_first>> said "more than you have", which I'd like us to be able to back up.
+>
+> 5. Dispatchers: two people, <<contact_first>> and a colleague who does the early shift twice a week. Both will be at the training. They want to be able to print the routes on paper as a backup for the first week. (Yes, paper. A PDF per driver is enough.)
+>
+> 6. Phones: drivers use their own phones. Some are old Androids. Hana should test on something at least four years old.
+>
+> 7. They asked about SMS notifications to end customers with ETAs. <<pm_first>> said not in the pilot. They were fine with that.
+>
+> 8. Reporting: at the end of each day they'd like total kilometres, number of stops delivered, number of failed stops and on-time rate, per driver and per depot. A CSV email is fine for now.
+>
+> 9. They want to know who to call if something breaks at 06:00. We need an answer for this before go-live.
+>
+> 10. Next call: the go/no-go, the afternoon before launch.
+>
+> Action items: us — multi-depot, PDF export, daily report, support contact, updated schedule. Them — shift export for both depots, training date, list of old phones.
+
+%% ai
+- **Schedule (changed):**
+  - Go-live moves from <<launch_d1>> to **<<launch_d2>>**.
+  - Shadow run moves to **<<shadow_d2>> – <<shadow_d2_end>>**, covering both depots.
+  - Go/no-go call: the afternoon before launch.
+- **Multi-depot (new, must-have):**
+  - Depot is a property of the shift; a vehicle starts and ends at the same depot on a given day. That's the simple case of multi-depot routing — each vehicle gets its own start/end node. Estimate: a day, including tests.
+  - One solve for both depots together, so stops near the boundary go to whichever depot serves them better.
+- **Scale question (item 4):** I'll run a synthetic Friday at 2× their current volume on staging and give <<pm_first>> a number we can stand behind.
+- **New small features:**
+  - PDF per driver (route sheet) — half a day.
+  - Daily report CSV by email — half a day; same numbers as the shadow-run comparison, so we build it once.
+- **For Hana:** test on a phone from around 2021 or older; low-end Android is where React Native list performance hurts.
+- **Open item (item 9):** who answers the phone at 06:00. Needs a decision from you and <<pm_first>>; I'll put it in the runbook once decided.
+- **Unchanged:** no SMS, no mid-day re-optimization.
+%% maya
+good summary. update the tracker please, and add tickets for multi-depot, PDF and the daily report (PDF+report: Li Wei; multi-depot: you).
+%% call update_ticket {"id": "<<t5>>", "fields": {"due": "<<due_loadtest2>>", "description": "Also: synthetic Friday at 2x volume, both depots."}}
+%% call create_ticket {"title": "Multi-depot: depot per shift, one solve for both depots", "assignee": "atlas", "labels": ["pilot", "solver"], "due": "<<due_multi>>"}
+%% call create_ticket {"title": "Route sheet PDF per driver", "assignee": "liwei", "labels": ["pilot", "backend"], "due": "<<due_pdf>>"}
+%% call create_ticket {"title": "Daily report CSV by email (km, delivered, failed, on-time; per driver and depot)", "assignee": "liwei", "labels": ["pilot", "backend"], "due": "<<due_pdf>>"}
+%% result
+{"id": "<<t5>>", "status": "open", "updated": ["due", "description"]}
+%% result
+{"id": "<<t6>>", "url": "https://tracker.<<company_slug>>.io/<<t6>>", "status": "open"}
+%% result
+{"id": "<<t7>>", "url": "https://tracker.<<company_slug>>.io/<<t7>>", "status": "open"}
+%% result
+{"id": "<<t8>>", "url": "https://tracker.<<company_slug>>.io/<<t8>>", "status": "open"}
+%% ai
+- Updated <<t5>> (load test, now includes the 2× Friday run).
+- New: <<t6>> multi-depot (me), <<t7>> route sheet PDF (Li Wei), <<t8>> daily report (Li Wei).
+- The launch milestone on the board now says <<launch_d2>>.
+
+%%% day=8 at=18:05 opt=0.5
+%% maya
+honestly relieved about the new date. I was going to sleep 4h/night next week
+%% ai
+- The extra days mostly go to multi-depot, so it's not all slack — but it does take the pressure off the shadow run, which is where we learn the most.
+- Get some sleep this week while you can.
+
+%%% day=9 at=09:30
+%% maya
+Multi-depot. How bad is it, really?
+%% ai
+- Not bad, because vehicles return to the depot they started from:
+  - OR-Tools' `RoutingIndexManager` takes per-vehicle `starts` and `ends` lists instead of a single depot index.
+  - Both depots become nodes in the matrix; each vehicle's start and end are its shift's depot.
+  - Nothing changes for time windows, capacity, pins or drop penalties.
+- What does change:
+  - the matrix gets one more row and column (negligible),
+  - the model builder must stop assuming "node 0 is the depot" — a few places do,
+  - the route sheet and the report group by depot.
+
+```python
+def build_manager(day: DayInput) -> pywrapcp.RoutingIndexManager:
+    depot_node = {d.id: i for i, d in enumerate(day.depots)}   # depots are the first nodes
+    starts = [depot_node[s.depot_id] for s in day.shifts]
+    ends = starts[:]                                             # same depot at night
+    n_nodes = len(day.depots) + len(day.stops)
+    return pywrapcp.RoutingIndexManager(n_nodes, len(day.shifts), starts, ends)
+```
+%% maya
+write it + tests
+%% call run_tests {"path": "tests/solver/", "args": ["-q", "-x"]}
+%% result
+{"exit_code": 1, "passed": 22, "failed": 1, "skipped": 0, "duration_s": 7.9, "output": "......................F\n=================================== FAILURES ===================================\n________________________ test_pinned_stop_stays_pinned ________________________\n\n    def test_pinned_stop_stays_pinned(two_depot_day):\n        result = solve(two_depot_day, solution_limit=200)\n>       assert result.vehicle_of('st_12') == 'veh_3'\nE       AssertionError: assert None == 'veh_3'\n\ntests/solver/test_pins.py:22: AssertionError\n1 failed, 22 passed in 7.90s"}
+%% ai
+- `st_12` is dropped instead of served. The pin lookup still does `manager.NodeToIndex(stop_position + 1)` — the "+1" assumed exactly one depot node in front. With two depots every stop index is off by one, so the pin was applied to the wrong stop and made `st_12` impossible.
+- Replacing the arithmetic with an explicit `stop_node` map built once in `build_manager`, used everywhere.
+%% call run_tests {"path": "tests/solver/", "args": ["-q"]}
+%% result
+{"exit_code": 0, "passed": 31, "failed": 0, "skipped": 0, "duration_s": 11.3, "output": "...............................                          [100%]\n31 passed in 11.30s"}
+%% ai
+- 31 solver tests pass, including new ones: vehicles from both depots, a boundary stop going to the nearer depot, a pin to a vehicle at the *other* depot.
+- PR #31, <<t6>> moved to review.
+%% ack
+
+%%% day=9 at=13:10
+%% maya
+first full-size solve on staging with the real two-depot file just failed:
+
+```text
+<<slug>>.solver.matrix.MatrixError: OSRM table request failed: 400 {"code":"TooBig","message":"Too many table coordinates"}
+```
+%% ai
+- OSRM caps table requests by default (`--max-table-size`, 100 coordinates). Every local test so far used small instances, so we never hit it.
+- Two fixes, and I'd do both:
+  - **Server:** start `osrm-routed` with a higher cap, e.g. `--max-table-size 2000` (infra PR for <<ops_first>>).
+  - **Client:** split the matrix into blocks anyway, so one huge request never blocks the server and retries are cheaper:
+
+```python
+async def table(self, coords: list[LonLat], block: int = 250) -> Matrix:
+    n = len(coords)
+    out = np.zeros((n, n), dtype=np.int32)
+    for i in range(0, n, block):
+        for j in range(0, n, block):
+            src = list(range(i, min(i + block, n)))
+            dst = list(range(j, min(j + block, n)))
+            part = await self._request(coords, sources=src, destinations=dst)
+            out[i:i + len(src), j:j + len(dst)] = np.rint(part).astype(np.int32)
+    return out
+```
+
+- Blocks of 250 stay below any sane server cap; the requests run with limited concurrency.
+%% maya
+do both, and retry the solve
+%% call run_shell {"cmd": "python -m <<slug>>.jobs.retry --job <<job_a>> --wait", "timeout_s": 600}
+%% result
+job <<job_a>>: queued -> running -> finished
+  stops: <<stops_both>>   vehicles: <<vehicles_both>>   depots: 2
+  matrix: 17 blocks, 4.8s
+  first solution after 2.1s, final objective 1893210
+  unassigned: 3
+  routes written: <<vehicles_both>>
+%% ai
+- Solved with 3 unassigned stops out of <<stops_both>>; the matrix took under 5 seconds in blocks.
+- The 3 unassigned ones all have windows that end before any shift at their depot starts — data issue, not solver. I'll list them for <<contact_first>>.
+
+%%% day=9 at=16:40 opt=0.5
+%% maya
+is it normal that I dreamt about time windows last night
+%% ai
+- Very normal in week two of a routing project.
+- If the dream had a solution for the Friday peak, please write it down.
+
+%%% day=10 at=09:30
+%% maya
+Li Wei says yesterday's Thursday sample now fails completely: `solver returned no solution (status ROUTING_FAIL)`. It worked before his pin changes were merged last night.
+%% call run_shell {"cmd": "python -m <<slug>>.solver.debug --job <<job_b>> --explain"}
+%% result
+model: nodes=<<nodes_b>> (depots=2, stops=<<stops_b>>) vehicles=<<vehicles_both>>
+dimensions: Time(slack=3600, horizon=57600) Capacity(totes)
+disjunctions: <<disj_b>> of <<stops_b>> stops (pinned stops: 37, no disjunction)
+search: PATH_CHEAPEST_ARC + GUIDED_LOCAL_SEARCH
+status: ROUTING_FAIL
+first solution: none (time limit reached)
+hint: a model with mandatory nodes found no feasible first solution
+%% call read_file {"path": "src/<<slug>>/solver/model.py", "start_line": 112, "end_line": 128}
+%% result
+112      for stop in day.stops:
+113          index = manager.NodeToIndex(stop_node[stop.id])
+114          if stop.pinned_vehicle_id is not None:
+115              vehicle = vehicle_index[stop.pinned_vehicle_id]
+116              routing.SetAllowedVehiclesForIndex([vehicle], index)
+117              # pinned stops are promised to the driver: never drop them
+118              continue
+119          routing.AddDisjunction([index], DROP_PENALTY)
+%% ai
+- The change makes pinned stops mandatory — no disjunction, so the solver *must* serve them.
+- That's fine until one pin is impossible. Checking the pins against shifts:
+%% call run_shell {"cmd": "python -m <<slug>>.solver.debug --job <<job_b>> --check-pins"}
+%% result
+PIN CONFLICT  order <<op>>-<<order_x>>  pinned to veh_17 (shift 06:00-13:00, depot <<depot2>>)  window 15:00-17:00
+PIN CONFLICT  order <<op>>-<<order_y>>  pinned to veh_04 (no shift on this day)
+2 conflicts, 35 pins ok
+%% ai
+- Two impossible pins: one to a van whose shift ends before the delivery window opens, one to a van that isn't working that day. A single impossible mandatory stop makes the whole model infeasible, so the dispatcher gets *nothing*.
+- Li Wei's intent is right (never drop a pin casually), so keep it as a much higher penalty instead of "mandatory":
+
+```python
+PIN_DROP_PENALTY = DROP_PENALTY * 10
+
+for stop in day.stops:
+    index = manager.NodeToIndex(stop_node[stop.id])
+    if stop.pinned_vehicle_id is not None:
+        vehicle = vehicle_index.get(stop.pinned_vehicle_id)
+        if vehicle is not None:
+            routing.SetAllowedVehiclesForIndex([vehicle], index)
+        routing.AddDisjunction([index], PIN_DROP_PENALTY)
+    else:
+        routing.AddDisjunction([index], DROP_PENALTY)
+```
+
+- And the pin check runs before every solve: conflicts are shown to the dispatcher as warnings with the reason, before they press "optimize".
+%% call run_tests {"path": "tests/solver/", "args": ["-q"]}
+%% result
+{"exit_code": 0, "passed": 34, "failed": 0, "skipped": 0, "duration_s": 12.1, "output": "..................................                       [100%]\n34 passed in 12.10s"}
+%% ai
+- 34 pass, including a regression test with an impossible pin.
+- Thursday sample now solves: the 2 conflicting pins come back unassigned with reasons "pinned vehicle's shift ends before window" and "pinned vehicle has no shift today"; everything else is routed.
+%% maya
+perfect, that's exactly what dispatchers need to see. I'll tell Li Wei, he'll want to know why
+
+%%% day=10 at=13:50
+%% liwei
+Maya 跟我说了固定站点的问题，谢谢！我有一个相关的问题：现在普通站点的丢弃惩罚（drop penalty）是 100000，固定的是 10 倍。但是 arc cost 的单位是秒，一条路线加起来也就几万。这些数字是怎么定的？惩罚太大的话，会不会导致求解器不认真优化距离？
+%% ai
+好问题，分两部分说：
+
+- **惩罚的下限**：惩罚必须大于"服务这个站点的最大边际成本"，也就是为了这个站点多绕的路。如果惩罚比绕路还便宜，求解器就会选择丢掉远的站点来省时间。我们现在最远的站点往返大概 5000 秒，所以 100000 是安全的。
+- **惩罚太大会不会影响优化距离**：基本不会。目标函数是总和：`总行驶时间 + 被丢弃站点的惩罚`。
+  - 在"丢几个站点"这件事上，巨大的惩罚起决定作用，求解器会尽量少丢；
+  - 在丢弃数量相同的解之间，惩罚部分相等，比较的就只剩行驶时间，所以距离照样会被优化。
+  - 数值上也没有风险：OR-Tools 用 int64，我们离溢出还差得很远。
+- **更好的做法**：不要拍脑袋定常数，而是根据数据算：
+
+```python
+def drop_penalty(matrix: np.ndarray, depot_nodes: list[int]) -> int:
+    # 比任何一个站点的"从最近的仓库往返"都大，再留两倍余量
+    round_trips = matrix[depot_nodes, :] + matrix[:, depot_nodes].T
+    return int(2 * round_trips.min(axis=0).max()) + 1
+```
+
+- 这样客户以后扩展到更大的区域，惩罚也会自动跟着变大。
+%% liwei
+懂了，用数据算出来比拍脑袋好多了。我改一下，再加一个测试：最远的站点也不会被丢掉。
+%% ai
+很好 👍 测试里可以故意放一个特别远但时间窗口很宽的站点，检查它一定会被分配。
+
+%%% day=10 at=16:45
+%% hana
+お疲れ様です！ Quick one: on the map screen, with 60+ stops the markers overlap into a blob. Should I cluster them?
+%% ai
+- Cluster only when zoomed out; when zoomed in, drivers need to see individual stops.
+- Show the sequence number on each marker — drivers think in "stop 14", not addresses.
+- Highlight the next stop and dim completed ones; that alone makes the blob readable.
+- Test it on the old Android from the customer's list — clustering libraries can be slow there.
+%% hana
+なるほど、そうします！ The numbered markers are a great idea.
+
+%%% day=11 at=10:15
+%% maya
+Security pass before real customer data lands in staging. What's the minimum we need for the pilot? (bullets, I know, I know)
+%% ai
+- **Dispatcher auth:** the customer uses Google Workspace — OIDC login restricted to their domain; sessions 12 hours. No passwords to store.
+- **Driver auth:** the dispatcher issues a one-time enrollment code per driver; the app exchanges it for a long-lived, revocable device token. Lost phone = revoke in the UI.
+- **Secrets:** SSM Parameter Store, injected as env vars by ECS; nothing in the repo, nothing in task definitions in plain text.
+- **Transport and storage:** TLS everywhere (ALB), RDS and S3 encryption at rest (already on).
+- **Personal data:** names, addresses and phone numbers of the customer's customers. Don't log them; keep raw CSV uploads 30 days, then delete.
+- **Geocoder key:** restricted to our NAT IPs, with a daily quota as a circuit breaker.
+- **Rate limiting:** per token on the driver endpoints, generous (polling is cheap now), mostly to contain a buggy app release.
+- **Audit log:** who published, who moved a stop, who revoked a device.
+%% maya
+"don't log them" — are we logging addresses today?
+%% call search_code {"query": "log.*(address|display_address|phone)", "regex": true, "paths": ["src/"]}
+%% result
+{"matches": [
+  {"path": "src/<<slug>>/geo/geocoder.py", "line": 71, "text": "        log.warning(\"geocode failed for %s: %s\", address, exc)"},
+  {"path": "src/<<slug>>/ingest/orders.py", "line": 104, "text": "        log.info(\"rejected row %d (%s): %s\", n, row.get(\"address\"), reason)"},
+  {"path": "src/<<slug>>/api/drivers.py", "line": 88, "text": "    log.debug(\"stop event %s at %s\", event.kind, stop.display_address)"}
+], "total": 3}
+%% ai
+- Yes, in three places. Replacing the address with the order reference (enough to find the row) everywhere, plus a safety net in the logging config:
+
+```python
+class ScrubPII(logging.Filter):
+    _PHONE = re.compile(r"\+?\d[\d\s().-]{7,}\d")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = self._PHONE.sub("[phone]", record.msg)
+        if record.args:
+            record.args = tuple(
+                "[redacted]" if isinstance(a, Address) else a for a in _as_tuple(record.args)
+            )
+        return True
+```
+
+- Addresses are a typed `Address` object in our code, so the filter can catch them reliably; phone numbers by pattern.
+- I'll also ask <<ops_first>> to set staging log retention to 14 days.
+%% maya
+ok good. get it merged today please, the first real shift export comes Monday
+
+%%% day=11 at=15:30
+%% maya
+week 2 recap please, same format as last week
+%% ai
+**<<product>> — week 2**
+
+- **Done**
+  - Load test: found and fixed synchronous geocoding in the optimize endpoint; optimize p95 now well inside the SLO
+  - Redis memory: oversized job results, now summary-only with a 1-hour retention; eviction policy fixed
+  - Staging DB behind PgBouncer — **staging Postgres is now on port <<pg_port_new>>**, 5432 is closed; all connections use `db.connect()`
+  - Driver app beta on TestFlight + Android; ETag bug fixed, polls are mostly 304s
+  - Multi-depot support (PR #31); OSRM matrix in blocks; OSRM table cap raised
+  - Impossible pins no longer make the whole solve fail; pin conflicts shown before optimizing
+  - Security: OIDC for dispatchers, enrollment codes for drivers, no personal data in logs
+- **Changed**
+  - **Go-live moved to <<launch_d2>>** (was <<launch_d1>>) to cover both depots from day one
+  - **Shadow run: <<shadow_d2>> – <<shadow_d2_end>>**
+- **Next week**
+  - Shadow run, route sheet PDF, daily report, production environment, launch runbook
+- **Open**
+  - Who answers the phone at 06:00 — needs a decision
+%% maya
+thanks! 🍻 I'm taking the support question to <<pm_first>> on Monday
+
+%%% day=12 at=11:05 opt=0.6
+%% liwei
+周末我把 drop penalty 的改动合并了，CI 是绿的。下周一影子运行（shadow run）要用真实数据，我有点紧张 😂
+%% ai
+辛苦了！周末还在干活 😄
+
+- 紧张很正常，但影子运行的意义就在这里：司机还是按原来的方式送货，我们的结果只用来对比，出了问题也不会影响客户。
+- 周一早上我们一起看第一份对比报告。周末好好休息！
+%% liwei
+好的，谢谢！周一见 👋
+"""
+
+WEEK3 = r"""
+%%% day=14 at=08:45
+%% maya
+Shadow run day 1 🎬 The job ran at 05:45 on real data from both depots, <<contact_first>>'s team dispatched by hand as usual. How did we do?
+%% call run_shell {"cmd": "python -m <<slug>>.reports.shadow --day <<iso_d14>> --format table"}
+%% result
+<<shadow_report>>
+%% ai
+- **Distance:** <<km_saved_pct>>% fewer kilometres than the manual plan across both depots, with one route fewer at <<depot1>>.
+- **On-time (estimated):** our plan meets every window it accepted; the manual plan has 9 stops where the planned arrival falls outside the window (by OSRM travel times, which don't know the drivers' shortcuts — treat with care).
+- **Geocoding:** <<geo_fail_n>> of today's stops (<<geo_fail_pct>>%) failed or came back low-confidence. They blocked optimizing until someone fixed them in the review queue — Li Wei did it this morning, but at 06:00 on launch day that would be <<contact_first>>.
+- **Caveat:** one day is an anecdote. I'd judge distance savings on all three shadow days, and on-time only after launch with real stop events.
+%% maya
+<<km_saved_pct>>% fewer km is great if it holds. the geocoding failures are a real problem though — <<contact_first>> won't fix dozens of addresses at 6am.
+%% ai
+- Agreed, that's the #1 launch risk now. Options, cheapest first:
+  - **Geocode at upload, not at optimize:** most orders are placed the day before; geocoding them when the shop export arrives in the evening gives hours to fix failures instead of minutes.
+  - **Fallback coordinates:** for new-build streets the geocoder doesn't know yet, use the postcode centroid and mark the stop as approximate — the driver sees a warning, the route is still sensible.
+  - **Fix the inputs:** strip `c/o` lines and company names before geocoding; they confuse the geocoder more than anything.
+- Li Wei has looked at the failures already; I expect he'll propose the same.
+%% maya
+yes, do all three with Li Wei. evening geocoding needs the shop export earlier — I'll ask <<contact_first>> if they can send it at 21:00
+
+%%% day=14 at=11:00
+%% liwei
+我看了今天失败的地址，大概分三类：
+
+1. 新建的小区，<<geocoder>> 还没有数据（最多）
+2. 地址里有 "c/o" 或者公司名，比如 "c/o Reception, Northgate Business Park"
+3. 邮编写错了，或者邮编和街道对不上
+
+我想对第一类用邮编的中心点（postcode centroid）做后备，第二类在标准化的时候去掉，第三类只能让调度员改。你觉得可以吗？
+%% ai
+分类很清楚，方案我同意，补充几点：
+
+- **第一类（邮编中心点）**：可以，但一定要标记出来：
+  - `geocodes.source = 'postcode_centroid'`，`confidence = 'approximate'`；
+  - 司机端显示"位置为估算"，这样司机知道要看门牌号；
+  - 求解器照常使用这个坐标，一个邮编区域通常不大，对路线的影响很小。
+- **第二类**：在 `geocode_key()` 里去掉 `c/o ...` 这一段和常见的公司后缀，但 `display_address` 保留原样，司机还是需要看到公司名。
+- **第三类**：可以自动发现一部分——如果地理编码的结果离邮编中心点超过 2 公里，就标记为"可疑"，放进审核队列，而不是直接用。
+- **以后可以做**：司机在某个站点点"已送达"的时候，记录手机的 GPS 位置。同一个地址有两次以上相近的送达位置，就可以用它来修正坐标（`source = 'driver'`）。这个最准确，因为是真实的门口位置。
+
+```python
+def fallback_geocode(order: Order, centroids: PostcodeCentroids) -> Geocode | None:
+    point = centroids.get(normalize_postcode(order.postcode))
+    if point is None:
+        return None
+    return Geocode(lat=point.lat, lon=point.lon, source="postcode_centroid",
+                   confidence="approximate", geocoded_at=utcnow())
+```
+%% liwei
+司机 GPS 这个想法太好了！不过会不会有隐私问题？
+%% ai
+- 有，需要注意：
+  - 只在司机点"已送达/失败"的那一刻记录一次位置，不做持续追踪；
+  - 只保存位置和站点的关联，用来修正地址坐标，不用来评估司机；
+  - 这件事要让 Maya 和 <<pm_first>> 跟客户确认，最好写进试点协议里。
+- 所以建议上线以后再做，这周先做后备和 `c/o` 的处理。
+%% liwei
+好，我先做后备和 c/o，GPS 的等上线以后再跟 Maya 讨论。
+
+%%% day=14 at=15:20
+%% maya
+<<contact_first>> looked at today's routes on the map and said two of them "look drunk" — zig-zagging back and forth across the river. Van 09 goes north, then south, then north again. Is the solver broken?
+%% call run_shell {"cmd": "python -m <<slug>>.solver.debug --job <<job_c>> --route veh_09 --windows"}
+%% result
+route veh_09 (depot <<depot1>>, shift 07:00-15:00), 23 stops
+ seq  order        zone    window        planned  totes
+   1  <<op>>-<<order_z>>   north   08:00-10:00   07:41    2
+   2  <<op>>-<<order_z2>>   north   08:00-10:00   07:58    1
+  ...
+   8  <<op>>-<<order_z3>>   north   08:00-10:00   09:37    3
+   9  <<op>>-<<order_z4>>   south   10:00-12:00   10:02    1
+  ...
+  15  <<op>>-<<order_z5>>   south   10:00-12:00   11:44    2
+  16  <<op>>-<<order_z6>>   north   12:00-14:00   12:05    1
+  ...
+  23  <<op>>-<<order_z7>>   north   12:00-14:00   13:52    2
+total: 96.4 km, 5h58m driving+service, 0 window violations
+%% ai
+- Not broken — the windows force it. Van 09's stops come in three blocks: north 08–10, south 10–12, north again 12–14. To serve all three blocks on time, it has to cross the river twice.
+- To make sure it's not just the search stopping early, I re-ran the same day with 4× the time limit:
+%% call run_shell {"cmd": "python -m <<slug>>.solver.debug --job <<job_c>> --resolve --time-multiplier 4 --compare"}
+%% result
+baseline objective 1644902   resolved objective 1639117   (-0.35%)
+routes changed: 6 of <<vehicles_both>>   veh_09 zone sequence: north -> south -> north (unchanged)
+%% ai
+- A longer search improves the total by 0.35% and still zig-zags van 09. It's the windows, not the search.
+- A human dispatcher avoids this by giving the south block to a different driver. The solver considered that, but the other vans passing through the south between 10 and 12 are full.
+- What I'd do for the pilot:
+  - **Explain it:** show each stop's window next to its planned arrival in the dispatcher view, and colour the route by window. Then a zig-zag is visibly window-driven rather than looking drunk.
+  - **After the pilot:** an optional "zone stickiness" penalty, if dispatchers still prefer compact routes at the cost of a few more kilometres.
+%% maya
+ok. the window colouring sounds cheap, do it. I'll explain to <<contact_first>>
+
+%%% day=15 at=06:08
+%% maya
+Shadow run day 2 did NOT produce routes. Job failed at 05:58. <<ops_first>> says the worker task stopped with OutOfMemoryError. Help.
+%% call run_shell {"cmd": "aws ecs describe-tasks --cluster <<slug>>-staging --tasks $(aws ecs list-tasks --cluster <<slug>>-staging --family <<slug>>-worker --desired-status STOPPED --query 'taskArns[0]' --output text) --query 'tasks[0].{stoppedReason:stoppedReason,stoppedAt:stoppedAt,containers:containers[*].{name:name,exitCode:exitCode,reason:reason}}'"}
+%% result
+{
+    "stoppedReason": "OutOfMemoryError: Container killed due to memory usage",
+    "stoppedAt": "<<iso_d15>>T05:58:13.402000+00:00",
+    "containers": [
+        {
+            "name": "worker",
+            "exitCode": 137,
+            "reason": "OutOfMemoryError: Container killed due to memory usage"
+        }
+    ]
+}
+%% call query_metrics {"query": "max by (task) (container_memory_working_set_bytes{env=\"staging\", service=\"<<slug>>-worker\"})", "range": "2h", "step": "5m"}
+%% result
+<<mem_series>>
+%% call run_shell {"cmd": "aws logs tail /ecs/<<slug>>-worker-staging --since 2h --format short | grep -E 'job|matrix|model|solver' | tail -n 12"}
+%% result
+<<iso_d15>>T05:45:02 INFO  job <<job_d>> started day=<<iso_d15>> depots=2
+<<iso_d15>>T05:45:03 INFO  loaded stops=<<oom_stops>> shifts=<<vehicles_both>> pins=41
+<<iso_d15>>T05:45:03 INFO  matrix: requesting 36 blocks (250x250)
+<<iso_d15>>T05:45:11 INFO  matrix: done in 8.2s
+<<iso_d15>>T05:45:11 INFO  model: vehicle classes: 2 (standard, large)
+<<iso_d15>>T05:45:12 INFO  model: registering transit callbacks
+<<iso_d15>>T05:45:40 WARN  model: callback registration took 28.1s
+<<iso_d15>>T05:45:41 INFO  solver: search started
+<<iso_d15>>T05:52:19 INFO  solver: improved objective=2210384
+<<iso_d15>>T05:56:47 INFO  solver: improved objective=2207790
+%% ai
+- **What happened:** today has <<oom_stops>> stops, the most so far (yesterday's fixed addresses plus a busy Tuesday). Memory climbed steadily from model building until the container hit its <<mem_old>> limit and was killed. No exception in our logs because the kernel killed the process.
+- **Why so much memory:** "registering transit callbacks" took 28 seconds, which is suspicious. Looking at `solver/model.py`: since last week's change for the bigger vans, we register **one transit callback per vehicle**, and each callback closes over its own scaled copy of the matrix as nested Python lists. Python lists of ints cost ~36 bytes per entry instead of 4, and we hold one copy per vehicle instead of one per vehicle *class*.
+- **Now:** ask <<ops_first>> to raise the worker limit from <<mem_old>> to <<mem_new>> and re-run today's job, so the shadow run has routes to compare.
+- **Today:** register one callback per vehicle class (2 instead of <<vehicles_both>>), backed by a single numpy `int32` matrix.
+%% maya
+<<ops_first>> bumped the memory. rerun
+%% call run_shell {"cmd": "python -m <<slug>>.jobs.retry --job <<job_d>> --wait", "timeout_s": 900}
+%% result
+job <<job_d>>: queued -> running -> finished
+  stops: <<oom_stops>>   vehicles: <<vehicles_both>>   depots: 2
+  matrix: 36 blocks, 8.0s
+  first solution after 3.4s
+  unassigned: 5
+  routes written: <<vehicles_both>>
+  peak memory: <<mem_peak>>
+%% ai
+- Routes are written; 5 unassigned stops, all with window/shift conflicts the pin check already flagged.
+- Peak memory close to the new limit — so the bump is a stopgap, not a fix. The code change comes today.
+%% maya
+ok routes are out at 06:41, fine for shadow purposes. write up a proper postmortem later today. I need coffee.
+
+%%% day=15 at=13:00
+%% maya
+postmortem time. prose is fine for this one, it's going in the wiki.
+%% ai
+# Postmortem: staging solver worker killed by the OOM killer during the shadow run
+
+**Status:** resolved. **Impact:** shadow-run routes for <<iso_d15>> were produced about 45 minutes late; no customer impact (shadow run only). All times are local to the depots. **Author:** Atlas, reviewed by Maya Chen.
+
+## Summary
+
+At 05:58 the staging solver worker was killed by the container runtime for exceeding its memory limit of <<mem_old>> while optimizing the day's routes for both <<customer>> depots. The job had been running for 13 minutes. No routes were produced by the scheduled run. After <<ops>> raised the worker's memory limit to <<mem_new>>, a manual re-run succeeded at 06:41. The underlying cause was a change to how the routing model registers travel-time callbacks, which multiplied memory use by the number of vehicles. That change has been reverted in favour of one callback per vehicle class, and we added a test that fails if model building uses more memory than a fixed budget for a synthetic day of known size.
+
+## Timeline
+
+- Previous Thursday: a change to support larger vans with a different speed profile is merged. It registers one transit callback per vehicle instead of one shared callback. Tests pass; the test instances have at most eight vehicles.
+- 05:45: the scheduled shadow-run job starts: two depots, <<oom_stops>> stops, the largest day so far.
+- 05:45: the matrix is fetched in 36 blocks in about eight seconds, as expected.
+- 05:45–05:46: callback registration takes 28 seconds instead of the usual fraction of a second. A warning is logged, but no alert fires on it.
+- 05:46–05:58: the search runs and improves the solution; memory grows steadily, mostly from the callbacks' matrix copies being touched as the search explores.
+- 05:58: the container is killed with exit code 137. The job stays in `running` state because the worker never got the chance to mark it failed.
+- 06:08: Maya notices there are no routes and asks for help. Investigation starts.
+- 06:15: the stopped task's reason (`OutOfMemoryError`) and the memory graph identify the problem; the callback-registration warning points at the cause.
+- 06:24: <<ops>> raises the worker's memory limit as a stopgap.
+- 06:26: the job is re-run manually; it finishes at 06:41 and routes are available for the shadow comparison.
+- Afternoon: the fix is written, reviewed and merged; the memory limit stays raised until the fix has run on two consecutive days.
+
+## Root cause
+
+OR-Tools calls back into Python to ask for the travel time between two nodes. We had registered a single callback that looked the value up in one matrix. To support the customer's larger vans, which are slower on some roads, the change created a separate callback for every vehicle, each closing over its own copy of the matrix with the vehicle's speed factor applied. The copies were nested Python lists, because indexing a list from a Python callback is slightly faster than indexing a numpy array element by element.
+
+A Python list of integers costs around 36 bytes per entry once the integer objects and the list's pointers are counted. For a day with roughly <<oom_nodes_round>> nodes, one matrix copy is therefore about <<copy_mb>> MB. With <<vehicles_both>> vehicles, each holding a copy, model building alone needs about <<callbacks_gb>> GB. On days with fewer stops the total stayed under the limit, which is why a week of test runs and the first shadow day did not show the problem. The combination of the largest day so far and the per-vehicle callbacks crossed the limit.
+
+There were only two distinct speed profiles: standard vans and large vans. The per-vehicle design did many times the necessary work to represent two variants of the same matrix.
+
+## Why it wasn't caught
+
+Our solver tests use small instances, so memory use in tests was never more than a few megabytes, and nothing measured it. The change was reviewed for correctness of the routes, which was fine, and not for its memory characteristics. We had a warning in the logs for slow callback registration, but no alert, and the warning was only visible after the fact. The worker also does not mark its job as failed when it dies, so nothing told anyone until a person looked.
+
+## What went well
+
+The stopped-task reason from ECS identified the failure mode in seconds. The memory graph made the growth pattern obvious. Because the job input is stored, the re-run reproduced the exact same day. And because this happened during the shadow run, nobody's deliveries depended on it.
+
+## Fix
+
+Callbacks are now registered per vehicle class. The model builder groups vehicles by speed profile, creates one integer matrix per class with numpy (`int32`, 4 bytes per entry), and registers one callback per class; each vehicle is assigned its class's callback with `SetArcCostEvaluatorOfVehicle`. For the same day, model building now peaks at a small fraction of the previous figure. Callback registration is back to well under a second.
+
+## Action items
+
+1. Memory budget test: build the model for a synthetic two-depot day at twice the current Friday volume and assert that peak memory stays below a fixed budget. Owner: Atlas. Done.
+2. Job watchdog: the scheduler marks a job failed if its worker disappears, and notifies the on-call person. Owner: Li Wei. Due before launch.
+3. Alert on worker memory above 80% of the limit for five minutes, and on any OOM kill. Owner: <<ops>>. Due before launch.
+4. Alert if no published routes exist by 06:15 local time on a delivery day. Owner: Maya. Due before launch.
+5. Keep the raised memory limit until the fix has run cleanly on two real days, then revisit. Owner: <<ops>>.
+6. Add "memory" to the review checklist for changes under `solver/`. Owner: Maya.
+
+## Lessons
+
+Scale in tests should resemble scale in production for anything whose cost grows with the square of the input. And a job that can die silently needs something outside it that notices.
+%% maya
+good. one nit: "no customer impact" isn't quite true, <<contact_first>>'s team waited for the comparison sheet. say "no impact on deliveries" and I'll publish
+%% ai
+- Fixed: the impact line now reads "no impact on deliveries (shadow run only); <<customer>>'s dispatchers received the comparison sheet about 45 minutes late".
+- Also linked the postmortem from the runbook's "job failed" section.
+
+%%% day=15 at=16:30
+%% ai
+The memory fix is ready (PR #44). Running the solver suite including the new memory-budget test:
+%% call run_tests {"path": "tests/solver/", "args": ["-q", "-m", "slow or not slow"]}
+%% result
+{"exit_code": 0, "passed": 41, "failed": 0, "skipped": 0, "duration_s": 58.7, "output": ".........................................                [100%]\n41 passed in 58.70s\n\ntest_model_memory_budget: peak <<synthetic_peak>> MiB (budget 600 MiB) for <<synthetic_stops>> stops, <<synthetic_vehicles>> vehicles"}
+%% ai
+- 41 pass; the synthetic 2× Friday day builds with a peak of ~<<synthetic_peak_round>> MiB, well inside the budget.
+- That also answers <<pm_first>>'s "how many stops can you handle" question from the customer call: <<synthetic_stops>> stops and <<synthetic_vehicles>> vehicles fit comfortably in memory, and first solutions arrive in seconds. I'd tell them "at least twice your current Friday volume, tested".
+%% maya
+love it. merge. I'm going home, today was long
+%% ai
+- Merged as `<<sha4>>`; deploying to staging.
+- Go home! Tomorrow: runbook and go/no-go prep.
+
+%%% day=16 at=09:30
+%% maya
+Runbook day. <<pm_first>> and I decided the support question: for launch week <<ops_first>> and I alternate being on call from 05:30 to 10:00 local, Li Wei is backup, and <<contact_first>> gets a phone number that rings whoever is on call. Write the launch runbook — prose + lists is fine, whatever is clearest at 6am.
+%% ai
+# <<product>> launch runbook — <<customer>>
+
+Everything a person on call needs on a delivery morning, in the order they need it. Times are local to the depots unless marked UTC.
+
+## Who
+
+- On call 05:30–10:00 on launch week: Maya Chen and <<ops>>, alternating days (rota in the tracker, launch milestone). Backup: Li Wei.
+- The support number given to <<contact_first>> forwards to the person on call. If they don't answer in 10 minutes, it rings the backup.
+- Outside 05:30–10:00: best effort via the shared channel. Deliveries don't depend on us after routes are published; the driver app works from its last downloaded route if we are down.
+
+## The normal morning
+
+1. **21:00 (evening before):** the shop export arrives; upload, import and geocoding run automatically. Failures land in the review queue.
+2. **21:30:** the on-call person for the next morning checks the review queue. Anything still failing gets a postcode-centroid fallback (marked approximate) or is fixed by hand. Goal: zero blocking failures before going to bed.
+3. **05:45:** the scheduled optimize job starts for both depots.
+4. **~05:55:** the job finishes. Check the job page: status finished, unassigned stops listed with reasons.
+5. **06:00–06:30:** <<contact_first>> reviews, adjusts, publishes. Do not touch routes while the dispatcher is working unless asked.
+6. **06:15:** the "no published routes" alert fires if nothing is published yet. That's a phone call to <<contact_first>>, not a fix.
+7. **06:30:** publish deadline. Drivers start loading.
+8. **06:30–10:00:** watch the dashboard: driver app errors, polls, stop events coming in.
+
+## Dashboards and commands
+
+- Dashboard: "<<product>> / production / morning" — job duration, worker memory, API error rate, polls per minute, stop events per minute.
+- Job status: `python -m <<slug>>.jobs.status --day today`
+- Re-run the day's job: `python -m <<slug>>.jobs.retry --job <id> --wait`
+- Pin check for a day: `python -m <<slug>>.solver.debug --day today --check-pins`
+- Reissue a driver's enrollment code: `python -m <<slug>>.admin drivers reissue-code <driver_id>`
+- Production database: through PgBouncer on port <<pg_port_new>>, same as staging; read-only shell with `scripts/db_shell.sh --prod --read-only`.
+
+## When things go wrong
+
+**The job failed or is stuck in `running`.** Check the worker task's stopped reason and the memory graph first; the watchdog should have marked it failed and paged you. Re-run it once. If it fails again the same way, re-run with the previous day's solver settings (`--safe-mode`: single depot at a time, shorter search). If that fails too, tell <<contact_first>> to dispatch manually from the paper route sheets of a similar weekday and start investigating; do not keep retrying past 06:20.
+
+**Many unassigned stops.** Look at the reasons. Capacity means they have more totes than vans today — a business decision for <<contact_first>>, not a bug. Window or shift reasons on many stops usually mean a broken shift export (wrong date, missing drivers); ask for a corrected export and re-run.
+
+**Geocoding failures blocking the optimize.** Apply the postcode fallback to the remaining stops (`--fallback-all`), optimize, and tell <<contact_first>> which stops are approximate. Fix the addresses properly later in the day.
+
+**OSRM down.** The job fails fast with "routing service unavailable". Restart the OSRM service (ECS service `<<slug>>-osrm`, it takes about two minutes to load the data) and re-run. If the data files are corrupt, the previous build is kept in S3 and can be restored with `scripts/osrm_restore.sh`.
+
+**Driver can't log in.** Almost always an expired enrollment code (they're valid for 24 hours). Reissue it and send it to <<contact_first>>, who gives it to the driver.
+
+**A driver says their route is wrong or missing stops.** Check the route's version in the dispatcher view against what the app shows. If the app is behind, ask the driver to pull down to refresh. If the dispatcher moved stops, both routes should show a new version; if not, that's a bug — collect the route ids and times.
+
+**API errors or timeouts.** Check the error rate and the API tasks. ECS replaces unhealthy tasks on its own; if all tasks are failing, roll back to the previous task definition (`scripts/rollback.sh api`). The driver app keeps working from its last downloaded route while the API is down.
+
+**Database unreachable.** Check PgBouncer first (it's the thing in front of Postgres, port <<pg_port_new>>), then RDS events. A PgBouncer restart is safe at any time. An RDS failover takes a couple of minutes and needs nothing from us.
+
+## Hotfixes during launch week
+
+Only for bugs that block dispatchers or drivers. One person writes the fix, another reviews it in the PR, CI must be green, deploy to staging, check the exact scenario, then production. No hotfixes between 05:30 and 06:30 unless nothing works at all; at that hour the paper route sheets are the fallback, not a rushed deploy.
+
+## Communication
+
+Tell <<contact_first>> early and plainly: what is wrong, what they should do now, when we'll update them next. Post the same in the team channel. After any incident that affects a delivery morning, write a short postmortem within two days.
+
+## Launch-day extras
+
+- Maya and <<pm_first>> at the depot in <<depot1>> from 06:00; Hana remote for the app.
+- Printed route sheets for every driver for the first three days, regardless of how the app behaves.
+- End of day: daily report email checked by hand before it goes to <<contact_first>>.
+%% maya
+This is great. Print-friendly version too please, I'll laminate the "when things go wrong" part. Not joking.
+%% ai
+- Exported `docs/runbook.md` to `docs/runbook.pdf` (A4, 3 pages, "When things go wrong" starts on its own page so you can laminate just that).
+- Large type for the command lines; no links that only work on screen.
+
+%%% day=16 at=14:00
+%% maya
+Go/no-go is at 16:00. What do I need to check before the call?
+%% ai
+- Full test suite on the release commit, shadow-run numbers for all three days, production smoke test, and the open action items from the postmortem. Starting with the tests:
+%% call run_tests {"path": "tests/", "args": ["-q", "-m", "slow or not slow", "-rs"]}
+%% result
+<<full_suite>>
+%% call query_metrics {"query": "<<slug>>:shadow_daily{env=\"staging\"}", "range": "3d", "step": "1d"}
+%% result
+<<shadow_metrics>>
+%% ai
+- **Tests:** all green on the release commit, including the memory-budget test.
+- **Shadow run:** three days, two depots. Kilometre savings were consistent across days; geocoding failures dropped sharply after Li Wei's fallback and `c/o` handling; the routes were ready before 06:00 on the two days without the memory issue.
+- **Postmortem items:**
+  - watchdog — merged (Li Wei),
+  - OOM and memory alerts — live (<<ops_first>>),
+  - "no routes by 06:15" alert — live,
+  - memory budget test — merged.
+- **Still to do before 16:00:** production smoke test. Running it:
+%% call run_shell {"cmd": "python scripts/smoke.py --env production --tenant <<customer_slug>>"}
+%% result
+[ok] GET  /healthz                                   12 ms
+[ok] GET  /readyz (db via pgbouncer, redis, osrm)    48 ms
+[ok] OIDC discovery for dispatcher login             91 ms
+[ok] POST /v1/routes/optimize (dry-run, 40 stops)    38 ms  -> 202
+[ok] GET  /v1/jobs/{id}                              9 ms   -> finished in 2.7s
+[ok] GET  /v1/drivers/{id}/route                     14 ms  -> 200, ETag set
+[ok] GET  /v1/drivers/{id}/route (If-None-Match)     6 ms   -> 304
+[ok] PDF route sheet                                 310 ms
+9 checks, 9 ok
+%% ai
+- Production smoke test: 9 of 9 checks pass.
+- My recommendation for the call: **go**. Residual risks: address quality on the first Monday-sized day, and driver adoption — neither is something another week of waiting would fix.
+%% gap 150
+%% maya
+It's a GO 🚀 <<contact_first>> was happy with the shadow numbers, <<coo_first>> asked about the paper backups and was reassured. Launch is tomorrow morning.
+%% ai
+- 🎉 Congratulations to the whole team.
+- Tonight: the 21:30 review-queue check is on you (you're on call tomorrow). I'll post the queue status at 21:15.
+- Get some sleep — the job runs itself at 05:45.
+
+%%% day=16 at=17:45
+%% hana
+The production build was approved on both stores 🙌 Drivers can install it tonight. Enrollment codes from the training still work until tomorrow noon, I checked.
+
+いよいよ明日ですね！ よろしくお願いします。
+%% ai
+- Great news — and thanks for checking the code expiry; that was on the runbook's list of likely 6am problems.
+- いよいよですね！ こちらこそ、よろしくお願いします。
+
+%%% day=17 at=05:50
+%% maya
+it's 5:50 and I'm very awake. is the job running?
+%% call run_shell {"cmd": "python -m <<slug>>.jobs.status --day today --env production"}
+%% result
+job <<job_e>>  day=<<iso_d17>>  status=finished  started=05:45:01  finished=05:52:38
+  depots: 2   stops: <<stops_launch>>   vehicles: <<vehicles_both>>   unassigned: 2
+  unassigned: <<op>>-<<order_u1>> (window ends before any shift starts), <<op>>-<<order_u2>> (pinned vehicle has no shift today)
+  geocoding: 0 blocking, 6 approximate (postcode fallback)
+%% ai
+- Finished at 05:52, all stops routed except 2 — both data issues with a clear reason, which <<contact_first>> will see on the job page.
+- 6 approximate locations, all marked for the drivers.
+- Nothing for you to do until <<contact_first>> starts reviewing. ☕
+%% gap 22
+%% maya
+<<contact_first>> published at 06:12!! one driver can't log in though, "code invalid"
+%% ai
+- Probably the enrollment code expired — they're valid for 24 hours. Which driver?
+%% maya
+drv_0031
+%% call run_shell {"cmd": "python -m <<slug>>.admin drivers show drv_0031 --env production && python -m <<slug>>.admin drivers reissue-code drv_0031 --env production"}
+%% result
+driver drv_0031  depot=<<depot2>>  devices=0  last_code_issued=<<iso_d15>>T10:05Z  code_status=expired
+new enrollment code for drv_0031: 4K7-Q2M (valid 24h)
+%% ai
+- Yes: that driver's code was issued at the training two days ago and expired; they never installed the app last night.
+- New code: **4K7-Q2M**, valid 24 hours. Send it to <<contact_first>> for the driver.
+%% maya
+in. 🙌
+
+%%% day=17 at=09:10
+%% liwei
+上线了！🎉 早上看到第一批站点变成"已送达"的时候真的很激动。
+
+有个问题：上线以后告警的阈值要怎么定？现在 API 错误率是 1% 就告警，今天早上 06:20 左右响了一次，但其实只是几个司机同时登录，一分钟就恢复了。
+%% ai
+恭喜！🎉 大家这三周辛苦了。
+
+关于告警，几点建议：
+
+- **按持续时间告警，而不是瞬时值**：错误率 > 1% 且持续 5 分钟才告警。一分钟的抖动（比如很多司机同时登录）不值得叫醒人。
+- **按影响告警**：真正重要的几个信号：
+  - 06:15 之前没有发布路线（已经有了）；
+  - 求解任务失败或者 worker 被 OOM（已经有了）；
+  - 司机端轮询的成功率 < 95%，持续 10 分钟；
+  - 一个小时内没有任何站点事件（说明 App 或者 API 出了问题）。
+- **区分"叫醒人"和"白天看"**：上面这些叫醒值班的人；其他的（比如地理编码失败率偏高）发到频道里就行。
+- 今天早上那次，可以看一下是哪个接口：如果是 `POST /v1/drivers/enroll`，那就是过期的激活码导致的 401，不算真正的错误，可以不计入错误率。
+%% liwei
+我查了一下，确实是 enroll 接口的 401，都是过期的激活码。我把 401 从错误率里去掉，再改成持续 5 分钟。
+%% ai
+👍 改完以后记得更新 runbook 里告警的说明。
+
+%%% day=17 at=12:30
+%% hana
+Bug report from the field 🐛 <<contact_first>> moved stop <<op>>-<<order_m>> from drv_0012 to drv_0019 at 10:40. drv_0019 got it. But drv_0012 still shows it in the app, an hour later, even after pull-to-refresh. The app gets 304 on every poll.
+%% call run_shell {"cmd": "python -m <<slug>>.admin routes history --driver drv_0012 --day today --env production && python -m <<slug>>.admin routes history --driver drv_0019 --day today --env production"}
+%% result
+route rt_<<route_12>>  driver=drv_0012
+  v1  06:12:09  published (23 stops)
+  v1  10:40:31  stop <<op>>-<<order_m>> removed (moved to drv_0019)       <-- version unchanged
+route rt_<<route_19>>  driver=drv_0019
+  v1  06:12:09  published (21 stops)
+  v2  10:40:31  stop <<op>>-<<order_m>> added (moved from drv_0012)
+%% ai
+- Found it: moving a stop bumps the version of the route it goes **to**, but not the route it comes **from**. drv_0012's route changed while its version stayed at v1, so its ETag didn't change and the app correctly kept getting 304.
+- The runbook case ("both routes should show a new version; if not, that's a bug") — this is that bug.
+- Fix, in one transaction:
+
+```python
+async def move_stop(db: Db, stop_id: str, to_route_id: str, actor: str) -> None:
+    async with db.transaction():
+        stop = await db.lock_stop(stop_id)
+        from_route_id = stop.route_id
+        await db.set_stop_route(stop_id, to_route_id)
+        for route_id in {from_route_id, to_route_id}:
+            await db.bump_route_version(route_id)
+        await db.audit("stop.moved", actor=actor, stop=stop_id,
+                       from_route=from_route_id, to_route=to_route_id)
+```
+
+- Plus a regression test asserting both versions change. This qualifies as a launch-week hotfix (it blocks a driver); Maya, can you review?
+%% call run_tests {"path": "tests/api/test_move_stop.py", "args": ["-q"]}
+%% result
+{"exit_code": 0, "passed": 4, "failed": 0, "skipped": 0, "duration_s": 0.61, "output": "....                                                     [100%]\n4 passed in 0.61s"}
+%% maya
+reviewed + approved. deploy to staging, check the exact scenario, then prod — by the book
+%% ai
+- Staging: moved a stop between two test drivers, both routes went to v2, both apps got a 200 on the next poll. ✅
+- Production deployed at 12:58. drv_0012's route is now v2 (I bumped it with the admin tool); the stop disappeared from their app on the next poll, Hana confirmed on the driver's screen-share.
+%% hana
+Confirmed, it's gone from drv_0012 ✨ ありがとうございます！
+
+%%% day=17 at=18:05
+%% maya
+first day numbers? (bullets, as always 😄)
+%% call query_metrics {"query": "<<slug>>:daily_report{env=\"production\", day=\"<<iso_d17>>\"}", "range": "1d", "step": "1d"}
+%% result
+<<launch_metrics>>
+%% ai
+- **Delivered:** <<launch_delivered>> of <<stops_launch>> stops; **failed:** <<launch_failed>> (mostly "nobody home", 1 wrong address).
+- **On-time:** <<launch_ontime>>% of delivered stops arrived inside their window.
+- **Distance:** <<launch_km>> km across both depots.
+- **Ops:** 1 hotfix (stop move), 1 expired enrollment code, 1 noisy alert (now tuned). No job failures.
+- Daily report email went to <<contact_first>> at 17:30 after you checked it.
+%% maya
+honestly better than I expected. thanks for everything today 🙏
+%% ai
+- It was a good day — most of the credit goes to the shadow run catching the big problems last week.
+- Tomorrow is the same drill with <<ops_first>> on call. Rest!
+
+%%% day=18 at=10:00
+%% maya
+Quick retro while it's fresh. What went well, what didn't, what do we change? Bullets.
+%% ai
+- **Went well**
+  - The shadow run: it found the geocoding problem, the memory problem and the zig-zag question before any driver depended on us.
+  - Writing decisions down (ADR, SLOs, runbook) — nobody had to guess on launch morning.
+  - Moving go-live for the second depot instead of launching twice.
+  - Small, tested hotfixes with a second pair of eyes, even on launch day.
+- **Didn't go well**
+  - Test instances were too small for too long; the OOM and the OSRM table cap both came from that.
+  - A Friday-afternoon PR put synchronous geocoding into the hot path (found by the load test, but it shouldn't have been written).
+  - Versioning on stop moves was only half implemented; we had the rule in the docs but no test for both sides.
+  - Enrollment codes expiring between training and launch.
+- **Change**
+  - A "realistic size" fixture in CI: a synthetic day at 2× Friday volume, run nightly.
+  - Every rule in the design doc that can be a test becomes one.
+  - Enrollment codes valid for 72 hours when issued at a training session.
+  - Keep the runbook as the single source for on-call; update it in the same PR as the behaviour it describes.
+%% maya
+agree with all of it. adding to next week's board.
+
+%%% day=18 at=16:00
+%% maya
+Last thing for the week: what's next, in priority order? <<pm_first>> wants a proposal for the next month.
+%% ai
+- **1. Stabilize (week 1):** remove the memory stopgap once two more days run clean; nightly 2× Friday run; alert tuning from this week.
+- **2. Driver GPS on delivery (weeks 1–2):** correct coordinates from real drop-off points (needs the customer's OK on privacy).
+- **3. Dispatcher quality of life (weeks 2–3):** window colouring everywhere, drag-and-drop stop moves with instant feasibility check, "why unassigned" on every stop.
+- **4. Evening optimization (week 3):** run a first solve at 21:30 on the evening export so surprises show up the night before, then a final solve at 05:45.
+- **5. Second customer readiness (week 4):** tenant configuration instead of hand setup, and a cost model per customer.
+- **Not yet:** live traffic, mid-day re-optimization, SMS — still not worth it at pilot scale.
+%% maya
+perfect, forwarding to <<pm_first>>. have a good weekend!
+%% hana
+お疲れ様でした！ Great first week, everyone 🎉
+%% liwei
+大家辛苦了！下周见 👋
+%% ai
+- Have a great weekend, all — お疲れ様でした！ 大家辛苦了！
+- I'll have the stabilization tickets drafted for Monday.
 """

@@ -109,7 +109,7 @@ class Memory:
         self.close()
 
 
-def open(  # noqa: A001 - the public name the design gives: lossless.open(...)
+def open(
     path: str | os.PathLike[str] | None = None,
     *,
     summarizer: Summarizer | None = None,

@@ -171,7 +171,7 @@ class ToolBox:
             ],
         }
 
-    def lcm_describe(self, id: str) -> dict[str, Any]:  # noqa: A002 - the tool's parameter name
+    def lcm_describe(self, id: str) -> dict[str, Any]:
         node = self._node(id)
         store = self.memory.store
         if isinstance(node, Message):
@@ -204,7 +204,7 @@ class ToolBox:
     def _leaf_for(self, msg: Message) -> Summary | None:
         return self.memory.store.leaf_for(msg.conversation_id, msg.seq)
 
-    def lcm_expand(self, id: str, to: str = "messages", max_tokens: int = 4000,  # noqa: A002
+    def lcm_expand(self, id: str, to: str = "messages", max_tokens: int = 4000,
                    from_seq: int | None = None) -> dict[str, Any]:
         if to not in ("messages", "sources"):
             raise ValidationError(f"to must be 'messages' or 'sources'; got {to!r}")

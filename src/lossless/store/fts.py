@@ -16,10 +16,7 @@ _WORD = re.compile(r"[^\W_]+(?:[-_.'][^\W_]+)*", re.UNICODE)
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 
 STOPWORDS = frozenset(
-    """a an and are as at be but by can could did do does for from had has have how i if in
-    into is it its me my of on or our so than that the their them then there these they this
-    to was we were what when where which who whom why will with would you your about after
-    before did does tell remind again any some all just also ever""".split()
+    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "so", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your", "about", "after", "before", "did", "does", "tell", "remind", "again", "any", "some", "all", "just", "also", "ever"]
 )
 
 

@@ -9,6 +9,7 @@ and a crash leaves either all of it or none.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 import threading
@@ -64,8 +65,9 @@ def summary_id(conversation_id: str, depth: int, sources: Sequence[SourceRef], c
     return f"sum_{digest[:20]}"
 
 
-def _regexp(pattern: str, value: str | None) -> bool:
-    return value is not None and _compiled(pattern).search(value) is not None
+def _regexp(*args: Any) -> int:
+    pattern, value = args
+    return int(isinstance(value, str) and _compiled(str(pattern)).search(value) is not None)
 
 
 _REGEX_CACHE: dict[str, re.Pattern[str]] = {}
@@ -356,7 +358,7 @@ class SQLiteStore:
                     return None
                 if [r[0] for r in rows] != ids:
                     raise ValidationError("condensed sources must be given in conversation order")
-                for a, b in zip(rows, rows[1:], strict=False):
+                for a, b in itertools.pairwise(rows):
                     if a[3] + 1 != b[2]:
                         raise ValidationError("condensed sources must be contiguous")
                 if new.depth != max(r[1] for r in rows) + 1:

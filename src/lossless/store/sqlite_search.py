@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import TYPE_CHECKING, Any
@@ -11,7 +12,14 @@ import apsw
 from lossless.errors import QueryError
 from lossless.render import content_text
 from lossless.store.base import SearchSpec
-from lossless.store.fts import fts_terms, quote_fts, short_cjk_terms, snippet, trigram_query, word_query
+from lossless.store.fts import (
+    fts_terms,
+    quote_fts,
+    short_cjk_terms,
+    snippet,
+    trigram_query,
+    word_query,
+)
 from lossless.types import GrepHit
 
 if TYPE_CHECKING:
@@ -65,8 +73,10 @@ def _match(store: SQLiteStore, kind: str, index: str, query: str, spec: SearchSp
     table = "messages" if kind == "message" else "summaries"
     where, args = _filters(spec, kind, "t")
     # bm25() is negative, more negative = better; we flip the sign so bigger is better.
+    # CROSS JOIN pins the FTS index as the outer loop: otherwise the planner may walk the
+    # conversation's rows and test MATCH on each, which is orders of magnitude slower.
     sql = (
-        f"SELECT t.rowid, -bm25({index}) FROM {index} JOIN {table} t ON t.rowid = {index}.rowid "
+        f"SELECT t.rowid, -bm25({index}) FROM {index} CROSS JOIN {table} t ON t.rowid = {index}.rowid "
         f"WHERE {index} MATCH ?{where} ORDER BY bm25({index}) LIMIT ?"
     )
     try:
@@ -150,7 +160,7 @@ def run_search(store: SQLiteStore, spec: SearchSpec) -> list[GrepHit]:
                 f"created_at, created_ts FROM messages WHERE rowid IN ({marks})",
                 ids,
             )
-            for rowid, mid, cid, seq, role, name, content, is_json, calls, created, ts in rows:
+            for rowid, mid, cid, seq, role, _name, content, is_json, calls, created, ts in rows:
                 text = content_text(json.loads(content) if is_json else content, json.loads(calls) if calls else None)
                 hits.append((ts, _hit("message", mid, cid, seq, seq, role, created, text, spec, scores[rowid], None)))
         else:
@@ -218,7 +228,7 @@ def verify_store(store: SQLiteStore, conversation_id: str | None = None) -> list
                 kids = [store.get_summary(s.id) for s in node.sources]
                 spans = [(k.first_seq, k.last_seq) for k in kids]
                 if spans[0][0] != node.first_seq or spans[-1][1] != node.last_seq or any(
-                    a[1] + 1 != b[0] for a, b in zip(spans, spans[1:], strict=False)
+                    a[1] + 1 != b[0] for a, b in itertools.pairwise(spans)
                 ):
                     problems.append(f"{cid}: {node.id} sources are not a contiguous cover of its span")
                 if any(store.parent_of(k.id) != node.id for k in kids):

@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from lossless.tokens import TokenCounter
 
-__all__ = ["SummaryItem", "SummaryRequest", "SummaryResult", "Summarizer"]
+__all__ = ["Summarizer", "SummaryItem", "SummaryRequest", "SummaryResult"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,11 +56,8 @@ def _cue(words: str, phrases: str) -> _Cue:
 
 
 def _found(cue: _Cue, words: set[str], lower: str, wide: bool) -> bool:
-    return (
-        not cue[0].isdisjoint(words)
-        or any(p in lower for p in cue[1])
-        or (wide and any(p in lower for p in cue[2]))
-    )
+    hit = not cue[0].isdisjoint(words) or any(p in lower for p in cue[1])
+    return hit or (wide and any(p in lower for p in cue[2]))
 
 
 # Set and substring look-ups, not big case-insensitive regexes: those cost ~0.4 µs a
@@ -114,6 +111,9 @@ _NUMBER_RE = re.compile(r"\d")
 _WORD_RE = re.compile(f"[^\\W_]+|[{_WIDE}]+")
 
 
+_Unit = tuple[str, int, str, str | None]  # text, source line, kind, role
+
+
 @dataclass(slots=True)
 class _Piece:
     group: int
@@ -123,6 +123,7 @@ class _Piece:
     score: float
     tokens: int  # its own tokens plus one for the separator before it
     words: frozenset[str]
+    numbers: frozenset[str]  # the words with a digit in them
 
 
 @dataclass(slots=True)
@@ -276,13 +277,16 @@ def _shingles(text: str) -> frozenset[str]:
 
 
 def _is_duplicate(piece: _Piece, chosen: list[_Piece], threshold: float) -> bool:
-    """Token-set Jaccard against what is already chosen (exact text when no words)."""
+    """Token-set Jaccard against what is already chosen (exact text when no words); a
+    sentence that differs only in a number is not a duplicate: the number is the news."""
     a = piece.words
     for other in chosen:
         b = other.words
         if not a or not b:
             if piece.text == other.text:
                 return True
+        elif not piece.numbers <= other.numbers:
+            continue
         elif min(len(a), len(b)) >= threshold * max(len(a), len(b)) and len(a & b) >= (
             threshold * len(a | b)
         ):
@@ -334,7 +338,8 @@ def _render(groups: list[_Group], chosen: list[_Piece], running_text: bool) -> s
             out.append("\n" if p.line != prev.line else "" if wide else " ")
         elif prev is not None:
             out.append("\n")
-        if not running_text and (prev is None or p.group != prev.group):
+        new_group = prev is None or p.group != prev.group
+        if not running_text and new_group and groups[p.group].header:
             out.append(groups[p.group].header + "\n")
         out.append(p.text)
         prev = p
@@ -366,16 +371,18 @@ def _fit(
     when nothing fits, the best unit shortened at an atom boundary, or ""."""
     min_score = 1.0 if strict else -0.5
     chosen = _select(groups, budget, min_score, 0.6 if strict else 0.8)
+    pieces = [p for g in groups for p in g.pieces if p.score >= min_score]
+    top = min(pieces, key=_rank, default=None)
+    if top is not None and top not in chosen and sum(p.score for p in chosen) < top.score / 2:
+        chosen = []  # what fits is worth under half the best unit: shorten that instead
     text = _render(groups, chosen, running_text)
     while chosen and counter.count(text) > budget:
         chosen.remove(min(chosen, key=lambda p: (p.score, -p.group, -p.pos)))
         text = _render(groups, chosen, running_text)
     if chosen:
         return text
-    pieces = [p for g in groups for p in g.pieces if p.score >= min_score]
-    if not pieces:
+    if top is None:
         return ""
-    top = min(pieces, key=_rank)
     header = groups[top.group].header
     room = budget - (groups[top.group].header_tokens if header else 0)
     # A stub of two or three words under a header says less than a bare pointer does.
@@ -403,43 +410,50 @@ def _message_header(item: SummaryItem) -> str:
     return "[" + " ".join(parts) + "]"
 
 
-def _summary_units(text: str) -> list[tuple[str, int, str, str | None]]:
+def _sections(text: str) -> list[tuple[str, list[str]]]:
+    """``text`` cut at its ``[#…]`` header lines: (header or "", body lines) in order."""
+    out: list[tuple[str, list[str]]] = [("", [])]
+    for line in text.splitlines():
+        if _HEADER_RE.match(line.strip()):
+            out.append((line.strip(), []))
+        else:
+            out[-1][1].append(line)
+    return out
+
+
+def _summary_units(text: str) -> list[_Unit]:
     """Units of a child summary, each prefixed with who said it and on what day when the
     child names its messages with leaf headers; the child's own headers are dropped so a
     summary of summaries never nests them."""
-    blocks: list[tuple[str, str | None, int, list[str]]] = [("", None, 0, [])]
-    for n, line in enumerate(text.splitlines()):
-        if not _HEADER_RE.match(line.strip()):
-            blocks[-1][3].append(line)
-            continue
-        m = _MESSAGE_HEADER_RE.match(line.strip())
-        if m:
-            blocks.append((f"{m.group(3) or m.group(2)} {m.group(1)}: ", m.group(2), n + 1, []))
-        else:
-            blocks.append(("", None, n + 1, []))
-    return [
-        (prefix + unit, start + line, kind, role)
-        for prefix, role, start, lines in blocks
-        for unit, line, kind in _units("\n".join(lines))
-    ]
+    out: list[_Unit] = []
+    for n, (header, lines) in enumerate(_sections(text)):
+        m = _MESSAGE_HEADER_RE.match(header)
+        prefix = f"{m.group(3) or m.group(2)} {m.group(1)}: " if m else ""
+        role = m.group(2) if m else None
+        out.extend((prefix + u, n, kind, role) for u, _, kind in _units("\n".join(lines)))
+    return out
+
+
+def _group(g: int, header: str, units: list[_Unit], counter: TokenCounter) -> _Group:
+    pieces = []
+    for pos, (text, line, kind, role) in enumerate(units):
+        words = _shingles(text)
+        numbers = frozenset(w for w in words if not w.isalpha())  # words hold a digit
+        score = _score(text, kind, role)
+        pieces.append(_Piece(g, pos, line, text, score, counter.count(text) + 1, words, numbers))
+    return _Group(header, counter.count(header) + 1 if header else 0, pieces)
 
 
 def _groups(request: SummaryRequest) -> list[_Group]:
-    count = request.counter.count
     groups: list[_Group] = []
-    for item in request.items:
+    for g, item in enumerate(request.items):
         if item.kind == "message":
             header = _message_header(item)
             units = [(u, ln, kind, item.role) for u, ln, kind in _units(item.text)]
         else:
             header = _span_header(item.first_seq, item.last_seq, item.created_at, item.latest_at)
             units = _summary_units(item.text)
-        g = len(groups)
-        pieces = [
-            _Piece(g, pos, ln, u, _score(u, kind, role), count(u) + 1, _shingles(u))
-            for pos, (u, ln, kind, role) in enumerate(units)
-        ]
-        groups.append(_Group(header, count(header) + 1, pieces))
+        groups.append(_group(g, header, units, request.counter))
     return groups
 
 
@@ -476,11 +490,16 @@ def fit_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
         return text
     if max_tokens <= 0:
         return ""
-    pieces = [
-        _Piece(0, pos, ln, u, _score(u, kind, None), counter.count(u) + 1, _shingles(u))
-        for pos, (u, ln, kind) in enumerate(_units(text))
-    ]
-    return _fit([_Group("", 0, pieces)], max_tokens, counter, False, running_text=True)
+    # Text with [#…] headers is a summary being squeezed into a slot: kept lines stay
+    # under their own header. Anything else is abridged as running text.
+    sections = _sections(text)
+    groups = []
+    for g, (header, lines) in enumerate(sections):
+        m = _MESSAGE_HEADER_RE.match(header)
+        role = m.group(2) if m else None
+        units = [(u, ln, kind, role) for u, ln, kind in _units("\n".join(lines))]
+        groups.append(_group(g, header, units, counter))
+    return _fit(groups, max_tokens, counter, False, running_text=len(sections) == 1)
 
 
 class ExtractiveSummarizer:
@@ -493,7 +512,5 @@ class ExtractiveSummarizer:
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         """Summarize ``request``; never raises on odd text and never exceeds the budget."""
         text = extract(request)
-        lines = text.count("\n") + 1 if text else 0
-        return SummaryResult(
-            text, None, {"summarizer": self.name, "mode": request.mode, "lines": lines}
-        )
+        meta = {"summarizer": self.name, "mode": request.mode, "lines": len(text.splitlines())}
+        return SummaryResult(text, None, meta)
