@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.measure import Measurement
 
 import lossless
 from lossless.conversation import Conversation
@@ -81,6 +82,21 @@ class CommandContext:
             self._memory = None
 
     # -- output -------------------------------------------------------------------------
+
+    def print_unwrapped(self, renderable: RenderableType) -> None:
+        """Print at the terminal's width, or, into a pipe or file (where rich would assume
+        80 columns), as wide as the content needs: one line per tree node."""
+        if self.out.is_terminal:
+            self.out.print(renderable)
+            return
+        wide = self.out.options.update(max_width=10_000)
+        needed = Measurement.get(self.out, wide, renderable).maximum
+        saved = self.out.width
+        self.out.width = max(saved, needed)
+        try:
+            self.out.print(renderable)
+        finally:
+            self.out.width = saved
 
     def emit_json(self, payload: Any) -> None:
         """Machine-readable output: one JSON document on stdout and nothing else."""

@@ -1,0 +1,265 @@
+"""The commands that read or change one store. Each takes the invocation's
+:class:`CommandContext` and returns the exit status; errors propagate to ``main``."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from lossless.cli import render
+from lossless.cli.context import CommandContext, CommandError
+from lossless.conversation import Conversation
+from lossless.types import ConversationInfo, Message
+from lossless.validate import check_conversation_id, validate_message
+
+__all__ = [
+    "cmd_add",
+    "cmd_assemble",
+    "cmd_compact",
+    "cmd_describe",
+    "cmd_expand",
+    "cmd_grep",
+    "cmd_ls",
+    "cmd_show",
+    "cmd_stats",
+    "cmd_verify",
+    "raw_tail",
+    "show_dag",
+]
+
+
+def cmd_add(ctx: CommandContext) -> int:
+    args = ctx.args
+    content: str | None = args.content
+    if content is None:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise CommandError("no content: pass --content TEXT or pipe the text on stdin")
+        content = sys.stdin.read()
+    fields = {"role": args.role, "content": content, "name": args.name, "created_at": args.created_at,
+              "external_id": args.external_id}
+    fields = {k: v for k, v in fields.items() if v is not None}
+    memory = ctx.memory()
+    # Check the message before get-or-create, so a refused message leaves no empty conversation.
+    check_conversation_id(args.conversation)
+    validate_message(fields, max_bytes=memory.config.max_message_bytes)
+    conv = memory.conversation(args.conversation)
+    msg = conv.add_many([fields])[0]
+    if ctx.json:
+        ctx.emit_json({"conversation": conv.id, "seq": msg.seq, "id": msg.id, "tokens": msg.token_count})
+    else:
+        ctx.out.print(Text(f"#{msg.seq} {msg.id}"))
+    return 0
+
+
+def cmd_ls(ctx: CommandContext) -> int:
+    memory = ctx.memory(create=False)
+    infos: list[ConversationInfo] = []
+    while batch := memory.conversations(limit=1000, offset=len(infos)):
+        infos.extend(batch)
+        if len(batch) < 1000:
+            break
+    if ctx.json:
+        ctx.emit_json([
+            {"id": c.id, "messages": c.message_count, "summaries": c.summary_count,
+             "created_at": c.created_at.isoformat(), "updated_at": c.updated_at.isoformat(), "metadata": c.metadata}
+            for c in infos
+        ])
+        return 0
+    if not infos:
+        ctx.out.print(Text(f"no conversations in {ctx.db_path()}", style="dim"))
+        return 0
+    ctx.out.print(Text(str(ctx.db_path()), style="dim"))
+    table = Table()
+    table.add_column("conversation", style="bold cyan", overflow="fold")
+    table.add_column("messages", justify="right")
+    table.add_column("summaries", justify="right")
+    table.add_column("updated (UTC)", style="green")
+    for c in infos:
+        table.add_row(Text(c.id), str(c.message_count), str(c.summary_count), f"{render.utc(c.updated_at):%Y-%m-%d %H:%M}")
+    ctx.out.print(table)
+    return 0
+
+
+def raw_tail(conv: Conversation) -> list[Message]:
+    """The messages after the last frontier summary: not yet summarized."""
+    frontier = conv.frontier()
+    return conv.messages(frontier[-1].last_seq + 1 if frontier else 1)
+
+
+def show_dag(ctx: CommandContext, conv: Conversation, *, with_messages: bool = False,
+             levels: int | None = None, tail_limit: int | None = None) -> None:
+    frontier = conv.frontier()
+    tail = raw_tail(conv)
+    everything = conv.messages() if with_messages else None
+    if ctx.json:
+        ctx.emit_json(render.dag_json(conv.id, frontier, conv.summaries(), tail, messages=everything))
+        return
+    info = conv.info
+    title = f"{conv.id} · {info.message_count} messages · {info.summary_count} summaries"
+    tree = render.dag_tree(title, frontier, conv.summaries(), tail, messages=everything,
+                           levels=levels, tail_limit=tail_limit)
+    ctx.print_unwrapped(tree)
+
+
+def cmd_show(ctx: CommandContext) -> int:
+    conv = ctx.existing_conversation(ctx.args.conversation)
+    show_dag(ctx, conv, with_messages=ctx.args.messages, levels=ctx.args.levels, tail_limit=ctx.args.tail)
+    return 0
+
+
+def cmd_assemble(ctx: CommandContext) -> int:
+    conv = ctx.existing_conversation(ctx.args.conversation)
+    assembled = conv.assemble(budget_tokens=ctx.args.budget, query=ctx.args.query)
+    if ctx.json:
+        ctx.emit_json({
+            "tokens": assembled.tokens,
+            "budget_tokens": assembled.budget_tokens,
+            "messages": assembled.messages,
+            "items": [dataclasses.asdict(item) for item in assembled.items],
+        })
+        return 0
+    for part in render.chat_messages(assembled.messages):
+        ctx.out.print(part, soft_wrap=True)
+    ctx.out.rule(style="dim")
+    ctx.out.print(render.tier_footer(assembled), soft_wrap=True)
+    return 0
+
+
+def cmd_grep(ctx: CommandContext) -> int:
+    args = ctx.args
+    memory = ctx.memory(create=False)
+    scope: str | None = None if args.all else args.conversation
+    if scope is not None:
+        ctx.existing_conversation(scope)
+    mode = "regex" if args.regex else "raw" if args.raw else "fts"
+    result = memory.tools(scope).lcm_grep(args.query, mode=mode, scope=args.scope, role=args.role,
+                                          since=args.since, until=args.until, sort=args.sort, limit=args.limit)
+    if ctx.json:
+        ctx.emit_json(result)
+    else:
+        ctx.out.print(render.grep_hits(result, show_conversation=scope is None))
+    return 0
+
+
+def cmd_describe(ctx: CommandContext) -> int:
+    result = ctx.memory(create=False).tools(None).lcm_describe(ctx.args.id)
+    if ctx.json:
+        ctx.emit_json(result)
+        return 0
+    if result["kind"] == "message":
+        fields = {k: result.get(k) for k in ("id", "conversation_id", "seq", "role", "name", "created_at",
+                                              "tokens", "external_id", "summarized_in")}
+        ctx.out.print(render.key_values(fields))
+        ctx.out.rule(style="dim")
+        ctx.out.print(Text(str(result.get("preview", ""))), soft_wrap=True)
+        return 0
+    fields = {k: result.get(k) for k in ("id", "conversation_id", "depth", "first_seq", "last_seq", "earliest_at",
+                                          "latest_at", "tokens", "source_tokens", "message_count",
+                                          "descendant_count", "summarizer", "fallback_level", "parent")}
+    ctx.out.print(render.key_values(fields))
+    children = result.get("children", [])
+    ctx.out.rule(Text(f"{len(children)} direct source(s)"), align="left", style="dim")
+    for child in children:
+        if child["kind"] == "summary":
+            line = Text(f"{child['id']} d{child['depth']} #{child['first_seq']}–#{child['last_seq']} "
+                        f"({child['tokens']} tok)")
+        else:
+            line = Text(f"{child['id']} #{child['seq']} {child['role']} ({child['tokens']} tok)")
+        ctx.out.print(line)
+    ctx.out.rule(Text("content"), align="left", style="dim")
+    ctx.out.print(Text(str(result.get("content", ""))), soft_wrap=True)
+    return 0
+
+
+def cmd_expand(ctx: CommandContext) -> int:
+    args = ctx.args
+    result = ctx.memory(create=False).tools(None).lcm_expand(args.id, to=args.to, max_tokens=args.max_tokens,
+                                                            from_seq=args.from_seq)
+    if ctx.json:
+        ctx.emit_json(result)
+        return 0
+    for part in render.expand_items(result):
+        ctx.out.print(part, soft_wrap=True)
+    ctx.out.rule(style="dim")
+    footer = Text(f"{len(result['items'])} item(s), {result['tokens']} tokens "
+                  f"of {result['id']} #{result['first_seq']}–#{result['last_seq']}")
+    if result.get("truncated"):
+        footer.append(f" · truncated: continue with --from-seq {result['next_from_seq']}", style="yellow")
+    ctx.out.print(footer, soft_wrap=True)
+    return 0
+
+
+def cmd_compact(ctx: CommandContext) -> int:
+    conv = ctx.existing_conversation(ctx.args.conversation)
+    report = conv.compact(full=ctx.args.full, emergency=ctx.args.emergency)
+    if ctx.json:
+        ctx.emit_json(dataclasses.asdict(report))
+        return 0
+    if not report.created:
+        why = f": {report.skipped}" if report.skipped else " (everything outside the fresh tail is summarized)"
+        ctx.out.print(Text(f"nothing to compact in {conv.id!r}{why}"))
+        return 0
+    ctx.out.print(Text(
+        f"compacted {conv.id!r}: {len(report.leaves)} leaf summaries, {len(report.condensed)} condensed; "
+        f"active context {report.tokens_before:,} → {report.tokens_after:,} tokens "
+        f"in {report.seconds:.2f} s ({report.passes} pass{'es' if report.passes != 1 else ''})"
+    ), soft_wrap=True)
+    return 0
+
+
+_STAT_KEYS = ("messages", "message_tokens", "summaries", "max_depth", "frontier_summaries", "frontier_tokens",
+              "raw_tail_messages", "raw_tail_tokens", "active_tokens")
+
+
+def _total_stats(ctx: CommandContext) -> dict[str, Any]:
+    memory = ctx.memory(create=False)
+    totals: dict[str, Any] = {"database": str(ctx.db_path()), "conversations": 0}
+    totals.update(dict.fromkeys(_STAT_KEYS, 0))
+    totals["max_depth"] = -1
+    offset = 0
+    while batch := memory.conversations(limit=1000, offset=offset):
+        offset += len(batch)
+        for info in batch:
+            conv = memory.get_conversation(info.id)
+            if conv is None:  # deleted meanwhile by another process
+                continue
+            stats = conv.stats()
+            totals["conversations"] += 1
+            for key in _STAT_KEYS:
+                totals[key] = max(totals[key], stats[key]) if key == "max_depth" else totals[key] + stats[key]
+        if len(batch) < 1000:
+            break
+    path = ctx.db_path()
+    totals["database_bytes"] = path.stat().st_size if path.exists() else 0
+    return totals
+
+
+def cmd_stats(ctx: CommandContext) -> int:
+    if ctx.args.conversation:
+        stats = ctx.existing_conversation(ctx.args.conversation).stats()
+    else:
+        stats = _total_stats(ctx)
+    if ctx.json:
+        ctx.emit_json(stats)
+    else:
+        ctx.out.print(render.key_values({k: f"{v:,}" if isinstance(v, int) else v for k, v in stats.items()}))
+    return 0
+
+
+def cmd_verify(ctx: CommandContext) -> int:
+    conversation_id: str | None = ctx.args.conversation
+    if conversation_id:
+        ctx.existing_conversation(conversation_id)
+    problems = ctx.memory(create=False).verify(conversation_id)
+    if ctx.json:
+        ctx.emit_json({"ok": not problems, "problems": problems})
+    elif problems:
+        for problem in problems:
+            ctx.out.print(Text(problem))
+    else:
+        ctx.out.print(Text("ok: every hash and DAG invariant checks out"))
+    return 1 if problems else 0

@@ -1,0 +1,179 @@
+"""``lossless demo``: a multi-week team conversation through an 8k-token window.
+
+Offline and deterministic for a seed: the messages come from :mod:`lossless.demo_data`,
+the summaries from the default extractive summarizer.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.panel import Panel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from lossless.cli import render
+from lossless.cli.commands import raw_tail, show_dag
+from lossless.cli.context import CommandContext, CommandError
+from lossless.conversation import Conversation
+from lossless.render import chat_message_text, message_text
+
+__all__ = ["DEMO_WINDOW", "cmd_demo"]
+
+DEMO_WINDOW = 8192
+_INGEST_BATCH = 25  # small batches, so auto-compaction runs as it would in a live chat
+_STOPWORDS = frozenset((
+    "about", "after", "again", "also", "before", "being", "could", "does", "from", "have", "into", "just",
+    "made", "make", "more", "most", "much", "only", "over", "said", "same", "should", "some", "such",
+    "than", "that", "their", "them", "then", "there", "these", "they", "this", "those", "through", "very",
+    "were", "what", "when", "where", "which", "while", "will", "with", "would", "your",
+))
+
+
+def _fresh_path(ctx: CommandContext) -> tuple[Path, bool]:
+    if ctx.args.db:
+        return Path(ctx.args.db).expanduser(), False
+    return Path(tempfile.mkdtemp(prefix="lossless-demo-")) / "demo.db", True
+
+
+def _conversation_id(ctx: CommandContext) -> str:
+    """``demo``, or ``demo-2``… when an earlier run already filled ``demo`` in this database."""
+    memory = ctx.memory()
+    name, n = "demo", 1
+    while (conv := memory.get_conversation(name)) is not None and conv.info.message_count:
+        n += 1
+        name = f"demo-{n}"
+    return name
+
+
+def _ingest(ctx: CommandContext, conv: Conversation, messages: Sequence[dict[str, Any]]) -> None:
+    with Progress(TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TextColumn("messages"),
+                  TimeElapsedColumn(), console=ctx.err, transient=True, disable=not ctx.err.is_terminal) as bar:
+        task = bar.add_task("ingest", total=len(messages))
+        for start in range(0, len(messages), _INGEST_BATCH):
+            batch = messages[start:start + _INGEST_BATCH]
+            conv.add_many(batch)
+            bar.advance(task, len(batch))
+
+
+def _words(text: str) -> list[str]:
+    words = re.findall(r"[^\W_][\w'-]*[^\W_]", text)
+    return [w for w in words if (len(w) >= 4 or any(c.isdigit() for c in w)) and w.lower() not in _STOPWORDS]
+
+
+def _keywords(question: str, evidence: str) -> str:
+    """Search words from the question: the (up to three) longest that the evidence also
+    contains, else the question's longest word."""
+    words = list(dict.fromkeys(_words(question)))
+    shared = [w for w in words if w.lower() in evidence.lower()]
+    longest = set(sorted(shared, key=len, reverse=True)[:3])
+    if shared:
+        return " ".join(w for w in shared if w in longest)
+    return max(words or question.split() or ["the"], key=len)
+
+
+def _pick_question(questions: Sequence[Any], tail_text: str) -> Any:
+    """The first question whose evidence has left the raw tail: answering it needs recall."""
+    for q in questions:
+        if q.evidence and q.evidence not in tail_text:
+            return q
+    return questions[0]
+
+
+def _section(ctx: CommandContext, title: str) -> None:
+    ctx.out.print()
+    ctx.out.rule(Text(title, style="bold"), align="left")
+
+
+def _clip(text: str, lines: int = 6, chars: int = 480) -> Text:
+    cut = "\n".join(text.splitlines()[:lines])[:chars]
+    out = Text(cut)
+    if len(cut) < len(text):
+        out.append(f" … (+{len(text) - len(cut):,} chars)", style="dim")
+    return out
+
+
+def cmd_demo(ctx: CommandContext) -> int:
+    try:
+        from lossless.demo_data import demo_conversation, demo_questions
+    except ImportError as exc:
+        raise CommandError(f"the demo data is not available ({exc})") from None
+    if ctx.json:
+        raise CommandError("demo writes a report for people; it has no --json output")
+    started = time.perf_counter()
+    path, temporary = _fresh_path(ctx)
+    ctx.args.db = str(path)
+    window = ctx.window(DEMO_WINDOW)
+    budget: int = ctx.args.budget
+    seed: int = ctx.args.seed
+    note = "a fresh temporary file, kept so you can explore it" if temporary else "given with --db"
+    ctx.out.print(Panel(Text.assemble(
+        ("lossless demo", "bold"), f" · seed {seed} · context window {window:,} tokens · auto-compaction on\n",
+        ("database: ", "dim"), str(path), (f" ({note})", "dim"),
+    ), expand=False))
+
+    messages = demo_conversation(seed)
+    questions = demo_questions(seed)
+    memory = ctx.memory(context_window=window)
+    conv = memory.conversation(_conversation_id(ctx))
+    t0 = time.perf_counter()
+    _ingest(ctx, conv, messages)
+    ingest_seconds = time.perf_counter() - t0
+    stats = conv.stats()
+
+    _section(ctx, "1 · ingest")
+    ctx.out.print(render.key_values({
+        "messages": f"{stats['messages']:,}",
+        "tokens ingested": f"{stats['message_tokens']:,}",
+        "summaries": f"{stats['summaries']:,} (depth {stats['max_depth']}, {stats['frontier_summaries']} on the frontier)",
+        "active context": f"{stats['active_tokens']:,} tokens "
+                          f"({stats['frontier_tokens']:,} in summaries + {stats['raw_tail_tokens']:,} in "
+                          f"{stats['raw_tail_messages']} raw messages)",
+        "seconds": f"{ingest_seconds:.1f}",
+    }))
+
+    _section(ctx, f"2 · the summary DAG (lossless show {conv.id} --levels 1 --tail 4)")
+    show_dag(ctx, conv, levels=1, tail_limit=4)
+
+    tail_text = "\n".join(message_text(m) for m in raw_tail(conv))
+    question = _pick_question(questions, tail_text)
+    assembled = conv.assemble(budget_tokens=budget, query=question.question)
+    _section(ctx, f"3 · context for one question under a {budget:,}-token budget")
+    ctx.out.print(render.key_values({"question": question.question, "answer": question.answer}))
+    for item in assembled.items:
+        span = f"#{item.first_seq}" if item.first_seq == item.last_seq else f"#{item.first_seq}–#{item.last_seq}"
+        ctx.out.print(Text(f"  {item.tier:<10} {item.ref:<24} {span:<12} {item.tokens:>5} tok"))
+    ctx.out.print(render.tier_footer(assembled), soft_wrap=True)
+    context_text = "\n".join(chat_message_text(m) for m in assembled.messages)
+    found = bool(question.evidence) and question.evidence.lower() in context_text.lower()
+    ctx.out.print(Text.assemble("evidence ", (repr(question.evidence), "italic"), " in the context: ",
+                                ("yes", "bold green") if found else ("no", "bold red")))
+
+    keyword = _keywords(question.question, question.evidence or "")
+    _section(ctx, f"4 · lossless grep {conv.id} {shlex.quote(keyword)}")
+    hits = conv.tools.lcm_grep(keyword, limit=3)
+    ctx.out.print(render.grep_hits(hits, show_conversation=False))
+
+    leaves = sorted((s for s in conv.summaries() if s.depth == 0), key=lambda s: s.first_seq)
+    if leaves:
+        leaf = leaves[0]
+        _section(ctx, f"5 · lossless expand {leaf.id} (oldest leaf, 2 of {leaf.message_count} messages)")
+        result = conv.tools.lcm_expand(leaf.id, max_tokens=100_000)
+        for item in result["items"][:2]:
+            ctx.out.print(Text(str(item["header"]), style="bold yellow"))
+            ctx.out.print(_clip(chat_message_text(item)))
+
+    ctx.out.print()
+    ctx.out.rule(style="dim")
+    base = f"lossless --db {shlex.quote(str(path))}"
+    ctx.out.print(Text(f"done in {time.perf_counter() - started:.1f} s. Explore:\n"
+                       f"  {base} show {conv.id} --levels 2\n"
+                       f"  {base} assemble {conv.id} --budget 2000 --query {shlex.quote(question.question)}\n"
+                       f"  {base} grep {conv.id} {shlex.quote(keyword)}"), soft_wrap=True)
+    return 0

@@ -1,0 +1,199 @@
+"""The ``lossless`` command: argument parsing and the one error boundary."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from lossless.cli import commands, demo, import_jsonl
+from lossless.cli.context import DEFAULT_WINDOW, CommandContext, CommandError
+from lossless.errors import LosslessError
+from lossless.types import ROLES
+
+__all__ = ["build_parser", "main"]
+
+Command = Callable[[CommandContext], int]
+
+_DESCRIPTION = """\
+A long-context memory engine for LLM agents: every message kept verbatim, older
+history condensed into a DAG of summaries that expand back to the originals.
+Start with `lossless demo`."""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lossless")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _common_options(suppress: bool) -> argparse.ArgumentParser:
+    """Options accepted before or after the command name. On the subcommands their
+    default is SUPPRESS, so leaving one out there keeps what was given before it."""
+
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if suppress else value
+
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_argument_group("global options")
+    group.add_argument("--db", metavar="PATH", default=default(None),
+                       help="SQLite database (default: $LOSSLESS_DB, else $LOSSLESS_HOME/lossless.db, "
+                            "else the user data directory)")
+    group.add_argument("--window", metavar="N", type=_positive, default=default(None),
+                       help=f"the model's context window in tokens (default: {DEFAULT_WINDOW})")
+    group.add_argument("--json", action="store_true", default=default(False),
+                       help="machine-readable JSON on stdout")
+    group.add_argument("--debug", action="store_true", default=default(False),
+                       help="show a traceback for unexpected errors")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lossless", description=_DESCRIPTION, parents=[_common_options(False)],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"lossless {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    common = [_common_options(True)]
+
+    def command(name: str, run: Command, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=common, help=help_text, description=help_text)
+        p.set_defaults(run=run)
+        return p
+
+    p = command("add", commands.cmd_add, "add one message to a conversation (created if new)")
+    p.add_argument("conversation", metavar="CONV")
+    p.add_argument("--role", required=True, choices=ROLES)
+    p.add_argument("--name", help="who spoke (for multi-party chats)")
+    p.add_argument("--created-at", metavar="ISO", help="when it was said (default: now)")
+    p.add_argument("--external-id", metavar="ID", help="your id for it; adding it again adds nothing")
+    p.add_argument("--content", metavar="TEXT", help="the message text (default: read stdin, stored verbatim)")
+
+    p = command("import", import_jsonl.cmd_import,
+                "import a JSONL file of chat messages (one OpenAI-style message object per line)")
+    p.add_argument("file", metavar="FILE", help="the .jsonl file, or - for stdin")
+    p.add_argument("--conversation", metavar="ID",
+                   help="put every message here (default: each line's 'conversation' field)")
+    p.add_argument("--strict", action="store_true",
+                   help="stop at the first bad line, writing nothing from its batch")
+
+    command("ls", commands.cmd_ls, "list conversations with message and summary counts")
+
+    p = command("show", commands.cmd_show, "show a conversation's summary DAG and its raw tail")
+    p.add_argument("conversation", metavar="CONV")
+    p.add_argument("--messages", action="store_true", help="list the original messages under each leaf")
+    p.add_argument("--levels", metavar="N", type=int, help="show only N levels below each frontier root")
+    p.add_argument("--tail", metavar="N", type=int, help="show only the newest N raw-tail messages")
+
+    p = command("assemble", commands.cmd_assemble, "print the context assembled for one model call")
+    p.add_argument("conversation", metavar="CONV")
+    p.add_argument("--budget", metavar="N", type=_positive, help="token budget (default: --window)")
+    p.add_argument("--query", metavar="Q", help="recall older messages that match this question")
+
+    p = command("grep", commands.cmd_grep, "search messages and summaries (lcm_grep)")
+    p.add_argument("conversation", metavar="CONV", nargs="?", help="the conversation (or --all)")
+    p.add_argument("query", metavar="QUERY")
+    p.add_argument("--all", action="store_true", help="search every conversation")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--regex", action="store_true", help="QUERY is a regular expression")
+    how.add_argument("--raw", action="store_true", help="pass QUERY to SQLite FTS5 unquoted (its own syntax)")
+    p.add_argument("--scope", choices=("all", "messages", "summaries"), default="all")
+    p.add_argument("--role", choices=ROLES)
+    p.add_argument("--since", metavar="ISO")
+    p.add_argument("--until", metavar="ISO")
+    p.add_argument("--sort", choices=("relevance", "recency"), default="relevance")
+    p.add_argument("--limit", metavar="N", type=_positive, default=10)
+
+    p = command("describe", commands.cmd_describe, "describe a summary or message by id (lcm_describe)")
+    p.add_argument("id", metavar="ID", help="sum_… or msg_…")
+
+    p = command("expand", commands.cmd_expand, "expand a summary back to what it covers (lcm_expand)")
+    p.add_argument("id", metavar="ID", help="a summary id (sum_…)")
+    p.add_argument("--to", choices=("messages", "sources"), default="messages",
+                   help="the original messages (default) or the direct sources")
+    p.add_argument("--max-tokens", metavar="N", type=_positive, default=4000)
+    p.add_argument("--from-seq", metavar="N", type=_positive, help="start at this message number")
+
+    p = command("compact", commands.cmd_compact, "compact a conversation now")
+    p.add_argument("conversation", metavar="CONV")
+    p.add_argument("--full", action="store_true", help="condense all the way to one root summary")
+    p.add_argument("--emergency", action="store_true", help="keep only the newest turn raw")
+
+    p = command("stats", commands.cmd_stats, "statistics for one conversation, or totals for the database")
+    p.add_argument("conversation", metavar="CONV", nargs="?")
+
+    p = command("verify", commands.cmd_verify, "re-check stored hashes and DAG invariants")
+    p.add_argument("conversation", metavar="CONV", nargs="?")
+
+    p = command("demo", demo.cmd_demo, "ingest a built-in multi-week conversation and show what lossless does")
+    p.description = ("Feed a built-in three-week team conversation through a small context window "
+                     f"({demo.DEMO_WINDOW} tokens unless --window is given) into a fresh temporary "
+                     "database (unless --db is given), then show the summary DAG, an assembled "
+                     "context, a search and an expansion. Offline; takes a few seconds.")
+    p.add_argument("--budget", metavar="N", type=_positive, default=3000,
+                   help="token budget of the assembled context (default: 3000)")
+    p.add_argument("--seed", metavar="N", type=int, default=7, help="which generated conversation (default: 7)")
+    return parser
+
+
+def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Usage rules argparse cannot express; violations exit 2 like any usage error."""
+    if args.command == "grep":
+        if args.all and args.conversation is not None:
+            parser.error("grep: give a conversation or --all, not both")
+        if not args.all and args.conversation is None:
+            parser.error("grep: give a conversation (grep CONV QUERY) or --all (grep --all QUERY)")
+    if args.command == "show":
+        for option in ("levels", "tail"):
+            if getattr(args, option) is not None and getattr(args, option) < 0:
+                parser.error(f"show: --{option} must be 0 or more")
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (0 ok, 1 error, 2 usage)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        _check(parser, args)
+    except SystemExit as exc:  # --help, --version and usage errors
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    ctx = CommandContext.create(args)
+    try:
+        status: int = args.run(ctx)
+        return status
+    except (LosslessError, CommandError) as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`lossless show x | head`): stop quietly, and point stdout
+        # at devnull so the interpreter's final flush does not complain.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as exc:
+        return _fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
+    except Exception as exc:
+        if args.debug:
+            raise
+        return _fail(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+    finally:
+        ctx.close()

@@ -1,0 +1,281 @@
+"""The command line, run in-process through ``main([...])`` and once as a real process.
+
+Every test points ``--db`` under ``tmp_path`` (and conftest sets ``LOSSLESS_HOME``), so
+nothing touches the user's real data.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lossless.cli import main
+
+T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
+
+
+class Run:
+    """``main([...])`` with ``--db`` filled in; returns (status, stdout, stderr)."""
+
+    def __init__(self, db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        self.db = db
+        self.capsys = capsys
+
+    def __call__(self, *args: str | Path) -> tuple[int, str, str]:
+        self.capsys.readouterr()
+        status = main(["--db", str(self.db), *map(str, args)])
+        out, err = self.capsys.readouterr()
+        assert "Traceback" not in out + err
+        return status, out, err
+
+    def json(self, *args: str | Path) -> Any:
+        status, out, err = self("--json", *args)
+        assert status == 0, err
+        return json.loads(out)
+
+
+@pytest.fixture
+def run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Run:
+    return Run(tmp_path / "cli.db", capsys)
+
+
+def _messages(n: int, conversation: str | None = None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i in range(n):
+        msg: dict[str, Any] = {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"Turn {i}: the depot in Porto needs van {100 + i} checked by Friday. " + "detail " * 30,
+            "created_at": (T0 + timedelta(minutes=10 * i)).isoformat(),
+            "external_id": f"ext-{i}",
+        }
+        if i % 2 == 0:
+            msg["name"] = "Maya"
+        if conversation is not None:
+            msg["conversation"] = conversation
+        out.append(msg)
+    return out
+
+
+def _write_jsonl(path: Path, lines: list[dict[str, Any] | str]) -> Path:
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines),
+                    encoding="utf-8")
+    return path
+
+
+def test_add_ls_show_assemble_grep_describe_expand(run: Run, tmp_path: Path) -> None:
+    status, out, _ = run("add", "c1", "--role", "system", "--content", "You are Atlas.")
+    assert status == 0 and out.startswith("#1 msg_")
+    status, out, _ = run("add", "c1", "--role", "user", "--name", "Maya", "--created-at", "2024-03-01T09:00:00Z",
+                         "--content", "The [bold]alpha[/bold] depot code is ZX-41.")
+    assert status == 0 and out.startswith("#2 ")
+    assert run.json("add", "c1", "--role", "assistant", "--content", "Noted: ZX-41.")["seq"] == 3
+
+    listing = run.json("ls")
+    assert [(c["id"], c["messages"]) for c in listing] == [("c1", 3)]
+    status, out, _ = run("ls")
+    assert status == 0 and "c1" in out
+
+    status, out, _ = run("show", "c1")
+    assert status == 0
+    assert "#2 user Maya The [bold]alpha[/bold] depot code is ZX-41." in out  # stored text, not markup
+
+    # Enough history to compact, then the DAG shows summaries.
+    _write_jsonl(tmp_path / "more.jsonl", _messages(80))
+    assert run("import", tmp_path / "more.jsonl", "--conversation", "c1")[0] == 0
+    status, out, _ = run("--window", "2048", "compact", "c1")
+    assert status == 0 and "compacted 'c1'" in out
+    tree = run.json("show", "c1")
+    assert tree["roots"] and tree["tail"]
+    assert tree["roots"][0]["first_seq"] == 1
+    with_messages = run.json("show", "c1", "--messages")
+    leaf_children = [c for n in _walk(with_messages["roots"]) if n["depth"] == 0 for c in n["children"]]
+    assert {c["kind"] for c in leaf_children} == {"message"}
+    assert len(leaf_children) + len(with_messages["tail"]) == 83
+    status, out, _ = run("show", "c1", "--levels", "1", "--tail", "2")
+    assert status == 0 and "sum_" in out and "older raw-tail messages" in out
+
+    ctx = run.json("assemble", "c1", "--budget", "600", "--query", "depot code")
+    assert set(ctx) == {"tokens", "budget_tokens", "messages", "items"}
+    assert ctx["budget_tokens"] == 600 and 0 < ctx["tokens"] <= 600
+    assert all("role" in m for m in ctx["messages"])
+    status, out, _ = run("assemble", "c1", "--budget", "600")
+    assert status == 0 and "/ 600 tokens" in out and "fresh_tail" in out
+
+    hits = run.json("grep", "c1", "ZX-41")
+    assert hits["count"] >= 1 and any(h["first_seq"] <= 2 <= h["last_seq"] for h in hits["hits"])
+    status, out, _ = run("grep", "--all", "Porto", "--scope", "messages", "--limit", "3")
+    assert status == 0 and "[c1]" in out
+
+    leaf = next(n for n in _walk(tree["roots"]) if n["depth"] == 0)
+    described = run.json("describe", leaf["id"])
+    assert described["id"] == leaf["id"] and described["children"]
+    status, out, _ = run("describe", leaf["id"])
+    assert status == 0 and "direct source(s)" in out
+
+    expanded = run.json("expand", leaf["id"], "--max-tokens", "100000")
+    assert [i["seq"] for i in expanded["items"]] == list(range(leaf["first_seq"], leaf["last_seq"] + 1))
+    status, out, _ = run("expand", leaf["id"], "--max-tokens", "10")
+    assert status == 0 and "--from-seq" in out
+
+    stats = run.json("stats", "c1")
+    assert stats["messages"] == 83 and stats["summaries"] >= 1
+    totals = run.json("stats")
+    assert totals["conversations"] == 1 and totals["messages"] == 83
+    assert run.json("verify")["ok"] is True
+
+
+def _walk(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for node in nodes:
+        out.append(node)
+        out.extend(_walk([c for c in node.get("children", []) if c["kind"] == "summary"]))
+    return out
+
+
+def test_add_reads_stdin(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("from a pipe"))
+    assert run("add", "c", "--role", "user")[0] == 0
+    assert run.json("show", "c")["tail"][0]["preview"] == "from a pipe"
+
+
+def test_import_skips_bad_lines_and_is_idempotent(run: Run, tmp_path: Path) -> None:
+    good = _messages(6, conversation="imp")
+    lines: list[dict[str, Any] | str] = [*good[:2], '{"role": "user", "content": broken', *good[2:4],
+                                         {"role": "wizard", "content": "x", "conversation": "imp"}, "",
+                                         {"role": "user", "content": "nowhere"}, *good[4:]]
+    path = _write_jsonl(tmp_path / "chat.jsonl", lines)
+
+    status, out, err = run("import", path)
+    assert status == 1
+    assert "line 3: invalid JSON" in err
+    assert "line 6: invalid message: unknown role 'wizard'" in err
+    assert "line 8: no conversation" in err
+    assert "imported 6 messages into 1 conversation" in out and "skipped 3 lines" in out
+    assert run.json("stats", "imp")["messages"] == 6
+
+    again = run("--json", "import", path)
+    assert again[0] == 1
+    report = json.loads(again[1])
+    assert report["added"] == 0 and report["already_stored"] == 6
+    assert [s["line"] for s in report["skipped"]] == [3, 6, 8]
+    assert run.json("stats", "imp")["messages"] == 6
+
+
+def test_import_conversation_option_and_stdin(run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write_jsonl(tmp_path / "a.jsonl", _messages(3, conversation="ignored"))
+    assert run("import", path, "--conversation", "chosen")[0] == 0
+    assert [c["id"] for c in run.json("ls")] == ["chosen"]
+    payload = "\n".join(json.dumps(m) for m in _messages(2)).encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(payload)))
+    assert run("import", "-", "--conversation", "piped")[0] == 0
+    assert run.json("stats", "piped")["messages"] == 2
+
+
+def test_import_strict_writes_nothing_from_the_bad_batch(run: Run, tmp_path: Path) -> None:
+    lines: list[dict[str, Any] | str] = [*_messages(3, conversation="s"), "not json"]
+    path = _write_jsonl(tmp_path / "strict.jsonl", lines)
+    status, _, err = run("import", path, "--strict")
+    assert status == 1 and "error: line 4: invalid JSON" in err
+    assert run("show", "s")[2].startswith("error:")  # nothing was written
+
+
+def test_errors_are_one_line_without_traceback(run: Run, tmp_path: Path) -> None:
+    status, _, err = run("show", "nope")
+    assert status == 1 and err.startswith("error: no database at")
+    assert not run.db.exists()  # read commands do not create the store
+
+    run("add", "c", "--role", "user", "--content", "hi")
+    for args in (("show", "nope"), ("assemble", "nope"), ("grep", "nope", "x"), ("compact", "nope")):
+        status, _, err = run(*args)
+        assert status == 1 and err == "error: no conversation 'nope' in " + str(run.db) + "\n"
+    cases: list[tuple[str | Path, ...]] = [
+        ("describe", "sum_missing"),
+        ("expand", "msg_whatever"),
+        ("add", "c", "--role", "user", "--created-at", "yesterday", "--content", "x"),
+        ("add", "c", "--role", "tool", "--content", "no call id"),
+        ("import", tmp_path / "missing.jsonl", "--conversation", "c"),
+        ("grep", "c", "(unclosed", "--regex"),
+        ("add", "c", "--role", "user", "--content", ""),
+    ]
+    for args in cases:
+        status, out, err = run(*args)
+        assert status == 1, args
+        assert err.startswith("error: ") and out == "", args
+
+    assert [c["id"] for c in run.json("ls")] == ["c"]  # refused adds created no conversation
+    status, _, err = run("add", "fresh", "--role", "user", "--content", "")
+    assert status == 1 and "needs content" in err
+    assert [c["id"] for c in run.json("ls")] == ["c"]
+
+    not_sqlite = tmp_path / "notes.txt"
+    not_sqlite.write_text("just some text, certainly not a database\n" * 10)
+    status = main(["--db", str(not_sqlite), "ls"])
+    err = run.capsys.readouterr().err
+    assert status == 1 and "is not a SQLite database" in err and "Traceback" not in err
+
+
+def test_usage_errors_exit_2(run: Run) -> None:
+    assert run("grep", "only-a-query")[0] == 2
+    assert run("grep", "c", "q", "--all")[0] == 2
+    assert run("add", "c", "--role", "wizard", "--content", "x")[0] == 2
+    assert run("assemble", "c", "--budget", "0")[0] == 2
+    assert run("frobnicate")[0] == 2
+    assert run("--version")[0] == 0
+
+
+def test_json_flag_before_or_after_the_command(run: Run) -> None:
+    run("add", "c", "--role", "user", "--content", "hello")
+    status, out, _ = run("ls", "--json")
+    assert status == 0 and json.loads(out)[0]["id"] == "c"
+    status, out, _ = run("--json", "stats")
+    assert status == 0 and json.loads(out)["messages"] == 1
+
+
+def test_subprocess_python_dash_m(tmp_path: Path) -> None:
+    db = tmp_path / "proc.db"
+    env = {**os.environ, "LOSSLESS_HOME": str(tmp_path / "home")}
+    env.pop("LOSSLESS_DB", None)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "lossless", "--db", str(db), *args],
+                              capture_output=True, text=True, env=env, timeout=120, check=False)
+
+    added = cli("add", "p", "--role", "user", "--content", "over a real pipe")
+    assert added.returncode == 0, added.stderr
+    listed = cli("ls", "--json")
+    assert listed.returncode == 0 and json.loads(listed.stdout)[0]["messages"] == 1
+    missing = cli("show", "absent")
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("error: no conversation 'absent'") and "Traceback" not in missing.stderr
+    assert cli("--help").returncode == 0
+
+
+def test_default_db_honours_lossless_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("LOSSLESS_HOME", str(tmp_path / "home"))
+    assert main(["add", "h", "--role", "user", "--content", "x"]) == 0
+    assert (tmp_path / "home" / "lossless.db").exists()
+    monkeypatch.setenv("LOSSLESS_DB", str(tmp_path / "env.db"))
+    assert main(["add", "h", "--role", "user", "--content", "x"]) == 0
+    assert (tmp_path / "env.db").exists()
+    capsys.readouterr()
+
+
+def test_demo_runs(run: Run, tmp_path: Path) -> None:
+    status, out, err = run("demo", "--budget", "1500")
+    assert status == 0, err
+    for heading in ("1 · ingest", "2 · the summary DAG", "3 · context for one question",
+                    "4 · lossless grep", "5 · lossless expand"):
+        assert heading in out
+    assert "1,500 tokens" in out or "/ 1500 tokens" in out
+    assert str(run.db) in out
+    stats = run.json("stats", "demo")
+    assert stats["summaries"] > 0 and stats["max_depth"] >= 1
