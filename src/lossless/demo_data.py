@@ -18,13 +18,22 @@ import json
 import random
 import re
 import string
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
-from lossless.demo_text import ACKS, SYSTEM_PROMPT, WEEK1, WEEK2, WEEK3
+from lossless.demo_text import (
+    ACKS,
+    EXTRA,
+    EXTRA2,
+    ROUTINES_EARLY,
+    ROUTINES_LATE,
+    SYSTEM_PROMPT,
+    WEEK1,
+    WEEK2,
+    WEEK3,
+)
 
 __all__ = ["DemoQuestion", "demo_conversation", "demo_questions"]
 
@@ -52,11 +61,11 @@ _COMPANIES = (
     ("Harborlight", "harborlight"),
 )
 _CUSTOMERS = (
-    ("Greenleaf Grocers", "GL"),
+    ("Greenleaf Grocery", "GL"),
     ("Marigold Pantry", "MP"),
     ("Bluebell Market", "BB"),
-    ("Harvest Lane Foods", "HL"),
-    ("Copper Kettle Groceries", "CK"),
+    ("Harvest Lane Food Co.", "HL"),
+    ("Copper Kettle Grocery", "CK"),
     ("Fernway Fresh", "FF"),
 )
 # city, first depot, second depot, UTC offset (hours), Geofabrik region, latitude, longitude
@@ -99,7 +108,7 @@ class _Details:
     flow_seed: int
 
 
-@cache
+@lru_cache(maxsize=16)
 def _details(seed: int) -> _Details:
     """Every seed-drawn fact of the story, as the strings the text substitutes."""
     rng = random.Random(seed)
@@ -131,11 +140,12 @@ def _details(seed: int) -> _Details:
     drivers = rng.randint(42, 58)
     stops = rng.randrange(1000, 1201, 10)
     p95 = rng.choice((250, 300, 350, 400, 450, 500))
+    limit = rng.choice((60, 90, 120, 180))
     v.update(
         drivers=str(drivers), stops=f"{stops:,}", van_cap=str(rng.choice((24, 28, 30, 32, 36, 40))),
         budget=rng.choice(("$3,500", "$4,000", "$4,500", "$5,000", "$6,000")),
         ttl=str(rng.choice((30, 45, 60, 90))), p95_ms=str(p95),
-        solver_limit=str(rng.choice((60, 90, 120, 180))), poll_s=str(rng.choice((15, 20, 30, 45))),
+        solver_limit=str(limit), poll_s=str(rng.choice((15, 20, 30, 45))),
     )
 
     # later facts, some of which replace earlier ones
@@ -160,7 +170,7 @@ def _details(seed: int) -> _Details:
         mem_peak=f"{callbacks_gb * rng.uniform(1.04, 1.1):.2f} GB",
         synthetic_stops=f"{synthetic_stops:,}", synthetic_vehicles=str(2 * vehicles + 10),
         synthetic_peak=f"{synthetic_peak:.1f}", synthetic_peak_round=str(round(synthetic_peak)),
-        km_saved_pct=f"{rng.uniform(9.0, 17.0):.1f}", stops_launch=f"{stops + rng.randint(-20, 60):,}",
+        km_saved_pct=f"{rng.uniform(9.0, 17.0):.1f}", solve_wait=str(limit + rng.randint(9, 20)), stops_launch=f"{stops + rng.randint(-20, 60):,}",
         log_hhmm=f"0{rng.randint(7, 8)}:{rng.randint(10, 59)}",
     )
     v["nodes_b"] = str(int(v["stops_b"]) + 2)
@@ -190,6 +200,8 @@ def _details(seed: int) -> _Details:
     )
     for n in (4, 8, 14, 15, 17):
         v[f"iso_d{n}"] = day[n].isoformat()
+    stopped = datetime(day[15].year, day[15].month, day[15].day, 5, 58, 13, 402000, tzinfo=UTC)
+    v["oom_stopped_at"] = (stopped - timedelta(hours=offset)).isoformat(timespec="milliseconds")
     _generated_blocks(rng, v, stops_both)
     return _Details(values=v, start=start, utc_offset=offset, flow_seed=rng.getrandbits(64))
 
@@ -198,7 +210,7 @@ def _details(seed: int) -> _Details:
 
 def _generated_blocks(rng: random.Random, v: dict[str, str], stops_both: int) -> None:
     """Tool outputs that are long or numeric: a load-test log, metrics, reports."""
-    p95, rps = int(v["p95_ms"]), int(v["rps"])
+    rps = int(v["rps"])
     p95_before, p95_after = int(v["p95_before"].replace(",", "")), int(v["p95_after"])
     lines = [
         f"loadgen 0.4.1  target=https://staging-api.{v['slug']}.internal  mode=open-loop",
@@ -206,9 +218,9 @@ def _generated_blocks(rng: random.Random, v: dict[str, str], stops_both: int) ->
         "   t     rps  sent   ok  err | poll p50/p95 (ms) | status p50/p95 (ms) | optimize p50/p95 (ms)",
     ]
     totals = {"sent": 0, "err": 0}
-    for t in range(10, 601, 10):
+    for t in range(6, 601, 6):
         rate = rps * min(1.0, t / 120)
-        sent = round(rate * 10 * rng.uniform(0.97, 1.03))
+        sent = round(rate * 6 * rng.uniform(0.97, 1.03))
         err = rng.choice((0, 0, 1, 2, 3)) if 40 <= t <= 130 else 0
         load = 0.6 + 0.4 * min(1.0, t / 120)
         opt50 = round(p95_before * 0.55 * load * rng.uniform(0.9, 1.1))
@@ -247,13 +259,10 @@ def _generated_blocks(rng: random.Random, v: dict[str, str], stops_both: int) ->
     v["span_metrics"] = json.dumps({"status": "success", "resultType": "matrix", "result": [
         {"metric": {"span": name}, "values": [[300 * k, f"{base * rng.uniform(0.85, 1.15):.4f}"] for k in range(6)]}
         for name, base in spans.items()]}, indent=1)
-    limit_gb = float(v["mem_old"].split()[0])
-    mem = [0.18, 0.19, 0.18]
-    while mem[-1] < limit_gb * 0.995:
-        mem.append(min(limit_gb * 0.998, mem[-1] + rng.uniform(0.12, 0.3) * limit_gb))
-    mem += [0.0, 0.0]
+    limit = float(v["mem_old"].split()[0]) * 2**30
+    mem = [0.17, 0.18, 0.17, 0.18, 0.18, 0.18, 0.18, 0.17, 0.17, 0.45, 0.78, 0.993, 0.0, 0.0]
     v["mem_series"] = json.dumps({"status": "success", "result": [{"metric": {"task": "worker/4f1c9e"}, "values": [
-        [f"{v['iso_d15']}T{5 + (45 + 5 * k) // 60:02d}:{(45 + 5 * k) % 60:02d}:00", str(round(m * 2**30))]
+        [f"{v['iso_d15']}T{5 + k // 12:02d}:{5 * (k % 12):02d}:00", str(round(m * limit * rng.uniform(0.97, 1.0)))]
         for k, m in enumerate(mem)]}]})
     manual_km = [rng.randint(1900, 2600), rng.randint(900, 1400)]
     saved = float(v["km_saved_pct"]) / 100
@@ -279,7 +288,7 @@ def _generated_blocks(rng: random.Random, v: dict[str, str], stops_both: int) ->
     stops_launch = int(v["stops_launch"].replace(",", ""))
     failed = rng.randint(8, 19)
     ontime = rng.uniform(94.0, 98.5)
-    v.update(launch_delivered=str(stops_launch - failed), launch_failed=str(failed),
+    v.update(launch_delivered=f"{stops_launch - failed:,}", launch_failed=str(failed),
              launch_ontime=f"{ontime:.1f}", launch_km=f"{sum(manual_km) * (1 - saved):,.0f}")
     v["launch_metrics"] = json.dumps({"status": "success", "result": [
         {"metric": {"depot": d}, "value": {"stops": n, "failed": f, "on_time_pct": round(ontime + dv, 1)}}
@@ -299,7 +308,7 @@ def _full_suite(rng: random.Random) -> str:
         done += n
         skipped = name == "reports/test_pdf.py"
         dots = "s" * 2 + "." * (n - 2) if skipped else "." * n
-        out.append(f"tests/{name} {dots:<18} [{100 * done // total:3d}%]")
+        out.append(f"{'tests/' + name + ' ' + dots:<72} [{100 * done // total:3d}%]")
     out += ["", "=========================== short test summary info ============================",
             "SKIPPED [2] tests/reports/test_pdf.py: needs fonts-dejavu (installed in the CI image only)",
             f"{total - 2} passed, 2 skipped in {rng.uniform(70, 95):.2f}s"]
@@ -321,23 +330,36 @@ class _Scene:
     minute: int
     optional: float
     blocks: tuple[_Block, ...]
+    days: tuple[int, ...] = ()  # for routines: the days it may be played on
+    routine: bool = False
 
 
-@cache
-def _scenes() -> tuple[_Scene, ...]:
+def _parse(text: str) -> tuple[_Scene, ...]:
     scenes: list[_Scene] = []
-    for chunk in (WEEK1 + WEEK2 + WEEK3).split("\n%%% ")[1:]:
+    for chunk in text.split("\n%%% ")[1:]:
         header, _, rest = chunk.partition("\n")
-        attrs = dict(item.split("=", 1) for item in header.split())
-        hh, mm = attrs["at"].split(":")
+        attrs = dict(item.split("=", 1) for item in header.split() if "=" in item)
+        hh, mm = attrs.get("at", "08:00").split(":")
         blocks = []
         for part in ("\n" + rest).split("\n%% ")[1:]:
             head, _, body = part.partition("\n")
             kind, _, arg = head.strip().partition(" ")
             blocks.append(_Block(kind, arg.strip(), body.strip("\n")))
-        scenes.append(_Scene(int(attrs["day"]), int(hh) * 60 + int(mm), float(attrs.get("opt", 1)),
-                             tuple(blocks)))
+        days = tuple(int(d) for d in attrs["days"].split(",")) if "days" in attrs else ()
+        scenes.append(_Scene(int(attrs.get("day", -1)), int(hh) * 60 + int(mm),
+                             float(attrs.get("opt", 1)), tuple(blocks), days))
     return tuple(scenes)
+
+
+@cache
+def _scenes() -> tuple[tuple[_Scene, ...], tuple[_Scene, ...], tuple[_Scene, ...]]:
+    """(story scenes in time order, early routines, late routines)."""
+    story = sorted(_parse(WEEK1 + WEEK2 + WEEK3 + EXTRA + EXTRA2), key=lambda sc: (sc.day, sc.minute))
+    return tuple(story), _parse(ROUTINES_EARLY), _parse(ROUTINES_LATE)
+
+
+_EARLY_DAYS = (2, 3, 4)
+_LATE_DAYS = (7, 8, 9, 10, 11, 16, 18)
 
 
 _CHOICE = re.compile(r"\{\{([^{}]*\|[^{}]*)\}\}")
@@ -383,10 +405,11 @@ class _Builder:
         return "call_" + "".join(self.rng.choice(_ALNUM) for _ in range(24))
 
 
-def _typing_seconds(rng: random.Random, text: str, first: bool) -> float:
+def _typing_seconds(rng: random.Random, text: str, read: str, first: bool) -> float:
+    """How long a person takes to read the last message and type ``text``."""
     if first:
         return 0
-    return rng.uniform(25, 200) + min(len(text) / 14, 240)
+    return rng.uniform(20, 150) + min(len(read) / 30, 420) + min(len(text) / 14, 240)
 
 
 def _play(b: _Builder, scene: _Scene, values: dict[str, str]) -> None:
@@ -400,7 +423,7 @@ def _play(b: _Builder, scene: _Scene, values: dict[str, str]) -> None:
         if blk.kind in _SPEAKERS or blk.kind == "ack":
             text = rng.choice(ACKS) if blk.kind == "ack" else _render(blk.body, values, rng)
             role, name = _SPEAKERS.get(blk.kind, _SPEAKERS["maya"])
-            b.advance(_typing_seconds(rng, text, first))
+            b.advance(_typing_seconds(rng, text, b.messages[-1]["content"], first))
             b.add(role, text, name=name)
             last_user = name
         elif blk.kind == "gap":
@@ -416,7 +439,7 @@ def _play(b: _Builder, scene: _Scene, values: dict[str, str]) -> None:
                     first = False
                     continue
                 i += 1
-            calls = []
+            calls: list[dict[str, Any]] = []
             while i < len(blocks) and blocks[i].kind == "call":
                 fname, _, args = blocks[i].arg.partition(" ")
                 arguments = json.dumps(json.loads(_render(args, values, rng)), ensure_ascii=False)
@@ -429,7 +452,7 @@ def _play(b: _Builder, scene: _Scene, values: dict[str, str]) -> None:
                 res = blocks[i]
                 if res.kind != "result":
                     raise ValueError(f"tool call without result in scene on day {scene.day}")
-                b.advance(float(res.arg) if res.arg else rng.uniform(0.4, 6))
+                b.advance(float(_render(res.arg, values, rng)) if res.arg else rng.uniform(0.4, 6))
                 b.add("tool", _render(res.body, values, rng), tool_call_id=call["id"],
                       name=call["function"]["name"])
                 i += 1
@@ -445,10 +468,40 @@ def _play(b: _Builder, scene: _Scene, values: dict[str, str]) -> None:
         b.add("user", rng.choice(ACKS), name="maya")
 
 
-def _iter_scenes(rng: random.Random) -> Iterator[_Scene]:
-    for scene in _scenes():
-        if scene.optional >= 1 or rng.random() < scene.optional:
-            yield scene
+def _schedule(rng: random.Random) -> list[_Scene]:
+    """The story's scenes (optional ones drawn) plus a morning check-in on most working days."""
+    story, early, late = _scenes()
+    chosen = [sc for sc in story if sc.optional >= 1 or rng.random() < sc.optional]
+    for days, pool in ((_EARLY_DAYS, list(early)), (_LATE_DAYS, list(late))):
+        for day in days:
+            fits = [r for r in pool if day in r.days]
+            if fits and rng.random() < 0.85:
+                routine = rng.choice(fits)
+                pool.remove(routine)
+                chosen.append(_Scene(day, 8 * 60 + rng.randint(0, 20), 1.0, routine.blocks, routine=True))
+    chosen.sort(key=lambda sc: (sc.day, sc.minute))
+    return chosen
+
+
+def _routine_values(rng: random.Random, det: _Details, day: int) -> dict[str, str]:
+    """Details that differ per morning check-in: run ids, counts, today's date, spend."""
+    today = det.start + timedelta(days=day)
+    month_start = today.replace(day=1)
+    if today == month_start:
+        month_start = (today - timedelta(days=1)).replace(day=1)
+    spend = (today - month_start).days * rng.uniform(37.0, 45.0)
+    shares = (("Amazon Elastic Container Service", 0.34), ("Amazon Elastic Compute Cloud - Compute", 0.19),
+              ("EC2 - Other", 0.14), ("Amazon Relational Database Service", 0.12),
+              ("Amazon ElastiCache", 0.05), ("AmazonCloudWatch", 0.04))
+    out = {f"run_id{suffix}": str(rng.randint(9_100_000_000, 9_400_000_000)) for suffix in ("", "2", "3", "4")}
+    out.update(
+        today_iso=today.isoformat(), yesterday_iso=(today - timedelta(days=1)).isoformat(),
+        month_start=month_start.isoformat(), cost_total=f"{spend:,.0f}",
+        cost_table="\n".join(f"{name}\t{spend * share * rng.uniform(0.9, 1.1):.2f}" for name, share in shares),
+        five_xx=str(rng.randint(2, 9)), jobs_ok=str(rng.randint(14, 40)), job_f=_ids(rng, "job_", 8).lower(),
+        first_sol=f"{rng.uniform(1.6, 4.2):.2f}", unassigned_median=str(rng.randint(1, 4)),
+    )
+    return out
 
 
 def demo_conversation(seed: int = 7) -> list[dict[str, Any]]:
@@ -463,9 +516,12 @@ def demo_conversation(seed: int = 7) -> list[dict[str, Any]]:
     b = _Builder(rng, day0)
     b.start_scene(0, 8 * 60 + 40)
     b.add("system", _render(SYSTEM_PROMPT, det.values, rng))
-    for scene in _iter_scenes(rng):
+    for scene in _schedule(rng):
         b.start_scene(scene.day, scene.minute)
-        _play(b, scene, det.values)
+        values = det.values
+        if scene.routine:
+            values = {**det.values, **_routine_values(rng, det, scene.day)}
+        _play(b, scene, values)
     return b.messages
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 SYSTEM_PROMPT = r"""You are Atlas, a coding and planning assistant working with the engineering team at <<company>>. The team is building <<product>>, a delivery-routing service; the repository is github.com/<<company_slug>>/<<slug>>.
 
-Tools: run_tests (pytest in the repo), read_file, run_shell (a sandbox with the repo checked out and read-only cloud credentials), search_code, query_metrics (PromQL against the staging and production Prometheus) and create_ticket (the team tracker).
+Tools: run_tests (pytest in the repo), read_file, run_shell (a sandbox with the repo checked out and read-only cloud credentials), search_code, query_metrics (PromQL against the staging and production Prometheus) and create_ticket / update_ticket (the team tracker).
 
 Rules:
 - Show a command before running anything that changes state; never push to main, never run destructive commands without an explicit yes.
@@ -470,7 +470,7 @@ echo "building $REGION"
   - `osrm-partition` + `osrm-customize` (MLD, so we can update speeds later without a full rebuild),
   - write the result to `data/osrm/region.osrm*`.
 %% call run_shell {"cmd": "scripts/build_osrm.sh <<region_slug>> 2>&1 | tail -n 18", "timeout_s": 1800}
-%% result
+%% result 331
 [info] Input file: <<region_slug>>-latest.osm.pbf
 [info] Profile: car.lua
 [info] Threads: 4
@@ -764,7 +764,7 @@ def search_parameters(limit_s: int, *, solution_limit: int | None = None):
 
 - The determinism test then uses `solution_limit=200`; production keeps the time limit.
 %% call run_tests {"path": "tests/solver/", "args": ["-q", "-p", "no:randomly", "--count", "5"]}
-%% result
+%% result 44
 {"exit_code": 0, "passed": 175, "failed": 0, "skipped": 0, "duration_s": 41.2, "output": "........................................................................ [ 41%]\n........................................................................ [ 82%]\n...............................                                          [100%]\n175 passed in 41.20s"}
 %% ai
 - 5 repetitions of the solver suite, 175 passed, no flakes.
@@ -920,7 +920,7 @@ async def run(base_url: str, rps: float, duration_s: float, mix: dict[str, float
 %% maya
 go
 %% call run_shell {"cmd": "python scripts/loadgen.py --base-url https://staging-api.<<slug>>.internal --rps <<rps>> --duration 10m --ramp 2m --mix poll=70,status=20,optimize=10", "timeout_s": 900}
-%% result
+%% result 614
 <<loadtest_log>>
 %% ai
 - **Optimize is far over the SLO:** p95 <<p95_before>> ms, p99 <<p99_before>> ms. Everything else is fine — polls and job-status calls are in the tens of milliseconds.
@@ -955,13 +955,17 @@ async def optimize(req: OptimizeRequest, db: Db, queue: Queue) -> OptimizeAccept
 %% ack
 
 %%% day=7 at=13:55
+%% maya
+where are we with the optimize fix?
+%% ai
+Written; running the API tests before deploying.
 %% call run_tests {"path": "tests/api/", "args": ["-q"]}
 %% result
 {"exit_code": 0, "passed": 27, "failed": 0, "skipped": 0, "duration_s": 1.93, "output": "...........................                              [100%]\n27 passed in 1.93s"}
 %% ai
 Tests pass and the fix is deployed to staging. Re-running a shorter load test:
 %% call run_shell {"cmd": "python scripts/loadgen.py --base-url https://staging-api.<<slug>>.internal --rps <<rps>> --duration 5m --ramp 1m --mix poll=70,status=20,optimize=10 --summary-only", "timeout_s": 600}
-%% result
+%% result 307
 <<loadtest_after>>
 %% ai
 - Optimize p95 is now <<p95_after>> ms — inside the SLO with room to spare.
@@ -1190,7 +1194,7 @@ Now I get 304s ✨ 完璧です！ Battery usage in the 1-hour test dropped a lo
 %% maya
 Notes from the call with <<customer>> just now. Pasting raw, sorry for the length — I need you to pull out what changes for us.
 
-> Attendees: <<contact>> (<<contact_role>>), <<coo>> (COO), <<pm>>, me
+> Attendees: <<contact>>, <<coo>> (COO), <<pm>>, me
 >
 > 1. Second depot. They're opening a second depot in <<depot2>> at the start of next month. Lease is signed, racking goes in next week. About a third of the fleet moves there. <<coo_first>> was very clear that they do NOT want to start the pilot with one depot and add the second a week later: the drivers moving to <<depot2>> would have to learn the app twice, and the dispatchers would run two different processes in the same week. They want the pilot to cover both depots from day one.
 >
@@ -1322,7 +1326,7 @@ async def table(self, coords: list[LonLat], block: int = 250) -> Matrix:
 %% maya
 do both, and retry the solve
 %% call run_shell {"cmd": "python -m <<slug>>.jobs.retry --job <<job_a>> --wait", "timeout_s": 600}
-%% result
+%% result <<solve_wait>>
 job <<job_a>>: queued -> running -> finished
   stops: <<stops_both>>   vehicles: <<vehicles_both>>   depots: 2
   matrix: 17 blocks, 4.8s
@@ -1617,7 +1621,7 @@ Shadow run day 2 did NOT produce routes. Job failed at 05:58. <<ops_first>> says
 %% result
 {
     "stoppedReason": "OutOfMemoryError: Container killed due to memory usage",
-    "stoppedAt": "<<iso_d15>>T05:58:13.402000+00:00",
+    "stoppedAt": "<<oom_stopped_at>>",
     "containers": [
         {
             "name": "worker",
@@ -1646,10 +1650,11 @@ Shadow run day 2 did NOT produce routes. Job failed at 05:58. <<ops_first>> says
 - **Why so much memory:** "registering transit callbacks" took 28 seconds, which is suspicious. Looking at `solver/model.py`: since last week's change for the bigger vans, we register **one transit callback per vehicle**, and each callback closes over its own scaled copy of the matrix as nested Python lists. Python lists of ints cost ~36 bytes per entry instead of 4, and we hold one copy per vehicle instead of one per vehicle *class*.
 - **Now:** ask <<ops_first>> to raise the worker limit from <<mem_old>> to <<mem_new>> and re-run today's job, so the shadow run has routes to compare.
 - **Today:** register one callback per vehicle class (2 instead of <<vehicles_both>>), backed by a single numpy `int32` matrix.
+%% gap 22
 %% maya
 <<ops_first>> bumped the memory. rerun
 %% call run_shell {"cmd": "python -m <<slug>>.jobs.retry --job <<job_d>> --wait", "timeout_s": 900}
-%% result
+%% result <<solve_wait>>
 job <<job_d>>: queued -> running -> finished
   stops: <<oom_stops>>   vehicles: <<vehicles_both>>   depots: 2
   matrix: 36 blocks, 8.0s
@@ -1661,7 +1666,7 @@ job <<job_d>>: queued -> running -> finished
 - Routes are written; 5 unassigned stops, all with window/shift conflicts the pin check already flagged.
 - Peak memory close to the new limit — so the bump is a stopgap, not a fix. The code change comes today.
 %% maya
-ok routes are out at 06:41, fine for shadow purposes. write up a proper postmortem later today. I need coffee.
+ok routes are out, ~45 min late, fine for shadow purposes. write up a proper postmortem later today. I need coffee.
 
 %%% day=15 at=13:00
 %% maya
@@ -1728,10 +1733,12 @@ good. one nit: "no customer impact" isn't quite true, <<contact_first>>'s team w
 - Also linked the postmortem from the runbook's "job failed" section.
 
 %%% day=15 at=16:30
+%% maya
+how's the real fix for the memory thing coming along?
 %% ai
-The memory fix is ready (PR #44). Running the solver suite including the new memory-budget test:
+Ready as PR #44. Running the solver suite including the new memory-budget test:
 %% call run_tests {"path": "tests/solver/", "args": ["-q", "-m", "slow or not slow"]}
-%% result
+%% result 61
 {"exit_code": 0, "passed": 41, "failed": 0, "skipped": 0, "duration_s": 58.7, "output": ".........................................                [100%]\n41 passed in 58.70s\n\ntest_model_memory_budget: peak <<synthetic_peak>> MiB (budget 600 MiB) for <<synthetic_stops>> stops, <<synthetic_vehicles>> vehicles"}
 %% ai
 - 41 pass; the synthetic 2× Friday day builds with a peak of ~<<synthetic_peak_round>> MiB, well inside the budget.
@@ -1802,6 +1809,17 @@ Only for bugs that block dispatchers or drivers. One person writes the fix, anot
 
 Tell <<contact_first>> early and plainly: what is wrong, what they should do now, when we'll update them next. Post the same in the team channel. After any incident that affects a delivery morning, write a short postmortem within two days.
 
+## First week: daily checks
+
+- **09:00:** look at the job page: unassigned stops and their reasons. If the same reason shows up three days in a row, it's a data problem worth a ticket, not something to fix by hand every morning.
+- **12:00:** stop events per driver. A driver with no events by noon either has no signal or isn't using the app; ask <<contact_first>> which, kindly.
+- **17:30:** the daily report. Check that delivered + failed + still open adds up to planned before it goes out.
+- **21:30:** review-queue size (posted to the channel automatically). Zero is normal.
+
+## Access
+
+Everyone on call needs, before their first shift: read access to the production AWS console, the ECS deploy role, read-only database access through PgBouncer, the admin CLI configured for production, and the forwarding app for the support number. Check your access the afternoon before, not at 05:45.
+
 ## Launch-day extras
 
 - Maya and <<pm_first>> at the depot in <<depot1>> from 06:00; Hana remote for the app.
@@ -1819,7 +1837,7 @@ Go/no-go is at 16:00. What do I need to check before the call?
 %% ai
 - Full test suite on the release commit, shadow-run numbers for all three days, production smoke test, and the open action items from the postmortem. Starting with the tests:
 %% call run_tests {"path": "tests/", "args": ["-q", "-m", "slow or not slow", "-rs"]}
-%% result
+%% result 86
 <<full_suite>>
 %% call query_metrics {"query": "<<slug>>:shadow_daily{env=\"staging\"}", "range": "3d", "step": "1d"}
 %% result
@@ -1864,9 +1882,9 @@ The production build was approved on both stores 🙌 Drivers can install it ton
 - Great news — and thanks for checking the code expiry; that was on the runbook's list of likely 6am problems.
 - いよいよですね！ こちらこそ、よろしくお願いします。
 
-%%% day=17 at=05:50
+%%% day=17 at=05:57
 %% maya
-it's 5:50 and I'm very awake. is the job running?
+it's not even 6 and I'm very awake. did the job run?
 %% call run_shell {"cmd": "python -m <<slug>>.jobs.status --day today --env production"}
 %% result
 job <<job_e>>  day=<<iso_d17>>  status=finished  started=05:45:01  finished=05:52:38
@@ -2016,4 +2034,680 @@ perfect, forwarding to <<pm_first>>. have a good weekend!
 %% ai
 - Have a great weekend, all — お疲れ様でした！ 大家辛苦了！
 - I'll have the stabilization tickets drafted for Monday.
+"""
+
+# Morning check-ins: one template is drawn per working day (without repetition), so they must
+# not depend on a particular day. EARLY ones fit before staging exists, LATE ones after.
+ROUTINES_EARLY = r"""
+%%% routine days=2,3
+%% maya
+morning! is CI ok?
+%% call run_shell {"cmd": "gh run list --limit 5"}
+%% result
+STATUS  TITLE                                   WORKFLOW  BRANCH             EVENT         ID          ELAPSED
+✓       ingest: accept column aliases           ci        main               push          <<run_id>>  1m52s
+✓       geo: normalize postcodes                ci        liwei/geo-cache    pull_request  <<run_id2>>  1m47s
+✓       docs: local dev setup                   ci        main               push          <<run_id3>>  1m31s
+✓       scaffold: health endpoint and tests     ci        main               push          <<run_id4>>  1m12s
+%% ai
+- All green, last 4 runs.
+- CI takes under 2 minutes; most of it is installing OR-Tools. I'll add a pip cache to the workflow so it stays that way as tests grow.
+
+%%% routine days=2,3,4
+%% maya
+morning. what's waiting for review?
+%% call run_shell {"cmd": "gh pr list --state open --json number,title,author,reviewDecision --jq '.[] | \"#\\(.number) \\(.title) (\\(.author.login)) \\(.reviewDecision)\"'"}
+%% result
+#11 ingest: report rejected rows as CSV (liwei-dev) REVIEW_REQUIRED
+#10 solver: vehicle capacity from the vehicles table (atlas-bot) REVIEW_REQUIRED
+#8 docs: how to run OSRM locally (atlas-bot) APPROVED
+%% ai
+- **#11 (Li Wei):** rejected rows come back as a downloadable CSV with a reason column — dispatchers will like it. Small, ready to review.
+- **#10 (mine):** capacity per vehicle instead of the global default; needs your eyes because it touches the model builder.
+- **#8:** approved, I'll merge it now.
+%% maya
+I'll do #10 after lunch, #11 now
+
+%%% routine days=2,3,4
+%% maya
+hi! Li Wei is offline today until noon, can you check his branch still builds? `liwei/geo-cache`
+%% call run_tests {"path": "tests/", "args": ["-q"], "ref": "liwei/geo-cache"}
+%% result
+{"exit_code": 0, "passed": 46, "failed": 0, "skipped": 1, "duration_s": 3.12, "output": "..............................................s                 [100%]\n46 passed, 1 skipped in 3.12s"}
+%% ai
+- Builds and passes: 46 passed, 1 skipped (the live geocoder test, skipped without an API key — as intended).
+- The branch is 3 commits behind main but rebases cleanly.
+
+%%% routine days=3
+%% maya
+morning ☕ anything new overnight?
+%% call run_shell {"cmd": "gh run list --limit 3 && gh issue list --state open --label bug --limit 5"}
+%% result
+STATUS  TITLE                                   WORKFLOW  BRANCH  EVENT  ID          ELAPSED
+✓       solver: drop penalties                  ci        main    push   <<run_id>>  2m03s
+✓       ingest: parse 12h time windows          ci        main    push   <<run_id2>>  1m58s
+✓       Merge pull request #7                   ci        main    push   <<run_id3>>  1m49s
+
+#13  importer: rows with an empty postcode crash the geocoder job   bug
+%% ai
+- CI is green.
+- One new bug, #13: empty postcodes crash the geocoding job instead of sending the row to the review queue. It's a two-line fix plus a test; I can take it unless Li Wei already has.
+%% maya
+take it, he's busy with the cache
+"""
+
+ROUTINES_LATE = r"""
+%%% routine days=8,9,10,11,16,18
+%% maya
+morning. anything on fire?
+%% call run_shell {"cmd": "gh run list --branch main --limit 3"}
+%% call query_metrics {"query": "sum(increase(http_requests_total{env=\"staging\", status=~\"5..\"}[12h]))", "range": "12h"}
+%% result
+STATUS  TITLE                                        WORKFLOW  BRANCH  EVENT     ID          ELAPSED
+X       nightly: full suite incl. slow solver tests  nightly   main    schedule  <<run_id>>  14m21s
+✓       api: cheaper healthz                         ci        main    push      <<run_id2>>  3m10s
+✓       geo: short TTL for failed lookups            ci        main    push      <<run_id3>>  3m02s
+%% result
+{"status": "success", "result": [{"metric": {}, "value": [0, "<<five_xx>>"]}]}
+%% ai
+- Staging: <<five_xx>> server errors in the last 12 hours — background noise from deploys.
+- The nightly run failed. Let me look before you ask:
+%% call run_shell {"cmd": "gh run view <<run_id>> --log-failed | grep -E 'Error|FAILED|Warning' | head -n 6"}
+%% result
+tests/api/test_jobs.py::test_job_status_404 FAILED
+E   DeprecationWarning: The 'app' shortcut is now deprecated. Use the explicit style 'transport=WSGITransport(app=...)' instead.
+FAILED tests/api/test_jobs.py::test_job_status_404 - DeprecationWarning: The 'app' shortcut is now deprecated.
+=================== 1 failed, 211 passed in 812.40s ===================
+%% ai
+- Not a real failure: the nightly job picked up a newer httpx, which deprecates `AsyncClient(app=...)`, and our pytest config turns warnings into errors.
+- Fix: use `ASGITransport(app=app)` in the test client fixture (one line), and pin the test dependencies in the nightly job like in CI. PR in 10 minutes.
+%% maya
+ok, good that warnings are errors then
+
+%%% routine days=10,11,16,18
+%% maya
+good morning ☀️ quick status?
+%% call query_metrics {"query": "sum by (status) (increase(<<slug>>_jobs_total{env=\"staging\"}[24h]))", "range": "24h"}
+%% result
+{"status": "success", "result": [{"metric": {"status": "finished"}, "value": [0, "<<jobs_ok>>"]}, {"metric": {"status": "failed"}, "value": [0, "1"]}]}
+%% ai
+- <<jobs_ok>> solver jobs finished on staging in the last 24 hours, 1 failed.
+%% call run_shell {"cmd": "python -m <<slug>>.jobs.status --failed --since 24h --env staging"}
+%% result
+job <<job_f>>  status=failed  error="MatrixError: OSRM request timed out after 30.0s (block 3/16)"  retried=1  retry_status=finished
+%% ai
+- The failure was an OSRM timeout on one matrix block; the automatic retry finished fine.
+- One timeout a day is tolerable, but I'll add a metric for matrix block latency so we notice if OSRM gets slower.
+
+%%% routine days=7,8,9,10,11,16,18
+%% maya
+morning! can you check the OSRM box? <<ops_first>> got a disk space warning email
+%% call run_shell {"cmd": "ssh osrm-staging 'df -h /data && du -sh /data/osrm/* | sort -h | tail -n 5'"}
+%% result
+Filesystem      Size  Used Avail Use% Mounted on
+/dev/nvme1n1     50G   42G  8.1G  84% /data
+1.9G    /data/osrm/build-current
+1.9G    /data/osrm/build-previous
+3.6G    /data/osrm/downloads
+34G     /data/osrm/tmp
+%% ai
+- 34 GB in `/data/osrm/tmp`: the weekly rebuild leaves its intermediate files behind when it finishes.
+- Safe to delete now (the live data is `build-current`, the rollback copy is `build-previous`).
+- Proper fix: the rebuild script cleans `tmp` on exit with a `trap`. Shall I delete the files? It's a destructive command, so I'm asking.
+%% maya
+yes delete, and fix the script
+%% call run_shell {"cmd": "ssh osrm-staging 'rm -rf /data/osrm/tmp/* && df -h /data | tail -n 1'"}
+%% result
+/dev/nvme1n1     50G  8.4G   42G  17% /data
+%% ai
+- Down to 17% used. Script fix: `trap 'rm -rf "$TMP"' EXIT` at the top of `scripts/build_osrm.sh`, in PR.
+
+%%% routine days=7,8,9,10,11,16,18
+%% maya
+morning. how's our cloud spend looking this month?
+%% call run_shell {"cmd": "aws ce get-cost-and-usage --time-period Start=<<month_start>>,End=<<today_iso>> --granularity MONTHLY --metrics UnblendedCost --group-by Type=DIMENSION,Key=SERVICE --query 'ResultsByTime[0].Groups[].[Keys[0],Metrics.UnblendedCost.Amount]' --output text | sort -k2 -nr | head -n 6"}
+%% result
+<<cost_table>>
+%% ai
+- Month to date: about $<<cost_total>>, in line with the estimate from week one and comfortably within what <<pm_first>> approved.
+- The biggest line is compute (Fargate + the OSRM instance), as expected. NAT traffic is small, so keeping OSRM and the workers in the same subnet paid off.
+%% maya
+nice, <<pm_first>> will be pleased
+
+%%% routine days=7,8,9,10,11,16,18
+%% maya
+morning! any errors worth knowing about?
+%% call run_shell {"cmd": "python -m <<slug>>.admin errors --since 12h --env staging --top 3"}
+%% result
+ count  error                                                        last seen
+    14  KeyError: 'delivery_slot'  (ingest/orders.py:71)              07:02
+     3  httpx.ReadTimeout  (geo/geocoder.py:58)                       05:48
+     1  asyncio.CancelledError  (api/jobs.py:44)                      23:10
+%% ai
+- **KeyError 'delivery_slot' (14×):** someone uploaded a CSV where the column is called `Delivery slot` — the shop platform changed its export header. The importer should accept known aliases and normalize header case instead of crashing. Fixing now.
+- **Geocoder timeouts (3×):** retried successfully; fine.
+- **CancelledError (1×):** a client disconnected mid-request; harmless, but I'll stop it from being logged as an error.
+%% ack
+
+%%% routine days=10,11
+%% maya
+morning, I'm in meetings until 11. anything I should look at?
+%% call run_shell {"cmd": "gh pr list --search 'review-requested:maya-chen' --json number,title,author --jq '.[] | \"#\\(.number) \\(.title) (\\(.author.login))\"'"}
+%% result
+#38 reports: daily CSV by email (liwei-dev)
+#36 api: audit log for stop moves and publishes (atlas-bot)
+#35 app-api: enrollment codes for drivers (atlas-bot)
+%% ai
+- **#38 (Li Wei):** the daily report. Look at the on-time definition — it counts a stop as on time if the driver marks it within the window, which is what <<contact_first>> asked for.
+- **#36:** audit log; boring but needed before go-live.
+- **#35:** enrollment codes; the only security-relevant one — please read this one carefully.
+- None of them blocks anyone before 11.
+%% maya
+👍 will do after the meetings
+
+%%% routine days=7,8,9,10,11
+%% maya
+morning. did the backups run?
+%% call run_shell {"cmd": "aws rds describe-db-snapshots --db-instance-identifier <<slug>>-staging --snapshot-type automated --query 'reverse(sort_by(DBSnapshots, &SnapshotCreateTime))[:2].[DBSnapshotIdentifier,SnapshotCreateTime,Status,AllocatedStorage]' --output text"}
+%% result
+rds:<<slug>>-staging-<<today_iso>>-03-12	<<today_iso>>T03:12:41.204Z	available	50
+rds:<<slug>>-staging-<<yesterday_iso>>-03-11	<<yesterday_iso>>T03:11:58.911Z	available	50
+%% ai
+- Yes: last night's automated snapshot finished at 03:12 UTC, status available; the previous night's too.
+- Retention is 7 days on staging. For production, <<ops_first>>'s Terraform sets 14 days plus point-in-time recovery.
+- I'd still like one restore test before launch — a backup nobody has restored is a hope, not a backup.
+%% maya
+add the restore test to the launch checklist
+
+%%% routine days=8,9,10,11,16,18
+%% maya
+hey, good morning. how long are solves taking these days?
+%% call query_metrics {"query": "histogram_quantile(0.5, sum by (le) (rate(<<slug>>_time_to_first_solution_seconds_bucket{env=\"staging\"}[24h])))", "range": "24h"}
+%% call query_metrics {"query": "quantile_over_time(0.5, <<slug>>_job_unassigned_stops{env=\"staging\"}[24h])", "range": "24h"}
+%% result
+{"status": "success", "result": [{"metric": {}, "value": [0, "<<first_sol>>"]}]}
+%% result
+{"status": "success", "result": [{"metric": {}, "value": [0, "<<unassigned_median>>"]}]}
+%% ai
+- Total solve time is always the time limit, by design — guided local search keeps improving until it's stopped, so that number tells us nothing.
+- The number that matters is time to the *first* solution: median <<first_sol>> s. Tiny compared to the limit, so there's plenty of headroom before a day becomes too big.
+- Median unassigned stops per job: <<unassigned_median>>, all with data reasons (windows outside shifts).
+"""
+
+EXTRA = r"""
+%%% day=1 at=17:05
+%% maya
+found Li Wei's notebook, I exported it to a script: `prototypes/vrp_toy.py`. take a look?
+%% call read_file {"path": "prototypes/vrp_toy.py", "start_line": 1, "end_line": 40}
+%% result
+1   import math
+2   from ortools.constraint_solver import pywrapcp, routing_enums_pb2
+3
+4   # 60 random stops, 4 vehicles, straight-line distances
+5   def dist(a, b):
+6       return int(math.hypot(a[0] - b[0], a[1] - b[1]) * 1000)
+7
+8   def solve(points, n_vehicles=4, capacity=15):
+9       manager = pywrapcp.RoutingIndexManager(len(points), n_vehicles, 0)
+10      routing = pywrapcp.RoutingModel(manager)
+11      def cb(i, j):
+12          return dist(points[manager.IndexToNode(i)], points[manager.IndexToNode(j)])
+13      t = routing.RegisterTransitCallback(cb)
+14      routing.SetArcCostEvaluatorOfAllVehicles(t)
+15      demand = routing.RegisterUnaryTransitCallback(lambda i: 1)
+16      routing.AddDimensionWithVehicleCapacity(demand, 0, [capacity] * n_vehicles, True, "Cap")
+17      p = pywrapcp.DefaultRoutingSearchParameters()
+18      p.first_solution_strategy = routing_enums_pb2.FirstSolutionStrategy.PATH_CHEAPEST_ARC
+19      p.time_limit.seconds = 5
+20      return routing.SolveWithParameters(p)
+%% ai
+- Good news: the core is the standard OR-Tools structure and it's correct — manager, model, transit callback, capacity dimension.
+- What has to change for real use:
+  - **Distances:** straight-line (`math.hypot` on raw lat/lon, which isn't even metres) → OSRM travel times in seconds from a precomputed matrix.
+  - **Callback:** computes distance on every call; with a matrix it becomes a lookup, which matters because the solver calls it millions of times.
+  - **Time windows:** missing entirely — needs a time dimension with slack for waiting.
+  - **Dropping stops:** no disjunctions, so an over-full day returns *no* solution instead of a partial one.
+  - **Demand:** every stop counts 1; we'll use the order's tote count.
+- I'll keep the structure and Li Wei's naming where it's sensible, so he recognizes his own code in the new module.
+%% maya
+he'll appreciate that. he was worried we'd throw it all away
+
+%%% day=2 at=16:05
+%% maya
+another importer one, different file from <<contact_first>>:
+
+```text
+UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 in position 4411: invalid continuation byte
+```
+%% ai
+- Byte `0xe9` is "é" in Windows-1252. This export was saved by Excel on Windows, not by the shop platform directly — someone opened and re-saved it.
+- The first file was UTF-8 with a byte-order mark, so we need to handle both.
+- Plan: try UTF-8 (with BOM stripping) first; if that fails, fall back to cp1252 and record which encoding was used on the upload, so we can tell <<contact_first>> "this file was re-saved in Excel".
+
+```python
+def decode_upload(raw: bytes) -> tuple[str, str]:
+    for encoding in ("utf-8-sig", "cp1252"):
+        try:
+            return raw.decode(encoding), encoding
+        except UnicodeDecodeError:
+            continue
+    raise UploadError("file is neither UTF-8 nor Windows-1252; export it again as CSV UTF-8")
+```
+
+- cp1252 decodes almost any byte sequence, so the order matters: UTF-8 first, since it's strict and fails loudly on non-UTF-8 input.
+%% call run_tests {"path": "tests/ingest/test_decode.py", "args": ["-q"]}
+%% result
+{"exit_code": 0, "passed": 5, "failed": 0, "skipped": 0, "duration_s": 0.09, "output": ".....                                                    [100%]\n5 passed in 0.09s"}
+%% ai
+- 5 tests: plain UTF-8, UTF-8 with BOM, cp1252 with "é" and "ß", an empty file, and random binary (rejected with the message above).
+- <<contact_first>>'s file imports cleanly now; 3 street names with accents come through correctly.
+%% ack
+
+%%% day=3 at=13:30
+%% maya
+migrations: alembic, or something lighter?
+%% ai
+- **Alembic**, but used plainly:
+  - hand-written migrations, no autogenerate (we don't use the SQLAlchemy ORM, so autogenerate would have nothing to compare against);
+  - one migration per PR that changes the schema; CI runs `upgrade head` on an empty database and on a copy of the previous schema.
+- Lighter tools exist, but alembic's ordering and branch handling are worth it once two people write migrations in the same week — which is this week.
+- First migration, the core tables:
+
+```sql
+CREATE TABLE depots (
+    id          text PRIMARY KEY,
+    name        text NOT NULL,
+    tz          text NOT NULL,
+    location    geography(Point, 4326) NOT NULL,
+    shift_start time NOT NULL DEFAULT '07:00'
+);
+
+CREATE TABLE orders (
+    id                text PRIMARY KEY,
+    external_ref      text NOT NULL,
+    day               date NOT NULL,
+    display_address   text NOT NULL,
+    geocode_key       text NOT NULL,
+    postcode          text NOT NULL,
+    window_start      timestamptz NOT NULL,
+    window_end        timestamptz NOT NULL CHECK (window_end > window_start),
+    totes             integer NOT NULL DEFAULT 1 CHECK (totes > 0),
+    pinned_vehicle_id text,
+    pin_kind          text CHECK (pin_kind IN ('hard', 'soft')),
+    UNIQUE (external_ref, day)
+);
+
+CREATE INDEX orders_day_idx ON orders (day);
+```
+%% maya
+why text ids and not bigserial?
+%% ai
+- We generate ids in the application (prefixed ULIDs like `st_01HT...`), so:
+  - the prefix tells you what kind of object an id is when it shows up in a log or a support message,
+  - ids can be created before the row is inserted (useful for idempotent uploads),
+  - they don't leak volumes to the customer ("order 4812" tells a competitor your daily count).
+- Cost: slightly bigger indexes. Irrelevant at our size.
+%% maya
+{{ok, convinced|fair enough|ok}}
+
+%%% day=4 at=11:30
+%% liwei
+问一个 OSRM 的问题：我们用的是默认的 car 配置（car.lua），但是客户的车是厢式货车（van），速度会比小汽车慢一点，有些小路也不能走。需要自己写一个 van 的配置吗？
+%% ai
+- 需要，但是不用从零开始写：复制 `car.lua`，改几个地方就够了：
+  - **速度**：把各类道路的速度按比例调低，比如高速和主干道乘 0.9；
+  - **限制**：读取 OSM 里的 `maxheight`、`maxweight`、`hgv` 等标签，有限高、限重的路直接排除；
+  - **掉头**：货车掉头困难，把 `u_turn_penalty` 调高。
+- 建议先别急着改：先用 car 配置跑影子运行，把我们预测的到达时间和司机实际的送达时间对比一下。如果系统性地偏快（比如每站快 10%），再调整速度，这样有数据支撑。
+%% liwei
+有道理，先用数据说话。那我先把限高的规则加上，因为 <<depot1>> 附近有一座很矮的铁路桥，客户说货车过不去。
+%% ai
+好主意，这种具体的限制比调速度更重要 👍 加完以后可以用那座桥两边的两个点测一下，确认路线会绕开它。
+
+%%% day=7 at=12:20 opt=0.8
+%% maya
+<<pm_first>> asks: what does one route cost us to compute, roughly? they're drafting pricing and want a floor.
+%% ai
+- Rough per-day cost of optimizing for this customer, at pilot volume:
+  - **Compute:** one solve uses one worker for the time limit plus a minute of overhead. Even a generous share of a Fargate task is cents per day.
+  - **Matrix:** OSRM is a flat monthly cost; per day it's a few dollars whether we solve once or ten times.
+  - **Geocoding:** the only cost that scales with *new* addresses; with caching it falls quickly after the first weeks.
+  - **Fixed platform cost** (database, Redis, load balancers, logs) dominates everything else.
+- So the marginal cost per route is close to zero; the real floor is the fixed monthly cost divided by the number of customers.
+- For pricing I'd think per active driver per month — it tracks the value the customer gets, and it's easy for them to budget.
+%% maya
+per driver per month, agreed. I'll pass it on
+
+%%% day=9 at=11:00
+%% liwei
+路线单 PDF（<<t7>>）我想用 WeasyPrint，用 HTML + CSS 来排版，比 ReportLab 写起来方便很多。你觉得可以吗？
+%% ai
+- 可以，WeasyPrint 很适合这种"表格 + 标题"的文档：模板用 Jinja2 写，设计改起来也方便。
+- 需要注意几点：
+  - **字体**：Docker 镜像里默认没有字体，一定要装（比如 `fonts-dejavu`），否则会用一个很难看的后备字体，而且重音字母可能显示不出来；
+  - **性能**：WeasyPrint 比较慢，一个司机一页大概几百毫秒。司机多的时候放到后台任务里生成，不要在 API 请求里同步生成；
+  - **分页**：一个站点不要被分到两页上，用 CSS 的 `break-inside: avoid`。
+- 每一页建议包括：司机名字、车辆、日期、仓库，然后每个站点一行：顺序号、时间窗口、地址、箱数、备注。最后留一个签名栏，客户说纸质的是备用的。
+%% liwei
+好的，字体的问题我差点忘了。签名栏的主意不错，我问一下 Maya 客户需不需要。
+%% ai
+👍 做好了以后发一个样例 PDF，我帮你检查一下打印出来的效果。
+
+%%% day=10 at=11:30
+%% maya
+<<ops_first>> wants a second pair of eyes on the production terraform plan before applying. Can you read it?
+%% call run_shell {"cmd": "cd ../infra && terraform plan -var-file=prod.tfvars -no-color | grep -E '^  [#+~-]|Plan:' | head -n 40"}
+%% result 38
+  # aws_db_instance.<<slug>>_prod will be created
+  + resource "aws_db_instance" "<<slug>>_prod" {
+      + engine                  = "postgres"
+      + engine_version          = "16.4"
+      + instance_class          = "db.t4g.medium"
+      + multi_az                = true
+      + backup_retention_period = 14
+      + storage_encrypted       = true
+      + publicly_accessible     = false
+      + deletion_protection     = false
+    }
+  # aws_elasticache_replication_group.<<slug>>_prod will be created
+  + resource "aws_elasticache_replication_group" "<<slug>>_prod" {
+      + node_type                  = "cache.t4g.small"
+      + parameter_group_name       = "<<slug>>-redis7-volatile-lru"
+      + transit_encryption_enabled = true
+    }
+  # aws_ecs_service.<<slug>>_api_prod will be created
+  # aws_ecs_service.<<slug>>_worker_prod will be created
+  # aws_ecs_service.<<slug>>_pgbouncer_prod will be created
+  # aws_security_group_rule.db_from_app will be created
+  + resource "aws_security_group_rule" "db_from_app" {
+      + from_port = 5432
+      + to_port   = 5432
+      + source_security_group_id = (known after apply)
+    }
+Plan: 23 to add, 0 to change, 0 to destroy.
+%% ai
+- Mostly good: multi-AZ, encrypted, not public, 14-day backups, Redis with the eviction policy we agreed on.
+- Three things I'd change before applying:
+  - **`deletion_protection = false`** on the production database — should be `true`. One wrong `terraform destroy` shouldn't be able to delete the pilot's data.
+  - **`db_from_app` allows 5432 from the app security group.** In staging we closed that on purpose so everything goes through PgBouncer; production should match: only PgBouncer's security group may reach 5432.
+  - **No alarm resources in the plan.** The OOM/memory alarms and the "no routes by 06:15" alarm should be in Terraform too, not clicked together in the console.
+- Everything else matches staging apart from sizes.
+%% maya
+forwarding to <<ops_first>>, thanks. the deletion protection one is scary
+%% ai
+- It is — and easy to miss because the default is false. Worth a `tflint` rule so it can't come back.
+
+%%% day=11 at=12:40
+%% hana
+こんにちは！ I tested on the oldest phone from <<customer>>'s list (a 2019 budget Android). The stop list stutters when scrolling 40+ stops. Any ideas from the API side, or is this all mine?
+%% ai
+- Mostly on the app side, but the API can help a little:
+  - **App:** make sure the list is virtualized (`FlatList` with `getItemLayout` for fixed-height rows, `windowSize` around 5) and that row components are memoized — re-rendering every row on each poll is the usual culprit.
+  - **App:** with 304s, a poll should cause *no* re-render at all; worth checking that the state isn't replaced with an equal copy.
+  - **API:** I can drop fields the list doesn't show (full notes, raw window strings) from the list payload and serve them in a per-stop detail call. It would cut the body by about half.
+- I'd start with memoization; it's usually the whole problem.
+%% hana
+You were right, every poll re-rendered all rows even with 304 🙈 Memoized the rows and it's smooth now. ありがとう！
+%% ai
+Great! No API change needed then — keeping the payload as it is.
+
+%%% day=14 at=17:10
+%% maya
+<<contact_first>> agreed to send the shop export at 21:00 instead of 05:00 🎉 So we can geocode in the evening. What changes?
+%% ai
+- **Schedule:**
+  - 21:00 export arrives → import + geocoding run automatically;
+  - 21:30 the on-call person checks the review queue;
+  - 05:45 the optimize job runs as before, on data that's already clean.
+- **Late orders:** a few orders come in after 21:00 (the shop allows changes until midnight). A second, incremental import at 05:15 picks those up; new failures from that batch go to the postcode fallback automatically so they can never block the 05:45 run.
+- **Code:** the importer is already idempotent on `(external_ref, day)`, so importing the same order twice updates it instead of duplicating it. Only the scheduler config changes.
+%% maya
+love it. and the 21:30 check is a human, not a script?
+%% ai
+- Both: a script posts the queue size to the channel at 21:30; a human looks if it's above zero.
+- It's usually zero — most failures are now fixed automatically by the fallback and `c/o` handling.
+
+%%% day=15 at=10:30
+%% liwei
+日报（<<t8>>）有个奇怪的问题：今天 <<depot2>> 的准时率是 104%。😅 我查了一下，应该是分母的问题，但是没想明白。
+%% call read_file {"path": "src/<<slug>>/reports/daily.py", "start_line": 30, "end_line": 42}
+%% result
+30  def on_time_rate(events: list[StopEvent], stops: list[Stop]) -> float:
+31      delivered = [e for e in events if e.kind == "delivered"]
+32      on_time = [e for e in delivered
+33                 if stops_by_id[e.stop_id].window_start <= e.at <= stops_by_id[e.stop_id].window_end]
+34      return 100 * len(on_time) / len([s for s in stops if s.status == "delivered"])
+%% ai
+找到了：分子和分母数的不是同一个东西。
+
+- **分子**按事件（event）数：一个站点如果司机点了两次"已送达"（比如第一次网络不好，App 又重试了一次），就会被算两次。
+- **分母**按站点（stop）数，每个站点只算一次。
+- 所以重复的事件会让准时率超过 100%。
+
+修改：两边都按站点算，每个站点只取最后一次"已送达"事件：
+
+```python
+def on_time_rate(events: list[StopEvent], stops_by_id: dict[str, Stop]) -> float:
+    last: dict[str, StopEvent] = {}
+    for e in sorted(events, key=lambda e: e.at):
+        if e.kind == "delivered":
+            last[e.stop_id] = e
+    if not last:
+        return 0.0
+    on_time = sum(1 for sid, e in last.items()
+                  if stops_by_id[sid].window_start <= e.at <= stops_by_id[sid].window_end)
+    return 100 * on_time / len(last)
+```
+
+- 另外，App 重试导致的重复事件本身也应该在 API 端去重：同一个站点、同一种事件、60 秒以内的，只保存一次。我跟 Hana 说一下，让 App 重试时带上同一个 `Idempotency-Key`。
+%% liwei
+原来是重试的问题！我本来还以为是时区。谢谢，我加一个重复事件的测试。
+%% ai
+不客气！时区这次是无辜的 😄
+
+%%% day=16 at=11:40
+%% maya
+the window colouring for <<contact_first>> — is it in?
+%% ai
+- Yes, merged this morning:
+  - each stop on the map and in the list is coloured by its window (morning / midday / afternoon / "before noon"),
+  - the stop list shows "window 10:00–12:00 · ETA 10:02" on every row,
+  - a route line changes colour where the window changes, so a zig-zag reads as "next window block" at a glance.
+- Hana reused the same colours in the driver app, so dispatchers and drivers see the same thing.
+%% maya
+showed it to <<contact_first>> on a call just now. quote: "oh, so it's not drunk, it's just obedient" 😂
+%% ai
+- I'm putting that in the release notes.
+
+%%% day=18 at=12:15 opt=0.8
+%% hana
+Small thing from the drivers: several asked for a bigger "Delivered" button, they use the app with gloves on in the cold mornings 🧤 I'll ship it next week. 来週もよろしくお願いします！
+%% ai
+- Great feedback — glove-friendly targets are a real thing; make it at least 64 dp high and put it at the bottom within thumb reach.
+- こちらこそ、来週もよろしくお願いします！
+"""
+
+EXTRA2 = r"""
+%%% day=0 at=16:10
+%% maya
+Before people start pushing code: conventions. Commits, branches, reviews. Keep it light, we're five people.
+%% ai
+- **Branches:** `<area>/<short-description>` (`solver/drop-penalties`, `ingest/bom-handling`); personal prefixes are fine for long-running work (`liwei/geo-cache`).
+- **Commits:** imperative subject with an area prefix — `ingest: accept 12-hour slots`. Body only when the *why* isn't obvious.
+- **Reviews:** one approval to merge; two for anything under `solver/` or touching auth. Review within a working day, or say you can't.
+- **Main is always deployable:** CI green before merge, squash merges, no direct pushes.
+- **Migrations:** one per PR, never edited after merge.
+- **Secrets:** never in the repo; CI fails on anything that looks like a key.
+%% maya
+good. put it in CONTRIBUTING.md when the repo exists
+
+%%% day=1 at=13:40
+%% liwei
+Maya 说测试要用 pytest，不用 unittest。我原型里的测试都是 `unittest.TestCase` 写的，有没有简单的改法？
+%% ai
+有的，改起来很机械，大部分可以直接替换：
+
+- `class TestX(unittest.TestCase)` → 直接写模块级的函数 `def test_x(): ...`
+- `self.assertEqual(a, b)` → `assert a == b`（pytest 失败时会把两边的值都打印出来，比 unittest 清楚）
+- `self.assertRaises(ValueError)` → `with pytest.raises(ValueError, match="..."):`
+- `setUp` 里准备的数据 → 写成 fixture，放在 `conftest.py` 里，测试函数用参数名引用
+- 一堆相似的测试用例 → `@pytest.mark.parametrize`
+
+例子：
+
+```python
+import pytest
+
+from <<slug>>.solver.model import solve
+
+
+@pytest.fixture
+def tiny_day() -> DayInput:
+    return make_day(stops=6, vehicles=2, capacity=10)
+
+
+@pytest.mark.parametrize("capacity", [3, 5, 10])
+def test_no_route_exceeds_capacity(tiny_day: DayInput, capacity: int) -> None:
+    result = solve(tiny_day.with_capacity(capacity), solution_limit=100)
+    assert all(r.totes <= capacity for r in result.routes)
+```
+
+- 建议：碰到哪个文件就改哪个文件，一次改完整个文件，不要一半 unittest 一半 pytest。
+%% liwei
+明白，比我想的简单。fixture 放在 conftest.py 里这个我之前不知道，谢谢！
+
+%%% day=2 at=12:35 opt=0.7
+%% maya
+lunch question: the dispatcher screen needs a name. "Dispatcher UI" sounds like a ticket title. ideas?
+%% ai
+- **Board** — short, and dispatchers already talk about "the board".
+- **Plan** — "open today's plan".
+- **Desk** — "the dispatch desk".
+- I'd go with **Board**: it's what they call their whiteboard today, so it maps to a habit instead of replacing one.
+%% maya
+Board it is. <<contact_first>> literally has a whiteboard, you're right
+
+%%% day=7 at=17:40
+%% hana
+お疲れ様です。 Could you help me write the release notes for the beta testers? Two drivers from <<customer>> get the build this week. They're not technical at all.
+%% ai
+Here's a draft — short sentences, no jargon:
+
+> **<<product>> Driver — test version 0.3**
+>
+> Thank you for trying the new driver app!
+>
+> - **Your stops for today** appear in delivery order. Tap a stop to see the address, time window and notes.
+> - **Navigate:** the arrow button opens your usual maps app.
+> - **Delivered / Not delivered:** tap one at each stop. If there's no signal, the app remembers and sends it later.
+> - **Changes from the office** appear by themselves within a minute. You'll see a message if a stop was moved to another driver.
+>
+> This is a test version: please keep using the paper list as usual this week. If something looks wrong, take a screenshot and send it to <<contact_first>>.
+
+- Adjust the version number to your build. I'd keep it to one screen — anything longer won't be read in the van.
+%% hana
+Perfect, that's exactly the tone. ありがとうございます！
+
+%%% day=9 at=15:00
+%% maya
+When <<contact_first>> drags a stop to another driver on the Board, can we tell them immediately if that breaks the route? Without a full re-solve?
+%% ai
+- Yes — a feasibility check for a single insertion is cheap; no solver needed:
+  - walk the target route with the new stop at the chosen position, recomputing arrival times from the matrix;
+  - check each later stop's window, the vehicle's capacity and the shift end;
+  - report the first thing that breaks: "stop 14 would arrive 10:23, window ends 10:00".
+- Cost: one pass over ~25 stops with matrix lookups — microseconds. It can run on every hover, not just on drop.
+- Bonus: try every position in the target route and suggest the cheapest feasible one ("best position: between 7 and 8, +4 min").
+- Caveat: the matrix has to be available to the API. For a published day it's already in Postgres (we store it with the job), so it's a lookup, not an OSRM call.
+%% maya
+the "best position" thing is exactly what a human dispatcher does in their head. ticket it, post-pilot unless it's trivial
+%% ai
+- It's about a day with tests. Ticketed as post-pilot, labelled `board`, linked to the multi-depot ticket since it needs the same node mapping.
+
+%%% day=10 at=12:30 opt=0.8
+%% maya
+can you write an ADR for the PgBouncer decision? future-me will not remember why we did it
+%% ai
+```markdown
+# 0002 — PgBouncer in front of Postgres
+
+Status: accepted (Maya Chen, <<ops>>)
+
+## Context
+- The smallest RDS instances allow few connections; two workers plus the API
+  already used 60% of them before the load test.
+- Each ECS task keeps its own pool; scaling tasks multiplies connections.
+
+## Decision
+- PgBouncer in transaction pooling mode in front of Postgres, staging and production.
+- The app reaches Postgres only through PgBouncer; the database port is closed
+  to the app security group.
+- All connections are created by `db.connect()` / the shared pool with
+  `prepare_threshold=None`.
+
+## Consequences
+- No session state across transactions: no session-level `SET`, no advisory locks
+  held across transactions, no `LISTEN/NOTIFY`.
+- Migrations run with a direct connection from the deploy job, not through PgBouncer.
+- One more component; restarting it is safe at any time.
+```
+%% maya
+👍 merge it next to 0001
+
+%%% day=11 at=17:20 opt=0.7
+%% liwei
+周五了！这周真的学到很多东西，特别是 PgBouncer 和 prepared statement 那个问题，以前完全不知道。
+%% ai
+这周确实很充实 😄 那个问题很多有经验的人也会踩坑，现在你以后一看到 `DuplicatePreparedStatement` 就知道是怎么回事了。周末好好休息！
+
+%%% day=14 at=13:00
+%% maya
+Can you draft an email to <<contact_first>> about shadow day 1? Prose please, friendly, not too technical. Key points: promising distance numbers, the geocoding issue and what we're doing about it, and that one day proves nothing yet.
+%% ai
+Subject: Shadow run — day 1
+
+Hi <<contact_first>>,
+
+Thank you and the team for running the first shadow day with us this morning.
+
+The short version: on today's orders, <<product>>'s routes would have driven noticeably fewer kilometres than the plan your team made — about <<km_saved_pct>>% across both depots — while keeping every delivery inside its time window. That's encouraging, but it's one day, and we'll only trust the numbers once we've seen the whole shadow week.
+
+The main problem we found is on our side: a number of addresses couldn't be located automatically this morning, mostly new-build streets that the map data doesn't know yet and addresses with a "c/o" line. On a real launch morning that would have meant someone fixing addresses at 6am, which we don't want. We're changing three things: geocoding orders in the evening when the export arrives (if you can send it around 21:00, that would help enormously), using the postcode as a fallback location for new streets (clearly marked for the driver), and cleaning up "c/o" lines automatically.
+
+Tomorrow's comparison will come around the same time. If anything in today's routes looked odd to you, please tell us — that's exactly what this week is for.
+
+Best,
+Maya
+%% maya
+sent, with one line added about the zig-zag question. thanks!
+
+%%% day=15 at=15:10
+%% liwei
+看门狗（watchdog，事后总结里的第 2 项）我打算这样做：worker 每 10 秒往 Redis 写一个心跳 key，TTL 30 秒；调度器每分钟检查一次，`running` 状态的任务如果心跳 key 不见了，就标记为失败并且发告警。这样可以吗？
+%% ai
+方案很好，几个细节：
+
+- **心跳 key 要带上任务 id**：`job:hb:<job_id>`，值是 worker 的任务 ARN。这样告警里可以直接写"哪个 worker、哪个任务"。
+- **求解过程中也要发心跳**：OR-Tools 搜索的时候 Python 线程会被占住吗？不会完全占住——用 `routing.AddAtSolutionCallback` 的回调里写心跳不可靠（找不到新解的时候不会调用）。建议用一个单独的线程，每 10 秒写一次；OR-Tools 的 C++ 部分会释放 GIL，线程能正常运行。
+- **启动宽限期**：任务刚开始的时候（加载数据、请求矩阵）也要写心跳，否则第一分钟可能会被误判。
+- **标记失败要幂等**：如果 worker 其实还活着，只是网络抖了一下，之后又写了结果，要以"失败"为准还是以结果为准？建议：已经标记失败的任务，worker 写结果时直接拒绝，避免状态来回变。
+%% liwei
+单独线程这个我本来没想到，以为回调就够了。那我用线程做，失败状态不可逆。今天下班前提 PR。
+%% ai
+👍 PR 里加一个测试：模拟 worker 停止写心跳，检查 90 秒内任务变成 `failed`，并且发了告警。
+
+%%% day=17 at=15:00
+%% maya
+driver feedback from the depot so far, via <<contact_first>>:
+- they like the order of stops "mostly"
+- two said the app told them to go to the wrong entrance of a big apartment complex
+- one wants to reorder his last three stops himself because he always stops for lunch near one of them
+- everyone used the paper sheets as backup, nobody needed them
+%% ai
+- **"Mostly" is a good first-day score** — drivers usually start at "no".
+- **Wrong entrance:** large complexes geocode to the building centroid or the main address. Two fixes: a per-address "entrance note" the dispatcher can add once and that sticks (we store it with the geocode), and later the GPS-on-delivery correction Li Wei and I discussed.
+- **Reordering the last stops:** let drivers swap *adjacent* stops when no window is violated; the app can do the feasibility check locally with planned times. Record it, so we learn where the plan doesn't match reality.
+- **Paper backups unused:** keep them for the agreed three days anyway; trust is built by the backup *not* being needed.
+%% maya
+agree. entrance notes sound like a quick win for next week
 """
