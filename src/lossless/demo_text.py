@@ -2028,7 +2028,7 @@ Last thing for the week: what's next, in priority order? <<pm_first>> wants a pr
 %% maya
 perfect, forwarding to <<pm_first>>. have a good weekend!
 %% hana
-お疲れ様でした！ Great first week, everyone 🎉
+お疲れ様でした！ Great first week live, everyone 🎉
 %% liwei
 大家辛苦了！下周见 👋
 %% ai
