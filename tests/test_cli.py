@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+import lossless
 from lossless.cli import main
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
@@ -279,3 +280,12 @@ def test_demo_runs(run: Run, tmp_path: Path) -> None:
     assert str(run.db) in out
     stats = run.json("stats", "demo")
     assert stats["summaries"] > 0 and stats["max_depth"] >= 1
+
+
+def test_window_is_remembered_by_the_database(tmp_path: Path) -> None:
+    from lossless.cli import main as cli_main
+
+    db = tmp_path / "w.db"
+    assert cli_main(["--db", str(db), "--window", "4096", "add", "c", "--role", "user", "--content", "hi"]) == 0
+    with lossless.open(db) as mem:
+        assert mem.config.context_window == 4096

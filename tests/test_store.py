@@ -124,3 +124,17 @@ def test_insert_summary_refuses_stale_frontier(mem: lossless.Memory) -> None:
     gap = NewSummary("stale", 0, "s", 1, (SourceRef("message", msgs[3].id),), "t")
     assert mem.store.insert_summary(gap) is None  # would leave #3 uncovered
     assert mem.verify() == []
+
+
+def test_saved_settings_are_database_defaults(db_path: Path) -> None:
+    with lossless.open(db_path, context_window=8192) as mem:
+        assert mem.config.context_window == 8192
+        mem.save_settings(context_window=8192, fresh_tail_count=12)
+    with lossless.open(db_path) as mem:
+        assert (mem.config.context_window, mem.config.fresh_tail_count) == (8192, 12)
+    with lossless.open(db_path, context_window=4096) as mem:
+        assert mem.config.context_window == 4096  # an explicit option wins
+        with pytest.raises(lossless.ValidationError):
+            mem.save_settings(context_window=-1)
+    with lossless.open(db_path) as mem:
+        assert mem.config.context_window == 8192

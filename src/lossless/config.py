@@ -72,6 +72,10 @@ class Config:
             )
 
     @classmethod
+    def field_names(cls) -> frozenset[str]:
+        return frozenset(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
     def from_kwargs(cls, **kwargs: Any) -> Config:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(kwargs) - names)

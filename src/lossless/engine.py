@@ -95,6 +95,12 @@ class Memory:
         """The agent tools, scoped to one conversation (None: every conversation)."""
         return ToolBox(self, conversation_id)
 
+    def save_settings(self, **values: Any) -> None:
+        """Store config values as this database's defaults: a later :func:`open` that does
+        not pass them gets these instead of the built-in defaults."""
+        Config.from_kwargs(**{**self.store.get_settings(), **values})  # validate first
+        self.store.set_settings(values)
+
     def verify(self, conversation_id: str | None = None) -> list[str]:
         """Re-check hashes and DAG invariants; returns the problems found (none: [])."""
         return self.store.verify(conversation_id)
@@ -120,9 +126,16 @@ def open(
 
     ``path`` is a SQLite file, ``":memory:"``, or None for :func:`default_db_path`.
     Keyword arguments are :class:`~lossless.config.Config` fields, e.g.
-    ``context_window=8192``.
+    ``context_window=8192``; fields not given come from the database's saved settings
+    (:meth:`Memory.save_settings`), then from the built-in defaults.
     """
-    cfg = Config.from_kwargs(**config)
+    Config.from_kwargs(**config)  # refuse bad options before touching any file
     target = ":memory:" if path == ":memory:" else (Path(path) if path is not None else default_db_path())
     store = SQLiteStore(target)
+    saved = {k: v for k, v in store.get_settings().items() if k in Config.field_names()}
+    try:
+        cfg = Config.from_kwargs(**{**saved, **config})
+    except Exception:
+        store.close()
+        raise
     return Memory(store, cfg, summarizer=summarizer, counter=counter)

@@ -65,8 +65,13 @@ class CommandContext:
                 raise CommandError(f"no database at {path} (add or import messages first, or pass --db)")
             if path.is_dir():
                 raise CommandError(f"--db {path} is a directory, not a database file")
-            config.setdefault("context_window", self.window())
+            given: int | None = getattr(self.args, "window", None)
+            if given is not None:
+                config.setdefault("context_window", given)
             self._memory = lossless.open(path, **config)
+            if given is not None and create and path != Path(":memory:"):
+                # remembered, so later commands on this database need not repeat --window
+                self._memory.save_settings(context_window=given)
         return self._memory
 
     def existing_conversation(self, conversation_id: str) -> Conversation:

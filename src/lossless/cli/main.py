@@ -54,7 +54,8 @@ def _common_options(suppress: bool) -> argparse.ArgumentParser:
                        help="SQLite database (default: $LOSSLESS_DB, else $LOSSLESS_HOME/lossless.db, "
                             "else the user data directory)")
     group.add_argument("--window", metavar="N", type=_positive, default=default(None),
-                       help=f"the model's context window in tokens (default: {DEFAULT_WINDOW})")
+                       help="the model's context window in tokens; remembered by the database for later "
+                            f"commands (default: the remembered value, else {DEFAULT_WINDOW})")
     group.add_argument("--json", action="store_true", default=default(False),
                        help="machine-readable JSON on stdout")
     group.add_argument("--debug", action="store_true", default=default(False),

@@ -51,6 +51,10 @@ class SearchSpec:
 class Store(Protocol):
     def close(self) -> None: ...
 
+    # per-database settings (JSON values)
+    def get_settings(self) -> dict[str, Any]: ...
+    def set_settings(self, values: dict[str, Any]) -> None: ...
+
     # conversations
     def ensure_conversation(
         self, conversation_id: str, metadata: dict[str, Any] | None = None

@@ -119,6 +119,12 @@ def _core(conn: Any) -> None:
     )
 
 
+@migration(2, "settings")
+def _settings(conn: Any) -> None:
+    # Per-database defaults (e.g. the context window the CLI was told once), JSON values.
+    conn.execute("CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+
 def _ensure_table(conn: Any) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("

@@ -146,6 +146,18 @@ class SQLiteStore:
         with self._lock:
             return list(self._conn.execute(sql, tuple(args)))
 
+    # -- settings -----------------------------------------------------------------------
+
+    def get_settings(self) -> dict[str, Any]:
+        return {k: json.loads(v) for k, v in self._query("SELECT key, value FROM settings ORDER BY key")}
+
+    def set_settings(self, values: dict[str, Any]) -> None:
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [(k, _dumps(v)) for k, v in sorted(values.items())],
+            )
+
     # -- conversations ------------------------------------------------------------------
 
     def _conv_row(self, row: tuple[Any, ...]) -> ConversationInfo:
