@@ -232,7 +232,11 @@ def _score(text: str, kind: str, role: str | None) -> float:
     word_list = _LATIN_WORD_RE.findall(lower)
     words = set(word_list)
     wide = bool(_WIDE_RE.search(text))
-    score = {"code": 1.0, "call": 1.5}.get(kind, 0.0)
+    # A tool call says what was tried, its result and the talk around it say what was
+    # learnt: calls rank low, whether or not a condensed line's prefix hides its kind.
+    score = {"code": 1.0, "call": -1.0}.get(kind, 0.0)
+    if kind != "call" and "→ tool_call" in text:
+        score -= 2.5
     score += 3.0 if _found(_DECISION, words, lower, wide) else 0.0
     signal = _found(_ERROR, words, lower, wide) or bool(_TRACE_RE.match(text))
     score += 3.0 if signal else 0.0
@@ -249,8 +253,10 @@ def _score(text: str, kind: str, role: str | None) -> float:
     score += 1.5 if _found(_ACTION, words, lower, wide) else 0.0
     if role == "user":
         score += 0.5 + (0.5 if _found(_FIRST_PERSON, words, lower, wide) else 0.0)
-    if role == "tool" and not signal:
-        score -= 1.0
+    if role == "tool":
+        score -= 0.5 if signal else 1.5
+    if text.rstrip().endswith((":", "：")):
+        score -= 1.5  # an introduction ("Here is the plan:") without what it introduces
     size = _size(word_list, text)
     if _found(_FILLER, words, lower, wide):
         score -= 1.5
