@@ -15,8 +15,8 @@ tokenizer and trimmed from the lowest priority if joining pieces cost a token mo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from lossless.compaction import tool_groups
 from lossless.config import Config
@@ -32,6 +32,9 @@ from lossless.tokens import (
     count_chat_tokens,
 )
 from lossless.types import AssembledContext, ChatMessage, ContextItem, Message, Summary
+
+if TYPE_CHECKING:
+    from lossless.recall.hybrid import Recaller
 
 __all__ = ["MEMORY_HEADER", "Assembler"]
 
@@ -56,10 +59,11 @@ class _Piece:
 
 
 class Assembler:
-    def __init__(self, store: Store, config: Config, counter: TokenCounter) -> None:
+    def __init__(self, store: Store, config: Config, counter: TokenCounter, recaller: Recaller | None = None) -> None:
         self.store = store
         self.config = config
         self.counter = counter
+        self.recaller = recaller
         # (summary id, room) -> abridged text: summaries are immutable and extraction is
         # deterministic, so an agent assembling every turn pays for each abridgement once.
         self._abridged: dict[tuple[str, int], str] = {}
@@ -305,34 +309,54 @@ class Assembler:
             tail.append((chats, unit, cost))
 
     def _recall(self, cid: str, query: str, shown_from: int, room: int) -> list[_Piece]:
+        """Older messages that match the query, best first, each cut to a share of the room
+        (sentences that share the query's words kept first); a window hit brings its pairs."""
         if room < _MIN_ABRIDGED or shown_from <= 1:
             return []
-        hits = self.store.search(
-            SearchSpec(query=query, conversation_ids=(cid,), kinds=("message",), max_seq=shown_from - 1, limit=24)
-        )
+        spec = SearchSpec(query=query, conversation_ids=(cid,), kinds=("message",), max_seq=shown_from - 1,
+                          limit=24, mode="hybrid")
+        candidates: list[tuple[tuple[str, ...], bool]] = []
+        if self.recaller is not None and self.recaller.embedder is not None:
+            self.recaller.sync(cid)
+            candidates = [(h.message_ids, h.kind == "window") for h in self.recaller.search(spec)]
+        else:
+            candidates = [((h.id,), False) for h in self.store.search(replace(spec, mode="fts"))]
         pieces: list[_Piece] = []
+        included: set[str] = set()
         spent = 0
         per_item = max(_MIN_ABRIDGED * 2, room // 3)
-        for hit in hits:
-            msg = self.store.get_message(hit.id)
-            body = message_text(msg)
-            header = message_header(msg)
-            text = f"{header} {body}"
-            cost = self._piece_cost(text)
-            limit = min(per_item, room - spent)
-            if cost > limit:
-                short = fit_text(body, limit - self._piece_cost(header) - 4, self.counter) if limit - self._piece_cost(header) > 16 else ""
-                if not short:
+        for ids, is_window in candidates:
+            fresh = [i for i in ids if i not in included]
+            for mid in fresh:
+                if room - spent < _MIN_ABRIDGED:
+                    return pieces
+                msg = self.store.get_message(mid)
+                if msg.seq >= shown_from:
                     continue
-                text = f"{header} {short} …"
-                cost = self._piece_cost(text)
-                if cost > limit:
+                cap = min(per_item // (2 if is_window else 1), room - spent)
+                piece = self._recall_piece(msg, query, cap)
+                if piece is None:
                     continue
-            pieces.append(_Piece(text, cost, ContextItem("recall", msg.id, cost, msg.seq, msg.seq)))
-            spent += cost
-            if room - spent < _MIN_ABRIDGED:
-                break
+                included.add(mid)
+                pieces.append(piece)
+                spent += piece.tokens
         return pieces
+
+    def _recall_piece(self, msg: Message, query: str, cap: int) -> _Piece | None:
+        body = message_text(msg)
+        header = message_header(msg)
+        text = f"{header} {body}"
+        cost = self._piece_cost(text)
+        if cost > cap:
+            room = cap - self._piece_cost(header) - 4
+            short = fit_text(body, room, self.counter, focus=query) if room > 16 else ""
+            if not short:
+                return None
+            text = f"{header} {short} …"
+            cost = self._piece_cost(text)
+            if cost > cap:
+                return None
+        return _Piece(text, cost, ContextItem("recall", msg.id, cost, msg.seq, msg.seq))
 
     def _omitted(self, frontier: list[Summary], chosen: list[_Piece], root: _Piece | None, covered: int,
                  raw: list[Message], tail: list[tuple[list[ChatMessage], list[Message], int]]) -> list[str]:

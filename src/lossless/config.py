@@ -41,6 +41,12 @@ class Config:
     summaries_share: float = 0.35
     root_share: float = 0.15
     recall_share: float = 0.20
+    # recall
+    vector_backend: str = "auto"  # "auto" (sqlite-vec if it loads, else numpy), "sqlite-vec", "numpy"
+    fusion: str = "rrf"  # "rrf" (reciprocal rank) or "weighted" (score sum)
+    vector_weight: float = 0.5  # the vector list's share in fusion
+    recency_half_life_days: float | None = None  # decay older recall hits; None: off
+    mmr_lambda: float | None = None  # diversify recall hits (1 = relevance only); None: off
 
     def __post_init__(self) -> None:
         if not isinstance(self.context_window, int) or self.context_window < 256:
@@ -65,6 +71,16 @@ class Config:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValidationError(f"{name} must be a positive integer, got {value!r}")
+        if self.vector_backend not in ("auto", "sqlite-vec", "numpy"):
+            raise ValidationError(f"vector_backend must be auto, sqlite-vec or numpy, got {self.vector_backend!r}")
+        if self.fusion not in ("rrf", "weighted"):
+            raise ValidationError(f"fusion must be rrf or weighted, got {self.fusion!r}")
+        if not 0 <= self.vector_weight <= 1:
+            raise ValidationError(f"vector_weight must be in [0, 1], got {self.vector_weight!r}")
+        if self.recency_half_life_days is not None and self.recency_half_life_days <= 0:
+            raise ValidationError(f"recency_half_life_days must be positive, got {self.recency_half_life_days!r}")
+        if self.mmr_lambda is not None and not 0 <= self.mmr_lambda <= 1:
+            raise ValidationError(f"mmr_lambda must be in [0, 1], got {self.mmr_lambda!r}")
         if not 2 <= self.condense_min_fanout <= self.condense_max_fanout:
             raise ValidationError(
                 "need 2 <= condense_min_fanout <= condense_max_fanout, got "

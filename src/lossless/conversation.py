@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from lossless.compaction import CompactionReport
+from lossless.recall.search import SearchMode, run_search
 from lossless.store.base import SearchSpec
 from lossless.tools import ToolBox
 from lossless.types import AssembledContext, ConversationInfo, GrepHit, Message, Summary
@@ -68,7 +69,10 @@ class Conversation:
         counts = [counter.count(_new_text(m)) for m in validated]
         stored = self.memory.store.append_messages(self.id, validated, counts)
         if self.memory.config.auto_compact:
-            self.memory.compactor.compact(self.id)
+            report = self.memory.compactor.compact(self.id)
+            if report.leaves and self.memory.embedder is not None:
+                # index what compaction just evicted, off the query path
+                self.memory.recaller.sync(self.id)
         return stored
 
     # -- reading ------------------------------------------------------------------------
@@ -114,13 +118,20 @@ class Conversation:
         roles: tuple[str, ...] | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
-        mode: Literal["fts", "raw", "regex"] = "fts",
+        mode: SearchMode = "fts",
         sort: Literal["relevance", "recency"] = "relevance",
     ) -> list[GrepHit]:
-        """Keyword search in this conversation only."""
+        """Search this conversation only. ``mode``: ``fts`` keywords (bm25), ``raw`` FTS5
+        syntax, ``regex``, ``semantic`` vectors, ``hybrid`` keywords and vectors fused."""
         spec = SearchSpec(query=query, conversation_ids=(self.id,), kinds=kinds, roles=roles, since=since,
                           until=until, mode=mode, sort=sort, limit=limit)
-        return self.memory.store.search(spec)
+        return run_search(self.memory, spec)
+
+    def index(self) -> int:
+        """Cut retrieval units for new messages and embed them now (assembly and search
+        otherwise do it lazily); returns how many units were embedded."""
+        self.memory.recaller.cut_units(self.id)
+        return self.memory.recaller.embed_pending(self.id)
 
     @property
     def tools(self) -> ToolBox:

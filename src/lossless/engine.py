@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from datetime import datetime
 from pathlib import Path
@@ -12,8 +13,11 @@ from lossless.assemble import Assembler
 from lossless.compaction import Compactor
 from lossless.config import Config
 from lossless.conversation import Conversation
+from lossless.embed.base import Embedder
 from lossless.errors import ValidationError
-from lossless.store.base import SearchSpec, Store
+from lossless.recall.hybrid import Recaller
+from lossless.recall.search import SearchMode, run_search
+from lossless.store.base import SearchSpec
 from lossless.store.sqlite import SQLiteStore
 from lossless.summarize.base import Summarizer
 from lossless.summarize.extractive import ExtractiveSummarizer
@@ -23,6 +27,8 @@ from lossless.types import ConversationInfo, GrepHit
 from lossless.validate import check_conversation_id
 
 __all__ = ["Memory", "default_db_path", "open"]
+
+log = logging.getLogger("lossless")
 
 
 def default_db_path() -> Path:
@@ -43,18 +49,21 @@ class Memory:
 
     def __init__(
         self,
-        store: Store,
+        store: SQLiteStore,
         config: Config,
         *,
         summarizer: Summarizer | None = None,
         counter: TokenCounter | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.store = store
         self.config = config
         self.counter = counter or get_counter(config.tokenizer)
         self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
+        self.embedder = embedder
         self.compactor = Compactor(store, config, self.counter, self.summarizer)
-        self.assembler = Assembler(store, config, self.counter)
+        self.recaller = Recaller(store, embedder, self.counter, config)
+        self.assembler = Assembler(store, config, self.counter, self.recaller)
 
     def conversation(self, conversation_id: str, metadata: dict[str, Any] | None = None) -> Conversation:
         """The conversation with this id, created if it does not exist yet."""
@@ -78,18 +87,31 @@ class Memory:
         query: str,
         *,
         conversations: list[str] | None = None,
+        where: dict[str, Any] | None = None,
         limit: int = 20,
         kinds: tuple[Literal["message", "summary"], ...] = ("message", "summary"),
         roles: tuple[str, ...] | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
-        mode: Literal["fts", "raw", "regex"] = "fts",
+        mode: SearchMode = "fts",
         sort: Literal["relevance", "recency"] = "relevance",
     ) -> list[GrepHit]:
-        """Keyword search; across every conversation unless ``conversations`` is given."""
-        spec = SearchSpec(query=query, conversation_ids=tuple(conversations) if conversations is not None else None,
-                          kinds=kinds, roles=roles, since=since, until=until, mode=mode, sort=sort, limit=limit)
-        return self.store.search(spec)
+        """Search across every conversation, or those listed in ``conversations``, or
+        those whose metadata matches every key of ``where`` (e.g. ``{"user": "ann"}``).
+
+        ``mode``: ``fts`` keywords (bm25), ``raw`` FTS5 syntax, ``regex``, ``semantic``
+        vectors, ``hybrid`` keywords and vectors fused.
+        """
+        ids: tuple[str, ...] | None = tuple(conversations) if conversations is not None else None
+        if where:
+            matching = {c.id for c in self.store.list_conversations(limit=10**9)
+                        if all(c.metadata.get(k) == v for k, v in where.items())}
+            ids = tuple(sorted(matching if ids is None else matching & set(ids)))
+            if not ids:
+                return []
+        spec = SearchSpec(query=query, conversation_ids=ids, kinds=kinds, roles=roles, since=since, until=until,
+                          mode=mode, sort=sort, limit=limit)
+        return run_search(self, spec)
 
     def tools(self, conversation_id: str | None) -> ToolBox:
         """The agent tools, scoped to one conversation (None: every conversation)."""
@@ -115,11 +137,37 @@ class Memory:
         self.close()
 
 
+_warned_keyword_only = False
+
+
+def _auto_embedder() -> Embedder | None:
+    """``$LOSSLESS_EMBEDDER``: ``none`` (keyword recall only), ``local`` (insist on the
+    local model), else ``auto``: the local model when its extra is installed."""
+    global _warned_keyword_only
+    from lossless.embed.local import LocalEmbedder, local_embedder_available
+
+    choice = os.environ.get("LOSSLESS_EMBEDDER", "auto").strip().lower() or "auto"
+    if choice not in ("auto", "none", "local"):
+        raise ValidationError(f"LOSSLESS_EMBEDDER must be auto, local or none; got {choice!r}")
+    if choice == "none":
+        return None
+    if choice == "local" or local_embedder_available():
+        return LocalEmbedder()
+    if not _warned_keyword_only:
+        _warned_keyword_only = True
+        log.warning(
+            "lossless: no local embedding model installed, so recall is keyword-only "
+            "(pip install torch==2.13.0 && pip install 'lossless[embeddings]' for vector recall)"
+        )
+    return None
+
+
 def open(
     path: str | os.PathLike[str] | None = None,
     *,
     summarizer: Summarizer | None = None,
     counter: TokenCounter | None = None,
+    embedder: Embedder | Literal["auto"] | None = "auto",
     **config: Any,
 ) -> Memory:
     """Open (creating if needed) a lossless store.
@@ -128,6 +176,10 @@ def open(
     Keyword arguments are :class:`~lossless.config.Config` fields, e.g.
     ``context_window=8192``; fields not given come from the database's saved settings
     (:meth:`Memory.save_settings`), then from the built-in defaults.
+
+    ``embedder``: ``"auto"`` (the default) uses the local all-MiniLM-L6-v2 model when the
+    ``embeddings`` extra is installed and keyword-only recall otherwise (saying so once);
+    pass any :class:`~lossless.embed.base.Embedder` (e.g. ``OpenAIEmbedder``), or None.
     """
     Config.from_kwargs(**config)  # refuse bad options before touching any file
     target = ":memory:" if path == ":memory:" else (Path(path) if path is not None else default_db_path())
@@ -138,4 +190,5 @@ def open(
     except Exception:
         store.close()
         raise
-    return Memory(store, cfg, summarizer=summarizer, counter=counter)
+    chosen = _auto_embedder() if embedder == "auto" else embedder
+    return Memory(store, cfg, summarizer=summarizer, counter=counter, embedder=chosen)

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from lossless.errors import LosslessError, NotFoundError, ValidationError
+from lossless.recall.search import run_search
 from lossless.render import message_header, message_text
 from lossless.store.base import SearchSpec
 from lossless.types import Message, Summary
@@ -37,8 +38,9 @@ _SPECS: dict[str, dict[str, Any]] = {
             "type": "object",
             "properties": {
                 "query": {"type": "string", "description": "Words to find, or a regular expression when mode is 'regex'."},
-                "mode": {"type": "string", "enum": ["fts", "regex"], "default": "fts",
-                         "description": "'fts': ranked full-text search; 'regex': regular-expression scan."},
+                "mode": {"type": "string", "enum": ["fts", "regex", "semantic", "hybrid"], "default": "fts",
+                         "description": "'fts': ranked full-text search; 'regex': regular-expression scan; "
+                                        "'semantic': by meaning (vectors); 'hybrid': both, fused."},
                 "scope": {"type": "string", "enum": ["all", "messages", "summaries"], "default": "all"},
                 "role": {"type": "string", "enum": ["system", "user", "assistant", "tool"]},
                 "since": {"type": "string", "description": "ISO 8601 date/time: only at or after it."},
@@ -142,8 +144,8 @@ class ToolBox:
         kinds = {"all": ("message", "summary"), "messages": ("message",), "summaries": ("summary",)}.get(scope)
         if kinds is None:
             raise ValidationError(f"scope must be all, messages or summaries; got {scope!r}")
-        if mode not in ("fts", "regex", "raw"):
-            raise ValidationError(f"mode must be fts or regex; got {mode!r}")
+        if mode not in ("fts", "regex", "raw", "semantic", "hybrid"):
+            raise ValidationError(f"mode must be fts, regex, semantic or hybrid; got {mode!r}")
         if sort not in ("relevance", "recency"):
             raise ValidationError(f"sort must be relevance or recency; got {sort!r}")
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
@@ -159,7 +161,7 @@ class ToolBox:
             sort=sort,  # type: ignore[arg-type]
             limit=limit,
         )
-        hits = self.memory.store.search(spec)
+        hits = run_search(self.memory, spec)
         return {
             "query": query,
             "count": len(hits),

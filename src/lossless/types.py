@@ -166,9 +166,10 @@ class AssembledContext:
 
 @dataclass(frozen=True, slots=True)
 class GrepHit:
-    """One search result from :func:`lcm_grep`."""
+    """One search result. ``kind`` "window" is a run of QA pairs found by vector search;
+    its ``id`` is its first message's."""
 
-    kind: Literal["message", "summary"]
+    kind: Literal["message", "summary", "window"]
     id: str
     conversation_id: str
     first_seq: int

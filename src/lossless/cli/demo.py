@@ -113,14 +113,18 @@ def cmd_demo(ctx: CommandContext) -> int:
     budget: int = ctx.args.budget
     seed: int = ctx.args.seed
     note = "a fresh temporary file, kept so you can explore it" if temporary else "given with --db"
+    vectors: bool = bool(getattr(ctx.args, "vectors", False))
+    recall = ("hybrid keyword + vector (local all-MiniLM-L6-v2)" if vectors
+              else "keyword (add --vectors for hybrid keyword + vector recall)")
     ctx.out.print(Panel(Text.assemble(
         ("lossless demo", "bold"), f" · seed {seed} · context window {window:,} tokens · auto-compaction on\n",
-        ("database: ", "dim"), str(path), (f" ({note})", "dim"),
+        ("database: ", "dim"), str(path), (f" ({note})", "dim"), "\n",
+        ("recall: ", "dim"), recall,
     ), expand=False))
 
     messages = demo_conversation(seed)
     questions = demo_questions(seed)
-    memory = ctx.memory(context_window=window)
+    memory = ctx.memory(context_window=window, embedder="auto" if vectors else None)
     conv = memory.conversation(_conversation_id(ctx))
     t0 = time.perf_counter()
     _ingest(ctx, conv, messages)

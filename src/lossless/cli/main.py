@@ -147,6 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", metavar="N", type=_positive, default=3000,
                    help="token budget of the assembled context (default: 3000)")
     p.add_argument("--seed", metavar="N", type=int, default=7, help="which generated conversation (default: 7)")
+    p.add_argument("--vectors", action="store_true",
+                   help="hybrid keyword + vector recall with the local embedding model (slower: it embeds "
+                        "every message; needs the embeddings extra)")
     return parser
 
 

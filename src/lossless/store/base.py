@@ -33,7 +33,8 @@ class NewSummary:
 @dataclass(frozen=True, slots=True)
 class SearchSpec:
     """What to search for and where. ``mode``: ``fts`` (quoted terms, bm25), ``raw``
-    (caller's FTS5 syntax), ``regex`` (Python regular expression, a scan)."""
+    (caller's FTS5 syntax), ``regex`` (Python regular expression, a scan); ``semantic``
+    (vectors) and ``hybrid`` (both, fused) are served by the recall engine."""
 
     query: str
     conversation_ids: tuple[str, ...] | None = None  # None: every conversation
@@ -42,7 +43,7 @@ class SearchSpec:
     since: datetime | None = None
     until: datetime | None = None
     max_seq: int | None = None  # only messages/summaries ending at or before this seq
-    mode: Literal["fts", "raw", "regex"] = "fts"
+    mode: Literal["fts", "raw", "regex", "semantic", "hybrid"] = "fts"
     sort: Literal["relevance", "recency"] = "relevance"
     limit: int = 20
 

@@ -125,6 +125,66 @@ def _settings(conn: Any) -> None:
     conn.execute("CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
 
+@migration(3, "recall")
+def _recall(conn: Any) -> None:
+    conn.execute(
+        """
+        -- Keyed by what produced the vector and a hash of the exact text: the same text is
+        -- never embedded twice by the same model, across conversations and restarts.
+        CREATE TABLE embedding_cache (
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            text_sha256 TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            vector BLOB NOT NULL,  -- float32, little-endian, L2-normalised
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (provider, model, text_sha256)
+        ) WITHOUT ROWID;
+
+        -- What recall retrieves: a message (or one passage of a long one) or a window of
+        -- three user->assistant pairs. Appended only, so rowid order is creation order.
+        CREATE TABLE recall_units (
+            rowid INTEGER PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            kind TEXT NOT NULL CHECK (kind IN ('message', 'window')),
+            first_seq INTEGER NOT NULL,
+            last_seq INTEGER NOT NULL,
+            part INTEGER NOT NULL DEFAULT 0,
+            role TEXT,
+            message_ids TEXT NOT NULL,
+            text TEXT NOT NULL,
+            text_sha256 TEXT NOT NULL,
+            start_ts REAL NOT NULL,
+            end_ts REAL NOT NULL,
+            UNIQUE (conversation_id, kind, first_seq, last_seq, part)
+        );
+        CREATE INDEX recall_units_conv ON recall_units (conversation_id, rowid);
+
+        -- How far units have been cut from each conversation's messages.
+        CREATE TABLE recall_progress (
+            conversation_id TEXT PRIMARY KEY REFERENCES conversations(id),
+            message_seq INTEGER NOT NULL DEFAULT 0,  -- messages up to here have units
+            window_seq INTEGER NOT NULL DEFAULT 0    -- the next window starts after this seq
+        );
+
+        -- One vector index per embedder (provider, model, dim); progress per conversation.
+        CREATE TABLE vector_indexes (
+            name TEXT PRIMARY KEY,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            backend TEXT NOT NULL
+        );
+        CREATE TABLE vector_progress (
+            index_name TEXT NOT NULL REFERENCES vector_indexes(name),
+            conversation_id TEXT NOT NULL,
+            unit_rowid INTEGER NOT NULL,  -- units up to this rowid are in the index
+            PRIMARY KEY (index_name, conversation_id)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
 def _ensure_table(conn: Any) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("

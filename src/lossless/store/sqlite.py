@@ -96,6 +96,7 @@ class SQLiteStore:
             raise StoreError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
         self._lock = threading.RLock()
         self._depth = 0
+        self._vec_loaded: bool | None = None
         conn = self._conn
         conn.setbusytimeout(busy_timeout_ms)
         conn.create_scalar_function("regexp", _regexp, 2, deterministic=True)
@@ -145,6 +146,22 @@ class SQLiteStore:
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             return list(self._conn.execute(sql, tuple(args)))
+
+    def load_sqlite_vec(self) -> bool:
+        """Load the sqlite-vec extension into this connection; False if it cannot load."""
+        if self._vec_loaded is not None:
+            return self._vec_loaded
+        try:
+            import sqlite_vec
+
+            with self._lock:
+                self._conn.enable_load_extension(True)
+                self._conn.load_extension(sqlite_vec.loadable_path())
+                self._conn.enable_load_extension(False)
+            self._vec_loaded = True
+        except Exception:  # no wheel for this platform, or extensions disabled
+            self._vec_loaded = False
+        return self._vec_loaded
 
     # -- settings -----------------------------------------------------------------------
 

@@ -440,12 +440,16 @@ def _summary_units(text: str) -> list[_Unit]:
     return out
 
 
-def _group(g: int, header: str, units: list[_Unit], counter: TokenCounter) -> _Group:
+def _group(g: int, header: str, units: list[_Unit], counter: TokenCounter,
+           focus: frozenset[str] = frozenset()) -> _Group:
     pieces = []
     for pos, (text, line, kind, role) in enumerate(units):
         words = _shingles(text)
         numbers = frozenset(w for w in words if not w.isalpha())  # words hold a digit
         score = _score(text, kind, role)
+        if focus:
+            # sentences that share words with the question come first when recalling
+            score += 2.5 * min(4, len(words & focus))
         pieces.append(_Piece(g, pos, line, text, score, counter.count(text) + 1, words, numbers))
     return _Group(header, counter.count(header) + 1 if header else 0, pieces)
 
@@ -488,10 +492,17 @@ def extract(request: SummaryRequest) -> str:
     return ""
 
 
-def fit_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
+def _focus_words(focus: str | None) -> frozenset[str]:
+    if not focus:
+        return frozenset()
+    return frozenset(w for w in _shingles(focus) if len(w) >= 3 or not w.isascii() or w.isdigit())
+
+
+def fit_text(text: str, max_tokens: int, counter: TokenCounter, focus: str | None = None) -> str:
     """``text`` abridged to at most ``max_tokens``: unchanged when it fits, else its most
     important sentences in their original order (a code block counts as one line plus a
-    marker); "" when not even one shortened sentence fits."""
+    marker); "" when not even one shortened sentence fits. With ``focus`` (a question),
+    sentences sharing its words rank first."""
     if counter.count(text) <= max_tokens:
         return text
     if max_tokens <= 0:
@@ -504,7 +515,7 @@ def fit_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
         m = _MESSAGE_HEADER_RE.match(header)
         role = m.group(2) if m else None
         units = [(u, ln, kind, role) for u, ln, kind in _units("\n".join(lines))]
-        groups.append(_group(g, header, units, counter))
+        groups.append(_group(g, header, units, counter, _focus_words(focus)))
     return _fit(groups, max_tokens, counter, False, running_text=len(sections) == 1)
 
 

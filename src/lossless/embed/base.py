@@ -1,0 +1,40 @@
+"""The Embedder plug point: texts in, unit-length float32 vectors out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Embedder", "Vectors", "normalize"]
+
+Vectors = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors. ``provider`` and ``model`` key the embedding cache, so
+    two embedders that would give different vectors must differ in one of them."""
+
+    @property
+    def provider(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """One row per text, float32, L2-normalised. Must not reorder."""
+        ...
+
+
+def normalize(vectors: npt.ArrayLike) -> Vectors:
+    arr = np.asarray(vectors, dtype=np.float32)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: Vectors = (arr / norms).astype(np.float32)
+    return out

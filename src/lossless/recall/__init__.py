@@ -1,0 +1,1 @@
+"""Recall: retrieval units, vector indexing and hybrid keyword + vector search."""

@@ -1,0 +1,254 @@
+"""Hybrid recall: FTS5 bm25 over messages and summaries, k-NN over message passages and
+QA-pair windows, fused by reciprocal rank (or a weighted sum), with optional recency decay
+and MMR. Nothing crosses a conversation boundary unless the caller lists conversations."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from lossless.recall.units import message_units, window_units
+from lossless.store.base import SearchSpec
+from lossless.store.sqlite_recall import SQLiteRecall, UnitRow
+from lossless.tokens import TokenCounter
+from lossless.types import GrepHit
+
+if TYPE_CHECKING:
+    from lossless.config import Config
+    from lossless.embed.base import Embedder
+    from lossless.store.sqlite import SQLiteStore
+
+__all__ = ["RecallHit", "Recaller"]
+
+log = logging.getLogger("lossless")
+_RRF_K = 60  # the constant from Cormack et al.; ranks past ~60 barely matter
+_EMBED_BATCH = 256
+
+
+@dataclass(frozen=True, slots=True)
+class RecallHit:
+    """One fused result: a message, a summary, or a window of messages."""
+
+    kind: Literal["message", "summary", "window"]
+    id: str  # msg_… / sum_… ; a window's first message id
+    conversation_id: str
+    first_seq: int
+    last_seq: int
+    message_ids: tuple[str, ...]
+    score: float
+    keyword_rank: int | None = None
+    vector_rank: int | None = None
+    snippet: str = ""
+    end_ts: float = 0.0
+
+
+@dataclass(slots=True)
+class _Candidate:
+    kind: str
+    id: str
+    conversation_id: str
+    first_seq: int
+    last_seq: int
+    message_ids: tuple[str, ...]
+    snippet: str
+    ts: float
+    keyword_rank: int | None = None
+    vector_rank: int | None = None
+    similarity: float = 0.0
+
+
+class Recaller:
+    def __init__(self, store: SQLiteStore, embedder: Embedder | None, counter: TokenCounter, config: Config) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.counter = counter
+        self.config = config
+        self.index_store = SQLiteRecall(store, config.vector_backend)
+        self._index_name: str | None = None
+        self._sync_lock = threading.Lock()
+
+    # -- indexing -------------------------------------------------------------------------
+
+    def cut_units(self, conversation_id: str) -> int:
+        """Make units for messages not yet cut; returns how many were written."""
+        message_seq, window_seq = self.index_store.progress(conversation_id)
+        last = self.store.last_seq(conversation_id)
+        if last <= message_seq and last <= window_seq:
+            return 0
+        new_msgs = self.store.get_messages(conversation_id, message_seq + 1)
+        units = message_units(new_msgs, self.counter)
+        window_msgs = self.store.get_messages(conversation_id, window_seq + 1) if window_seq < message_seq else new_msgs
+        windows, next_start = window_units(window_msgs, closed=False)
+        units += windows
+        self.index_store.add_units(conversation_id, units, last, next_start if next_start is not None else window_seq)
+        return len(units)
+
+    def index_name(self) -> str | None:
+        if self.embedder is None:
+            return None
+        if self._index_name is None:
+            e = self.embedder
+            self._index_name = self.index_store.ensure_index(e.provider, e.model, e.dim)
+        return self._index_name
+
+    def embed_pending(self, conversation_id: str, limit: int | None = None) -> int:
+        """Embed units not yet in the vector index (through the cache); returns how many."""
+        index = self.index_name()
+        if index is None or self.embedder is None:
+            return 0
+        e = self.embedder
+        done = 0
+        while limit is None or done < limit:
+            batch = self.index_store.pending(index, conversation_id, _EMBED_BATCH)
+            if not batch:
+                break
+            shas = [u_sha(u) for u in batch]
+            cached = self.index_store.cached(e.provider, e.model, shas)
+            missing = [(u, s) for u, s in zip(batch, shas, strict=True) if s not in cached]
+            if missing:
+                texts = list(dict.fromkeys(u.text for u, _ in missing))
+                vectors = e.embed(texts)
+                by_text = dict(zip(texts, vectors, strict=True))
+                fresh = {s: by_text[u.text] for u, s in missing}
+                self.index_store.cache_put(e.provider, e.model, list(fresh.items()))
+                cached.update(fresh)
+            self.index_store.add_vectors(index, conversation_id, [(u, cached[s]) for u, s in zip(batch, shas, strict=True)])
+            done += len(batch)
+        return done
+
+    def sync(self, conversation_id: str) -> None:
+        """Bring units and vectors up to date with the stored messages."""
+        with self._sync_lock:
+            self.cut_units(conversation_id)
+            self.embed_pending(conversation_id)
+
+    # -- searching ------------------------------------------------------------------------
+
+    def search(self, spec: SearchSpec, *, windows: bool = True) -> list[RecallHit]:
+        """Fused results for ``spec`` (mode ``semantic``: vectors only; ``hybrid``: both;
+        anything else: keyword only)."""
+        limit = spec.limit
+        wide = max(limit * 4, 40)
+        keyword: list[GrepHit] = []
+        if spec.mode != "semantic":
+            keyword = self.store.search(replace(spec, mode="fts", limit=wide, sort="relevance"))
+        vector: list[tuple[UnitRow, float]] = []
+        if spec.mode in ("semantic", "hybrid") and self.embedder is not None and "message" in spec.kinds:
+            vector = self._vector(spec, wide, windows)
+        items: dict[tuple[str, str], _Candidate] = {}
+        for rank, hit in enumerate(keyword):
+            key = (hit.kind, hit.id)
+            if key not in items:
+                mids = (hit.id,) if hit.kind == "message" else ()
+                items[key] = _Candidate(hit.kind, hit.id, hit.conversation_id, hit.first_seq, hit.last_seq, mids,
+                                        hit.snippet, hit.created_at.timestamp())
+            items[key].keyword_rank = rank
+        rank = 0
+        for unit, sim in vector:
+            key = ("message", unit.message_ids[0]) if unit.kind == "message" else ("window", str(unit.rowid))
+            cand = items.get(key)
+            if cand is None:
+                cand = items[key] = _Candidate(unit.kind, unit.message_ids[0], unit.conversation_id, unit.first_seq,
+                                               unit.last_seq, unit.message_ids, unit.text[:160].replace("\n", " "),
+                                               unit.end_ts)
+            if cand.vector_rank is None:  # a message's best passage stands for it
+                cand.vector_rank, cand.similarity = rank, sim
+                rank += 1
+        newest = max((c.ts for c in items.values()), default=0.0)
+        hits = [self._fuse(c, newest) for c in items.values()]
+        hits.sort(key=lambda h: (-h.score, -h.last_seq, h.id))
+        if self.config.mmr_lambda is not None:
+            hits = self._mmr(hits, limit)
+        return hits[:limit]
+
+    def _fuse(self, c: _Candidate, newest: float) -> RecallHit:
+        w = self.config.vector_weight
+        kw, vec = c.keyword_rank, c.vector_rank
+        if self.config.fusion == "weighted":
+            score = (1 - w) * (1.0 / (1 + kw) if kw is not None else 0.0) + w * c.similarity
+        else:
+            score = (1 - w) * (2 / (_RRF_K + kw) if kw is not None else 0.0)
+            score += w * (2 / (_RRF_K + vec) if vec is not None else 0.0)
+        half_life = self.config.recency_half_life_days
+        if half_life:
+            score *= math.pow(0.5, max(0.0, newest - c.ts) / 86400 / half_life)
+        return RecallHit(kind=c.kind, id=c.id, conversation_id=c.conversation_id, first_seq=c.first_seq,  # type: ignore[arg-type]
+                         last_seq=c.last_seq, message_ids=c.message_ids, score=round(score, 8), keyword_rank=kw,
+                         vector_rank=vec, snippet=c.snippet, end_ts=c.ts)
+
+    def _vector(self, spec: SearchSpec, k: int, windows: bool) -> list[tuple[UnitRow, float]]:
+        assert self.embedder is not None
+        index = self.index_name()
+        assert index is not None
+        if spec.conversation_ids is not None:
+            cids: Sequence[str] = spec.conversation_ids
+        else:
+            cids = [c.id for c in self.store.list_conversations(limit=10**9)]
+        for cid in cids:
+            self.sync(cid)
+        qvec = self._query_vector(spec.query)
+        kinds = ["message", "window"] if windows else ["message"]
+        pairs = self.index_store.knn(index, self.embedder.provider, self.embedder.model, cids, qvec, k * 2, kinds)
+        units = self.index_store.units([r for r, _ in pairs])
+        out: list[tuple[UnitRow, float]] = []
+        since = spec.since.timestamp() if spec.since else None
+        until = spec.until.timestamp() if spec.until else None
+        for rowid, sim in pairs:
+            u = units.get(rowid)
+            if u is None:
+                continue
+            if spec.max_seq is not None and u.last_seq > spec.max_seq:
+                continue
+            if spec.roles and (u.kind != "message" or u.role not in spec.roles):
+                continue
+            if (since is not None and u.end_ts < since) or (until is not None and u.start_ts > until):
+                continue
+            out.append((u, sim))
+        return out[:k]
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        """The query's vector, through the cache (agents repeat questions)."""
+        assert self.embedder is not None
+        e = self.embedder
+        import hashlib
+
+        sha = hashlib.sha256(query.encode("utf-8")).hexdigest()
+        cached = self.index_store.cached(e.provider, e.model, [sha])
+        if sha in cached:
+            return cached[sha]
+        vec: np.ndarray = e.embed([query])[0]
+        self.index_store.cache_put(e.provider, e.model, [(sha, vec)])
+        return vec
+
+    def _mmr(self, hits: list[RecallHit], limit: int) -> list[RecallHit]:
+        """Maximal marginal relevance over the candidates' text overlap: skip results that
+        mostly repeat one already chosen (cheap, needs no vectors)."""
+        lam = float(self.config.mmr_lambda or 0.0)
+        chosen: list[RecallHit] = []
+        seen: list[set[str]] = []
+        pool = list(hits)
+        top = max((h.score for h in pool), default=1.0) or 1.0
+        while pool and len(chosen) < limit:
+            best_i, best_v = 0, -1e9
+            for i, h in enumerate(pool):
+                words = set(h.snippet.lower().split())
+                overlap = max((len(words & s) / max(1, len(words | s)) for s in seen), default=0.0)
+                value = lam * (h.score / top) - (1 - lam) * overlap
+                if value > best_v:
+                    best_i, best_v = i, value
+            pick = pool.pop(best_i)
+            chosen.append(pick)
+            seen.append(set(pick.snippet.lower().split()))
+        return chosen + pool
+
+
+def u_sha(unit: UnitRow) -> str:
+    import hashlib
+
+    return hashlib.sha256(unit.text.encode("utf-8")).hexdigest()

@@ -1,0 +1,409 @@
+"""A fake OpenAI-compatible HTTP server on 127.0.0.1, for testing the real client code.
+
+It speaks the wire format of ``POST /v1/embeddings`` (float or base64 encoding, optional
+``dimensions``) and non-streaming ``POST /v1/chat/completions``, records every request,
+and can be told to fail, stall or answer with a canned body::
+
+    def test_something(fake_openai: FakeOpenAIServer) -> None:
+        fake_openai.fail_next(1, status=500)      # the next request gets a 500
+        fake_openai.enqueue_chat("a summary")     # the next chat completion says this
+        client = openai.OpenAI(base_url=fake_openai.base_url, api_key="x")
+        ...
+        assert fake_openai.requests[-1].body["model"] == "..."
+
+Embeddings are deterministic: a hashed bag of lower-cased words, signed, L2-normalised,
+so texts that share words have a positive cosine similarity.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import struct
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+__all__ = ["FakeOpenAIServer", "RecordedRequest", "fake_embedding", "fake_openai"]
+
+DEFAULT_DIM = 64
+_WORD = re.compile(r"\w+")
+
+
+def fake_embedding(text: str, dim: int = DEFAULT_DIM) -> list[float]:
+    """The vector the fake server returns for ``text``: unit length, never zero."""
+    words = _WORD.findall(text.lower()) or [text]
+    vector = [0.0] * dim
+    for word in words:
+        digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
+        bucket = int.from_bytes(digest[:4], "little") % dim
+        vector[bucket] += 1.0 if digest[4] & 1 else -1.0
+    norm = sum(v * v for v in vector) ** 0.5
+    if norm == 0:  # every word cancelled out; any fixed unit vector will do
+        vector[0], norm = 1.0, 1.0
+    return [v / norm for v in vector]
+
+
+def _count_tokens(text: str) -> int:
+    return max(1, len(_WORD.findall(text)))
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the server saw it; header names are lower-cased."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class _Failure:
+    status: int
+    message: str
+    headers: dict[str, str]
+
+
+@dataclass
+class _ChatReply:
+    content: str
+    finish_reason: str
+
+
+@dataclass
+class _Canned:
+    status: int
+    body: Any  # JSON-able, or bytes sent as they are
+
+
+@dataclass
+class FakeOpenAIServer:
+    """The server. Start it with :meth:`start` (the ``fake_openai`` fixture does)."""
+
+    dim: int = DEFAULT_DIM
+    delay: float = 0.0
+    """Seconds to wait before answering each request (to exercise client timeouts)."""
+    retry_after_ms: int | None = 1
+    """Sent as ``retry-after-ms`` with injected failures so SDK retries do not back off
+    for half a second; ``None`` sends no such header."""
+    requests: list[RecordedRequest] = field(default_factory=list)
+    _failures: list[_Failure | _Canned] = field(default_factory=list)
+    _chat_replies: list[_ChatReply] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _closing: threading.Event = field(default_factory=threading.Event)
+    _httpd: ThreadingHTTPServer | None = None
+    _thread: threading.Thread | None = None
+    _chat_count: int = 0
+
+    # -- control ---------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``, what an OpenAI client takes as ``base_url``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("the fake server is not running")
+        return int(self._httpd.server_address[1])
+
+    def fail_next(
+        self,
+        n: int = 1,
+        *,
+        status: int = 500,
+        message: str = "The server had an error while processing your request.",
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Answer the next ``n`` requests (any endpoint) with ``status`` and an OpenAI
+        error body."""
+        with self._lock:
+            self._failures.extend(_Failure(status, message, dict(headers or {})) for _ in range(n))
+
+    def respond_next(self, body: Any, *, status: int = 200) -> None:
+        """Answer the next request with exactly ``body`` (JSON-encoded unless bytes)."""
+        with self._lock:
+            self._failures.append(_Canned(status, body))
+
+    def enqueue_chat(self, *replies: str, finish_reason: str = "stop") -> None:
+        """Queue the contents of the next chat completions, in order. With nothing
+        queued the server answers with a short digest of the last user message."""
+        with self._lock:
+            self._chat_replies.extend(_ChatReply(r, finish_reason) for r in replies)
+
+    def embedding_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.endswith("/embeddings")]
+
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> FakeOpenAIServer:
+        server = self
+
+        class Handler(_Handler):
+            fake = server
+
+        httpd = _QuietHTTPServer(("127.0.0.1", 0), Handler)
+        # Join handler threads on close: they end quickly because ``delay`` is cut short.
+        httpd.daemon_threads = False
+        httpd.block_on_close = True
+        self._httpd = httpd
+        self._closing.clear()
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        if self._httpd is None:
+            return
+        self._closing.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- what the handler calls ------------------------------------------------------
+
+    def _next_override(self) -> _Failure | _Canned | None:
+        with self._lock:
+            return self._failures.pop(0) if self._failures else None
+
+    def _next_chat(self) -> _ChatReply | None:
+        with self._lock:
+            self._chat_count += 1
+            return self._chat_replies.pop(0) if self._chat_replies else None
+
+
+class _QuietHTTPServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hung up (a timeout test) is expected; anything else is a bug here.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+def _error_body(
+    message: str, type_: str, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeOpenAIServer
+    # HTTP/1.0: one request per connection, so no handler thread waits on a kept-alive
+    # socket when the server shuts down.
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._record(None)
+        self._send(
+            404, _error_body(f"Unknown request URL: GET {self.path}", "invalid_request_error")
+        )
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        self._record(body)
+
+        fake = self.fake
+        if fake.delay and fake._closing.wait(fake.delay):
+            return  # shutting down: drop the connection
+
+        override = fake._next_override()
+        if isinstance(override, _Failure):
+            headers = dict(override.headers)
+            if fake.retry_after_ms is not None:
+                headers.setdefault("retry-after-ms", str(fake.retry_after_ms))
+            error_type = "server_error" if override.status >= 500 else "invalid_request_error"
+            self._send(override.status, _error_body(override.message, error_type), headers)
+            return
+        if isinstance(override, _Canned):
+            self._send(override.status, override.body)
+            return
+
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if not isinstance(body, dict):
+            self._send(
+                400,
+                _error_body(
+                    "We could not parse the JSON body of your request.", "invalid_request_error"
+                ),
+            )
+        elif path == "/v1/embeddings":
+            self._embeddings(body)
+        elif path == "/v1/chat/completions":
+            self._chat(body)
+        else:
+            self._send(
+                404, _error_body(f"Unknown request URL: POST {self.path}", "invalid_request_error")
+            )
+
+    # -- endpoints -------------------------------------------------------------------
+
+    def _embeddings(self, body: dict[str, Any]) -> None:
+        model = body.get("model")
+        texts = body.get("input")
+        if isinstance(texts, str):
+            texts = [texts]
+        encoding = body.get("encoding_format", "float")
+        dim = body.get("dimensions", self.fake.dim)
+        invalid = (
+            "model"
+            if not isinstance(model, str) or not model
+            else "input"
+            if not isinstance(texts, list)
+            or not texts
+            or not all(isinstance(t, str) and t for t in texts)
+            else "encoding_format"
+            if encoding not in ("float", "base64")
+            else "dimensions"
+            if not isinstance(dim, int) or isinstance(dim, bool) or dim <= 0
+            else None
+        )
+        if invalid is not None:
+            self._send(
+                400,
+                _error_body(
+                    f"'$.{invalid}' is invalid. Please check the API reference: "
+                    "https://platform.openai.com/docs/api-reference.",
+                    "invalid_request_error",
+                ),
+            )
+            return
+        assert isinstance(texts, list)
+        data = []
+        for index, text in enumerate(texts):
+            vector = fake_embedding(text, dim)
+            embedding: Any = vector
+            if encoding == "base64":
+                packed = struct.pack(f"<{len(vector)}f", *vector)
+                embedding = base64.b64encode(packed).decode("ascii")
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        tokens = sum(_count_tokens(t) for t in texts)
+        self._send(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": model,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
+
+    def _chat(self, body: dict[str, Any]) -> None:
+        model = body.get("model")
+        messages = body.get("messages")
+        if not isinstance(model, str) or not isinstance(messages, list) or not messages:
+            self._send(400, _error_body("'$.messages' is invalid.", "invalid_request_error"))
+            return
+        if body.get("stream"):
+            self._send(400, _error_body("the fake server does not stream", "invalid_request_error"))
+            return
+        prompt = "\n".join(_message_text(m) for m in messages)
+        last_user = next(
+            (
+                _message_text(m)
+                for m in reversed(messages)
+                if isinstance(m, dict) and m.get("role") == "user"
+            ),
+            prompt,
+        )
+        reply = self.fake._next_chat()
+        if reply is None:
+            words = last_user.split()
+            reply = _ChatReply(f"Digest ({len(words)} words): {' '.join(words[:12])}", "stop")
+        prompt_tokens = _count_tokens(prompt)
+        completion_tokens = _count_tokens(reply.content)
+        self._send(
+            200,
+            {
+                "id": f"chatcmpl-fake{self.fake._chat_count}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": reply.content, "refusal": None},
+                        "logprobs": None,
+                        "finish_reason": reply.finish_reason,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            },
+        )
+
+    # -- plumbing --------------------------------------------------------------------
+
+    def _record(self, body: Any) -> None:
+        request = RecordedRequest(
+            method=self.command,
+            path=self.path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=body,
+        )
+        with self.fake._lock:
+            self.fake.requests.append(request)
+
+    def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        payload = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test); nothing to tell it
+
+
+def _message_text(message: Any) -> str:
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAIServer]:
+    """A running fake server; ``.base_url`` is ``http://127.0.0.1:PORT/v1``."""
+    with FakeOpenAIServer() as server:
+        yield server
