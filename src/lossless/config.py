@@ -43,7 +43,7 @@ class Config:
     recall_share: float = 0.20
     # recall
     vector_backend: str = "auto"  # "auto" (sqlite-vec if it loads, else numpy), "sqlite-vec", "numpy"
-    fusion: str = "rrf"  # "rrf" (reciprocal rank) or "weighted" (score sum)
+    fusion: str = "weighted"  # "weighted" (normalised score sum) or "rrf" (reciprocal rank)
     vector_weight: float = 0.5  # the vector list's share in fusion
     recency_half_life_days: float | None = None  # decay older recall hits; None: off
     mmr_lambda: float | None = None  # diversify recall hits (1 = relevance only); None: off

@@ -61,6 +61,7 @@ class _Candidate:
     keyword_rank: int | None = None
     vector_rank: int | None = None
     similarity: float = 0.0
+    keyword_score: float = 0.0
 
 
 class Recaller:
@@ -149,6 +150,7 @@ class Recaller:
                 items[key] = _Candidate(hit.kind, hit.id, hit.conversation_id, hit.first_seq, hit.last_seq, mids,
                                         hit.snippet, hit.created_at.timestamp())
             items[key].keyword_rank = rank
+            items[key].keyword_score = max(items[key].keyword_score, hit.score)
         rank = 0
         for unit, sim in vector:
             key = ("message", unit.message_ids[0]) if unit.kind == "message" else ("window", str(unit.rowid))
@@ -161,17 +163,25 @@ class Recaller:
                 cand.vector_rank, cand.similarity = rank, sim
                 rank += 1
         newest = max((c.ts for c in items.values()), default=0.0)
-        hits = [self._fuse(c, newest) for c in items.values()]
+        top_kw = max((c.keyword_score for c in items.values()), default=0.0) or 1.0
+        sims = [c.similarity for c in items.values() if c.vector_rank is not None]
+        lo, hi = (min(sims), max(sims)) if sims else (0.0, 1.0)
+        hits = [self._fuse(c, newest, top_kw, lo, hi) for c in items.values()]
         hits.sort(key=lambda h: (-h.score, -h.last_seq, h.id))
         if self.config.mmr_lambda is not None:
             hits = self._mmr(hits, limit)
         return hits[:limit]
 
-    def _fuse(self, c: _Candidate, newest: float) -> RecallHit:
+    def _fuse(self, c: _Candidate, newest: float, top_kw: float, lo: float, hi: float) -> RecallHit:
+        """RRF adds 1/(60+rank) per list; weighted adds each list's score scaled to [0, 1]
+        (bm25 over the best bm25, cosine min-max over the candidates), so a strong keyword
+        match is not outranked by many weak double matches."""
         w = self.config.vector_weight
         kw, vec = c.keyword_rank, c.vector_rank
         if self.config.fusion == "weighted":
-            score = (1 - w) * (1.0 / (1 + kw) if kw is not None else 0.0) + w * c.similarity
+            score = (1 - w) * (c.keyword_score / top_kw if kw is not None else 0.0)
+            if vec is not None:
+                score += w * ((c.similarity - lo) / (hi - lo) if hi > lo else 1.0)
         else:
             score = (1 - w) * (2 / (_RRF_K + kw) if kw is not None else 0.0)
             score += w * (2 / (_RRF_K + vec) if vec is not None else 0.0)

@@ -1,0 +1,184 @@
+"""Recall: units, the embedding cache, both vector backends, hybrid search, P3 in assembly."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import lossless
+from lossless.embed.base import Vectors, normalize
+from lossless.recall.units import message_units, qa_pairs, window_units
+from lossless.tokens import count_chat_tokens, get_counter
+
+from .conftest import T0, chat
+from .fake_openai import fake_openai
+
+__all__ = ["fake_openai"]
+
+
+class HashEmbedder:
+    """Deterministic bag-of-words vectors: texts sharing words are close. Counts calls."""
+
+    provider = "test"
+    model = "hash-64"
+    dim = 64
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.texts.extend(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                h = int(hashlib.sha256(word.encode()).hexdigest()[:8], 16)
+                out[i, h % self.dim] += 1.0
+            out[i, 0] += 0.01
+        return normalize(out)
+
+
+def _mem(path: Path | str, emb: HashEmbedder, **cfg: object) -> lossless.Memory:
+    return lossless.open(path, embedder=emb, context_window=2048, **cfg)  # type: ignore[arg-type]
+
+
+def test_units_passages_and_windows() -> None:
+    mem = lossless.open(":memory:", embedder=None)
+    conv = mem.conversation("u")
+    msgs = conv.add_many(chat(12) + [{"role": "assistant", "content": "Long. " + "word " * 2000}])
+    units = message_units(msgs, get_counter())
+    long_parts = [u for u in units if u.first_seq == 13]
+    assert len(long_parts) > 1 and all(mem.counter.count(u.text) < 260 for u in long_parts)
+    pairs = qa_pairs(msgs)
+    assert all(p[0].role == "user" for p in pairs)
+    windows, _ = window_units(msgs, closed=True)
+    # 3 pairs a window, stride 2: windows start at pairs 0, 2, 4, … while 3 pairs remain
+    assert len(pairs) == 6
+    assert [w.first_seq for w in windows] == [pairs[i][0].seq for i in (0, 2)]
+    assert all(len({m for m in w.message_ids}) == w.last_seq - w.first_seq + 1 for w in windows)
+
+
+def test_same_text_is_never_embedded_twice(db_path: Path) -> None:
+    emb = HashEmbedder()
+    mem = _mem(db_path, emb)
+    a = mem.conversation("a")
+    a.add_many(chat(30))
+    a.index()
+    first = len(emb.texts)
+    assert first > 0 and len(set(emb.texts)) == first
+    b = mem.conversation("b")  # the same texts in another conversation: all cache hits
+    b.add_many(chat(30))
+    b.index()
+    assert len(emb.texts) == first
+    mem.close()
+    emb2 = HashEmbedder()
+    again = _mem(db_path, emb2)  # and across restarts
+    again.conversation("c").add_many(chat(30))
+    again.conversation("c").index()
+    assert emb2.texts == []
+    a_hits = again.conversation("a").search("service-4 port", mode="semantic")
+    assert a_hits
+    assert emb2.texts == ["service-4 port"]  # only the query, once
+    again.conversation("a").search("service-4 port", mode="semantic")
+    assert emb2.texts == ["service-4 port"]
+
+
+def test_semantic_search_stays_in_its_conversation() -> None:
+    emb = HashEmbedder()
+    mem = _mem(":memory:", emb)
+    mem.conversation("alice").add_many([{"role": "user", "content": "My cat Miso likes salmon."}] * 2)
+    mem.conversation("bob").add_many([{"role": "user", "content": "Bob's cat Miso likes salmon too."}])
+    for mode in ("semantic", "hybrid"):
+        hits = mem.conversation("alice").search("cat salmon", mode=mode)  # type: ignore[arg-type]
+        assert hits and {h.conversation_id for h in hits} == {"alice"}
+    everywhere = mem.search("cat salmon", mode="semantic")
+    assert {h.conversation_id for h in everywhere} == {"alice", "bob"}
+    mem.conversation("carol", metadata={"user": "carol"}).add(role="user", content="carol's cat eats salmon")
+    scoped = mem.search("cat salmon", mode="hybrid", where={"user": "carol"})
+    assert scoped and {h.conversation_id for h in scoped} == {"carol"}
+
+
+def test_sqlite_vec_and_numpy_agree(tmp_path: Path) -> None:
+    results = {}
+    for backend in ("sqlite-vec", "numpy"):
+        emb = HashEmbedder()
+        mem = _mem(tmp_path / f"{backend}.db", emb, vector_backend=backend)
+        assert mem.recaller.index_store.backend == backend
+        conv = mem.conversation("v")
+        conv.add_many(chat(120, tools_every=7))
+        conv.index()
+        results[backend] = [
+            [(h.kind, h.first_seq) for h in conv.search(q, mode="semantic", limit=10)]
+            for q in ("service-41 port 5041", "latency fine decided", "run_tests passed")
+        ]
+    assert results["sqlite-vec"] == results["numpy"]
+    assert all(results["numpy"])
+
+
+def test_recall_brings_back_an_evicted_detail() -> None:
+    emb = HashEmbedder()
+    mem = _mem(":memory:", emb, fresh_tail_count=8)
+    conv = mem.conversation("r")
+    conv.add(role="user", content="The staging database moved to port 6543 on the db-west host.", created_at=T0)
+    conv.add_many(chat(200, start=T0 + timedelta(hours=1)))
+    assert conv.frontier() and conv.frontier()[0].first_seq == 1  # evicted into summaries
+    ctx = conv.assemble(budget_tokens=600, query="Which port is the staging database on?")
+    recalled = [i for i in ctx.items if i.tier == "recall"]
+    assert any(i.first_seq == 1 for i in recalled)
+    assert "6543" in str(ctx.messages) and ctx.tokens <= 600
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(budget=st.integers(min_value=1, max_value=2500), query=st.text(min_size=0, max_size=80),
+       n=st.integers(min_value=1, max_value=150))
+def test_recall_never_breaks_the_budget(budget: int, query: str, n: int) -> None:
+    emb = HashEmbedder()
+    mem = _mem(":memory:", emb, fresh_tail_count=6)
+    conv = mem.conversation("b")
+    conv.add_many(chat(n, tools_every=4))
+    ctx = conv.assemble(budget_tokens=budget, query=query or None)
+    assert ctx.tokens <= budget
+    assert ctx.tokens == count_chat_tokens(get_counter(), ctx.messages)
+
+
+def test_hybrid_without_an_embedder_is_keyword_search() -> None:
+    mem = lossless.open(":memory:", embedder=None)
+    conv = mem.conversation("k")
+    conv.add_many(chat(10))
+    assert conv.search("service-4", mode="hybrid")
+    with pytest.raises(lossless.QueryError, match="needs an embedder"):
+        conv.search("service-4", mode="semantic")
+
+
+def test_local_model_loads_offline_and_understands_meaning(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lossless.embed.local import LocalEmbedder, local_embedder_available
+
+    assert local_embedder_available(), "CI installs the embeddings extra"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    emb = LocalEmbedder()
+    vecs = emb.embed(["The car would not start this morning.", "My automobile broke down today.",
+                      "Bananas are rich in potassium."])
+    assert vecs.shape == (3, 384) and emb.dim == 384
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2] + 0.2
+
+
+def test_openai_compatible_embedder_end_to_end(fake_openai: object) -> None:
+    from lossless.embed.openai import OpenAIEmbedder
+
+    emb = OpenAIEmbedder("fake-embed", base_url=fake_openai.base_url, api_key="k")  # type: ignore[attr-defined]
+    mem = lossless.open(":memory:", embedder=emb, context_window=2048)
+    conv = mem.conversation("o")
+    conv.add(role="user", content="Our invoice service runs on port 7711.")
+    conv.add_many(chat(40))
+    hits = conv.search("invoice service port", mode="hybrid")
+    assert hits[0].first_seq == 1
+    assert fake_openai.embedding_requests()  # type: ignore[attr-defined]
+    emb.close()
