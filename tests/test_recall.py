@@ -52,7 +52,7 @@ def _mem(path: Path | str, emb: HashEmbedder, **cfg: object) -> lossless.Memory:
 def test_units_passages_and_windows() -> None:
     mem = lossless.open(":memory:", embedder=None)
     conv = mem.conversation("u")
-    msgs = conv.add_many(chat(12) + [{"role": "assistant", "content": "Long. " + "word " * 2000}])
+    msgs = conv.add_many([*chat(12), {"role": "assistant", "content": "Long. " + "word " * 2000}])
     units = message_units(msgs, get_counter())
     long_parts = [u for u in units if u.first_seq == 13]
     assert len(long_parts) > 1 and all(mem.counter.count(u.text) < 260 for u in long_parts)
