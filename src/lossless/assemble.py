@@ -170,10 +170,20 @@ class Assembler:
                 spent += cost
             return spent
 
-        # the newest user turn comes before any share: it is what the model must answer
+        # The newest user turn comes first: it is what the model must answer. It gets the
+        # tail's share (at least a quarter of the room) and is abridged where it does not fit.
         last_user = next((i for i in range(len(units) - 1, -1, -1) if units[i][0].role == "user"), len(units) - 1)
-        spent_tail = take_tail(body_room, upto=len(units) - last_user)
-        if len(tail) == len(units) - last_user:
+        must = units[last_user:]
+        tail_cap = max(allow["tail"], body_room // 4)
+        if not frontier and sum(self._message_cost(m) for u in units for m in u) <= room:
+            # nothing summarized and everything fits: the whole history, verbatim, is the context
+            tail_cap = allow["tail"] = room
+        spent_tail = take_tail(tail_cap, upto=len(must))
+        if len(tail) < len(must):
+            tail.clear()
+            self._abridged_turn(must, tail, tail_cap)
+            spent_tail = sum(c for _, _, c in tail)
+        else:
             spent_tail += take_tail(max(0, allow["tail"] - spent_tail))
         # P1 + P2: root is the oldest frontier node; recent summaries come newest first
         root = frontier[0] if frontier else None
@@ -198,10 +208,6 @@ class Assembler:
             if better is not None:
                 root_piece = better
                 spent_root = better.tokens
-        if not tail and units:
-            # the newest unit alone is over budget: show it abridged rather than not at all
-            self._abridged_tail(units[-1], tail, max(0, body_room - spent_sum - spent_root))
-            spent_tail = sum(c for _, _, c in tail)
 
         # P3: recall what the visible context does not already show
         spent = spent_tail + spent_sum + spent_root
@@ -288,6 +294,33 @@ class Assembler:
             return None
         return self._summary_piece(root, "root", allowance)
 
+    def _abridged_turn(self, must: list[list[Message]], tail: list[tuple[list[ChatMessage], list[Message], int]],
+                       cap: int) -> None:
+        """The newest turn cut to ``cap``: its user message (whole if it takes at most a
+        third, else abridged), then its newest replies, whole or abridged, while room lasts."""
+        head, replies = must[0], must[1:]
+        user_cap = cap // 3 if replies else cap
+        first: list[tuple[list[ChatMessage], list[Message], int]] = []
+        cost = sum(self._message_cost(m) for m in head)
+        if cost <= user_cap:
+            first.append(([m.to_chat() for m in head], head, cost))
+        else:
+            self._abridged_tail(head, first, user_cap)
+        left = cap - sum(c for _, _, c in first)
+        for unit in reversed(replies):
+            whole = sum(self._message_cost(m) for m in unit)
+            if whole <= left:
+                tail.append(([m.to_chat() for m in unit], unit, whole))
+                left -= whole
+                continue
+            before = len(tail)
+            if left >= _MIN_ABRIDGED:
+                self._abridged_tail(unit, tail, left)
+            if len(tail) > before:
+                left -= tail[-1][2]
+            break
+        tail.extend(first)
+
     def _abridged_tail(self, unit: list[Message], tail: list[tuple[list[ChatMessage], list[Message], int]], allowance: int) -> None:
         if len(unit) == 1:
             chat = self._abridge_message(unit[0], allowance)
@@ -314,17 +347,18 @@ class Assembler:
         if room < _MIN_ABRIDGED or shown_from <= 1:
             return []
         spec = SearchSpec(query=query, conversation_ids=(cid,), kinds=("message",), max_seq=shown_from - 1,
-                          limit=24, mode="hybrid")
+                          limit=max(24, room // 60), mode="hybrid")
         candidates: list[tuple[tuple[str, ...], bool]] = []
         if self.recaller is not None and self.recaller.embedder is not None:
             self.recaller.sync(cid)
-            candidates = [(h.message_ids, h.kind == "window") for h in self.recaller.search(spec)]
+            hits = self.recaller.search(spec, windows=self.config.recall_windows)
+            candidates = [(h.message_ids, h.kind == "window") for h in hits]
         else:
             candidates = [((h.id,), False) for h in self.store.search(replace(spec, mode="fts"))]
         pieces: list[_Piece] = []
         included: set[str] = set()
         spent = 0
-        per_item = max(_MIN_ABRIDGED * 2, room // 3)
+        per_item = max(_MIN_ABRIDGED * 2, int(room * self.config.recall_item_share))
         for ids, is_window in candidates:
             fresh = [i for i in ids if i not in included]
             for mid in fresh:
@@ -333,7 +367,11 @@ class Assembler:
                 msg = self.store.get_message(mid)
                 if msg.seq >= shown_from:
                     continue
-                cap = min(per_item // (2 if is_window else 1), room - spent)
+                if is_window and msg.role != "user" and self.config.recall_window_users_only:
+                    continue
+                # the best match may be shown whole: the first takes up to half the room
+                lead = max(per_item, int(room * self.config.recall_lead_share)) if not pieces else per_item
+                cap = min(lead // (2 if is_window else 1), room - spent)
                 piece = self._recall_piece(msg, query, cap)
                 if piece is None:
                     continue
@@ -369,8 +407,8 @@ class Assembler:
                 f"Not shown for space: {len(hidden)} summaries covering #{hidden[0].first_seq}-#{hidden[-1].last_seq} "
                 f"({format_span(hidden[0].earliest_at, hidden[-1].latest_at)}): {ids}. Use lcm_expand or lcm_grep."
             )
-        first_shown = tail[-1][1][0].seq if tail else None
-        gap = [m for m in raw if first_shown is None or m.seq < first_shown]
+        shown_ids = {m.id for _, unit, _ in tail for m in unit}
+        gap = [m for m in raw if m.id not in shown_ids]
         if gap:
             lines.append(
                 f"Not shown for space: messages #{gap[0].seq}-#{gap[-1].seq} "

@@ -36,17 +36,23 @@ class Config:
     tokenizer: str = "cl100k_base"
     max_message_bytes: int = 4 * 1024 * 1024
     max_compaction_passes: int = 10_000
-    # assembly shares of the budget (P0 fresh tail, P1 summaries, P2 root, P3 recall)
-    tail_share: float = 0.30
-    summaries_share: float = 0.35
-    root_share: float = 0.15
-    recall_share: float = 0.20
+    # Assembly shares of the budget (P0 fresh tail, P1 summaries, P2 root, P3 recall),
+    # chosen with bench/shares_sweep.py; a tier with nothing to show passes its share on,
+    # so without a query the split is 50/33/17 over tail, summaries and root.
+    tail_share: float = 0.15
+    summaries_share: float = 0.10
+    root_share: float = 0.05
+    recall_share: float = 0.70
     # recall
     vector_backend: str = "auto"  # "auto" (sqlite-vec if it loads, else numpy), "sqlite-vec", "numpy"
     fusion: str = "weighted"  # "weighted" (normalised score sum) or "rrf" (reciprocal rank)
     vector_weight: float = 0.5  # the vector list's share in fusion
     recency_half_life_days: float | None = None  # decay older recall hits; None: off
     mmr_lambda: float | None = None  # diversify recall hits (1 = relevance only); None: off
+    recall_item_share: float = 0.2  # one recalled message takes at most this share of the recall room
+    recall_lead_share: float = 0.0  # ... except the best match, which may take this share
+    recall_window_users_only: bool = False  # a window hit brings only its user messages
+    recall_windows: bool = True  # recall QA-pair windows as well as single messages
 
     def __post_init__(self) -> None:
         if not isinstance(self.context_window, int) or self.context_window < 256:
