@@ -67,6 +67,7 @@ class Assembler:
         # (summary id, room) -> abridged text: summaries are immutable and extraction is
         # deterministic, so an agent assembling every turn pays for each abridgement once.
         self._abridged: dict[tuple[str, int], str] = {}
+        self._abridged_chat: dict[tuple[str, int], ChatMessage | None] = {}
 
     def _fit_summary(self, node: Summary, room: int) -> str:
         key = (node.id, room)
@@ -98,6 +99,16 @@ class Assembler:
 
     def _abridge_message(self, msg: Message, allowance: int) -> ChatMessage | None:
         """The message with its text cut to fit ``allowance`` tokens of chat cost."""
+        key = (msg.id, -allowance)  # negative: never collides with a summary's (id, room)
+        if key in self._abridged_chat:
+            return self._abridged_chat[key]
+        out = self._abridge_message_uncached(msg, allowance)
+        if len(self._abridged_chat) >= 4096:
+            self._abridged_chat.clear()
+        self._abridged_chat[key] = out
+        return out
+
+    def _abridge_message_uncached(self, msg: Message, allowance: int) -> ChatMessage | None:
         chat = msg.to_chat()
         overhead = self._chat_cost({**chat, "content": ""})
         room = allowance - overhead - 8

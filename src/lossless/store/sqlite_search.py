@@ -145,7 +145,9 @@ def run_search(store: SQLiteStore, spec: SearchSpec) -> list[GrepHit]:
         raise QueryError("search query is empty")
     if spec.limit < 1:
         raise QueryError(f"limit must be >= 1, got {spec.limit}")
-    hits: list[tuple[float, GrepHit]] = []
+    # Rank first, then build the (snippet-cutting) hits for the ones returned only.
+    ranked: list[tuple[float, float, str, str, int]] = []  # score, ts, id, kind, rowid
+    rows_by_key: dict[tuple[str, int], tuple[Any, ...]] = {}
     for kind in spec.kinds:
         if kind == "summary" and spec.roles:
             continue  # summaries have no role
@@ -156,26 +158,32 @@ def run_search(store: SQLiteStore, spec: SearchSpec) -> list[GrepHit]:
         marks = ",".join("?" * len(ids))
         if kind == "message":
             rows = store._query(
-                "SELECT rowid, id, conversation_id, seq, role, name, content, content_is_json, tool_calls, "
-                f"created_at, created_ts FROM messages WHERE rowid IN ({marks})",
+                "SELECT rowid, id, conversation_id, seq, seq, role, created_at, created_ts, content, content_is_json, "
+                f"tool_calls, NULL FROM messages WHERE rowid IN ({marks})",
                 ids,
             )
-            for rowid, mid, cid, seq, role, _name, content, is_json, calls, created, ts in rows:
-                text = content_text(json.loads(content) if is_json else content, json.loads(calls) if calls else None)
-                hits.append((ts, _hit("message", mid, cid, seq, seq, role, created, text, spec, scores[rowid], None)))
         else:
             rows = store._query(
-                "SELECT rowid, id, conversation_id, first_seq, last_seq, earliest_at, latest_ts, content, depth "
-                f"FROM summaries WHERE rowid IN ({marks})",
+                "SELECT rowid, id, conversation_id, first_seq, last_seq, NULL, earliest_at, latest_ts, content, 0, "
+                f"NULL, depth FROM summaries WHERE rowid IN ({marks})",
                 ids,
             )
-            for rowid, sid, cid, first, last, earliest, ts, content, depth in rows:
-                hits.append((ts, _hit("summary", sid, cid, first, last, None, earliest, content, spec, scores[rowid], depth)))
+        for row in rows:
+            rows_by_key[(kind, row[0])] = row
+            ranked.append((scores[row[0]], row[7], row[1], kind, row[0]))
     if spec.sort == "recency":
-        hits.sort(key=lambda p: (-p[0], p[1].conversation_id, -p[1].last_seq, p[1].id))
+        ranked.sort(key=lambda r: (-r[1], -rows_by_key[(r[3], r[4])][4], r[2]))
     else:
-        hits.sort(key=lambda p: (-p[1].score, -p[0], p[1].id))
-    return [hit for _, hit in hits[: spec.limit]]
+        ranked.sort(key=lambda r: (-r[0], -r[1], r[2]))
+    out: list[GrepHit] = []
+    for score, _ts, _id, hit_kind, rowid in ranked[: spec.limit]:
+        (_r, hid, cid, first, last, role, created, _t, content, is_json, calls, depth) = rows_by_key[(hit_kind, rowid)]
+        if hit_kind == "message":
+            text = content_text(json.loads(content) if is_json else content, json.loads(calls) if calls else None)
+        else:
+            text = content
+        out.append(_hit(hit_kind, hid, cid, first, last, role, created, text, spec, score, depth))
+    return out
 
 
 def _hit(kind: Any, hid: str, cid: str, first: int, last: int, role: str | None, created: str,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from lossless.summarize.base import SummaryItem, SummaryRequest, SummaryResult
 from lossless.tokens import TokenCounter
@@ -226,6 +227,7 @@ def _size(words: list[str], text: str) -> int:
     return len(words) + len(_WIDE_RE.findall(text)) // 2
 
 
+@lru_cache(maxsize=65536)  # recall abridges the same messages again and again
 def _score(text: str, kind: str, role: str | None) -> float:
     """How much a later turn is likely to need this unit; filler scores below zero."""
     lower = text.lower()
@@ -271,6 +273,21 @@ def _score(text: str, kind: str, role: str | None) -> float:
     return score + min(size, 20) / 20
 
 
+_COUNTS: dict[tuple[int, str], int] = {}
+
+
+def _count(counter: TokenCounter, text: str) -> int:
+    """Token count, memoised: recall abridges the same sentences on many turns."""
+    key = (id(counter), text)
+    n = _COUNTS.get(key)
+    if n is None:
+        if len(_COUNTS) > 65536:
+            _COUNTS.clear()
+        n = _COUNTS[key] = counter.count(text)
+    return n
+
+
+@lru_cache(maxsize=65536)
 def _shingles(text: str) -> frozenset[str]:
     """Words, and character bigrams inside CJK runs (which have no spaces)."""
     out: set[str] = set()
@@ -450,7 +467,7 @@ def _group(g: int, header: str, units: list[_Unit], counter: TokenCounter,
         if focus:
             # sentences that share words with the question come first when recalling
             score += 2.5 * min(4, len(words & focus))
-        pieces.append(_Piece(g, pos, line, text, score, counter.count(text) + 1, words, numbers))
+        pieces.append(_Piece(g, pos, line, text, score, _count(counter, text) + 1, words, numbers))
     return _Group(header, counter.count(header) + 1 if header else 0, pieces)
 
 
