@@ -97,6 +97,7 @@ class EstimatingCounter:
         if safety_margin < 1.0:
             raise ValidationError(f"safety_margin must be >= 1.0, got {safety_margin}")
         self.safety_margin = safety_margin
+        self.name = "estimate" if safety_margin == 1.2 else f"estimate-x{safety_margin}"
 
     def count(self, text: str) -> int:
         if not text:

@@ -273,12 +273,12 @@ def _score(text: str, kind: str, role: str | None) -> float:
     return score + min(size, 20) / 20
 
 
-_COUNTS: dict[tuple[int, str], int] = {}
+_COUNTS: dict[tuple[str, str], int] = {}
 
 
 def _count(counter: TokenCounter, text: str) -> int:
     """Token count, memoised: recall abridges the same sentences on many turns."""
-    key = (id(counter), text)
+    key = (counter.name, text)  # a counter's name says which tokenizer it is
     n = _COUNTS.get(key)
     if n is None:
         if len(_COUNTS) > 65536:
