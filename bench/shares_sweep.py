@@ -26,6 +26,13 @@ from lossless.tokens import count_chat_tokens  # noqa: E402
 R70 = dict(tail_share=0.15, summaries_share=0.10, root_share=0.05, recall_share=0.70)
 R55 = dict(tail_share=0.20, summaries_share=0.15, root_share=0.10, recall_share=0.55)
 VARIANTS: dict[str, dict[str, Any]] = {
+    "r80 i/8 whole3": dict(tail_share=0.10, summaries_share=0.07, root_share=0.03, recall_share=0.80,
+                           recall_item_share=0.125, recall_whole_factor=3.0),
+    "r70 i/10 whole4": dict(R70, recall_item_share=0.1, recall_whole_factor=4.0),
+    "r70 i/8 whole3 rrf": dict(R70, recall_item_share=0.125, recall_whole_factor=3.0, fusion="rrf"),
+    "r70 i/5 whole2": dict(R70, recall_item_share=0.2, recall_whole_factor=2.0),
+    "r70 i/5 whole3": dict(R70, recall_item_share=0.2, recall_whole_factor=3.0),
+    "r70 i/8 whole3": dict(R70, recall_item_share=0.125, recall_whole_factor=3.0),
     "r70 i/5 nowin": dict(R70, recall_item_share=0.2, recall_windows=False),
     "r80 i/4 nowin": dict(tail_share=0.10, summaries_share=0.07, root_share=0.03, recall_share=0.80,
                           recall_item_share=0.25, recall_windows=False),

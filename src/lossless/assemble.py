@@ -383,7 +383,8 @@ class Assembler:
                 # the best match may be shown whole: the first takes up to half the room
                 lead = max(per_item, int(room * self.config.recall_lead_share)) if not pieces else per_item
                 cap = min(lead // (2 if is_window else 1), room - spent)
-                piece = self._recall_piece(msg, query, cap)
+                whole = min(int(cap * self.config.recall_whole_factor), room - spent)
+                piece = self._recall_piece(msg, query, cap, whole)
                 if piece is None:
                     continue
                 included.add(mid)
@@ -391,12 +392,14 @@ class Assembler:
                 spent += piece.tokens
         return pieces
 
-    def _recall_piece(self, msg: Message, query: str, cap: int) -> _Piece | None:
+    def _recall_piece(self, msg: Message, query: str, cap: int, whole_cap: int | None = None) -> _Piece | None:
+        """One recalled message: whole when it fits ``whole_cap`` (default ``cap``), else
+        cut to ``cap`` keeping the sentences that share the query's words."""
         body = message_text(msg)
         header = message_header(msg)
         text = f"{header} {body}"
         cost = self._piece_cost(text)
-        if cost > cap:
+        if cost > (whole_cap or cap):
             room = cap - self._piece_cost(header) - 4
             short = fit_text(body, room, self.counter, focus=query) if room > 16 else ""
             if not short:

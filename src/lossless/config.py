@@ -49,8 +49,9 @@ class Config:
     vector_weight: float = 0.5  # the vector list's share in fusion
     recency_half_life_days: float | None = None  # decay older recall hits; None: off
     mmr_lambda: float | None = None  # diversify recall hits (1 = relevance only); None: off
-    recall_item_share: float = 0.2  # one recalled message takes at most this share of the recall room
+    recall_item_share: float = 0.125  # one recalled message takes at most this share of the recall room
     recall_lead_share: float = 0.0  # ... except the best match, which may take this share
+    recall_whole_factor: float = 3.0  # a message up to this many times the cap is shown whole
     recall_window_users_only: bool = False  # a window hit brings only its user messages
     recall_windows: bool = True  # recall QA-pair windows as well as single messages
 
