@@ -369,7 +369,8 @@ class Assembler:
         pieces: list[_Piece] = []
         included: set[str] = set()
         spent = 0
-        per_item = max(_MIN_ABRIDGED * 2, int(room * self.config.recall_item_share))
+        per_item = max(_MIN_ABRIDGED * 2, min(int(room * self.config.recall_item_share),
+                                              self.config.recall_item_max_tokens))
         for ids, is_window in candidates:
             fresh = [i for i in ids if i not in included]
             for mid in fresh:

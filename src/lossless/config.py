@@ -52,6 +52,7 @@ class Config:
     recall_item_share: float = 0.125  # one recalled message takes at most this share of the recall room
     recall_lead_share: float = 0.0  # ... except the best match, which may take this share
     recall_whole_factor: float = 3.0  # a message up to this many times the cap is shown whole
+    recall_item_max_tokens: int = 160  # the per-message cap never exceeds this
     recall_window_users_only: bool = False  # a window hit brings only its user messages
     recall_windows: bool = True  # recall QA-pair windows as well as single messages
 
