@@ -289,3 +289,19 @@ def test_window_is_remembered_by_the_database(tmp_path: Path) -> None:
     assert cli_main(["--db", str(db), "--window", "4096", "add", "c", "--role", "user", "--content", "hi"]) == 0
     with lossless.open(db) as mem:
         assert mem.config.context_window == 4096
+
+
+def test_search_command_hybrid_and_where(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lossless.cli import main as cli_main
+
+    db = tmp_path / "s.db"
+    with lossless.open(db) as mem:
+        mem.conversation("a", metadata={"user": "ann"}).add(role="user", content="the invoice job runs nightly at 02:00")
+        mem.conversation("b", metadata={"user": "bob"}).add(role="user", content="bob's invoice job runs hourly")
+    assert cli_main(["--db", str(db), "search", "a", "invoice job", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["count"] == 1 and out["hits"][0]["conversation_id"] == "a"
+    assert cli_main(["--db", str(db), "search", "--where", "user=bob", "invoice", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {h["conversation_id"] for h in out["hits"]} == {"b"}
+    assert cli_main(["--db", str(db), "search", "--where", "nokeyvalue", "x"]) == 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import Any
+from typing import Any, Literal
 
 from rich.table import Table
 from rich.text import Text
@@ -14,7 +14,7 @@ from lossless.cli import render
 from lossless.cli.context import CommandContext, CommandError
 from lossless.conversation import Conversation
 from lossless.types import ConversationInfo, Message
-from lossless.validate import check_conversation_id, validate_message
+from lossless.validate import check_conversation_id, parse_datetime, validate_message
 
 __all__ = [
     "cmd_add",
@@ -138,6 +138,33 @@ def cmd_grep(ctx: CommandContext) -> int:
     mode = "regex" if args.regex else "raw" if args.raw else "fts"
     result = memory.tools(scope).lcm_grep(args.query, mode=mode, scope=args.scope, role=args.role,
                                           since=args.since, until=args.until, sort=args.sort, limit=args.limit)
+    if ctx.json:
+        ctx.emit_json(result)
+    else:
+        ctx.out.print(render.grep_hits(result, show_conversation=scope is None))
+    return 0
+
+
+def cmd_search(ctx: CommandContext) -> int:
+    """Hybrid (or semantic / keyword) search, in the shape lcm_grep answers with."""
+    args = ctx.args
+    memory = ctx.memory(create=False)
+    where = dict(item.split("=", 1) for item in args.where) or None
+    scope: str | None = None if (args.all or where) else args.conversation
+    if scope is not None:
+        ctx.existing_conversation(scope)
+    kinds: tuple[Literal["message", "summary"], ...] = {
+        "all": ("message", "summary"), "messages": ("message",), "summaries": ("summary",)}[args.scope]
+    hits = memory.search(
+        args.query, conversations=[scope] if scope is not None else None, where=where, limit=args.limit,
+        kinds=kinds, roles=(args.role,) if args.role else None,
+        since=parse_datetime(args.since, "--since") if args.since else None,
+        until=parse_datetime(args.until, "--until") if args.until else None, mode=args.mode,
+    )
+    result = {"query": args.query, "mode": args.mode, "count": len(hits), "hits": [
+        {"id": h.id, "kind": h.kind, "conversation_id": h.conversation_id, "first_seq": h.first_seq,
+         "last_seq": h.last_seq, "role": h.role, "depth": h.depth, "created_at": h.created_at.isoformat(),
+         "score": h.score, "snippet": h.snippet} for h in hits]}
     if ctx.json:
         ctx.emit_json(result)
     else:

@@ -118,6 +118,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sort", choices=("relevance", "recency"), default="relevance")
     p.add_argument("--limit", metavar="N", type=_positive, default=10)
 
+    p = command("search", commands.cmd_search,
+                "search by meaning and keywords (hybrid recall; --mode semantic or fts for one side)")
+    p.add_argument("conversation", metavar="CONV", nargs="?", help="the conversation (or --all / --where)")
+    p.add_argument("query", metavar="QUERY")
+    p.add_argument("--all", action="store_true", help="search every conversation")
+    p.add_argument("--where", metavar="KEY=VALUE", action="append", default=[],
+                   help="only conversations whose metadata has KEY=VALUE (repeatable; implies --all)")
+    p.add_argument("--mode", choices=("hybrid", "semantic", "fts"), default="hybrid")
+    p.add_argument("--scope", choices=("all", "messages", "summaries"), default="messages")
+    p.add_argument("--role", choices=ROLES)
+    p.add_argument("--since", metavar="ISO")
+    p.add_argument("--until", metavar="ISO")
+    p.add_argument("--limit", metavar="N", type=_positive, default=10)
+
     p = command("describe", commands.cmd_describe, "describe a summary or message by id (lcm_describe)")
     p.add_argument("id", metavar="ID", help="sum_… or msg_…")
 
@@ -155,11 +169,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Usage rules argparse cannot express; violations exit 2 like any usage error."""
-    if args.command == "grep":
-        if args.all and args.conversation is not None:
-            parser.error("grep: give a conversation or --all, not both")
-        if not args.all and args.conversation is None:
-            parser.error("grep: give a conversation (grep CONV QUERY) or --all (grep --all QUERY)")
+    if args.command in ("grep", "search"):
+        everywhere = args.all or bool(getattr(args, "where", None))
+        if everywhere and args.conversation is not None:
+            parser.error(f"{args.command}: give a conversation or --all, not both")
+        if not everywhere and args.conversation is None:
+            parser.error(f"{args.command}: give a conversation ({args.command} CONV QUERY) "
+                         f"or --all ({args.command} --all QUERY)")
+        for item in getattr(args, "where", None) or []:
+            if "=" not in item:
+                parser.error(f"search: --where takes KEY=VALUE, got {item!r}")
     if args.command == "show":
         for option in ("levels", "tail"):
             if getattr(args, option) is not None and getattr(args, option) < 0:
