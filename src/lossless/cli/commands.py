@@ -153,8 +153,9 @@ def cmd_search(ctx: CommandContext) -> int:
     scope: str | None = None if (args.all or where) else args.conversation
     if scope is not None:
         ctx.existing_conversation(scope)
-    kinds: tuple[Literal["message", "summary"], ...] = {
-        "all": ("message", "summary"), "messages": ("message",), "summaries": ("summary",)}[args.scope]
+    scopes: dict[str, tuple[Literal["message", "summary"], ...]] = {
+        "all": ("message", "summary"), "messages": ("message",), "summaries": ("summary",)}
+    kinds = scopes[args.scope]
     hits = memory.search(
         args.query, conversations=[scope] if scope is not None else None, where=where, limit=args.limit,
         kinds=kinds, roles=(args.role,) if args.role else None,
