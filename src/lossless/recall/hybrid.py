@@ -73,6 +73,7 @@ class Recaller:
         self.index_store = SQLiteRecall(store, config.vector_backend)
         self._index_name: str | None = None
         self._sync_lock = threading.Lock()
+        self._synced: dict[str, int] = {}  # conversation -> last seq known to be indexed
 
     # -- indexing -------------------------------------------------------------------------
 
@@ -124,10 +125,15 @@ class Recaller:
         return done
 
     def sync(self, conversation_id: str) -> None:
-        """Bring units and vectors up to date with the stored messages."""
+        """Bring units and vectors up to date with the stored messages (a no-op, one
+        query, when nothing was added since the last sync)."""
+        last = self.store.last_seq(conversation_id)
+        if self._synced.get(conversation_id) == last:
+            return
         with self._sync_lock:
             self.cut_units(conversation_id)
             self.embed_pending(conversation_id)
+            self._synced[conversation_id] = last
 
     # -- searching ------------------------------------------------------------------------
 
@@ -203,7 +209,7 @@ class Recaller:
         for cid in cids:
             self.sync(cid)
         qvec = self._query_vector(spec.query)
-        kinds = ["message", "window"] if windows else ["message"]
+        kinds = None if windows else ["message"]  # None: one k-NN over both kinds
         pairs = self.index_store.knn(index, self.embedder.provider, self.embedder.model, cids, qvec, k * 2, kinds)
         units = self.index_store.units([r for r, _ in pairs])
         out: list[tuple[UnitRow, float]] = []

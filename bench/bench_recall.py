@@ -1,0 +1,130 @@
+"""Recall latency at scale: ``assemble(query=…)`` p50/p99 with 10k and 100k stored messages
+in one conversation, for both vector backends (sqlite-vec, numpy), with the query embedded
+by the real local model on every call.
+
+Embedding 100k messages with the real model would take hours on 2 cores, so documents
+are embedded by a fast deterministic 384-d hashing embedder; each query is embedded by
+all-MiniLM-L6-v2 for its time (what an agent pays per turn) and then by the hashing
+embedder for its vector (so it lives in the same space as the documents). Search latency
+does not depend on what the vectors mean, only on their number and size.
+
+    python bench/bench_recall.py [--sizes 10000 100000] [--repeats 50] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+import synth  # noqa: E402
+
+import lossless  # noqa: E402
+from lossless.embed.base import Vectors, normalize  # noqa: E402
+
+QUERIES = ["which port did the billing API move to", "ERR_4242 retry", "连接池 太小", "p99 latency of the cache layer",
+           "version 2.17.1 rollout", "nightly export failed", "测试覆盖率", "mobile client heap size"]
+
+
+class TwinEmbedder:
+    """Hash vectors for everything; single texts (queries) also go through the real model."""
+
+    provider = "bench"
+    model = "hash-384"
+    dim = 384
+
+    def __init__(self, real: Any | None) -> None:
+        self.real = real
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if self.real is not None and len(texts) == 1:
+            self.real.embed(list(texts))  # pay the real query-embedding time
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                out[i, int(hashlib.blake2b(word.encode(), digest_size=4).hexdigest(), 16) % self.dim] += 1.0
+            out[i, 0] += 1e-3
+        return normalize(out)
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def run(size: int, repeats: int, budget: int, real: Any) -> dict[str, Any]:
+    rows = list(synth.messages(size, seed=size))
+    out: dict[str, Any] = {"messages": size, "budget": budget}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "recall.db"
+        mem = lossless.open(path, context_window=32768, embedder=TwinEmbedder(None), vector_backend="sqlite-vec")
+        conv = mem.conversation("bench")
+        t0 = time.perf_counter()
+        for i in range(0, size, 500):
+            conv.add_many(rows[i : i + 500])
+        conv.index()
+        out["ingest_s"] = round(time.perf_counter() - t0, 1)
+        out["units"] = mem.store._query("SELECT count(*) FROM recall_units")[0][0]
+        mem.close()
+        real.embed(["warm"])
+        # both backends on the same file, interleaved query by query, so neither gets
+        # warmer caches than the other
+        mems = {b: lossless.open(path, context_window=32768, embedder=TwinEmbedder(real), vector_backend=b)
+                for b in ("sqlite-vec", "numpy")}
+        convs = {b: m.conversation("bench") for b, m in mems.items()}
+        for c in convs.values():
+            c.assemble(budget_tokens=budget, query="warm-up question")  # numpy: loads the matrix once
+        times: dict[str, list[float]] = {b: [] for b in mems}
+        for k in range(repeats):
+            for b, c in convs.items():
+                q = f"{QUERIES[k % len(QUERIES)]} #{k} {b}"  # never cached: the model runs every time
+                t = time.perf_counter()
+                ctx = c.assemble(budget_tokens=budget, query=q)
+                times[b].append((time.perf_counter() - t) * 1000)
+                assert ctx.tokens <= budget
+        for b, m in mems.items():
+            out[f"{b}_p50_ms"] = round(pct(times[b], 50), 1)
+            out[f"{b}_p99_ms"] = round(pct(times[b], 99), 1)
+            m.close()
+        qt = []
+        for k in range(repeats):
+            t = time.perf_counter()
+            real.embed([f"{QUERIES[k % len(QUERIES)]} ?{k}"])
+            qt.append((time.perf_counter() - t) * 1000)
+        out["query_embed_p50_ms"] = round(pct(qt, 50), 1)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--repeats", type=int, default=50)
+    ap.add_argument("--budget", type=int, default=4096)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    from lossless.embed.local import LocalEmbedder
+
+    real = LocalEmbedder()
+    results = [run(n, args.repeats, args.budget, real) for n in args.sizes]
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    cols = ["messages", "units", "ingest_s", "query_embed_p50_ms", "sqlite-vec_p50_ms", "sqlite-vec_p99_ms",
+            "numpy_p50_ms", "numpy_p99_ms"]
+    print(" | ".join(cols))
+    for r in results:
+        print(" | ".join(str(r[c]) for c in cols))
+
+
+if __name__ == "__main__":
+    main()
