@@ -86,7 +86,8 @@ def run(size: int, repeats: int, budget: int, real: Any) -> dict[str, Any]:
             c.assemble(budget_tokens=budget, query="warm-up question")  # numpy: loads the matrix once
         times: dict[str, list[float]] = {b: [] for b in mems}
         for k in range(repeats):
-            for b, c in convs.items():
+            order = list(convs.items()) if k % 2 == 0 else list(convs.items())[::-1]
+            for b, c in order:
                 q = f"{QUERIES[k % len(QUERIES)]} #{k} {b}"  # never cached: the model runs every time
                 t = time.perf_counter()
                 ctx = c.assemble(budget_tokens=budget, query=q)

@@ -358,7 +358,7 @@ class Assembler:
         if room < _MIN_ABRIDGED or shown_from <= 1:
             return []
         spec = SearchSpec(query=query, conversation_ids=(cid,), kinds=("message",), max_seq=shown_from - 1,
-                          limit=max(24, room // 60), mode="hybrid")
+                          limit=max(24, room // 100), mode="hybrid")
         candidates: list[tuple[tuple[str, ...], bool]] = []
         if self.recaller is not None and self.recaller.embedder is not None:
             self.recaller.sync(cid)

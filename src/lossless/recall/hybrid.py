@@ -141,7 +141,7 @@ class Recaller:
         """Fused results for ``spec`` (mode ``semantic``: vectors only; ``hybrid``: both;
         anything else: keyword only)."""
         limit = spec.limit
-        wide = max(limit * 4, 40)
+        wide = max(limit * 2, 30)  # each list is cut here before fusion
         keyword: list[GrepHit] = []
         if spec.mode != "semantic":
             keyword = self.store.search(replace(spec, mode="fts", limit=wide, sort="relevance"))

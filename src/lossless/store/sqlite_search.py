@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["run_search", "verify_store"]
 
-_CANDIDATES = 5  # fetch this many times the limit from each index before merging
+_CANDIDATES = 2  # fetch this many times the limit from each index before merging
 
 
 def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
@@ -157,27 +157,33 @@ def run_search(store: SQLiteStore, spec: SearchSpec) -> list[GrepHit]:
         ids = list(scores)
         marks = ",".join("?" * len(ids))
         if kind == "message":
-            rows = store._query(
-                "SELECT rowid, id, conversation_id, seq, seq, role, created_at, created_ts, content, content_is_json, "
-                f"tool_calls, NULL FROM messages WHERE rowid IN ({marks})",
-                ids,
-            )
+            rows = store._query(f"SELECT rowid, id, seq, created_ts FROM messages WHERE rowid IN ({marks})", ids)
         else:
-            rows = store._query(
-                "SELECT rowid, id, conversation_id, first_seq, last_seq, NULL, earliest_at, latest_ts, content, 0, "
-                f"NULL, depth FROM summaries WHERE rowid IN ({marks})",
-                ids,
-            )
+            rows = store._query(f"SELECT rowid, id, last_seq, latest_ts FROM summaries WHERE rowid IN ({marks})", ids)
         for row in rows:
             rows_by_key[(kind, row[0])] = row
-            ranked.append((scores[row[0]], row[7], row[1], kind, row[0]))
+            ranked.append((scores[row[0]], row[3], row[1], kind, row[0]))
     if spec.sort == "recency":
-        ranked.sort(key=lambda r: (-r[1], -rows_by_key[(r[3], r[4])][4], r[2]))
+        ranked.sort(key=lambda r: (-r[1], -rows_by_key[(r[3], r[4])][2], r[2]))
     else:
         ranked.sort(key=lambda r: (-r[0], -r[1], r[2]))
+    top = ranked[: spec.limit]
+    full: dict[tuple[str, int], tuple[Any, ...]] = {}
+    for kind in ("message", "summary"):
+        want = [r[4] for r in top if r[3] == kind]
+        if not want:
+            continue
+        marks = ",".join("?" * len(want))
+        if kind == "message":
+            sql = ("SELECT rowid, id, conversation_id, seq, seq, role, created_at, content, content_is_json, "
+                   f"tool_calls, NULL FROM messages WHERE rowid IN ({marks})")
+        else:
+            sql = ("SELECT rowid, id, conversation_id, first_seq, last_seq, NULL, earliest_at, content, 0, NULL, "
+                   f"depth FROM summaries WHERE rowid IN ({marks})")
+        full.update(((kind, row[0]), row) for row in store._query(sql, want))
     out: list[GrepHit] = []
-    for score, _ts, _id, hit_kind, rowid in ranked[: spec.limit]:
-        (_r, hid, cid, first, last, role, created, _t, content, is_json, calls, depth) = rows_by_key[(hit_kind, rowid)]
+    for score, _ts, _id, hit_kind, rowid in top:
+        (_r, hid, cid, first, last, role, created, content, is_json, calls, depth) = full[(hit_kind, rowid)]
         if hit_kind == "message":
             text = content_text(json.loads(content) if is_json else content, json.loads(calls) if calls else None)
         else:

@@ -190,7 +190,8 @@ def _code_unit(fence: str, body: list[str]) -> str:
     return f"{_clip(key, _CODE_LINE_WIDTH)} {label}".lstrip()
 
 
-def _units(text: str) -> list[tuple[str, int, str]]:
+@lru_cache(maxsize=8192)  # the same message is abridged for many different questions
+def _units(text: str) -> tuple[tuple[str, int, str], ...]:
     """(unit, source line, kind) for each unit of ``text`` in order; kind is
     ``text``, ``code`` or ``call``."""
     out: list[tuple[str, int, str]] = []
@@ -210,7 +211,7 @@ def _units(text: str) -> list[tuple[str, int, str]]:
         elif stripped:
             out.extend((s, i, "text") for s in _sentences(stripped))
         i += 1
-    return out
+    return tuple(out)
 
 
 def _identifiers(text: str) -> int:
