@@ -182,3 +182,33 @@ def test_openai_compatible_embedder_end_to_end(fake_openai: object) -> None:
     assert hits[0].first_seq == 1
     assert fake_openai.embedding_requests()  # type: ignore[attr-defined]
     emb.close()
+
+
+def test_index_reports_progress_in_batches() -> None:
+    emb = HashEmbedder()
+    mem = _mem(":memory:", emb, auto_compact=False)  # nothing embedded before index()
+    conv = mem.conversation("p")
+    conv.add_many(chat(40))
+    seen: list[tuple[int, int]] = []
+    done = conv.index(progress=lambda d, t: seen.append((d, t)))
+    assert done > 0 and seen and seen[-1][0] == done and seen[-1][1] >= done
+    assert conv.index() == 0  # nothing left to embed
+
+
+def test_without_the_embeddings_extra_recall_is_keyword_only(monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    import lossless.embed.local as local
+    import lossless.engine as engine
+
+    monkeypatch.setenv("LOSSLESS_EMBEDDER", "auto")
+    monkeypatch.setattr(local, "local_embedder_available", lambda: False)
+    monkeypatch.setattr(engine, "_warned_keyword_only", False)
+    with caplog.at_level("WARNING", logger="lossless"):
+        first = lossless.open(":memory:")
+        second = lossless.open(":memory:")
+    assert first.embedder is None and second.embedder is None
+    assert sum("keyword-only" in r.message for r in caplog.records) == 1  # said once
+    conv = first.conversation("k")
+    conv.add(role="user", content="the deploy key lives in vault at secret/deploy")
+    conv.add_many(chat(60))
+    assert conv.assemble(budget_tokens=400, query="where is the deploy key?").tokens <= 400

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -127,11 +127,12 @@ class Conversation:
                           until=until, mode=mode, sort=sort, limit=limit)
         return run_search(self.memory, spec)
 
-    def index(self) -> int:
+    def index(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Cut retrieval units for new messages and embed them now (assembly and search
-        otherwise do it lazily); returns how many units were embedded."""
+        otherwise do it lazily); ``progress(done, total)`` after each batch. Returns how
+        many units were embedded."""
         self.memory.recaller.cut_units(self.id)
-        return self.memory.recaller.embed_pending(self.id)
+        return self.memory.recaller.embed_pending(self.id, progress=progress)
 
     @property
     def tools(self) -> ToolBox:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
@@ -99,13 +99,16 @@ class Recaller:
             self._index_name = self.index_store.ensure_index(e.provider, e.model, e.dim)
         return self._index_name
 
-    def embed_pending(self, conversation_id: str, limit: int | None = None) -> int:
-        """Embed units not yet in the vector index (through the cache); returns how many."""
+    def embed_pending(self, conversation_id: str, limit: int | None = None,
+                      progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed units not yet in the vector index (through the cache), in batches;
+        ``progress(done, total)`` is called after each batch. Returns how many."""
         index = self.index_name()
         if index is None or self.embedder is None:
             return 0
         e = self.embedder
         done = 0
+        total = self.index_store.pending_count(index, conversation_id) if progress else 0
         while limit is None or done < limit:
             batch = self.index_store.pending(index, conversation_id, _EMBED_BATCH)
             if not batch:
@@ -122,6 +125,8 @@ class Recaller:
                 cached.update(fresh)
             self.index_store.add_vectors(index, conversation_id, [(u, cached[s]) for u, s in zip(batch, shas, strict=True)])
             done += len(batch)
+            if progress is not None:
+                progress(done, max(total, done))
         return done
 
     def sync(self, conversation_id: str) -> None:

@@ -167,6 +167,12 @@ class SQLiteRecall:
         )
         return [_unit_row(r) for r in rows]
 
+    def pending_count(self, index: str, conversation_id: str) -> int:
+        upto = self.indexed_upto(index, conversation_id)
+        return int(self.store._query(
+            "SELECT count(*) FROM recall_units WHERE conversation_id = ? AND rowid > ?", (conversation_id, upto)
+        )[0][0])
+
     def add_vectors(self, index: str, conversation_id: str, rows: Sequence[tuple[UnitRow, np.ndarray]]) -> None:
         if not rows:
             return
