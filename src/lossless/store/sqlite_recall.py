@@ -22,7 +22,9 @@ from lossless.recall.units import Unit
 if TYPE_CHECKING:
     from lossless.store.sqlite import SQLiteStore
 
-__all__ = ["SQLiteRecall", "UnitRow"]
+__all__ = ["MATRIX_ABOVE", "SQLiteRecall", "UnitRow"]
+
+MATRIX_ABOVE = 20_000  # units in one conversation; above it "auto" searches a numpy matrix
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,11 @@ class SQLiteRecall:
         if backend == "sqlite-vec" and not self.has_vec:
             raise StoreError("the sqlite-vec extension could not be loaded (pip install sqlite-vec)")
         self.backend = "sqlite-vec" if self.has_vec else "numpy"
+        # "auto" also scans big conversations from an in-memory matrix of the cached vectors:
+        # a vec0 k-NN reads every vector of the partition through SQLite (~40 ms at 100k),
+        # a numpy product over them takes a few ms once the matrix is loaded.
+        self.matrix_above = MATRIX_ABOVE if backend == "auto" else None
+        self._counts: dict[tuple[str, str], tuple[int, int]] = {}
         self._matrices: dict[tuple[str, str], tuple[int, np.ndarray, np.ndarray, list[str]]] = {}
         self._lock = threading.Lock()
 
@@ -194,12 +201,23 @@ class SQLiteRecall:
         vec = np.asarray(query, dtype="<f4").reshape(-1)
         out: list[tuple[int, float]] = []
         for cid in conversation_ids:
-            if self.backend == "sqlite-vec":
+            if self.backend == "sqlite-vec" and not self._big(index, cid):
                 out.extend(self._knn_vec(index, cid, vec, k, kinds))
             else:
                 out.extend(self._knn_numpy(index, provider, model, cid, vec, k, kinds))
         out.sort(key=lambda p: (-p[1], p[0]))
         return out[:k]
+
+    def _big(self, index: str, cid: str) -> bool:
+        if self.matrix_above is None:
+            return False
+        upto = self.indexed_upto(index, cid)
+        hit = self._counts.get((index, cid))
+        if hit is None or hit[0] != upto:
+            n = int(self.store._query(
+                "SELECT count(*) FROM recall_units WHERE conversation_id = ? AND rowid <= ?", (cid, upto))[0][0])
+            hit = self._counts[(index, cid)] = (upto, n)
+        return hit[1] > self.matrix_above
 
     def _knn_vec(self, index: str, cid: str, vec: np.ndarray, k: int, kinds: Sequence[str] | None) -> list[tuple[int, float]]:
         out: list[tuple[int, float]] = []

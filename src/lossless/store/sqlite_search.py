@@ -73,14 +73,29 @@ def _match(store: SQLiteStore, kind: str, index: str, query: str, spec: SearchSp
     table = "messages" if kind == "message" else "summaries"
     where, args = _filters(spec, kind, "t")
     # bm25() is negative, more negative = better; we flip the sign so bigger is better.
+    # First the best matches of the index alone (scoring without a join is ~2x faster),
+    # then the filters on those few; only if too few survive, the full filtered query.
     # CROSS JOIN pins the FTS index as the outer loop: otherwise the planner may walk the
     # conversation's rows and test MATCH on each, which is orders of magnitude slower.
-    sql = (
+    fast = (
+        f"SELECT t.rowid, m.score FROM (SELECT rowid, -bm25({index}) AS score FROM {index} WHERE {index} MATCH ? "
+        f"ORDER BY bm25({index}) LIMIT ?) AS m CROSS JOIN {table} t ON t.rowid = m.rowid WHERE 1{where} "
+        "ORDER BY m.score DESC"
+    )
+    full = (
         f"SELECT t.rowid, -bm25({index}) FROM {index} CROSS JOIN {table} t ON t.rowid = {index}.rowid "
         f"WHERE {index} MATCH ?{where} ORDER BY bm25({index}) LIMIT ?"
     )
     try:
-        return [(int(r), float(s)) for r, s in store._query(sql, [query, *args, limit])]
+        over = limit * 4
+        rows = store._query(fast, [query, over, *args])
+        if len(rows) < limit and len(rows) < over:
+            # the unfiltered top was not all ours: maybe more matches exist beyond it
+            total = store._query(f"SELECT count(*) FROM (SELECT 1 FROM {index} WHERE {index} MATCH ? LIMIT ?)",
+                                 [query, over + 1])[0][0]
+            if total > over:
+                rows = store._query(full, [query, *args, limit])
+        return [(int(r), float(s)) for r, s in rows[:limit]]
     except apsw.SQLError as exc:
         raise QueryError(f"invalid full-text query {spec.query!r}: {exc}") from None
 
