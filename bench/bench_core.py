@@ -25,10 +25,10 @@ from typing import Any
 import apsw
 
 sys.path.insert(0, str(Path(__file__).parent))
-import synth  # noqa: E402
+import synth
 
-import lossless  # noqa: E402
-from lossless.render import content_text  # noqa: E402
+import lossless
+from lossless.render import content_text
 
 QUERIES = ["which port did the billing API move to", "ERR_4242 retry", "连接池 太小", "p99 latency of the cache layer",
            "version 2.17.1", "nightly export failed", "测试覆盖率", "mobile client heap"]

@@ -1,5 +1,5 @@
 """Recall latency at scale: ``assemble(query=…)`` p50/p99 with 10k and 100k stored messages
-in one conversation, for both vector backends (sqlite-vec, numpy), with the query embedded
+in one conversation, for each vector backend (auto, sqlite-vec, numpy), with the query embedded
 by the real local model on every call.
 
 Embedding 100k messages with the real model would take hours on 2 cores, so documents
@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-import synth  # noqa: E402
+import synth
 
-import lossless  # noqa: E402
-from lossless.embed.base import Vectors, normalize  # noqa: E402
+import lossless
+from lossless.embed.base import Vectors, normalize
 
 QUERIES = ["which port did the billing API move to", "ERR_4242 retry", "连接池 太小", "p99 latency of the cache layer",
            "version 2.17.1 rollout", "nightly export failed", "测试覆盖率", "mobile client heap size"]
@@ -80,7 +80,7 @@ def run(size: int, repeats: int, budget: int, real: Any) -> dict[str, Any]:
         # both backends on the same file, interleaved query by query, so neither gets
         # warmer caches than the other
         mems = {b: lossless.open(path, context_window=32768, embedder=TwinEmbedder(real), vector_backend=b)
-                for b in ("sqlite-vec", "numpy")}
+                for b in ("auto", "sqlite-vec", "numpy")}
         convs = {b: m.conversation("bench") for b, m in mems.items()}
         for c in convs.values():
             c.assemble(budget_tokens=budget, query="warm-up question")  # numpy: loads the matrix once
@@ -120,8 +120,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    cols = ["messages", "units", "ingest_s", "query_embed_p50_ms", "sqlite-vec_p50_ms", "sqlite-vec_p99_ms",
-            "numpy_p50_ms", "numpy_p99_ms"]
+    cols = ["messages", "units", "ingest_s", "query_embed_p50_ms", "auto_p50_ms", "auto_p99_ms",
+            "sqlite-vec_p50_ms", "sqlite-vec_p99_ms", "numpy_p50_ms", "numpy_p99_ms"]
     print(" | ".join(cols))
     for r in results:
         print(" | ".join(str(r[c]) for c in cols))

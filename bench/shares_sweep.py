@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-import beam  # noqa: E402
-import retention  # noqa: E402
+import beam
+import retention
 
-from lossless.tokens import count_chat_tokens  # noqa: E402
+from lossless.tokens import count_chat_tokens
 
 R70 = dict(tail_share=0.15, summaries_share=0.10, root_share=0.05, recall_share=0.70)
 R55 = dict(tail_share=0.20, summaries_share=0.15, root_share=0.10, recall_share=0.55)
