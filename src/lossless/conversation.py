@@ -8,8 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from lossless.compaction import CompactionReport
-from lossless.recall.search import SearchMode, run_search
-from lossless.store.base import SearchSpec
+from lossless.recall.search import SearchMode
 from lossless.tools import ToolBox
 from lossless.types import AssembledContext, ConversationInfo, GrepHit, Message, Summary
 from lossless.validate import NewMessage, validate_message
@@ -123,9 +122,8 @@ class Conversation:
     ) -> list[GrepHit]:
         """Search this conversation only. ``mode``: ``fts`` keywords (bm25), ``raw`` FTS5
         syntax, ``regex``, ``semantic`` vectors, ``hybrid`` keywords and vectors fused."""
-        spec = SearchSpec(query=query, conversation_ids=(self.id,), kinds=kinds, roles=roles, since=since,
-                          until=until, mode=mode, sort=sort, limit=limit)
-        return run_search(self.memory, spec)
+        return self.memory.search(query, conversations=[self.id], limit=limit, kinds=kinds, roles=roles,
+                                  since=since, until=until, mode=mode, sort=sort)
 
     def index(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Cut retrieval units for new messages and embed them now (assembly and search

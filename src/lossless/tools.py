@@ -18,13 +18,13 @@ from lossless.errors import LosslessError, NotFoundError, ValidationError
 from lossless.recall.search import run_search
 from lossless.render import message_header, message_text
 from lossless.store.base import SearchSpec
-from lossless.types import Message, Summary
+from lossless.types import GrepHit, Message, Summary
 from lossless.validate import parse_datetime
 
 if TYPE_CHECKING:
     from lossless.engine import Memory
 
-__all__ = ["TOOL_NAMES", "ToolBox", "anthropic_tools", "openai_tools"]
+__all__ = ["TOOL_NAMES", "ToolBox", "anthropic_tools", "hit_dict", "openai_tools"]
 
 TOOL_NAMES = ("lcm_grep", "lcm_describe", "lcm_expand")
 
@@ -98,6 +98,13 @@ def _time(dt: datetime) -> str:
     return dt.isoformat()
 
 
+def hit_dict(h: GrepHit) -> dict[str, Any]:
+    """A search hit as the tools and the CLI return it (JSON-ready)."""
+    return {"id": h.id, "kind": h.kind, "conversation_id": h.conversation_id, "first_seq": h.first_seq,
+            "last_seq": h.last_seq, "role": h.role, "depth": h.depth, "created_at": _time(h.created_at),
+            "score": h.score, "snippet": h.snippet}
+
+
 def _summary_brief(node: Summary) -> dict[str, Any]:
     return {
         "id": node.id, "kind": "summary", "depth": node.depth, "first_seq": node.first_seq, "last_seq": node.last_seq,
@@ -162,16 +169,7 @@ class ToolBox:
             limit=limit,
         )
         hits = run_search(self.memory, spec)
-        return {
-            "query": query,
-            "count": len(hits),
-            "hits": [
-                {"id": h.id, "kind": h.kind, "conversation_id": h.conversation_id, "first_seq": h.first_seq,
-                 "last_seq": h.last_seq, "role": h.role, "depth": h.depth, "created_at": _time(h.created_at),
-                 "score": h.score, "snippet": h.snippet}
-                for h in hits
-            ],
-        }
+        return {"query": query, "count": len(hits), "hits": [hit_dict(h) for h in hits]}
 
     def lcm_describe(self, id: str) -> dict[str, Any]:
         node = self._node(id)

@@ -13,6 +13,7 @@ from rich.text import Text
 from lossless.cli import render
 from lossless.cli.context import CommandContext, CommandError
 from lossless.conversation import Conversation
+from lossless.tools import hit_dict
 from lossless.types import ConversationInfo, Message
 from lossless.validate import check_conversation_id, parse_datetime, validate_message
 
@@ -162,10 +163,7 @@ def cmd_search(ctx: CommandContext) -> int:
         since=parse_datetime(args.since, "--since") if args.since else None,
         until=parse_datetime(args.until, "--until") if args.until else None, mode=args.mode,
     )
-    result = {"query": args.query, "mode": args.mode, "count": len(hits), "hits": [
-        {"id": h.id, "kind": h.kind, "conversation_id": h.conversation_id, "first_seq": h.first_seq,
-         "last_seq": h.last_seq, "role": h.role, "depth": h.depth, "created_at": h.created_at.isoformat(),
-         "score": h.score, "snippet": h.snippet} for h in hits]}
+    result = {"query": args.query, "mode": args.mode, "count": len(hits), "hits": [hit_dict(h) for h in hits]}
     if ctx.json:
         ctx.emit_json(result)
     else:
