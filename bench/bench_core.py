@@ -71,7 +71,7 @@ def naive_assemble(conn: apsw.Connection, budget: int, counter: Any) -> int:
 def run(size: int, window: int, budget: int, batch: int, repeats: int) -> dict[str, Any]:
     rows = list(synth.messages(size, seed=size))
     with tempfile.TemporaryDirectory() as tmp:
-        mem = lossless.open(Path(tmp) / "lossless.db", context_window=window)
+        mem = lossless.open(Path(tmp) / "lossless.db", context_window=window, embedder=None)  # core only
         conv = mem.conversation("bench")
         t0 = time.perf_counter()
         for i in range(0, size, batch):
