@@ -16,12 +16,18 @@ tokenizer and trimmed from the lowest priority if joining pieces cost a token mo
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lossless.compaction import tool_groups
 from lossless.config import Config
 from lossless.errors import BudgetError
-from lossless.render import format_span, message_header, message_text, render_summary
+from lossless.render import (
+    chat_message_text,
+    format_span,
+    message_header,
+    message_text,
+    render_summary,
+)
 from lossless.store.base import SearchSpec, Store
 from lossless.summarize.extractive import fit_text
 from lossless.tokens import (
@@ -82,7 +88,7 @@ class Assembler:
     # -- helpers ------------------------------------------------------------------------
 
     def _chat_cost(self, msg: ChatMessage) -> int:
-        cost = MESSAGE_OVERHEAD + self.counter.count(message_text_of(msg))
+        cost = MESSAGE_OVERHEAD + self.counter.count(chat_message_text(msg))
         if msg.get("name"):
             cost += NAME_OVERHEAD + self.counter.count(str(msg["name"]))
         return cost
@@ -233,7 +239,7 @@ class Assembler:
         omitted = self._omitted(frontier, chosen, root_piece, covered, raw, tail)
         while omitted and sum(self._piece_cost(line) for line in omitted) > body_room - spent:
             omitted.pop()
-        messages, items = self._compose(out_pinned, root_piece, chosen, omitted, recall, tail, budget)
+        messages, items = self._compose(out_pinned, root_piece, chosen, omitted, recall, tail)
         tokens = count_chat_tokens(self.counter, list(messages))
         # Joining pieces can cost a token more than the parts did: trim lowest priority first.
         while tokens > budget:
@@ -251,7 +257,7 @@ class Assembler:
                 out_pinned.pop()
             else:
                 tail.clear()
-            messages, items = self._compose(out_pinned, root_piece, chosen, omitted, recall, tail, budget)
+            messages, items = self._compose(out_pinned, root_piece, chosen, omitted, recall, tail)
             tokens = count_chat_tokens(self.counter, list(messages))
         return AssembledContext(messages=messages, tokens=tokens, budget_tokens=budget, items=tuple(items))
 
@@ -433,7 +439,7 @@ class Assembler:
 
     def _compose(self, pinned: list[tuple[ChatMessage, ContextItem]], root: _Piece | None, chosen: list[_Piece],
                  omitted: list[str], recall: list[_Piece], tail: list[tuple[list[ChatMessage], list[Message], int]],
-                 budget: int) -> tuple[list[ChatMessage], list[ContextItem]]:
+                 ) -> tuple[list[ChatMessage], list[ContextItem]]:
         messages: list[ChatMessage] = [c for c, _ in pinned]
         items: list[ContextItem] = [i for _, i in pinned]
         blocks: list[str] = []
@@ -455,9 +461,4 @@ class Assembler:
             items.append(ContextItem("fresh_tail", unit[0].id, cost, unit[0].seq, unit[-1].seq))
         return messages, items
 
-
-def message_text_of(msg: ChatMessage | dict[str, Any]) -> str:
-    from lossless.render import chat_message_text
-
-    return chat_message_text(msg)
 

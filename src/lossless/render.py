@@ -17,7 +17,6 @@ __all__ = [
     "format_time",
     "message_header",
     "message_text",
-    "render_recall_block",
     "render_summary",
 ]
 
@@ -84,10 +83,3 @@ def render_summary(summary: Summary, content: str | None = None, *, abridged: bo
         f"</summary>"
     )
 
-
-def render_recall_block(lines: list[str]) -> str:
-    return "\n".join(lines)
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
