@@ -305,3 +305,17 @@ def test_search_command_hybrid_and_where(tmp_path: Path, capsys: pytest.CaptureF
     out = json.loads(capsys.readouterr().out)
     assert {h["conversation_id"] for h in out["hits"]} == {"b"}
     assert cli_main(["--db", str(db), "search", "--where", "nokeyvalue", "x"]) == 2
+
+
+def test_embed_command(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from lossless.cli import main as cli_main
+
+    db = tmp_path / "e.db"
+    with lossless.open(db) as mem:
+        mem.conversation("a").add_many([{"role": "user", "content": f"note {i} about the deploy"} for i in range(5)])
+    assert cli_main(["--db", str(db), "embed", "a"]) == 1  # LOSSLESS_EMBEDDER=none in tests
+    assert "no embedder" in capsys.readouterr().err
+    monkeypatch.setenv("LOSSLESS_EMBEDDER", "local")
+    assert cli_main(["--db", str(db), "--json", "embed", "--all"]) == 0
+    assert json.loads(capsys.readouterr().out)["embedded"]["a"] >= 5
+    assert cli_main(["--db", str(db), "embed"]) == 2

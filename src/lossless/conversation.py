@@ -68,10 +68,9 @@ class Conversation:
         counts = [counter.count(_new_text(m)) for m in validated]
         stored = self.memory.store.append_messages(self.id, validated, counts)
         if self.memory.config.auto_compact:
-            report = self.memory.compactor.compact(self.id)
-            if report.leaves and self.memory.embedder is not None:
-                # index what compaction just evicted, off the query path
-                self.memory.recaller.sync(self.id)
+            self.memory.compactor.compact(self.id)
+        # Vectors are made lazily, by the next query (or conv.index()): ingest speed does not
+        # depend on the embedder, and an agent's turn only embeds the few new messages.
         return stored
 
     # -- reading ------------------------------------------------------------------------

@@ -237,6 +237,43 @@ def cmd_compact(ctx: CommandContext) -> int:
     return 0
 
 
+def cmd_embed(ctx: CommandContext) -> int:
+    """Embed the messages of one (or every) conversation now, with a progress bar, so the
+    first query after a large import does not pay for it."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    memory = ctx.memory(create=False)
+    if memory.embedder is None:
+        raise CommandError("no embedder: install the embeddings extra (pip install torch==2.13.0 && "
+                           "pip install 'lossless[embeddings]') or unset LOSSLESS_EMBEDDER=none")
+    if ctx.args.all:
+        convs = [Conversation(memory, c.id) for c in memory.conversations(limit=10**9)]
+    else:
+        convs = [ctx.existing_conversation(ctx.args.conversation)]
+    counts: dict[str, int] = {}
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=ctx.err, disable=ctx.json, transient=True) as progress:
+        for conv in convs:
+            task = progress.add_task(f"embedding {conv.id}", total=None)
+
+            def advance(done: int, total: int, task: TaskID = task) -> None:
+                progress.update(task, completed=done, total=total)
+
+            counts[conv.id] = conv.index(progress=advance)
+    if ctx.json:
+        ctx.emit_json({"embedded": counts})
+    else:
+        for cid, n in counts.items():
+            ctx.out.print(Text(f"{cid}: {n:,} retrieval units embedded"))
+    return 0
+
+
 _STAT_KEYS = ("messages", "message_tokens", "summaries", "max_depth", "frontier_summaries", "frontier_tokens",
               "raw_tail_messages", "raw_tail_tokens", "active_tokens")
 

@@ -132,6 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--until", metavar="ISO")
     p.add_argument("--limit", metavar="N", type=_positive, default=10)
 
+    p = command("embed", commands.cmd_embed,
+                "embed a conversation's messages now for vector recall (otherwise done by the first query)")
+    p.add_argument("conversation", metavar="CONV", nargs="?")
+    p.add_argument("--all", action="store_true", help="every conversation")
+
     p = command("describe", commands.cmd_describe, "describe a summary or message by id (lcm_describe)")
     p.add_argument("id", metavar="ID", help="sum_… or msg_…")
 
@@ -169,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Usage rules argparse cannot express; violations exit 2 like any usage error."""
+    if args.command == "embed" and args.all == (args.conversation is not None):
+        parser.error("embed: give a conversation or --all")
     if args.command in ("grep", "search"):
         everywhere = args.all or bool(getattr(args, "where", None))
         if everywhere and args.conversation is not None:
