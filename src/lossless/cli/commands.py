@@ -244,6 +244,7 @@ def cmd_embed(ctx: CommandContext) -> int:
         BarColumn,
         MofNCompleteColumn,
         Progress,
+        TaskID,
         TextColumn,
         TimeRemainingColumn,
     )
