@@ -26,6 +26,11 @@ from lossless.tokens import count_chat_tokens
 R70 = dict(tail_share=0.15, summaries_share=0.10, root_share=0.05, recall_share=0.70)
 R55 = dict(tail_share=0.20, summaries_share=0.15, root_share=0.10, recall_share=0.55)
 VARIANTS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "defaults vw.7": dict(vector_weight=0.7),
+    "defaults vw.3": dict(vector_weight=0.3),
+    "defaults vw.85": dict(vector_weight=0.85),
+    "defaults rrf": dict(fusion="rrf"),
     "r80 i/8 whole3": dict(tail_share=0.10, summaries_share=0.07, root_share=0.03, recall_share=0.80,
                            recall_item_share=0.125, recall_whole_factor=3.0),
     "r70 i/10 whole4": dict(R70, recall_item_share=0.1, recall_whole_factor=4.0),
