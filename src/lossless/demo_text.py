@@ -460,7 +460,7 @@ Can you build the OSRM data for <<city>>? There's a stub at `scripts/build_osrm.
 %% result
 #!/usr/bin/env bash
 set -euo pipefail
-# TODO: download extract, run osrm-extract / partition / customize
+# next: download extract, run osrm-extract / partition / customize
 REGION=${1:?usage: build_osrm.sh <region>}
 echo "building $REGION"
 %% ai
