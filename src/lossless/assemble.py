@@ -404,11 +404,14 @@ class Assembler:
         cut to ``cap`` keeping the sentences that share the query's words."""
         body = message_text(msg)
         header = message_header(msg)
+        header_cost = self._piece_cost(header)
         text = f"{header} {body}"
-        cost = self._piece_cost(text)
-        if cost > (whole_cap or cap):
-            room = cap - self._piece_cost(header) - 4
-            short = fit_text(body, room, self.counter, focus=query) if room > 16 else ""
+        limit = whole_cap or cap
+        # the stored count spares re-encoding a long message that cannot be shown whole
+        cost = self._piece_cost(text) if msg.token_count + header_cost <= limit + 8 else limit + 1
+        if cost > limit:
+            room = cap - header_cost - 4
+            short = fit_text(body, room, self.counter, focus=query, tokens=msg.token_count) if room > 16 else ""
             if not short:
                 return None
             text = f"{header} {short} …"

@@ -516,12 +516,13 @@ def _focus_words(focus: str | None) -> frozenset[str]:
     return frozenset(w for w in _shingles(focus) if len(w) >= 3 or not w.isascii() or w.isdigit())
 
 
-def fit_text(text: str, max_tokens: int, counter: TokenCounter, focus: str | None = None) -> str:
+def fit_text(text: str, max_tokens: int, counter: TokenCounter, focus: str | None = None,
+             tokens: int | None = None) -> str:
     """``text`` abridged to at most ``max_tokens``: unchanged when it fits, else its most
     important sentences in their original order (a code block counts as one line plus a
     marker); "" when not even one shortened sentence fits. With ``focus`` (a question),
-    sentences sharing its words rank first."""
-    if counter.count(text) <= max_tokens:
+    sentences sharing its words rank first. ``tokens``: the text's count, if known."""
+    if (counter.count(text) if tokens is None else tokens) <= max_tokens:
         return text
     if max_tokens <= 0:
         return ""
