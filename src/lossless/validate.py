@@ -15,7 +15,7 @@ from typing import Any
 from lossless.errors import ValidationError
 from lossless.types import ROLES
 
-__all__ = ["NewMessage", "check_conversation_id", "check_text", "parse_datetime", "validate_message"]
+__all__ = ["NewMessage", "check_conversation_id", "check_text", "parse_datetime", "timestamp", "validate_message"]
 
 _MESSAGE_KEYS = {
     "role",
@@ -63,6 +63,11 @@ def check_conversation_id(conversation_id: object) -> str:
         raise ValidationError(f"conversation id is {len(conversation_id)} characters; the limit is 512")
     check_text(conversation_id, "conversation id")
     return conversation_id
+
+
+def timestamp(dt: datetime) -> float:
+    """Unix seconds; a naive datetime is read as UTC (how lossless orders and filters times)."""
+    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
 
 
 def parse_datetime(value: object, what: str = "created_at") -> datetime:

@@ -113,7 +113,7 @@ class Recaller:
             batch = self.index_store.pending(index, conversation_id, _EMBED_BATCH)
             if not batch:
                 break
-            shas = [u_sha(u) for u in batch]
+            shas = [u.text_sha256 for u in batch]
             cached = self.index_store.cached(e.provider, e.model, shas)
             missing = [(u, s) for u, s in zip(batch, shas, strict=True) if s not in cached]
             if missing:
@@ -268,8 +268,3 @@ class Recaller:
             seen.append(set(pick.snippet.lower().split()))
         return chosen + pool
 
-
-def u_sha(unit: UnitRow) -> str:
-    import hashlib
-
-    return hashlib.sha256(unit.text.encode("utf-8")).hexdigest()

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
 from lossless.errors import QueryError
 from lossless.store.base import SearchSpec
 from lossless.types import GrepHit
+from lossless.validate import timestamp
 
 if TYPE_CHECKING:
     from lossless.engine import Memory
@@ -45,9 +45,6 @@ def run_search(memory: Memory, spec: SearchSpec) -> list[GrepHit]:
                            last_seq=h.last_seq, role=role, created_at=created, snippet=h.snippet, score=h.score,
                            depth=depth))
     if spec.sort == "recency":
-        out.sort(key=lambda g: (-_ts(g.created_at), -g.last_seq, g.id))
+        out.sort(key=lambda g: (-timestamp(g.created_at), -g.last_seq, g.id))
     return out
 
-
-def _ts(dt: datetime) -> float:
-    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()

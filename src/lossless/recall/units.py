@@ -12,11 +12,11 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from lossless.render import message_text
 from lossless.tokens import TokenCounter
 from lossless.types import Message
+from lossless.validate import timestamp
 
 __all__ = ["Unit", "message_units", "qa_pairs", "window_units"]
 
@@ -44,10 +44,6 @@ class Unit:
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
-
-
-def _ts(dt: datetime) -> float:
-    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
 
 
 def _passages(text: str, counter: TokenCounter) -> list[str]:
@@ -88,7 +84,7 @@ def message_units(messages: Sequence[Message], counter: TokenCounter) -> list[Un
         who = f"{msg.name} ({msg.role})" if msg.name else msg.role
         for part, passage in enumerate(_passages(text, counter)):
             units.append(Unit("message", msg.seq, msg.seq, part, msg.role, (msg.id,), f"{who}: {passage}",
-                              _ts(msg.created_at), _ts(msg.created_at)))
+                              timestamp(msg.created_at), timestamp(msg.created_at)))
     return units
 
 
@@ -127,7 +123,7 @@ def window_units(messages: Sequence[Message], *, closed: bool) -> tuple[list[Uni
         msgs = [m for pair in chunk for m in pair]
         text = "\n".join(_digest(pair) for pair in chunk)
         units.append(Unit("window", msgs[0].seq, msgs[-1].seq, 0, None, tuple(m.id for m in msgs), text,
-                          _ts(msgs[0].created_at), _ts(msgs[-1].created_at)))
+                          timestamp(msgs[0].created_at), timestamp(msgs[-1].created_at)))
         start += WINDOW_STRIDE
         next_start = pairs[start][0].seq - 1 if start < len(pairs) else msgs[-1].seq
     return units, next_start

@@ -26,7 +26,7 @@ from lossless.render import content_text
 from lossless.store.base import NewSummary, SearchSpec
 from lossless.store.migrations import migrate
 from lossless.types import ConversationInfo, GrepHit, Message, SourceRef, Summary
-from lossless.validate import NewMessage
+from lossless.validate import NewMessage, timestamp
 
 __all__ = ["SQLiteStore", "message_hash", "message_id", "summary_id"]
 
@@ -39,10 +39,6 @@ _SUM_COLS = (
     "latest_at, descendant_count, source_token_count, summarizer, fallback_level, created_at, "
     "metadata"
 )
-
-
-def _ts(dt: datetime) -> float:
-    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
 
 
 def _dumps(value: Any) -> str:
@@ -177,9 +173,14 @@ class SQLiteStore:
 
     # -- conversations ------------------------------------------------------------------
 
-    def _conv_row(self, row: tuple[Any, ...]) -> ConversationInfo:
-        cid, created, updated, meta, last_seq = row
-        n_sum = self._query("SELECT count(*) FROM summaries WHERE conversation_id = ?", (cid,))[0][0]
+    _CONV_SELECT = (
+        "SELECT c.id, c.created_at, c.updated_at, c.metadata, c.last_seq, "
+        "(SELECT count(*) FROM summaries s WHERE s.conversation_id = c.id) FROM conversations c"
+    )
+
+    @staticmethod
+    def _conv_row(row: tuple[Any, ...]) -> ConversationInfo:
+        cid, created, updated, meta, last_seq, n_sum = row
         return ConversationInfo(
             id=cid,
             created_at=datetime.fromisoformat(created),
@@ -206,18 +207,11 @@ class SQLiteStore:
         return info
 
     def get_conversation(self, conversation_id: str) -> ConversationInfo | None:
-        rows = self._query(
-            "SELECT id, created_at, updated_at, metadata, last_seq FROM conversations WHERE id = ?",
-            (conversation_id,),
-        )
+        rows = self._query(f"{self._CONV_SELECT} WHERE c.id = ?", (conversation_id,))
         return self._conv_row(rows[0]) if rows else None
 
     def list_conversations(self, limit: int = 100, offset: int = 0) -> list[ConversationInfo]:
-        rows = self._query(
-            "SELECT id, created_at, updated_at, metadata, last_seq FROM conversations "
-            "ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
-            (limit, offset),
-        )
+        rows = self._query(f"{self._CONV_SELECT} ORDER BY c.updated_at DESC, c.id LIMIT ? OFFSET ?", (limit, offset))
         return [self._conv_row(r) for r in rows]
 
     # -- messages -----------------------------------------------------------------------
@@ -274,7 +268,7 @@ class SQLiteStore:
                     "content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         mid, conversation_id, seq, msg.role, msg.name, stored, int(is_json), calls,
-                        msg.tool_call_id, msg.created_at.isoformat(), _ts(msg.created_at), tokens,
+                        msg.tool_call_id, msg.created_at.isoformat(), timestamp(msg.created_at), tokens,
                         _dumps(msg.metadata), msg.external_id,
                         message_hash(msg.role, msg.content, msg.name, msg.tool_calls, msg.tool_call_id),
                     ),

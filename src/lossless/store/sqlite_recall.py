@@ -40,13 +40,15 @@ class UnitRow:
     text: str
     start_ts: float
     end_ts: float
+    text_sha256: str
 
 
-_UNIT_COLS = "rowid, conversation_id, kind, first_seq, last_seq, part, role, message_ids, text, start_ts, end_ts"
+_UNIT_COLS = ("rowid, conversation_id, kind, first_seq, last_seq, part, role, message_ids, text, start_ts, end_ts, "
+              "text_sha256")
 
 
 def _unit_row(r: tuple[Any, ...]) -> UnitRow:
-    return UnitRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7])), r[8], r[9], r[10])
+    return UnitRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7])), r[8], r[9], r[10], r[11])
 
 
 def _index_name(provider: str, model: str, dim: int) -> str:

@@ -21,6 +21,7 @@ from lossless.store.fts import (
     word_query,
 )
 from lossless.types import GrepHit
+from lossless.validate import timestamp
 
 if TYPE_CHECKING:
     from lossless.store.sqlite import SQLiteStore
@@ -42,10 +43,10 @@ def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
             args.extend(spec.roles)
         if spec.since is not None:
             clauses.append(f"{alias}.created_ts >= ?")
-            args.append(_ts(spec.since))
+            args.append(timestamp(spec.since))
         if spec.until is not None:
             clauses.append(f"{alias}.created_ts <= ?")
-            args.append(_ts(spec.until))
+            args.append(timestamp(spec.until))
         if spec.max_seq is not None:
             clauses.append(f"{alias}.seq <= ?")
             args.append(spec.max_seq)
@@ -53,20 +54,14 @@ def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
         # a summary matches a time range when its span overlaps it
         if spec.since is not None:
             clauses.append(f"{alias}.latest_ts >= ?")
-            args.append(_ts(spec.since))
+            args.append(timestamp(spec.since))
         if spec.until is not None:
             clauses.append(f"{alias}.earliest_ts <= ?")
-            args.append(_ts(spec.until))
+            args.append(timestamp(spec.until))
         if spec.max_seq is not None:
             clauses.append(f"{alias}.last_seq <= ?")
             args.append(spec.max_seq)
     return (" AND " + " AND ".join(clauses)) if clauses else "", args
-
-
-def _ts(dt: Any) -> float:
-    from lossless.store.sqlite import _ts as ts
-
-    return ts(dt)
 
 
 def _match(store: SQLiteStore, kind: str, index: str, query: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
