@@ -36,6 +36,7 @@ class CompactionReport:
     tokens_after: int = 0
     passes: int = 0
     skipped: str | None = None  # why nothing was done, if nothing was
+    reason: str = ""  # why it ran: the trigger that fired, "manual", "context-length error", …
     seconds: float = 0.0
 
     @property
@@ -128,7 +129,8 @@ class Compactor:
     # -- the passes ---------------------------------------------------------------------
 
     def compact(
-        self, conversation_id: str, *, force: bool = False, emergency: bool = False, full: bool = False
+        self, conversation_id: str, *, force: bool = False, emergency: bool = False, full: bool = False,
+        reason: str | None = None,
     ) -> CompactionReport:
         """Compact one conversation.
 
@@ -140,6 +142,8 @@ class Compactor:
         t0 = time.perf_counter()
         report = CompactionReport(conversation_id)
         report.tokens_before = self.active_tokens(conversation_id)
+        report.reason = reason or ("emergency" if emergency else "manual" if (force or full) else
+                                   f"tokens over threshold ({report.tokens_before} > {self.config.trigger_tokens})")
         lock = self._lock_for(conversation_id)
         if not lock.acquire(blocking=False):
             report.skipped = "another compaction of this conversation is running"
@@ -191,6 +195,7 @@ class Compactor:
                 return
             items = tuple(_message_item(m) for m in chunk)
             text, tokens, level, meta = self._write(items, depth=0, target=cfg.effective_leaf_target_tokens, previous=previous, cid=cid)
+            meta["trigger"] = report.reason
             node = self.store.insert_summary(
                 NewSummary(cid, 0, text, tokens, tuple(SourceRef("message", m.id) for m in chunk),
                            self._name(level), level, meta)
@@ -217,6 +222,7 @@ class Compactor:
             index = frontier.index(run[0])
             previous = frontier[index - 1].content if index > 0 else None
             text, tokens, level, meta = self._write(items, depth=depth, target=cfg.effective_condensed_target_tokens, previous=previous, cid=cid)
+            meta["trigger"] = report.reason
             node = self.store.insert_summary(
                 NewSummary(cid, depth, text, tokens, tuple(SourceRef("summary", s.id) for s in run),
                            self._name(level), level, meta)
@@ -272,24 +278,57 @@ class Compactor:
                 break
             request = SummaryRequest(items, depth, target if mode == "normal" else max(1, target // 2),
                                      self.counter, mode, previous, cid)
+            started = time.perf_counter()
             try:
                 result = self.summarizer.summarize(request)
             except Exception as exc:  # a summarizer failure must never cost a message
                 errors.append(f"{mode}: {type(exc).__name__}: {exc}"[:300])
+                _account_attempt(meta, None, started)
                 continue
+            _account_attempt(meta, result.metadata, started)
             text = result.text.strip() if isinstance(result.text, str) else ""
             tokens = self.counter.count(text)
             if text and tokens <= ceiling:
+                meta.update(_result_meta(result.metadata))
+                meta["provider"] = str(result.metadata.get("provider") or self.summarizer.name)
                 if result.model:
                     meta["model"] = result.model
+                meta["output_tokens"] = int(result.metadata.get("output_tokens") or tokens)
+                meta["fallback_level"] = level
                 if errors:
                     meta["errors"] = errors
                 return text, tokens, level, meta
             errors.append(f"{mode}: output of {tokens} tokens does not fit {ceiling}")
         request = SummaryRequest(items, depth, target, self.counter, "normal", previous, cid)
+        started = time.perf_counter()
         text = self.fallback.summarize(request).text.strip()
+        meta["latency_ms"] = round(meta.get("latency_ms", 0.0) + (time.perf_counter() - started) * 1000, 2)
         if not text:
             text = f"[#{items[0].first_seq}–#{items[-1].last_seq}]"
         if errors:
             meta["errors"] = errors
-        return text, self.counter.count(text), FALLBACK_EXTRACTIVE if errors else FALLBACK_NORMAL, meta
+        level = FALLBACK_EXTRACTIVE if errors else FALLBACK_NORMAL
+        meta["provider"] = self.fallback.name
+        meta["output_tokens"] = self.counter.count(text)
+        meta["fallback_level"] = level
+        return text, self.counter.count(text), level, meta
+
+
+# What a summarizer may report about its own work (see lossless.summarize.llm); copied
+# into the summary's metadata so `lossless stats` can total the spend.
+_RESULT_KEYS = ("provider", "parts", "used_fallback_model")
+
+
+def _result_meta(metadata: dict[str, Any]) -> dict[str, Any]:
+    return {k: metadata[k] for k in _RESULT_KEYS if k in metadata}
+
+
+def _account_attempt(meta: dict[str, Any], reported: dict[str, Any] | None, started: float) -> None:
+    """Add one summarizer attempt (failed ones too) to the running totals: provider calls,
+    tokens sent to and received from the provider, wall time."""
+    meta["attempts"] = meta.get("attempts", 0) + 1
+    meta["latency_ms"] = round(meta.get("latency_ms", 0.0) + (time.perf_counter() - started) * 1000, 2)
+    if reported:
+        meta["calls"] = meta.get("calls", 0) + int(reported.get("calls", 1))
+        meta["summarizer_input_tokens"] = meta.get("summarizer_input_tokens", 0) + int(reported.get("input_tokens", 0))
+        meta["summarizer_output_tokens"] = meta.get("summarizer_output_tokens", 0) + int(reported.get("output_tokens", 0))

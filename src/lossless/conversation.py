@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from lossless.compaction import CompactionReport
+from lossless.emergency import RecoveryLog, call_with_recovery
 from lossless.recall.search import SearchMode
 from lossless.tools import ToolBox
 from lossless.types import AssembledContext, ConversationInfo, GrepHit, Message, Summary
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from lossless.engine import Memory
 
 __all__ = ["Conversation"]
+
+T = TypeVar("T")
 
 
 class Conversation:
@@ -98,11 +101,24 @@ class Conversation:
         context window) by the configured tokenizer."""
         return self.memory.assembler.assemble(self.id, budget_tokens, query)
 
-    def compact(self, *, force: bool = True, full: bool = False, emergency: bool = False) -> CompactionReport:
+    def compact(self, *, force: bool = True, full: bool = False, emergency: bool = False,
+                reason: str | None = None) -> CompactionReport:
         """Compact now. ``force`` (the default here) summarizes everything outside the
         fresh tail even under the trigger; ``full`` condenses down to one root;
-        ``emergency`` keeps only the newest turn raw (after a context-length error)."""
-        return self.memory.compactor.compact(self.id, force=force, full=full, emergency=emergency)
+        ``emergency`` keeps only the newest turn raw (after a context-length error).
+        ``reason`` is recorded with the report and every summary written (default:
+        ``manual``)."""
+        return self.memory.compactor.compact(self.id, force=force, full=full, emergency=emergency, reason=reason)
+
+    def call_with_recovery(self, call: Callable[[AssembledContext], T], *, budget_tokens: int | None = None,
+                           query: str | None = None, max_compactions: int = 3,
+                           log_to: RecoveryLog | None = None) -> T:
+        """Assemble a context and pass it to ``call`` (your model call); when the provider
+        answers that the context is too long, compact in emergency mode and retry with a
+        smaller budget, then cut the largest tool outputs, then raise
+        :class:`~lossless.errors.ContextOverflowError`. See :mod:`lossless.emergency`."""
+        return call_with_recovery(self, call, budget_tokens=budget_tokens, query=query,
+                                  max_compactions=max_compactions, log_to=log_to)
 
     def active_tokens(self) -> int:
         return self.memory.compactor.active_tokens(self.id)
@@ -163,6 +179,7 @@ class Conversation:
             "raw_tail_tokens": store.token_sum(self.id, covered + 1),
             "active_tokens": self.active_tokens(),
             "context_window": self.memory.config.context_window,
+            **_usage(store.summarizer_usage(self.id), store.token_sum(self.id, 1)),
         }
 
     # -- async wrappers (one sync core, run in a worker thread) --------------------------
@@ -178,6 +195,14 @@ class Conversation:
 
     async def acompact(self, **kwargs: Any) -> CompactionReport:
         return await asyncio.to_thread(self.compact, **kwargs)
+
+
+def _usage(usage: dict[str, Any], message_tokens: int) -> dict[str, Any]:
+    """Summarizer spend with the cost ratio: tokens sent to a summarizer model per token
+    ingested (0 for the offline extractive summarizer, which calls no model)."""
+    usage = dict(usage)
+    usage["summarizer_cost_ratio"] = round(usage["summarizer_input_tokens"] / message_tokens, 4) if message_tokens else 0.0
+    return usage
 
 
 def _new_text(msg: NewMessage) -> str:

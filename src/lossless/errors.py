@@ -12,6 +12,8 @@ caller can catch one type at a boundary (the CLI prints it and exits non-zero)::
     │   └── MigrationError     the schema is newer than this code, or a migration failed
     ├── SummarizerError        a summarizer failed (the engine falls back; raised only
     │                          when the caller asked for that summarizer explicitly)
+    ├── ContextOverflowError   a provider kept refusing the context as too long after
+    │                          emergency compaction and truncation
     └── MissingDependencyError an optional extra is not installed
 
 Builtins are never shadowed: there is no ``lossless.MemoryError``.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetError",
+    "ContextOverflowError",
     "LosslessError",
     "MigrationError",
     "MissingDependencyError",
@@ -62,6 +65,10 @@ class MigrationError(StoreError):
 
 class SummarizerError(LosslessError):
     """A summarizer could not produce a summary."""
+
+
+class ContextOverflowError(LosslessError):
+    """The model still said the context was too long after every recovery step."""
 
 
 class MissingDependencyError(LosslessError, ImportError):

@@ -297,9 +297,23 @@ def _total_stats(ctx: CommandContext) -> dict[str, Any]:
                 totals[key] = max(totals[key], stats[key]) if key == "max_depth" else totals[key] + stats[key]
         if len(batch) < 1000:
             break
+    usage = memory.store.summarizer_usage()
+    totals.update(usage)
+    tokens = totals["message_tokens"]
+    totals["summarizer_cost_ratio"] = round(usage["summarizer_input_tokens"] / tokens, 4) if tokens else 0.0
     path = ctx.db_path()
     totals["database_bytes"] = path.stat().st_size if path.exists() else 0
     return totals
+
+
+def _stat_text(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_stat_text(v)}" for k, v in value.items()) or "—"
+    return value
 
 
 def cmd_stats(ctx: CommandContext) -> int:
@@ -310,7 +324,7 @@ def cmd_stats(ctx: CommandContext) -> int:
     if ctx.json:
         ctx.emit_json(stats)
     else:
-        ctx.out.print(render.key_values({k: f"{v:,}" if isinstance(v, int) else v for k, v in stats.items()}))
+        ctx.out.print(render.key_values({k: _stat_text(v) for k, v in stats.items()}))
     return 0
 
 

@@ -185,6 +185,75 @@ def _recall(conn: Any) -> None:
     )
 
 
+
+@migration(4, "memories")
+def _memories(conn: Any) -> None:
+    conn.execute(
+        """
+        -- Long-term memory records (lossless.memory): facts, preferences, errors, patterns and
+        -- task records that outlive a conversation. Unlike messages they are mutable and
+        -- forgettable; the explicit INTEGER PRIMARY KEY keeps the FTS/vector rowids stable.
+        CREATE TABLE memories (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,  -- mem_ + sha256(owner, content, created_at)[:20]
+            kind TEXT NOT NULL CHECK (kind IN ('task', 'fact', 'preference', 'error', 'pattern')),
+            content TEXT NOT NULL CHECK (length(content) > 0),
+            content_hash TEXT NOT NULL,  -- sha256 of the normalised content: the dedupe key
+            token_count INTEGER NOT NULL,
+            importance REAL NOT NULL CHECK (importance BETWEEN 0 AND 1),
+            user_id TEXT,
+            agent_id TEXT,
+            -- Derived, so it can never disagree with the owner columns.
+            scope TEXT GENERATED ALWAYS AS (
+                CASE WHEN user_id IS NOT NULL THEN 'user'
+                     WHEN agent_id IS NOT NULL THEN 'agent' ELSE 'global' END
+            ) VIRTUAL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            source_message_ids TEXT NOT NULL DEFAULT '[]',
+            conversation_id TEXT,  -- no foreign key: a memory may outlive or precede its conversation
+            created_at TEXT NOT NULL,  -- ISO 8601 as given (naive stays naive)
+            created_ts REAL NOT NULL,
+            last_used_at TEXT NOT NULL,  -- starts at created_at; use_count 0 means never recalled
+            last_used_ts REAL NOT NULL,
+            use_count INTEGER NOT NULL DEFAULT 0,
+            updated_at TEXT NOT NULL,
+            -- Task-level records (seed 003): NULL on every other kind.
+            task_id TEXT,
+            task_type TEXT,
+            status TEXT,
+            result TEXT,
+            patterns TEXT,  -- JSON array of strings
+            errors TEXT     -- JSON array of strings
+        );
+        -- Same owner + same normalised content is one memory, even under concurrent writers.
+        CREATE UNIQUE INDEX memories_dedupe
+            ON memories (coalesce(user_id, ''), coalesce(agent_id, ''), content_hash);
+        CREATE INDEX memories_owner ON memories (user_id, agent_id, kind);
+        CREATE INDEX memories_last_used ON memories (last_used_ts);
+
+        -- Contentless like messages_fts: the text lives once, in memories; rowids match.
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+        );
+        CREATE VIRTUAL TABLE memories_tri USING fts5(
+            text, content='', contentless_delete=1, tokenize='trigram'
+        );
+
+        -- One vector per memory (from whichever embedder last embedded it). A plain table
+        -- scanned with numpy, not vec0: memory sets are small (a scan of thousands of
+        -- vectors takes well under a millisecond), the visibility filter is plain SQL, and
+        -- it works where the sqlite-vec extension cannot load.
+        CREATE TABLE memory_vectors (
+            memory_rowid INTEGER PRIMARY KEY REFERENCES memories(rowid) ON DELETE CASCADE,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            text_sha256 TEXT NOT NULL,  -- what was embedded (the embedding_cache key)
+            vector BLOB NOT NULL  -- float32, little-endian, L2-normalised
+        );
+        """
+    )
+
 def _ensure_table(conn: Any) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("

@@ -461,6 +461,35 @@ class SQLiteStore:
         )
         return [self._summary(r) for r in rows]
 
+    def summarizer_usage(self, conversation_id: str | None = None) -> dict[str, Any]:
+        """Totals over the summaries' recorded spend (see ``Compactor._write``): provider
+        calls, tokens sent to and received from a model, latency, and counts per
+        summarizer and per fallback level."""
+        where, args = ("WHERE conversation_id = ?", (conversation_id,)) if conversation_id else ("", ())
+        # json_extract on the metadata JSON: accounting fields are written once and only
+        # read here, so they do not earn columns of their own.
+        rows = self._query(
+            f"""SELECT summarizer, fallback_level, count(*),
+                       total(json_extract(metadata, '$.calls')),
+                       total(json_extract(metadata, '$.summarizer_input_tokens')),
+                       total(json_extract(metadata, '$.summarizer_output_tokens')),
+                       total(json_extract(metadata, '$.latency_ms'))
+                FROM summaries {where} GROUP BY summarizer, fallback_level""",
+            args,
+        )
+        usage: dict[str, Any] = {"summarizer_calls": 0, "summarizer_input_tokens": 0, "summarizer_output_tokens": 0,
+                                 "summarizer_seconds": 0.0, "summaries_by_summarizer": {}, "summaries_by_fallback": {}}
+        for name, level, n, calls, tin, tout, ms in rows:
+            usage["summarizer_calls"] += int(calls)
+            usage["summarizer_input_tokens"] += int(tin)
+            usage["summarizer_output_tokens"] += int(tout)
+            usage["summarizer_seconds"] = round(usage["summarizer_seconds"] + ms / 1000, 3)
+            by_name = usage["summaries_by_summarizer"]
+            by_name[name] = by_name.get(name, 0) + n
+            label = ("normal", "aggressive", "extractive")[level] if 0 <= level <= 2 else str(level)
+            usage["summaries_by_fallback"][label] = usage["summaries_by_fallback"].get(label, 0) + n
+        return usage
+
     # -- search -------------------------------------------------------------------------
 
     def search(self, spec: SearchSpec) -> list[GrepHit]:

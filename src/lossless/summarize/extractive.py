@@ -548,5 +548,7 @@ class ExtractiveSummarizer:
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         """Summarize ``request``; never raises on odd text and never exceeds the budget."""
         text = extract(request)
-        meta = {"summarizer": self.name, "mode": request.mode, "lines": len(text.splitlines())}
+        # calls 0: no model was asked, so nothing counts toward the summarizer spend
+        meta = {"summarizer": self.name, "provider": self.name, "calls": 0, "mode": request.mode,
+                "lines": len(text.splitlines())}
         return SummaryResult(text, None, meta)

@@ -1,0 +1,205 @@
+"""Emergency compaction: recovering from a provider's "context too long" error.
+
+The budget lossless assembles to is counted with our tokenizer; the provider counts with
+its own, adds tool schemas and images, and may simply have a smaller window than the one
+configured. When it refuses the request, :func:`call_with_recovery` compacts harder
+(emergency: only the newest turn stays raw), reassembles into a smaller budget and tries
+again, a bounded number of times; then it cuts the largest tool outputs down (they stay
+whole in the store, and the marker names the message id to expand); then it gives up with
+:class:`~lossless.errors.ContextOverflowError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from lossless.errors import ContextOverflowError, ValidationError
+from lossless.tokens import TokenCounter, count_chat_tokens
+from lossless.types import AssembledContext, ChatMessage
+
+if TYPE_CHECKING:
+    from lossless.conversation import Conversation
+
+__all__ = ["RecoveryLog", "call_with_recovery", "is_context_length_error", "truncate_tool_outputs"]
+
+log = logging.getLogger("lossless")
+T = TypeVar("T")
+
+# Error codes and message texts providers use for "the prompt does not fit":
+# OpenAI ``context_length_exceeded`` / "maximum context length is N tokens"; Anthropic
+# "prompt is too long: N tokens > M maximum"; vLLM / llama.cpp / Ollama / OpenRouter
+# variants; Google "exceeds the maximum number of tokens"; HTTP 413 from gateways.
+_CODES = frozenset({"context_length_exceeded", "string_above_max_length", "request_too_large",
+                    "context_window_exceeded", "model_context_window_exceeded"})
+_TEXTS = re.compile(
+    r"context[_ ]length[_ ]exceeded|maximum context length|context window|prompt is too long"
+    r"|too many tokens|input is too long|exceeds? the (?:maximum|max) (?:number of )?tokens"
+    r"|reduce the length of the messages|request too large|prompt too long|context size"
+    r"|exceeds the context|longer than the model's context|input length .* exceeds"
+    r"|maximum (?:input|prompt) length",
+    re.IGNORECASE,
+)
+_TRUNCATED = "[… {n} tokens of this tool output cut to fit the window; the whole output is message {id}]"
+
+
+def _status(exc: BaseException) -> int | None:
+    for attr in ("status_code", "status", "http_status"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int):
+            return value
+    response = getattr(exc, "response", None)
+    value = getattr(response, "status_code", None)
+    return value if isinstance(value, int) else None
+
+
+def _codes(exc: BaseException) -> list[str]:
+    found: list[str] = []
+    for attr in ("code", "type"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, str):
+            found.append(value)
+    body: Any = getattr(exc, "body", None)
+    for _ in range(2):  # {"error": {"code": …, "type": …}} or the inner dict itself
+        if isinstance(body, dict):
+            found.extend(str(body[k]) for k in ("code", "type") if isinstance(body.get(k), str))
+            body = body.get("error")
+    return found
+
+
+def is_context_length_error(exc: BaseException) -> bool:
+    """True when ``exc`` (or an exception it was raised from) is a provider saying the
+    request does not fit the model's context: an error code like OpenAI's
+    ``context_length_exceeded``, HTTP 413, or one of the usual message texts."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if _status(current) == 413:
+            return True
+        if any(code in _CODES for code in _codes(current)):
+            return True
+        if _TEXTS.search(str(current)):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def truncate_tool_outputs(messages: list[ChatMessage], counter: TokenCounter, budget: int,
+                          *, ids: list[str | None] | None = None) -> list[ChatMessage]:
+    """Cut the largest tool outputs (role ``tool``), biggest first, keeping their head and
+    tail, until the messages fit ``budget`` or no tool output is left to cut. ``ids``
+    (parallel to ``messages``) names each message's stored id for the marker."""
+    out = [dict(m) for m in messages]
+    sizes = [(counter.count(str(m.get("content") or "")), i) for i, m in enumerate(out) if m.get("role") == "tool"]
+    for size, i in sorted(sizes, reverse=True):
+        over = count_chat_tokens(counter, out) - budget  # type: ignore[arg-type]
+        if over <= 0 or size < 64:
+            break
+        text = str(out[i].get("content") or "")
+        keep = max(32, size - over - 48)
+        if keep >= size:
+            continue
+        head = _prefix(text, counter, keep * 2 // 3)
+        tail = _suffix(text, counter, keep // 3)
+        marker = _TRUNCATED.format(n=size - keep, id=(ids[i] if ids and ids[i] else "in the store"))
+        out[i]["content"] = f"{head}\n{marker}\n{tail}"
+    return out  # type: ignore[return-value]
+
+
+def _prefix(text: str, counter: TokenCounter, tokens: int) -> str:
+    lo, hi = 0, len(text)
+    while lo < hi:  # the longest prefix within ``tokens``
+        mid = (lo + hi + 1) // 2
+        if counter.count(text[:mid]) <= tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo]
+
+
+def _suffix(text: str, counter: TokenCounter, tokens: int) -> str:
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if counter.count(text[len(text) - mid:]) <= tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[len(text) - lo:] if lo else ""
+
+
+def _tool_message_ids(conv: Conversation, ctx: AssembledContext) -> list[str | None]:
+    """The stored id of each tool message in ``ctx`` (matched by tool_call_id within the
+    fresh tail it came from), for the truncation marker."""
+    by_call: dict[str, str] = {}
+    for item in ctx.items:
+        if item.tier == "fresh_tail":
+            for msg in conv.messages(item.first_seq, item.last_seq):
+                if msg.role == "tool" and msg.tool_call_id:
+                    by_call[msg.tool_call_id] = msg.id
+    return [by_call.get(str(m.get("tool_call_id"))) if m.get("role") == "tool" else None for m in ctx.messages]
+
+
+@dataclass
+class RecoveryLog:
+    """What :func:`call_with_recovery` had to do; pass one in to see it afterwards."""
+
+    attempts: int = 0
+    compactions: int = 0
+    truncated: bool = False
+    budgets: list[int] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def call_with_recovery(
+    conv: Conversation,
+    call: Callable[[AssembledContext], T],
+    *,
+    budget_tokens: int | None = None,
+    query: str | None = None,
+    max_compactions: int = 3,
+    shrink: float = 0.8,
+    log_to: RecoveryLog | None = None,
+) -> T:
+    """Assemble a context for ``conv`` and hand it to ``call`` (your model call). If the
+    provider says the context is too long, compact in emergency mode, reassemble into a
+    budget ``shrink`` times smaller, and call again — at most ``max_compactions`` times;
+    then once more with the largest tool outputs cut down; then raise
+    :class:`~lossless.errors.ContextOverflowError`. Any other error propagates at once.
+    """
+    if max_compactions < 0:
+        raise ValidationError(f"max_compactions must be >= 0, got {max_compactions}")
+    if not 0.1 <= shrink <= 1.0:
+        raise ValidationError(f"shrink must be between 0.1 and 1.0, got {shrink}")
+    record = log_to if log_to is not None else RecoveryLog()
+    budget = budget_tokens or conv.memory.config.context_window
+    last: BaseException | None = None
+    for attempt in range(max_compactions + 2):
+        ctx = conv.assemble(budget_tokens=budget, query=query)
+        if attempt == max_compactions + 1:  # the last resort: cut the biggest tool outputs
+            ids = _tool_message_ids(conv, ctx)
+            messages = truncate_tool_outputs(ctx.messages, conv.memory.counter, int(budget * shrink), ids=ids)
+            ctx = replace(ctx, messages=messages, tokens=count_chat_tokens(conv.memory.counter, messages))  # type: ignore[arg-type]
+            record.truncated = True
+        record.attempts += 1
+        record.budgets.append(budget)
+        try:
+            return call(ctx)
+        except Exception as exc:
+            if not is_context_length_error(exc):
+                raise
+            last = exc
+            record.errors.append(f"{type(exc).__name__}: {exc}"[:300])
+            log.warning("lossless: %s: the provider refused %d tokens as too long; compacting", conv.id, ctx.tokens)
+        if attempt < max_compactions:
+            conv.compact(emergency=True, reason="context-length error")
+            record.compactions += 1
+            budget = max(256, int(budget * shrink))
+    raise ContextOverflowError(
+        f"the provider still refused the context as too long after {record.compactions} emergency "
+        f"compactions (last budget {budget} tokens) and cutting tool outputs: {last}"
+    ) from last
