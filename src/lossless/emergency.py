@@ -24,7 +24,8 @@ from lossless.types import AssembledContext, ChatMessage
 if TYPE_CHECKING:
     from lossless.conversation import Conversation
 
-__all__ = ["RecoveryLog", "call_with_recovery", "is_context_length_error", "truncate_tool_outputs"]
+__all__ = ["RecoveryLog", "call_with_recovery", "context_limit_from_error", "is_context_length_error",
+           "truncate_tool_outputs"]
 
 log = logging.getLogger("lossless")
 T = TypeVar("T")
@@ -86,6 +87,32 @@ def is_context_length_error(exc: BaseException) -> bool:
             return True
         current = current.__cause__ or current.__context__
     return False
+
+
+# "maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens"
+# (OpenAI, vLLM), "prompt is too long: 210455 tokens > 200000 maximum" (Anthropic).
+_LIMIT = re.compile(r"(?:maximum context length is|context window (?:is|of)|maximum (?:input|prompt) length (?:is |of )?)"
+                    r"\s*(\d[\d,]*)|(\d[\d,]*) tokens? > (\d[\d,]*)", re.IGNORECASE)
+_SENT = re.compile(r"(?:resulted in|you requested|requested|prompt has|input has)\s*(?:about\s*)?(\d[\d,]*) tokens",
+                   re.IGNORECASE)
+
+
+def context_limit_from_error(exc: BaseException) -> tuple[int | None, int | None]:
+    """(the model's limit, the size the provider counted) when the error text states them,
+    e.g. ``(8192, 9000)`` for OpenAI's "maximum context length is 8192 tokens. However,
+    your messages resulted in 9000 tokens"; ``None`` for what it does not say."""
+    text = str(exc)
+    limit = sent = None
+    match = _LIMIT.search(text)
+    if match:
+        if match.group(1):
+            limit = int(match.group(1).replace(",", ""))
+        else:
+            sent, limit = int(match.group(2).replace(",", "")), int(match.group(3).replace(",", ""))
+    found = _SENT.search(text)
+    if found and sent is None:
+        sent = int(found.group(1).replace(",", ""))
+    return limit, sent
 
 
 def truncate_tool_outputs(messages: list[ChatMessage], counter: TokenCounter, budget: int,
@@ -182,7 +209,7 @@ def call_with_recovery(
         ctx = conv.assemble(budget_tokens=budget, query=query)
         if attempt == max_compactions + 1:  # the last resort: cut the biggest tool outputs
             ids = _tool_message_ids(conv, ctx)
-            messages = truncate_tool_outputs(ctx.messages, conv.memory.counter, int(budget * shrink), ids=ids)
+            messages = truncate_tool_outputs(ctx.messages, conv.memory.counter, budget, ids=ids)
             ctx = replace(ctx, messages=messages, tokens=count_chat_tokens(conv.memory.counter, messages))  # type: ignore[arg-type]
             record.truncated = True
         record.attempts += 1
@@ -195,11 +222,23 @@ def call_with_recovery(
             last = exc
             record.errors.append(f"{type(exc).__name__}: {exc}"[:300])
             log.warning("lossless: %s: the provider refused %d tokens as too long; compacting", conv.id, ctx.tokens)
+        budget = _next_budget(budget, shrink, ctx.tokens, last)
         if attempt < max_compactions:
             conv.compact(emergency=True, reason="context-length error")
             record.compactions += 1
-            budget = max(256, int(budget * shrink))
     raise ContextOverflowError(
         f"the provider still refused the context as too long after {record.compactions} emergency "
         f"compactions (last budget {budget} tokens) and cutting tool outputs: {last}"
     ) from last
+
+
+def _next_budget(budget: int, shrink: float, our_tokens: int, error: BaseException | None) -> int:
+    """``shrink`` times smaller, or smaller still when the error names the model's limit:
+    that limit scaled by how our count compares with the provider's, less 10 %."""
+    target = int(budget * shrink)
+    if error is not None:
+        limit, sent = context_limit_from_error(error)
+        if limit:
+            scale = our_tokens / sent if sent and our_tokens else 1.0
+            target = min(target, int(limit * min(scale, 1.0) * 0.9))
+    return max(64, target)
