@@ -4,6 +4,7 @@ harder, reassemble smaller and retry; then cut tool outputs; then give up clearl
 from __future__ import annotations
 
 from pathlib import Path
+
 import openai
 import pytest
 

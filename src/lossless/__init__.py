@@ -6,6 +6,8 @@ from lossless.conversation import Conversation
 from lossless.engine import Memory, default_db_path, open
 from lossless.errors import (
     BudgetError,
+    CompactionBusyError,
+    ContextOverflowError,
     LosslessError,
     MigrationError,
     MissingDependencyError,
@@ -29,9 +31,11 @@ __all__ = [
     "AssembledContext",
     "BudgetError",
     "ChatMessage",
+    "CompactionBusyError",
     "CompactionReport",
     "Config",
     "ContextItem",
+    "ContextOverflowError",
     "Conversation",
     "GrepHit",
     "LosslessError",

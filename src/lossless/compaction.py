@@ -8,6 +8,9 @@ most the summary being written, and re-running compaction simply continues.
 
 from __future__ import annotations
 
+import os
+import secrets
+import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -25,6 +28,7 @@ from lossless.types import Message, SourceRef, Summary
 __all__ = ["CompactionReport", "Compactor", "protected_tail_start", "tool_groups"]
 
 FALLBACK_NORMAL, FALLBACK_AGGRESSIVE, FALLBACK_EXTRACTIVE = 0, 1, 2
+_HOST = socket.gethostname()
 
 
 @dataclass
@@ -114,6 +118,10 @@ class Compactor:
         self.fallback = ExtractiveSummarizer()
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self._cooldown: dict[str, tuple[float, int]] = {}  # conversation -> (until, tokens then)
+        # a lease not heart-beaten for this long belongs to a dead compactor; one summary
+        # call (with its retries and timeouts) must fit inside it
+        self.lease_seconds = 600.0
 
     # -- measuring ----------------------------------------------------------------------
 
@@ -130,42 +138,108 @@ class Compactor:
 
     def compact(
         self, conversation_id: str, *, force: bool = False, emergency: bool = False, full: bool = False,
-        reason: str | None = None,
+        reason: str | None = None, wait: float = 0.0,
     ) -> CompactionReport:
         """Compact one conversation.
 
-        Without ``force`` it does nothing unless the active context is over the trigger.
+        Without ``force`` it does nothing unless a trigger fired (:meth:`trigger`);
         ``force`` summarizes everything outside the fresh tail even under the trigger;
         ``emergency`` keeps only the newest turn raw (after a context-length error);
-        ``full`` also condenses the frontier down to a single root.
+        ``full`` also condenses the frontier down to a single root. ``reason`` is recorded
+        in the compaction log and on every summary written.
+
+        At most one compaction of a conversation runs at a time, across threads and
+        processes (a lease row in the store): a second one waits up to ``wait`` seconds,
+        then returns a report that says it was skipped, having changed nothing.
         """
         t0 = time.perf_counter()
+        started = time.time()
         report = CompactionReport(conversation_id)
         report.tokens_before = self.active_tokens(conversation_id)
-        report.reason = reason or ("emergency" if emergency else "manual" if (force or full) else
-                                   f"tokens over threshold ({report.tokens_before} > {self.config.trigger_tokens})")
+        manual = force or emergency or full
+        if not manual:
+            fired = self.trigger(conversation_id, report.tokens_before)
+            if fired is None:
+                report.skipped = "no trigger fired"
+                report.tokens_after = report.tokens_before
+                return report
+            reason = reason or fired
+            # message-count and interval triggers compact whatever lies outside the tail
+            force = not fired.startswith("tokens")
+        report.reason = reason or ("emergency" if emergency else "manual")
         lock = self._lock_for(conversation_id)
-        if not lock.acquire(blocking=False):
-            report.skipped = "another compaction of this conversation is running"
-            report.tokens_after = report.tokens_before
-            return report
+        owner = f"{_HOST}:{os.getpid()}:{threading.get_ident()}:{secrets.token_hex(4)}"
+        if not (lock.acquire(timeout=wait) if wait > 0 else lock.acquire(blocking=False)):
+            return self._busy(report, "another compaction of this conversation is running in this process")
         try:
-            if not (force or emergency or full) and report.tokens_before <= self.config.trigger_tokens:
-                report.skipped = "under the trigger"
-            else:
-                self._leaf_passes(conversation_id, report, force=force or full, emergency=emergency)
-                self._condense_passes(conversation_id, report, full=full or emergency)
+            deadline = time.monotonic() + wait
+            while not self.store.acquire_lease(conversation_id, owner, report.reason, self.lease_seconds):
+                if time.monotonic() >= deadline:
+                    holder = self.store.lease(conversation_id) or {}
+                    return self._busy(report, f"another compaction of this conversation is running "
+                                              f"({holder.get('owner', 'another process')})")
+                time.sleep(0.05)
+            try:
+                self._leaf_passes(conversation_id, report, force=force or full, emergency=emergency, owner=owner)
+                self._condense_passes(conversation_id, report, full=full or emergency, owner=owner)
+            finally:
+                self.store.release_lease(conversation_id, owner)
+            report.tokens_after = self.active_tokens(conversation_id)
+            report.seconds = time.perf_counter() - t0
+            if not manual and (not report.created or report.tokens_after > self.config.trigger_tokens):
+                # it could not bring the context under the trigger: no automatic retry
+                # until the cooldown is over (stops compaction storms)
+                self._cooldown[conversation_id] = (time.monotonic() + self.config.compaction_cooldown_seconds,
+                                                   report.tokens_after)
+            self.store.log_compaction(conversation_id, {
+                "reason": report.reason, "started_ts": started, "finished_ts": time.time(),
+                "tokens_before": report.tokens_before, "tokens_after": report.tokens_after,
+                "leaves": len(report.leaves), "condensed": len(report.condensed), "skipped": report.skipped,
+                "owner": owner,
+            })
         finally:
             lock.release()
-        report.tokens_after = self.active_tokens(conversation_id)
-        report.seconds = time.perf_counter() - t0
         return report
+
+    def _busy(self, report: CompactionReport, why: str) -> CompactionReport:
+        report.skipped = why
+        report.tokens_after = report.tokens_before
+        return report
+
+    def trigger(self, conversation_id: str, active_tokens: int | None = None) -> str | None:
+        """Which automatic trigger fires now, as the reason to record, or None: the active
+        context over ``context_threshold`` of the window; more raw messages than
+        ``compact_after_messages``; longer than ``compact_interval_seconds`` since the last
+        compaction with raw messages waiting. Quiet during a cooldown after a fruitless
+        automatic run, unless a leaf's worth of new tokens arrived since."""
+        cfg = self.config
+        tokens = self.active_tokens(conversation_id) if active_tokens is None else active_tokens
+        until, tokens_then = self._cooldown.get(conversation_id, (0.0, 0))
+        if time.monotonic() < until and tokens < tokens_then + cfg.effective_leaf_target_tokens:
+            return None  # cooling down, and too little new material to make a summary worth it
+        if tokens > cfg.trigger_tokens:
+            return f"tokens over threshold ({tokens} > {cfg.trigger_tokens})"
+        if cfg.compact_after_messages is None and cfg.compact_interval_seconds is None:
+            return None
+        raw = self.store.last_seq(conversation_id) - self.store.covered_seq(conversation_id)
+        if cfg.compact_after_messages is not None and raw > cfg.compact_after_messages:
+            return f"message count over limit ({raw} raw > {cfg.compact_after_messages})"
+        if cfg.compact_interval_seconds is not None and raw > cfg.fresh_tail_count:
+            log = self.store.compaction_log(conversation_id, 1)
+            since = log[0]["finished_ts"] if log else self.store.first_message_ts(conversation_id)
+            if since is not None and time.time() - since > cfg.compact_interval_seconds:
+                return f"interval elapsed ({time.time() - since:.0f} s > {cfg.compact_interval_seconds:g} s)"
+        return None
+
+    def state(self, conversation_id: str) -> Literal["ACTIVE", "COMPACTING"]:
+        """``COMPACTING`` while any thread or process holds the conversation's lease."""
+        return "COMPACTING" if self.store.lease(conversation_id) is not None else "ACTIVE"
 
     def _lock_for(self, conversation_id: str) -> threading.Lock:
         with self._locks_guard:
             return self._locks.setdefault(conversation_id, threading.Lock())
 
-    def _leaf_passes(self, cid: str, report: CompactionReport, *, force: bool, emergency: bool) -> None:
+    def _leaf_passes(self, cid: str, report: CompactionReport, *, force: bool, emergency: bool, owner: str) -> None:
         cfg = self.config
         frontier = self.store.frontier(cid)
         covered = frontier[-1].last_seq if frontier else 0
@@ -205,9 +279,10 @@ class Compactor:
                 report.skipped = "the frontier moved during compaction"
                 return
             report.leaves.append(node.id)
+            self.store.heartbeat_lease(cid, owner)
             previous = node.content
 
-    def _condense_passes(self, cid: str, report: CompactionReport, *, full: bool) -> None:
+    def _condense_passes(self, cid: str, report: CompactionReport, *, full: bool, owner: str) -> None:
         cfg = self.config
         while report.passes < cfg.max_compaction_passes:
             frontier = self.store.frontier(cid)
@@ -232,6 +307,7 @@ class Compactor:
                 report.skipped = "the frontier moved during compaction"
                 return
             report.condensed.append(node.id)
+            self.store.heartbeat_lease(cid, owner)
 
     def _pick_run(self, frontier: list[Summary]) -> list[Summary] | None:
         """The oldest run of 2..max_fanout contiguous same-depth frontier summaries whose

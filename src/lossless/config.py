@@ -33,6 +33,13 @@ class Config:
     summary_share: float = 0.40  # frontier summaries above this share of the window get condensed
     max_summary_ratio: float = 0.5  # a summary is at most this share of what it covers
     auto_compact: bool = True
+    # more triggers (None: off) and a cooldown after an automatic compaction that could
+    # not get under the trigger, so it does not retry on every message
+    compact_after_messages: int | None = None
+    compact_interval_seconds: float | None = None
+    compaction_cooldown_seconds: float = 30.0
+    chat_commands: bool = True  # a user message "/compact" compacts the conversation
+    tool_wait_seconds: float = 10.0  # agent tools wait this long for a running compaction
     tokenizer: str = "cl100k_base"
     max_message_bytes: int = 4 * 1024 * 1024
     max_compaction_passes: int = 10_000
@@ -79,6 +86,15 @@ class Config:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValidationError(f"{name} must be a positive integer, got {value!r}")
+        if self.compact_after_messages is not None and (
+                not isinstance(self.compact_after_messages, int) or self.compact_after_messages < 1):
+            raise ValidationError(f"compact_after_messages must be a positive integer or None, "
+                                  f"got {self.compact_after_messages!r}")
+        if self.compact_interval_seconds is not None and not self.compact_interval_seconds > 0:
+            raise ValidationError(f"compact_interval_seconds must be positive or None, got {self.compact_interval_seconds!r}")
+        for name in ("compaction_cooldown_seconds", "tool_wait_seconds"):
+            if not getattr(self, name) >= 0:
+                raise ValidationError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.vector_backend not in ("auto", "sqlite-vec", "numpy"):
             raise ValidationError(f"vector_backend must be auto, sqlite-vec or numpy, got {self.vector_backend!r}")
         if self.fusion not in ("rrf", "weighted"):

@@ -70,7 +70,10 @@ class Conversation:
         counter = self.memory.counter
         counts = [counter.count(_new_text(m)) for m in validated]
         stored = self.memory.store.append_messages(self.id, validated, counts)
-        if self.memory.config.auto_compact:
+        config = self.memory.config
+        if config.chat_commands and any(_is_compact_command(m) for m in stored):
+            self.memory.compactor.compact(self.id, force=True, reason="/compact command", wait=config.tool_wait_seconds)
+        elif config.auto_compact:
             self.memory.compactor.compact(self.id)
         # Vectors are made lazily, by the next query (or conv.index()): ingest speed does not
         # depend on the embedder, and an agent's turn only embeds the few new messages.
@@ -108,7 +111,8 @@ class Conversation:
         ``emergency`` keeps only the newest turn raw (after a context-length error).
         ``reason`` is recorded with the report and every summary written (default:
         ``manual``)."""
-        return self.memory.compactor.compact(self.id, force=force, full=full, emergency=emergency, reason=reason)
+        return self.memory.compactor.compact(self.id, force=force, full=full, emergency=emergency, reason=reason,
+                                             wait=self.memory.config.tool_wait_seconds)
 
     def call_with_recovery(self, call: Callable[[AssembledContext], T], *, budget_tokens: int | None = None,
                            query: str | None = None, max_compactions: int = 3,
@@ -119,6 +123,17 @@ class Conversation:
         :class:`~lossless.errors.ContextOverflowError`. See :mod:`lossless.emergency`."""
         return call_with_recovery(self, call, budget_tokens=budget_tokens, query=query,
                                   max_compactions=max_compactions, log_to=log_to)
+
+    @property
+    def state(self) -> Literal["ACTIVE", "COMPACTING"]:
+        """``COMPACTING`` while a compaction of this conversation runs (in any thread or
+        process sharing the store), else ``ACTIVE``."""
+        return self.memory.compactor.state(self.id)
+
+    def compaction_log(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The compactions that ran, newest first: reason (the trigger), times, tokens
+        before and after, summaries written, and why a run stopped early if it did."""
+        return self.memory.store.compaction_log(self.id, limit)
 
     def active_tokens(self) -> int:
         return self.memory.compactor.active_tokens(self.id)
@@ -195,6 +210,10 @@ class Conversation:
 
     async def acompact(self, **kwargs: Any) -> CompactionReport:
         return await asyncio.to_thread(self.compact, **kwargs)
+
+
+def _is_compact_command(msg: Message) -> bool:
+    return msg.role == "user" and isinstance(msg.content, str) and msg.content.strip().lower() == "/compact"
 
 
 def _usage(usage: dict[str, Any], message_tokens: int) -> dict[str, Any]:

@@ -123,7 +123,7 @@ def truncate_tool_outputs(messages: list[ChatMessage], counter: TokenCounter, bu
     out = [dict(m) for m in messages]
     sizes = [(counter.count(str(m.get("content") or "")), i) for i, m in enumerate(out) if m.get("role") == "tool"]
     for size, i in sorted(sizes, reverse=True):
-        over = count_chat_tokens(counter, out) - budget  # type: ignore[arg-type]
+        over = count_chat_tokens(counter, out) - budget
         if over <= 0 or size < 64:
             break
         text = str(out[i].get("content") or "")
@@ -210,7 +210,7 @@ def call_with_recovery(
         if attempt == max_compactions + 1:  # the last resort: cut the biggest tool outputs
             ids = _tool_message_ids(conv, ctx)
             messages = truncate_tool_outputs(ctx.messages, conv.memory.counter, budget, ids=ids)
-            ctx = replace(ctx, messages=messages, tokens=count_chat_tokens(conv.memory.counter, messages))  # type: ignore[arg-type]
+            ctx = replace(ctx, messages=messages, tokens=count_chat_tokens(conv.memory.counter, messages))
             record.truncated = True
         record.attempts += 1
         record.budgets.append(budget)

@@ -9,7 +9,8 @@ caller can catch one type at a boundary (the CLI prints it and exits non-zero)::
     │   └── QueryError         a malformed search query (raw FTS syntax, bad regex)
     ├── NotFoundError          a conversation, message or summary id that does not exist
     ├── StoreError             the store failed or is in a state we refuse to touch
-    │   └── MigrationError     the schema is newer than this code, or a migration failed
+    │   ├── MigrationError     the schema is newer than this code, or a migration failed
+    │   └── CompactionBusyError  another compaction of the conversation is running
     ├── SummarizerError        a summarizer failed (the engine falls back; raised only
     │                          when the caller asked for that summarizer explicitly)
     ├── ContextOverflowError   a provider kept refusing the context as too long after
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetError",
+    "CompactionBusyError",
     "ContextOverflowError",
     "LosslessError",
     "MigrationError",
@@ -61,6 +63,10 @@ class StoreError(LosslessError):
 
 class MigrationError(StoreError):
     """The database schema cannot be brought to the version this code needs."""
+
+
+class CompactionBusyError(StoreError):
+    """A conversation is being compacted (by another thread or process) right now."""
 
 
 class SummarizerError(LosslessError):

@@ -10,11 +10,12 @@ another conversation's history through it.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from lossless.errors import LosslessError, NotFoundError, ValidationError
+from lossless.errors import CompactionBusyError, LosslessError, NotFoundError, ValidationError
 from lossless.recall.search import run_search
 from lossless.render import message_header, message_text
 from lossless.store.base import SearchSpec
@@ -263,6 +264,20 @@ class ToolBox:
         result: dict[str, Any] = getattr(self, name)(**args)
         return result
 
+    def _wait_for_compaction(self) -> None:
+        """While this conversation is being compacted, wait (``tool_wait_seconds``), then
+        refuse with an error the model can read and retry on."""
+        if self.conversation_id is None:
+            return
+        compactor = self.memory.compactor
+        deadline = time.monotonic() + self.memory.config.tool_wait_seconds
+        while compactor.state(self.conversation_id) == "COMPACTING":
+            if time.monotonic() >= deadline:
+                raise CompactionBusyError(
+                    f"conversation {self.conversation_id!r} is being compacted; try the tool call again shortly"
+                )
+            time.sleep(0.05)
+
     def dispatch(self, tool_call: Mapping[str, Any]) -> dict[str, Any]:
         """Answer a model's tool call with the tool-result message for its API.
 
@@ -279,6 +294,7 @@ class ToolBox:
             call_id, name, args = tool_call.get("id", ""), fn.get("name", ""), fn.get("arguments")
         error = False
         try:
+            self._wait_for_compaction()
             payload: dict[str, Any] = self.call(str(name), args)
         except LosslessError as exc:
             payload, error = {"error": str(exc)}, True

@@ -254,6 +254,42 @@ def _memories(conn: Any) -> None:
         """
     )
 
+@migration(5, "compaction_state")
+def _compaction_state(conn: Any) -> None:
+    conn.execute(
+        """
+        -- At most one compaction per conversation at a time, across threads, processes and
+        -- hosts sharing the file: a row here is the lease. A holder refreshes heartbeat_ts
+        -- while it works; a lease whose heartbeat is older than its stale_after is taken over
+        -- (the holder died), so a crash never wedges a conversation.
+        CREATE TABLE compaction_leases (
+            conversation_id TEXT PRIMARY KEY REFERENCES conversations(id),
+            owner TEXT NOT NULL,  -- host:pid:thread:nonce of the holder
+            reason TEXT NOT NULL,
+            acquired_ts REAL NOT NULL,
+            heartbeat_ts REAL NOT NULL,
+            stale_after REAL NOT NULL
+        );
+
+        -- Why and when each compaction ran, and what it did (issue: record the trigger).
+        CREATE TABLE compaction_log (
+            rowid INTEGER PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            reason TEXT NOT NULL,
+            started_ts REAL NOT NULL,
+            finished_ts REAL NOT NULL,
+            tokens_before INTEGER NOT NULL,
+            tokens_after INTEGER NOT NULL,
+            leaves INTEGER NOT NULL,
+            condensed INTEGER NOT NULL,
+            skipped TEXT,  -- why nothing (more) was done, if so
+            owner TEXT NOT NULL
+        );
+        CREATE INDEX compaction_log_conv ON compaction_log (conversation_id, started_ts);
+        """
+    )
+
+
 def _ensure_table(conn: Any) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("

@@ -13,6 +13,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -306,6 +307,10 @@ class SQLiteStore:
         rows = self._query("SELECT last_seq FROM conversations WHERE id = ?", (conversation_id,))
         return rows[0][0] if rows else 0
 
+    def first_message_ts(self, conversation_id: str) -> float | None:
+        rows = self._query("SELECT min(created_ts) FROM messages WHERE conversation_id = ?", (conversation_id,))
+        return rows[0][0] if rows else None
+
     def token_sum(self, conversation_id: str, first_seq: int, last_seq: int | None = None) -> int:
         hi = last_seq if last_seq is not None else 2**62
         rows = self._query(
@@ -489,6 +494,65 @@ class SQLiteStore:
             label = ("normal", "aggressive", "extractive")[level] if 0 <= level <= 2 else str(level)
             usage["summaries_by_fallback"][label] = usage["summaries_by_fallback"].get(label, 0) + n
         return usage
+
+    # -- compaction leases and log ------------------------------------------------------
+
+    def acquire_lease(self, conversation_id: str, owner: str, reason: str, stale_after: float) -> bool:
+        """Take the conversation's compaction lease, or take over one whose holder stopped
+        heart-beating; False when a live holder has it."""
+        now = time.time()
+        with self.transaction() as conn:  # BEGIN IMMEDIATE: the check and the write are atomic
+            row = list(conn.execute("SELECT owner, heartbeat_ts, stale_after FROM compaction_leases "
+                                    "WHERE conversation_id = ?", (conversation_id,)))
+            if row and row[0][0] != owner and row[0][1] + row[0][2] > now:
+                return False
+            conn.execute(
+                "INSERT INTO compaction_leases (conversation_id, owner, reason, acquired_ts, heartbeat_ts, stale_after) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id) DO UPDATE SET owner = excluded.owner, "
+                "reason = excluded.reason, acquired_ts = excluded.acquired_ts, heartbeat_ts = excluded.heartbeat_ts, "
+                "stale_after = excluded.stale_after",
+                (conversation_id, owner, reason, now, now, stale_after),
+            )
+        return True
+
+    def heartbeat_lease(self, conversation_id: str, owner: str) -> None:
+        with self.transaction() as conn:
+            conn.execute("UPDATE compaction_leases SET heartbeat_ts = ? WHERE conversation_id = ? AND owner = ?",
+                         (time.time(), conversation_id, owner))
+
+    def release_lease(self, conversation_id: str, owner: str) -> None:
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM compaction_leases WHERE conversation_id = ? AND owner = ?",
+                         (conversation_id, owner))
+
+    def lease(self, conversation_id: str) -> dict[str, Any] | None:
+        """The live lease on this conversation (who is compacting it, since when, why)."""
+        rows = self._query("SELECT owner, reason, acquired_ts, heartbeat_ts, stale_after FROM compaction_leases "
+                           "WHERE conversation_id = ?", (conversation_id,))
+        if not rows or rows[0][3] + rows[0][4] <= time.time():
+            return None
+        owner, reason, acquired, beat, _ = rows[0]
+        return {"owner": owner, "reason": reason, "acquired_ts": acquired, "heartbeat_ts": beat}
+
+    def log_compaction(self, conversation_id: str, entry: dict[str, Any]) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO compaction_log (conversation_id, reason, started_ts, finished_ts, tokens_before, "
+                "tokens_after, leaves, condensed, skipped, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (conversation_id, entry["reason"], entry["started_ts"], entry["finished_ts"], entry["tokens_before"],
+                 entry["tokens_after"], entry["leaves"], entry["condensed"], entry.get("skipped"), entry["owner"]),
+            )
+
+    def compaction_log(self, conversation_id: str, limit: int = 100) -> list[dict[str, Any]]:
+        """The newest compactions of this conversation first."""
+        rows = self._query(
+            "SELECT reason, started_ts, finished_ts, tokens_before, tokens_after, leaves, condensed, skipped, owner "
+            "FROM compaction_log WHERE conversation_id = ? ORDER BY started_ts DESC, rowid DESC LIMIT ?",
+            (conversation_id, limit),
+        )
+        keys = ("reason", "started_ts", "finished_ts", "tokens_before", "tokens_after", "leaves", "condensed",
+                "skipped", "owner")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
 
     # -- search -------------------------------------------------------------------------
 
