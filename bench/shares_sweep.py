@@ -27,6 +27,8 @@ R70 = dict(tail_share=0.15, summaries_share=0.10, root_share=0.05, recall_share=
 R55 = dict(tail_share=0.20, summaries_share=0.15, root_share=0.10, recall_share=0.55)
 VARIANTS: dict[str, dict[str, Any]] = {
     "defaults": {},
+    "selective": dict(strategy="selective"),
+    "hierarchical": dict(strategy="hierarchical"),
     "defaults vw.7": dict(vector_weight=0.7),
     "defaults vw.3": dict(vector_weight=0.3),
     "defaults vw.85": dict(vector_weight=0.85),

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from lossless.compaction import tool_groups
 from lossless.config import Config
 from lossless.errors import BudgetError
+from lossless.importance import score_message
 from lossless.render import (
     chat_message_text,
     format_span,
@@ -74,6 +75,8 @@ class Assembler:
         # deterministic, so an agent assembling every turn pays for each abridgement once.
         self._abridged: dict[tuple[str, int], str] = {}
         self._abridged_chat: dict[tuple[str, int], ChatMessage | None] = {}
+        self._importance_cache: dict[str, float] = {}
+        self._role_counts: dict[str, dict[str, int]] = {}
 
     def _fit_summary(self, node: Summary, room: int) -> str:
         key = (node.id, room)
@@ -86,6 +89,21 @@ class Assembler:
         return text
 
     # -- helpers ------------------------------------------------------------------------
+
+    def _importance(self, msg: Message) -> float:
+        value = self._importance_cache.get(msg.id)
+        if value is None:
+            value = score_message(msg).value
+            if len(self._importance_cache) >= 65536:
+                self._importance_cache.clear()
+            self._importance_cache[msg.id] = value
+        return value
+
+    def _unit_value(self, unit: list[Message], index: int, count: int) -> float:
+        """Selective eviction's keep-order: the unit's importance (its most important
+        message) blended evenly with how recent it is."""
+        recency = (index + 1) / count
+        return 0.5 * max(self._importance(m) for m in unit) + 0.5 * recency
 
     def _chat_cost(self, msg: ChatMessage) -> int:
         cost = MESSAGE_OVERHEAD + self.counter.count(chat_message_text(msg))
@@ -168,23 +186,41 @@ class Assembler:
         total_share = sum(shares.values()) or 1.0
         memory_overhead = MESSAGE_OVERHEAD + self.counter.count(MEMORY_HEADER) + 2
         body_room = room - (memory_overhead if (has_summaries or want_recall) else 0)
+        # selective leaves gaps in the raw messages: keep room to say where they are
+        pointer_room = 0
+        if self.config.strategy == "selective" and len(raw) > 1:
+            pointer_room = 60 + (0 if (has_summaries or want_recall) else memory_overhead)
+            pointer_room = min(pointer_room, body_room // 6)
+        body_room -= pointer_room
         allow = {k: int(body_room * v / total_share) for k, v in shares.items()}
 
-        # P0: tail units newest first, a contiguous suffix
+        # P0: tail units newest first: a contiguous suffix, or (selective) the units that
+        # matter most, where an importance score and recency decide what is left out
         units = tool_groups(raw)
         tail: list[tuple[list[ChatMessage], list[Message], int]] = []
+        taken: set[int] = set()
         spent_tail = 0
+        selective = self.config.strategy == "selective"
 
         def take_tail(limit: int, upto: int | None = None) -> int:
             spent = 0
-            while len(tail) < (len(units) if upto is None else min(upto, len(units))):
-                unit = units[len(units) - 1 - len(tail)]
-                chats = [m.to_chat() for m in unit]
+            newest_first = range(len(units) - 1, -1, -1)
+            order = list(newest_first)[: len(units) if upto is None else upto]
+            if selective and upto is None:
+                order = sorted(order, key=lambda i: -self._unit_value(units[i], i, len(units)))
+            for i in order:
+                if i in taken:
+                    continue
+                unit = units[i]
                 cost = sum(self._message_cost(m) for m in unit)
                 if cost > limit - spent:
+                    if selective and upto is None:
+                        continue  # a smaller, less important unit may still fit
                     break
-                tail.append((chats, unit, cost))
+                tail.append(([m.to_chat() for m in unit], unit, cost))
+                taken.add(i)
                 spent += cost
+            tail.sort(key=lambda t: -t[1][0].seq)
             return spent
 
         # The newest user turn comes first: it is what the model must answer. It gets the
@@ -198,6 +234,7 @@ class Assembler:
         spent_tail = take_tail(tail_cap, upto=len(must))
         if len(tail) < len(must):
             tail.clear()
+            taken.update(range(last_user, len(units)))
             self._abridged_turn(must, tail, tail_cap)
             spent_tail = sum(c for _, _, c in tail)
         else:
@@ -231,12 +268,16 @@ class Assembler:
         recall: list[_Piece] = []
         if want_recall and query:
             shown_from = tail[-1][1][0].seq if tail else (raw[-1].seq + 1 if raw else covered + 1)
+            if selective:  # the gaps the selection left are recallable too
+                shown_from = units[last_user][0].seq if units else shown_from
+            shown_ids = {m.id for _, unit, _ in tail for m in unit}
             recall_room = body_room - spent - self._piece_cost(RECALL_HEADER)
-            recall = self._recall(conversation_id, query, shown_from, recall_room)
+            recall = self._recall(conversation_id, query, shown_from, recall_room, shown_ids)
             if recall:
                 spent += self._piece_cost(RECALL_HEADER) + sum(p.tokens for p in recall)
         # pointers to what is not shown, if they fit in what is left
         omitted = self._omitted(frontier, chosen, root_piece, covered, raw, tail)
+        body_room += pointer_room
         while omitted and sum(self._piece_cost(line) for line in omitted) > body_room - spent:
             omitted.pop()
         messages, items = self._compose(out_pinned, root_piece, chosen, omitted, recall, tail)
@@ -292,6 +333,8 @@ class Assembler:
         return _Piece(text, cost, ContextItem(tier, node.id, cost, node.first_seq, node.last_seq), True)  # type: ignore[arg-type]
 
     def _take_summaries(self, recent: list[Summary], chosen: list[_Piece], limit: int, already: int = 0) -> int:
+        if self.config.strategy == "hierarchical":
+            return self._take_key_points(recent, chosen, limit, already)
         spent = already
         if any(p.abridged for p in chosen):
             return spent  # an abridged summary ends the run: older ones would leave a hole
@@ -306,10 +349,52 @@ class Assembler:
                 break
         return spent
 
+    def _take_key_points(self, recent: list[Summary], chosen: list[_Piece], limit: int, already: int) -> int:
+        """Hierarchical: the newest summary (the active work) whole if it fits; each older
+        one cut to its key points, the room shared evenly among those left."""
+        spent = already
+        while len(chosen) < len(recent):
+            node = recent[len(recent) - 1 - len(chosen)]
+            left = limit - spent
+            share = left if not chosen else left // (len(recent) - len(chosen))
+            piece = self._summary_piece(node, "summary", share)
+            if piece is None:
+                break
+            chosen.append(piece)
+            spent += piece.tokens
+        return spent
+
     def _root_piece(self, root: Summary | None, allowance: int) -> _Piece | None:
         if root is None:
             return None
+        if self.config.strategy == "hierarchical":
+            return self._statistics_piece(root, allowance)
         return self._summary_piece(root, "root", allowance)
+
+    def _statistics_piece(self, root: Summary, allowance: int) -> _Piece | None:
+        """Hierarchical: the oldest history as statistics (how many messages of each kind,
+        over what time), with its key points if room is left."""
+        roles = self._role_counts.get(root.id)
+        if roles is None:
+            roles = self.store.role_counts(root.conversation_id, root.first_seq, root.last_seq)
+            if len(self._role_counts) >= 4096:
+                self._role_counts.clear()
+            self._role_counts[root.id] = roles
+        mix = ", ".join(f"{n:,} {role}" for role, n in sorted(roles.items(), key=lambda kv: -kv[1]))
+        stats = (f"[{root.id} · history #{root.first_seq}-#{root.last_seq} · "
+                 f"{format_span(root.earliest_at, root.latest_at)}] {root.last_seq - root.first_seq + 1:,} messages "
+                 f"({mix}), {root.source_token_count:,} tokens, condensed {root.depth + 1} level(s).")
+        cost = self._piece_cost(stats)
+        if cost > allowance:
+            return None
+        room = allowance - cost - 2
+        if room >= _MIN_ABRIDGED:
+            short = self._fit_summary(root, room) if root.token_count > room else root.content
+            text = f"{stats}\nKey points: {short}"
+            full = self._piece_cost(text)
+            if full <= allowance:
+                return _Piece(text, full, ContextItem("root", root.id, full, root.first_seq, root.last_seq), True)
+        return _Piece(stats, cost, ContextItem("root", root.id, cost, root.first_seq, root.last_seq), True)
 
     def _abridged_turn(self, must: list[list[Message]], tail: list[tuple[list[ChatMessage], list[Message], int]],
                        cap: int) -> None:
@@ -358,7 +443,8 @@ class Assembler:
         if cost <= allowance:
             tail.append((chats, unit, cost))
 
-    def _recall(self, cid: str, query: str, shown_from: int, room: int) -> list[_Piece]:
+    def _recall(self, cid: str, query: str, shown_from: int, room: int,
+                shown_ids: set[str] | frozenset[str] = frozenset()) -> list[_Piece]:
         """Older messages that match the query, best first, each cut to a share of the room
         (sentences that share the query's words kept first); a window hit brings its pairs."""
         if room < _MIN_ABRIDGED or shown_from <= 1:
@@ -382,6 +468,8 @@ class Assembler:
             for mid in fresh:
                 if room - spent < _MIN_ABRIDGED:
                     return pieces
+                if mid in shown_ids:
+                    continue
                 msg = self.store.get_message(mid)
                 if msg.seq >= shown_from:
                     continue
@@ -434,8 +522,9 @@ class Assembler:
         shown_ids = {m.id for _, unit, _ in tail for m in unit}
         gap = [m for m in raw if m.id not in shown_ids]
         if gap:
+            some = "" if gap[-1].seq - gap[0].seq + 1 == len(gap) else f"{len(gap)} of the "
             lines.append(
-                f"Not shown for space: messages #{gap[0].seq}-#{gap[-1].seq} "
+                f"Not shown for space: {some}messages #{gap[0].seq}-#{gap[-1].seq} "
                 f"({format_span(gap[0].created_at, gap[-1].created_at)}), not yet summarized. Use lcm_grep to search them."
             )
         return lines

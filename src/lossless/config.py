@@ -62,6 +62,11 @@ class Config:
     recall_item_max_tokens: int = 160  # the per-message cap never exceeds this
     recall_window_users_only: bool = False  # a window hit brings only its user messages
     recall_windows: bool = True  # recall QA-pair windows as well as single messages
+    # what leaves the assembled context first (never the store): "summary" (the newest
+    # raw messages, then summaries newest first, then the root), "selective" (raw messages
+    # by importance and recency), "hierarchical" (newest summary whole, older ones as key
+    # points, the oldest history as statistics). Chosen with bench/shares_sweep.py.
+    strategy: str = "summary"
 
     def __post_init__(self) -> None:
         if not isinstance(self.context_window, int) or self.context_window < 256:
@@ -97,6 +102,8 @@ class Config:
                 raise ValidationError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.vector_backend not in ("auto", "sqlite-vec", "numpy"):
             raise ValidationError(f"vector_backend must be auto, sqlite-vec or numpy, got {self.vector_backend!r}")
+        if self.strategy not in ("summary", "selective", "hierarchical"):
+            raise ValidationError(f"strategy must be summary, selective or hierarchical, got {self.strategy!r}")
         if self.fusion not in ("rrf", "weighted"):
             raise ValidationError(f"fusion must be rrf or weighted, got {self.fusion!r}")
         if not 0 <= self.vector_weight <= 1:

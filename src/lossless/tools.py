@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from lossless.errors import CompactionBusyError, LosslessError, NotFoundError, ValidationError
+from lossless.importance import score_message
 from lossless.recall.search import run_search
 from lossless.render import message_header, message_text
 from lossless.store.base import SearchSpec
@@ -177,9 +178,14 @@ class ToolBox:
         store = self.memory.store
         if isinstance(node, Message):
             leaf = self._leaf_for(node)
+            importance = score_message(node)
             return {**_message_brief(node), "conversation_id": node.conversation_id,
                     "metadata": node.metadata, "external_id": node.external_id,
                     "summarized_in": leaf.id if leaf else None,
+                    "importance": {"value": importance.value,
+                                   "reasons": [{"label": r.label, "weight": r.weight, "evidence": r.evidence}
+                                               for r in importance.reasons],
+                                   "explanation": importance.explain()},
                     "preview": message_text(node)[:300]}
         sources: list[dict[str, Any]] = []
         for ref in node.sources:

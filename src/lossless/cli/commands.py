@@ -180,6 +180,8 @@ def cmd_describe(ctx: CommandContext) -> int:
         fields = {k: result.get(k) for k in ("id", "conversation_id", "seq", "role", "name", "created_at",
                                               "tokens", "external_id", "summarized_in")}
         ctx.out.print(render.key_values(fields))
+        ctx.out.rule(Text("why it matters"), align="left", style="dim")
+        ctx.out.print(Text(str(result.get("importance", {}).get("explanation", ""))))
         ctx.out.rule(style="dim")
         ctx.out.print(Text(str(result.get("preview", ""))), soft_wrap=True)
         return 0

@@ -307,6 +307,11 @@ class SQLiteStore:
         rows = self._query("SELECT last_seq FROM conversations WHERE id = ?", (conversation_id,))
         return rows[0][0] if rows else 0
 
+    def role_counts(self, conversation_id: str, first_seq: int, last_seq: int) -> dict[str, int]:
+        rows = self._query("SELECT role, count(*) FROM messages WHERE conversation_id = ? AND seq BETWEEN ? AND ? "
+                           "GROUP BY role", (conversation_id, first_seq, last_seq))
+        return {role: n for role, n in rows}
+
     def first_message_ts(self, conversation_id: str) -> float | None:
         rows = self._query("SELECT min(created_ts) FROM messages WHERE conversation_id = ?", (conversation_id,))
         return rows[0][0] if rows else None

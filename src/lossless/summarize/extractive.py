@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
+from lossless.importance import score as score_importance
 from lossless.summarize.base import SummaryItem, SummaryRequest, SummaryResult
 from lossless.tokens import TokenCounter
 
@@ -459,17 +460,26 @@ def _summary_units(text: str) -> list[_Unit]:
 
 
 def _group(g: int, header: str, units: list[_Unit], counter: TokenCounter,
-           focus: frozenset[str] = frozenset()) -> _Group:
+           focus: frozenset[str] = frozenset(), boost: float = 0.0) -> _Group:
     pieces = []
     for pos, (text, line, kind, role) in enumerate(units):
         words = _shingles(text)
         numbers = frozenset(w for w in words if not w.isalpha())  # words hold a digit
-        score = _score(text, kind, role)
+        score = _score(text, kind, role) + boost
         if focus:
             # sentences that share words with the question come first when recalling
             score += 2.5 * min(4, len(words & focus))
         pieces.append(_Piece(g, pos, line, text, score, _count(counter, text) + 1, words, numbers))
     return _Group(header, counter.count(header) + 1 if header else 0, pieces)
+
+
+def _message_boost(item: SummaryItem) -> float:
+    """A message the importance scorer rates high (a correction, a preference, an error, a
+    memory request) lifts all its sentences a little; tool output is scored by the
+    sentence rules alone, or logs would crowd out the conversation."""
+    if item.role == "tool":
+        return 0.0
+    return 1.5 * max(0.0, score_importance(item.text, role=item.role).value - 0.3)
 
 
 def _groups(request: SummaryRequest) -> list[_Group]:
@@ -478,10 +488,12 @@ def _groups(request: SummaryRequest) -> list[_Group]:
         if item.kind == "message":
             header = _message_header(item)
             units = [(u, ln, kind, item.role) for u, ln, kind in _units(item.text)]
+            boost = _message_boost(item)
         else:
             header = _span_header(item.first_seq, item.last_seq, item.created_at, item.latest_at)
             units = _summary_units(item.text)
-        groups.append(_group(g, header, units, request.counter))
+            boost = 0.0
+        groups.append(_group(g, header, units, request.counter, boost=boost))
     return groups
 
 
