@@ -36,7 +36,7 @@ def _conversation(tmp_path: Path, strategy: str) -> tuple[lossless.Memory, lossl
 
 def test_selective_keeps_the_important_old_message_in_view(tmp_path: Path) -> None:
     budget = 600
-    mem, conv, needle = _conversation(tmp_path, "summary")
+    _mem, conv, needle = _conversation(tmp_path, "summary")
     plain = conv.assemble(budget_tokens=budget)
     assert needle not in _context_text(plain)  # newest-first: it fell out of the window
     mem2, conv2, _ = _conversation(tmp_path, "selective")

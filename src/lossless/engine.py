@@ -15,6 +15,7 @@ from lossless.config import Config
 from lossless.conversation import Conversation
 from lossless.embed.base import Embedder
 from lossless.errors import ValidationError
+from lossless.memory import Memories
 from lossless.recall.hybrid import Recaller
 from lossless.recall.search import SearchMode, run_search
 from lossless.store.base import SearchSpec
@@ -64,6 +65,7 @@ class Memory:
         self.compactor = Compactor(store, config, self.counter, self.summarizer)
         self.recaller = Recaller(store, embedder, self.counter, config)
         self.assembler = Assembler(store, config, self.counter, self.recaller)
+        self.memories = Memories(store, embedder, self.counter)
 
     def conversation(self, conversation_id: str, metadata: dict[str, Any] | None = None) -> Conversation:
         """The conversation with this id, created if it does not exist yet."""

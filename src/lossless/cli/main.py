@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from lossless.cli import commands, demo, import_jsonl
+from lossless.cli import commands, demo, import_jsonl, memory_cmd
 from lossless.cli.context import DEFAULT_WINDOW, CommandContext, CommandError
 from lossless.errors import LosslessError
 from lossless.types import ROLES
@@ -169,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vectors", action="store_true",
                    help="hybrid keyword + vector recall with the local embedding model (slower: it embeds "
                         "every message; needs the embeddings extra)")
+    memory_cmd.register(sub, common)
     return parser
 
 

@@ -3,6 +3,7 @@ the conversation it came from (seed 003's long-term tier)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -16,6 +17,7 @@ __all__ = [
     "MemoryRecord",
     "Scope",
     "scope_of",
+    "search_text",
 ]
 
 MemoryKind = Literal["task", "fact", "preference", "error", "pattern"]
@@ -44,6 +46,13 @@ def scope_of(user: str | None, agent: str | None) -> Scope:
     if agent is not None:
         return "agent"
     return "global"
+
+
+def search_text(content: str, result: str | None = None, patterns: Iterable[str] = (),
+                errors: Iterable[str] = ()) -> str:
+    """What is indexed and embedded for a record: its content, plus a task's result,
+    patterns and errors (so a task is found by what it taught)."""
+    return "\n".join([content, *([result] if result else []), *patterns, *errors])
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,678 @@
+"""Long-term memory records: add/dedupe, scope-isolated search (keyword, CJK, vectors),
+listing, updating, forgetting for good, distilling conversations, the CLI, migration 4."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import apsw
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import lossless
+from lossless.cli import memory_cmd
+from lossless.cli.context import CommandContext, CommandError
+from lossless.embed.base import Vectors
+from lossless.errors import LosslessError, NotFoundError, QueryError, ValidationError
+from lossless.memory import Memories, MemoryRecord
+from lossless.store import migrations
+from lossless.types import Message
+
+from .conftest import T0, FakeSummarizer
+from .test_recall import HashEmbedder
+
+NOW = datetime.now(UTC)
+
+
+SYNONYMS = {"automobile": "car", "vehicle": "car", "crimson": "red"}
+
+
+class SynonymEmbedder(HashEmbedder):
+    """HashEmbedder that treats a few synonyms as one word: a meaning match that shares
+    no keyword, so only the vector path can find it."""
+
+    model = "hash-64-synonyms"
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        canon = [re.sub(r"\w+", lambda m: SYNONYMS.get(m.group(0).lower(), m.group(0)), t) for t in texts]
+        out = super().embed(canon)
+        self.texts[-len(texts):] = list(texts)  # record what was asked, not the canonical form
+        return out
+
+
+def _open(path: Path | str, embedder: Any = None) -> tuple[lossless.Memory, Memories]:
+    mem = lossless.open(path, embedder=embedder)
+    return mem, Memories(mem.store, mem.embedder, mem.counter)
+
+
+@pytest.fixture
+def mems(tmp_path: Path) -> Iterator[Memories]:
+    mem, memories = _open(tmp_path / "m.db")
+    yield memories
+    mem.close()
+
+
+def _count(m: Memories, sql: str, args: Sequence[Any] = ()) -> int:
+    return int(m.store._query(sql, args)[0][0])
+
+
+# -- add, get, dedupe --------------------------------------------------------------------
+
+
+def test_add_derives_scope_and_default_importance(mems: Memories) -> None:
+    fact = mems.add("The staging database runs on port 6543.")
+    pref = mems.add("Answers in English, please.", kind="preference", user="ann")
+    err = mems.add("pytest fails on import of numpy 2", kind="error", agent="ci-bot")
+    both = mems.add("Ann's CI runs nightly", user="ann", agent="ci-bot", importance=0.3)
+    assert fact.id.startswith("mem_") and len(fact.id) == 24
+    assert (fact.scope, pref.scope, err.scope, both.scope) == ("global", "user", "agent", "user")
+    assert (fact.importance, pref.importance, err.importance, both.importance) == (0.5, 0.7, 0.8, 0.3)
+    assert fact.use_count == 0 and fact.last_used_at == fact.created_at
+    assert mems.get(pref.id) == pref
+    assert json.loads(json.dumps(both.to_dict()))["agent"] == "ci-bot"
+    with pytest.raises(NotFoundError):
+        mems.get("mem_nope")
+
+
+def test_same_content_in_same_scope_is_one_record(mems: Memories) -> None:
+    first = mems.add("I prefer dark mode.", kind="preference", user="ann", source_message_ids=["msg_a"])
+    again = mems.add("  i prefer   DARK mode. ", kind="preference", user="ann", importance=0.9,
+                     source_message_ids=["msg_b"])
+    assert again.id == first.id
+    assert again.use_count == 1 and again.last_used_at >= first.last_used_at
+    assert again.importance == 0.9  # an explicitly higher importance wins
+    assert again.source_message_ids == ("msg_a", "msg_b")
+    lower = mems.add("I prefer dark mode.", user="ann", importance=0.1)
+    assert lower.importance == 0.9 and lower.use_count == 2
+    other = mems.add("I prefer dark mode.", kind="preference", user="bob")  # another owner: its own record
+    assert other.id != first.id
+    assert mems.count() == 2 and mems.count(user="ann") == 1
+
+
+def test_task_records_keep_their_fields(mems: Memories) -> None:
+    task = mems.add("Review PR 412 (payments refactor)", kind="task", user="ann",
+                    task={"task_id": "T-9", "task_type": "code_review", "status": "completed",
+                          "result": "approved after the retry loop was bounded",
+                          "patterns": ["unbounded retries"], "errors": ["flaky idempotency test"]})
+    assert (task.task_id, task.task_type, task.status) == ("T-9", "code_review", "completed")
+    assert task.patterns == ("unbounded retries",) and task.errors == ("flaky idempotency test",)
+    assert task.to_dict()["task"]["result"].startswith("approved")
+    # the result, patterns and errors are searchable too
+    assert [r.id for r in mems.search("idempotency", user="ann")] == [task.id]
+    assert "task" not in mems.add("plain fact").to_dict()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"content": ""}, "content"),
+        ({"content": "   "}, "content"),
+        ({"content": 42}, "content"),
+        ({"content": "x\x00y"}, "content"),
+        ({"kind": "opinion"}, "kind"),
+        ({"importance": 1.5}, "importance"),
+        ({"importance": -0.1}, "importance"),
+        ({"importance": float("nan")}, "importance"),
+        ({"importance": True}, "importance"),
+        ({"metadata": ["not", "a", "dict"]}, "metadata"),
+        ({"metadata": {"when": datetime.now()}}, "metadata"),
+        ({"user": ""}, "user"),
+        ({"agent": 7}, "agent"),
+        ({"source_message_ids": "msg_1"}, "source_message_ids"),
+        ({"conversation_id": ""}, "conversation id"),
+        ({"created_at": "yesterday"}, "created_at"),
+        ({"task": {"status": "done"}}, "task"),  # a fact with task fields
+        ({"kind": "task", "task": {"status": "someday"}}, "status"),
+        ({"kind": "task", "task": {"owner": "x"}}, "task"),
+    ],
+)
+def test_add_refuses_bad_input_naming_the_field(mems: Memories, kwargs: dict[str, Any], field: str) -> None:
+    args: dict[str, Any] = {"content": "a memory", **kwargs}
+    with pytest.raises(ValidationError, match=field):
+        mems.add(**args)
+    assert mems.count() == 0
+
+
+def test_other_calls_refuse_bad_input(mems: Memories) -> None:
+    mems.add("something to find")
+    with pytest.raises(QueryError):
+        mems.search("   ")
+    with pytest.raises(ValidationError, match="limit"):
+        mems.search("find", limit=0)
+    with pytest.raises(ValidationError, match="kind"):
+        mems.search("find", kind="opinion")
+    with pytest.raises(ValidationError, match="order"):
+        mems.ls(order="random")
+    with pytest.raises(ValidationError, match="criterion"):
+        mems.forget()
+    with pytest.raises(ValidationError, match="importance_below"):
+        mems.forget(importance_below=2)
+    with pytest.raises(ValidationError, match="keep"):
+        mems.forget(keep=-1)
+    with pytest.raises(ValidationError, match="older_than"):
+        mems.forget(older_than=30)  # type: ignore[arg-type]
+    assert mems.count() == 1
+
+
+# -- search and scope isolation -----------------------------------------------------------
+
+
+def test_search_ranks_by_relevance_and_counts_uses(mems: Memories) -> None:
+    deadline = mems.add("The payments migration deadline is March 22.", user="ann")
+    mems.add("The payments team meets on Mondays.", user="ann")
+    mems.add("Lunch is at noon.", user="ann")
+    hits = mems.search("payments deadline", user="ann")
+    assert [h.id for h in hits][:1] == [deadline.id]
+    assert len(hits) == 2 and all(h.score is not None and 0 < h.score <= 1 for h in hits)
+    assert hits[0].score > hits[1].score  # type: ignore[operator]
+    assert mems.get(deadline.id).use_count == 1
+    assert mems.search("payments deadline", user="ann", min_score=0.6)[0].id == deadline.id
+    assert len(mems.search("payments deadline", user="ann", min_score=0.6)) == 1
+    assert mems.search("zebra", user="ann") == []
+    assert mems.get(deadline.id).use_count == 3
+
+
+def test_importance_breaks_a_relevance_tie(mems: Memories) -> None:
+    low = mems.add("Deploys happen on Tuesday.", importance=0.1)
+    high = mems.add("Deploys happen on Thursday.", importance=0.9)
+    assert [h.id for h in mems.search("deploys happen")] == [high.id, low.id]
+
+
+def _owned(mems: Memories) -> dict[str, MemoryRecord]:
+    return {
+        "ann": mems.add("coffee order: flat white", user="ann"),
+        "bob": mems.add("coffee order: espresso", user="bob"),
+        "ann@bot": mems.add("coffee order: oat latte via bot", user="ann", agent="bot"),
+        "bot": mems.add("coffee machine is on floor 3", agent="bot"),
+        "other-bot": mems.add("coffee budget is 200 EUR", agent="other-bot"),
+        "global": mems.add("coffee is free on Fridays"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("user", "agent", "include_global", "visible"),
+    [
+        ("ann", None, True, {"ann", "global"}),
+        ("bob", None, True, {"bob", "global"}),
+        ("ann", "bot", True, {"ann", "ann@bot", "bot", "global"}),
+        ("bob", "bot", True, {"bob", "bot", "global"}),
+        (None, "bot", True, {"bot", "global"}),
+        (None, None, True, {"global"}),
+        ("carol", None, True, {"global"}),
+        ("ann", "bot", False, {"ann", "ann@bot", "bot"}),
+    ],
+)
+def test_search_sees_only_what_its_user_and_agent_may(mems: Memories, user: str | None, agent: str | None,
+                                                      include_global: bool, visible: set[str]) -> None:
+    records = _owned(mems)
+    hits = mems.search("coffee", user=user, agent=agent, include_global=include_global, limit=50)
+    names = {name for name, r in records.items() if r.id in {h.id for h in hits}}
+    assert names == visible
+
+
+def test_listing_filters_are_plain_filters(mems: Memories) -> None:
+    records = _owned(mems)
+    assert {r.id for r in mems.ls(user="ann")} == {records["ann"].id, records["ann@bot"].id}
+    assert {r.id for r in mems.ls(agent="bot")} == {records["ann@bot"].id, records["bot"].id}
+    assert {r.id for r in mems.ls(scope="global")} == {records["global"].id}
+    assert mems.count() == 6 and mems.count(scope="agent") == 2
+    assert [r.id for r in mems.ls(limit=2, offset=0, order="oldest")] == [records["ann"].id, records["bob"].id]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["u1", "u2", "u3", None]), st.sampled_from(["a1", "a2", None]),
+                          st.sampled_from(["alpha", "beta", "gamma", "数据库", "迁移计划"])),
+                min_size=1, max_size=25),
+       st.sampled_from(["u1", "u2", "u3", None]), st.sampled_from(["a1", "a2", None]),
+       st.sampled_from(["alpha", "beta gamma", "数据库迁移", "迁移", "alpha 数据库"]))
+def test_property_no_record_of_another_owner_is_ever_returned(
+        rows: list[tuple[str | None, str | None, str]], user: str | None, agent: str | None, query: str) -> None:
+    mem, mems = _open(":memory:")
+    try:
+        for i, (u, a, word) in enumerate(rows):
+            mems.add(f"note {i} about {word}", user=u, agent=a)
+        for hit in mems.search(query, user=user, agent=agent, limit=100):
+            assert hit.user is None or hit.user == user
+            assert hit.agent is None or hit.agent == agent
+    finally:
+        mem.close()
+
+
+def test_kind_filter(mems: Memories) -> None:
+    err = mems.add("Build failed: missing libpq", kind="error")
+    fact = mems.add("Build server is build-01")
+    task = mems.add("Build the release notes", kind="task", task={"status": "pending"})
+    assert {h.id for h in mems.search("build", kind="error")} == {err.id}
+    assert {h.id for h in mems.search("build", kind=["fact", "task"])} == {fact.id, task.id}
+    assert [r.id for r in mems.ls(kind="task")] == [task.id]
+    assert mems.count(kind=("error", "fact")) == 2
+
+
+def test_chinese_memories_are_found(mems: Memories) -> None:
+    db = mems.add("我们决定把数据库迁移到新的服务器上，端口是5433。", user="li")
+    pref = mems.add("李雷喜欢简洁的回答。", kind="preference", user="li")
+    mems.add("Unrelated English memory.", user="li")
+    assert mems.search("数据库迁移", user="li")[0].id == db.id
+    assert mems.search("迁移", user="li")[0].id == db.id  # two characters: below trigram size
+    assert [h.id for h in mems.search("简洁的回答", user="li")] == [pref.id]
+    assert mems.search("数据库迁移", user="someone-else") == []
+
+
+# -- vectors and the embedding cache ------------------------------------------------------
+
+
+def test_vector_search_finds_meaning_without_shared_keywords(tmp_path: Path) -> None:
+    emb = SynonymEmbedder()
+    mem, mems = _open(tmp_path / "v.db", emb)
+    car = mems.add("Ann drives a red car to work.", user="ann")
+    mems.add("Ann's office is in Berlin.", user="ann")
+    mems.add("Bob drives a red car too.", user="bob")
+    hits = mems.search("crimson automobile", user="ann")
+    assert [h.id for h in hits] == [car.id]  # found by its vector; Bob's never
+    assert _count(mems, "SELECT count(*) FROM memory_vectors") == 3
+    mem.close()
+    mem2, keyword_only = _open(tmp_path / "v.db")
+    assert keyword_only.search("crimson automobile", user="ann") == []
+    mem2.close()
+
+
+def test_the_cache_means_no_text_is_embedded_twice(tmp_path: Path) -> None:
+    emb = SynonymEmbedder()
+    mem, mems = _open(tmp_path / "c.db", emb)
+    mems.add("The red car is parked in bay 4.", user="ann")
+    mems.add("The red car is parked in bay 4.", user="bob")  # same text, another owner: a cache hit
+    mems.add("The red car is parked in bay 4.", user="ann")  # a duplicate: nothing to embed
+    assert emb.texts == ["The red car is parked in bay 4."]
+    mems.search("vehicle bay", user="ann")
+    mems.search("vehicle bay", user="bob")
+    assert emb.texts == ["The red car is parked in bay 4.", "vehicle bay"]
+    mem.close()
+    emb2 = SynonymEmbedder()  # across restarts, too
+    mem2, again = _open(tmp_path / "c.db", emb2)
+    assert again.search("vehicle bay", user="ann")
+    assert emb2.texts == []
+    mem2.close()
+
+
+def test_records_added_without_an_embedder_are_embedded_at_search(tmp_path: Path) -> None:
+    mem, plain = _open(tmp_path / "b.db")
+    car = plain.add("My car is a red Volvo.", user="ann")
+    assert _count(plain, "SELECT count(*) FROM memory_vectors") == 0
+    mem.close()
+    emb = SynonymEmbedder()
+    mem2, mems = _open(tmp_path / "b.db", emb)
+    assert [h.id for h in mems.search("automobile", user="ann")] == [car.id]
+    assert emb.texts == ["My car is a red Volvo.", "automobile"]
+    mems.search("automobile", user="ann")
+    assert len(emb.texts) == 2
+    mem2.close()
+
+
+# -- update -------------------------------------------------------------------------------
+
+
+def test_update_changes_content_index_and_vector(tmp_path: Path) -> None:
+    emb = SynonymEmbedder()
+    mem, mems = _open(tmp_path / "u.db", emb)
+    rec = mems.add("The standup is at 9:30.", user="ann", metadata={"source": "chat"})
+    updated = mems.update(rec.id, content="The standup moved to 10:15.", importance=0.9, metadata={"v": 2})
+    assert updated.id == rec.id and updated.content.endswith("10:15.")
+    assert (updated.importance, updated.metadata) == (0.9, {"v": 2})
+    assert mems.search("9:30", user="ann") == []  # the old text left the index
+    assert [h.id for h in mems.search("moved", user="ann")] == [rec.id]
+    assert emb.texts.count("The standup moved to 10:15.") == 1
+    row = mem.store._query("SELECT text_sha256 FROM memory_vectors")[0][0]
+    assert row == hashlib.sha256(b"The standup moved to 10:15.").hexdigest()
+    other = mems.add("Retro is on Friday.", user="ann")
+    with pytest.raises(ValidationError, match="content"):
+        mems.update(other.id, content="the standup moved to 10:15.")
+    with pytest.raises(ValidationError, match="status"):
+        mems.update(other.id, status="completed")
+    with pytest.raises(NotFoundError):
+        mems.update("mem_missing", importance=0.1)
+    mem.close()
+
+
+def test_update_task_status(mems: Memories) -> None:
+    task = mems.add("Write the rollback runbook", kind="task", task={"status": "pending"})
+    done = mems.update(task.id, status="completed", result="runbook in docs/rollback.md")
+    assert (done.status, done.result) == ("completed", "runbook in docs/rollback.md")
+    assert [h.id for h in mems.search("docs rollback.md")] == [task.id]
+    with pytest.raises(ValidationError, match="status"):
+        mems.update(task.id, status="finished")
+
+
+# -- forgetting ---------------------------------------------------------------------------
+
+
+def _tables_hold(mems: Memories, rowid: int, word: str) -> dict[str, int]:
+    return {
+        "memories": _count(mems, "SELECT count(*) FROM memories WHERE rowid = ?", (rowid,)),
+        "fts": _count(mems, "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (f'"{word}"',)),
+        "tri": _count(mems, "SELECT count(*) FROM memories_tri WHERE rowid = ?", (rowid,)),
+        "vectors": _count(mems, "SELECT count(*) FROM memory_vectors WHERE memory_rowid = ?", (rowid,)),
+    }
+
+
+def _rowid(mems: Memories, memory_id: str) -> int:
+    return int(mems.store._query("SELECT rowid FROM memories WHERE id = ?", (memory_id,))[0][0])
+
+
+def test_forget_by_age_dry_run_then_for_real(tmp_path: Path) -> None:
+    emb = SynonymEmbedder()
+    mem, mems = _open(tmp_path / "f.db", emb)
+    old = mems.add("Quarterly zeppelin report is due", user="ann", created_at=NOW - timedelta(days=90))
+    used = mems.add("Old but recalled: zeppelin hangar code 4711", user="ann", created_at=NOW - timedelta(days=90))
+    mems.search("hangar code", user="ann")  # a use: no longer "old"
+    fresh = mems.add("Fresh zeppelin memory", user="ann")
+    rowid = _rowid(mems, old.id)
+    assert _tables_hold(mems, rowid, "quarterly") == {"memories": 1, "fts": 1, "tri": 1, "vectors": 1}
+    would = mems.forget(older_than=timedelta(days=30), dry_run=True)
+    assert [r.id for r in would] == [old.id]
+    assert mems.count() == 3  # a dry run deletes nothing
+    gone = mems.forget(older_than=timedelta(days=30))
+    assert [r.id for r in gone] == [r.id for r in would]
+    assert _tables_hold(mems, rowid, "quarterly") == {"memories": 0, "fts": 0, "tri": 0, "vectors": 0}
+    assert {h.id for h in mems.search("zeppelin", user="ann")} == {used.id, fresh.id}
+    # its cached embedding went with it (no message or other memory holds that text)
+    sha = hashlib.sha256(old.content.encode()).hexdigest()
+    assert _count(mems, "SELECT count(*) FROM embedding_cache WHERE text_sha256 = ?", (sha,)) == 0
+    assert mems.forget(older_than=NOW - timedelta(days=30)) == []
+    mem.close()
+
+
+def test_forget_by_importance_and_scope(mems: Memories) -> None:
+    trivia = mems.add("Ann once mentioned the weather", user="ann", importance=0.1)
+    mems.add("Ann is allergic to peanuts", user="ann", importance=0.95)
+    bob_trivia = mems.add("Bob likes the colour teal", user="bob", importance=0.1)
+    assert [r.id for r in mems.forget(user="ann", importance_below=0.3)] == [trivia.id]
+    assert mems.count(user="bob") == 1
+    assert [r.id for r in mems.forget(importance_below=0.3)] == [bob_trivia.id]
+    assert mems.count() == 1
+
+
+def test_forget_by_capacity_keeps_the_most_recently_used_per_owner(mems: Memories) -> None:
+    ann = [mems.add(f"ann memory {i}", user="ann", created_at=NOW - timedelta(days=10 - i),
+                    importance=0.5) for i in range(5)]
+    bob = [mems.add(f"bob memory {i}", user="bob", created_at=NOW - timedelta(days=10 - i)) for i in range(3)]
+    tie_low = mems.add("global tie low", created_at=NOW - timedelta(days=20), importance=0.2)
+    tie_high = mems.add("global tie high", created_at=NOW - timedelta(days=20), importance=0.8)
+    mems.search("ann memory 0", user="ann", limit=1)  # recalled just now: the one most worth keeping
+    would = mems.forget(keep=2, dry_run=True)
+    expected = {ann[1].id, ann[2].id, ann[3].id, bob[0].id}
+    assert {r.id for r in would} == expected  # globals: 2 records, capacity 2 → both stay
+    assert {r.id for r in mems.forget(keep=1, dry_run=True, scope="global")} == {tie_low.id}
+    gone = mems.forget(keep=2)
+    assert [r.id for r in gone] == [r.id for r in would]
+    assert {r.id for r in mems.ls(user="ann")} == {ann[0].id, ann[4].id}
+    assert mems.count(scope="global") == 2 and tie_high.id in {r.id for r in mems.ls(scope="global")}
+    assert len(mems.forget(keep=0, user="bob")) == 2 and mems.count(user="bob") == 0
+
+
+def test_forget_by_ids_needs_criteria_or_all(mems: Memories) -> None:
+    a = mems.add("first memory")
+    mems.add("second memory")
+    assert mems.forget(ids=["mem_unknown"]) == []
+    assert [r.id for r in mems.forget([a.id])] == [a.id]
+    assert mems.forget([a.id]) == []  # forgetting twice is harmless
+    assert mems.forget(ids=[]) == []
+    with pytest.raises(ValidationError):
+        mems.forget(dry_run=True)
+    assert len(mems.forget(all=True)) == 1 and mems.count() == 0
+
+
+def test_forgetting_keeps_an_embedding_a_message_still_uses(tmp_path: Path) -> None:
+    emb = SynonymEmbedder()
+    mem, mems = _open(tmp_path / "k.db", emb)
+    conv = mem.conversation("c")
+    conv.add(role="user", content="The red car is in bay 4.")
+    conv.index()
+    rec = mems.add("The red car is in bay 4.")
+    assert emb.texts.count("The red car is in bay 4.") == 1  # embedded once, for both
+    mems.forget([rec.id])
+    assert conv.search("vehicle bay", mode="semantic")  # the message's vector is intact
+    mem.close()
+
+
+def test_vacuum_leaves_no_trace_of_forgotten_text_in_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "scrub.db"
+    mem, mems = _open(path)
+    secret = mems.add("the vault passphrase is xylophone-quasar-7781", user="ann")
+    for i in range(50):
+        mems.add(f"filler memory number {i}", user="ann")
+    mems.forget([secret.id], vacuum=True)
+    mem.close()
+    for file in tmp_path.iterdir():
+        assert b"xylophone" not in file.read_bytes(), file.name
+        assert b"quasar-7781" not in file.read_bytes(), file.name
+
+
+# -- distill ------------------------------------------------------------------------------
+
+
+def _call(i: int) -> list[dict[str, Any]]:
+    return [{"id": f"c{i}", "type": "function", "function": {"name": "deploy", "arguments": "{}"}}]
+
+
+def _english(mem: lossless.Memory) -> list[Message]:
+    return mem.conversation("en").add_many([
+        {"role": "user", "content": "Hi! My name is Maya. I prefer short answers with code examples.",
+         "created_at": T0},
+        {"role": "assistant", "content": "Nice to meet you, Maya. How can I help?"},
+        {"role": "user", "content": "We decided to use PostgreSQL 16 instead of MySQL. "
+                                    "The migration must finish by March 22. Can you check the deploy?"},
+        {"role": "assistant", "content": "", "tool_calls": _call(1)},
+        {"role": "tool", "tool_call_id": "c1", "content": "running deploy\nERROR: connection refused on port 5433"},
+        {"role": "assistant", "content": "Fixed by opening port 5433 in the firewall; the deploy is green."},
+        {"role": "user", "content": "Great. TODO: write the rollback runbook. Do you like tea?"},
+    ])
+
+
+def _chinese(mem: lossless.Memory) -> list[Message]:
+    return mem.conversation("zh").add_many([
+        {"role": "user", "content": "我喜欢简洁的回答。"},
+        {"role": "user", "content": "我们决定采用方案B，用Redis做缓存。项目必须在五月底之前上线。"},
+        {"role": "assistant", "content": "好的。", "tool_calls": _call(2)},
+        {"role": "tool", "tool_call_id": "c2", "content": "构建报错：找不到模块 redis-py"},
+        {"role": "assistant", "content": "已经修复：在依赖里加入了 redis 包。"},
+        {"role": "user", "content": "记住：生产环境的端口是8443。"},
+    ])
+
+
+def _by_category(records: list[MemoryRecord]) -> dict[str, MemoryRecord]:
+    return {r.metadata["category"]: r for r in records}
+
+
+def test_distill_an_english_conversation(tmp_path: Path) -> None:
+    mem, mems = _open(tmp_path / "d.db")
+    msgs = _english(mem)
+    found = mems.distill(msgs, user="maya")
+    cats = _by_category(found)
+    assert cats["preference"].kind == "preference"
+    assert cats["preference"].content == "I prefer short answers with code examples."
+    assert cats["preference"].source_message_ids == (msgs[0].id,)
+    assert cats["preference"].created_at == T0
+    assert cats["decision"].content == "We decided to use PostgreSQL 16 instead of MySQL."
+    assert cats["decision"].source_message_ids == (msgs[2].id,)
+    assert "March 22" in cats["constraint"].content
+    error = cats["error_fix"]
+    assert error.kind == "error" and "connection refused" in error.content and "firewall" in error.content
+    assert error.source_message_ids == (msgs[4].id, msgs[5].id)
+    assert cats["task"].kind == "task" and cats["task"].status == "pending"
+    assert cats["personal"].content == "My name is Maya."
+    assert all(r.user == "maya" and r.conversation_id == "en" for r in found)
+    assert not any("like tea" in r.content or "How can I help" in r.content for r in found)  # questions skipped
+    # distilling again adds nothing new
+    assert mems.count() == len(found)
+    assert {r.id for r in mems.distill(msgs, user="maya")} == {r.id for r in found}
+    assert mems.count() == len(found)
+    assert mems.search("postgresql decided", user="maya")[0].id == cats["decision"].id
+    mem.close()
+
+
+def test_distill_a_chinese_conversation(tmp_path: Path) -> None:
+    mem, mems = _open(tmp_path / "z.db")
+    msgs = _chinese(mem)
+    cats = _by_category(mems.distill(msgs, user="li"))
+    assert cats["preference"].content == "我喜欢简洁的回答。"
+    assert cats["decision"].content == "我们决定采用方案B，用Redis做缓存。"
+    assert cats["decision"].source_message_ids == (msgs[1].id,)
+    assert cats["constraint"].content == "项目必须在五月底之前上线。"
+    assert cats["error_fix"].kind == "error"
+    assert cats["error_fix"].source_message_ids == (msgs[3].id, msgs[4].id)
+    assert cats["remember"].importance >= 0.85
+    assert mems.search("缓存方案", user="li")[0].id == cats["decision"].id
+    mem.close()
+
+
+def test_distill_with_a_summarizer_parses_its_json(tmp_path: Path) -> None:
+    mem, mems = _open(tmp_path / "l.db")
+    msgs = _english(mem)
+    fake = FakeSummarizer()
+    fake.enqueue("```json\n" + json.dumps([
+        {"kind": "preference", "content": "Maya wants short answers with code.", "importance": 0.8,
+         "source_message_ids": [msgs[0].id, "msg_invented"]},
+        {"kind": "fact", "content": "The team moved to PostgreSQL 16."},
+        {"kind": "opinion", "content": "skipped: unknown kind"},
+        {"kind": "error", "content": ""},
+    ]) + "\n```")
+    found = mems.distill(msgs, user="maya", summarizer=fake)
+    assert [r.content for r in found] == ["Maya wants short answers with code.", "The team moved to PostgreSQL 16."]
+    assert found[0].source_message_ids == (msgs[0].id,) and found[0].importance == 0.8
+    assert found[1].source_message_ids == tuple(m.id for m in msgs) and found[1].importance == 0.5
+    assert found[0].metadata == {"extracted": "llm", "summarizer": "fake"}
+    request = fake.calls[0]
+    assert request.items[0].role == "system" and "JSON array" in request.items[0].text
+    assert [i.ref for i in request.items[1:]] == [m.id for m in msgs]
+    mem.close()
+
+
+@pytest.mark.parametrize("answer", ["Here is a summary of the chat.", "[1, 2", RuntimeError("model down"), "[]"])
+def test_distill_falls_back_to_rules_when_the_llm_answer_is_unusable(tmp_path: Path, answer: str | Exception) -> None:
+    mem, mems = _open(tmp_path / "fb.db")
+    msgs = _english(mem)
+    fake = FakeSummarizer()
+    fake.enqueue(answer)
+    found = mems.distill(msgs, user="maya", summarizer=fake)
+    assert "decision" in _by_category(found)
+    assert all(r.metadata["extracted"] == "rules" for r in found)
+    mem.close()
+
+
+# -- migration ----------------------------------------------------------------------------
+
+
+def test_a_version_3_database_gains_memories(tmp_path: Path) -> None:
+    path = tmp_path / "v3.db"
+    conn = apsw.Connection(str(path))
+    migrations.migrate(conn, upto=3)
+    assert migrations.applied(conn) == [1, 2, 3]
+    conn.execute("INSERT INTO conversations (id, created_at, updated_at) VALUES ('old', '2024-01-01', '2024-01-01')")
+    assert not list(conn.execute("SELECT name FROM sqlite_master WHERE name = 'memories'"))
+    conn.close()
+    mem, mems = _open(path)
+    assert migrations.applied(mem.store.connection) == [m[0] for m in migrations.MIGRATIONS]
+    assert [c.id for c in mem.conversations()] == ["old"]
+    rec = mems.add("added after the upgrade", user="ann")
+    assert mems.search("upgrade", user="ann")[0].id == rec.id
+    assert mem.verify() == []
+    mem.close()
+
+
+# -- the CLI ------------------------------------------------------------------------------
+
+
+def _cli(db: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """A parser with only the memory command (the lead wires it into ``lossless``), run
+    through the same error boundary as ``main``."""
+    from lossless.cli.main import _common_options
+
+    parser = argparse.ArgumentParser(prog="lossless", parents=[_common_options(False)])
+    memory_cmd.register(parser.add_subparsers(dest="command", required=True))
+    capsys.readouterr()
+    try:
+        args = parser.parse_args(["--db", str(db), *argv])
+    except SystemExit as exc:
+        return int(exc.code or 0), *capsys.readouterr()
+    ctx = CommandContext.create(args)
+    try:
+        status = int(args.run(ctx))
+    except (LosslessError, CommandError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        status = 1
+    finally:
+        ctx.close()
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_cli_add_search_ls_forget(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "cli.db"
+    status, out, _ = _cli(db, capsys, "memory", "add", "Ann prefers tea over coffee", "--kind", "preference",
+                          "--user", "ann", "--json")
+    assert status == 0
+    added = json.loads(out)
+    assert added["kind"] == "preference" and added["scope"] == "user" and added["importance"] == 0.7
+    _cli(db, capsys, "memory", "add", "Bob prefers coffee", "--user", "bob", "--importance", "0.2")
+    status, out, _ = _cli(db, capsys, "memory", "search", "tea coffee", "--user", "ann", "--json")
+    assert status == 0 and [h["id"] for h in json.loads(out)] == [added["id"]]
+    assert json.loads(out)[0]["score"] > 0
+    status, out, _ = _cli(db, capsys, "memory", "search", "coffee", "--user", "ann")
+    assert status == 0 and "Ann prefers tea" in out and "Bob" not in out
+    status, out, _ = _cli(db, capsys, "memory", "ls", "--json")
+    assert len(json.loads(out)) == 2
+    status, out, _ = _cli(db, capsys, "memory", "ls", "--user", "bob")
+    assert status == 0 and "Bob prefers coffee" in out and "Ann" not in out
+    status, out, _ = _cli(db, capsys, "memory", "forget", "--importance-below", "0.5", "--dry-run", "--json")
+    assert json.loads(out)["count"] == 1 and json.loads(out)["dry_run"] is True
+    status, out, _ = _cli(db, capsys, "memory", "forget", "--importance-below", "0.5")
+    assert status == 0 and "forgot 1 memory" in out
+    status, out, _ = _cli(db, capsys, "memory", "forget", "--older-than", "30d", "--json")
+    assert json.loads(out)["count"] == 0
+    status, out, _ = _cli(db, capsys, "memory", "ls", "--json")
+    assert [r["id"] for r in json.loads(out)] == [added["id"]]
+
+
+def test_cli_errors_and_usage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "cli.db"
+    status, _, err = _cli(db, capsys, "memory", "ls")
+    assert status == 1 and "no database" in err  # reading never creates the file
+    _cli(db, capsys, "memory", "add", "something")
+    status, _, err = _cli(db, capsys, "memory", "forget")
+    assert status == 1 and "criterion" in err
+    status, _, err = _cli(db, capsys, "memory", "add", " ", "--user", "ann")
+    assert status == 1 and "content" in err
+    assert _cli(db, capsys, "memory", "forget", "--older-than", "soon")[0] == 2
+    assert _cli(db, capsys, "memory", "add", "x", "--importance", "3")[0] == 2
+    assert _cli(db, capsys, "memory", "add", "x", "--kind", "opinion")[0] == 2
+    status, out, _ = _cli(db, capsys, "memory", "forget", "--all", "--keep", "0", "--json")
+    assert json.loads(out)["count"] == 1
+
+
+def test_parse_duration() -> None:
+    assert memory_cmd.parse_duration("30d") == timedelta(days=30)
+    assert memory_cmd.parse_duration("12h") == timedelta(hours=12)
+    assert memory_cmd.parse_duration("2W") == timedelta(weeks=2)
+    assert memory_cmd.parse_duration("1.5m") == timedelta(seconds=90)
+    with pytest.raises(argparse.ArgumentTypeError):
+        memory_cmd.parse_duration("30 days")
+
+
+def test_vectors_are_float32_unit_length(tmp_path: Path) -> None:
+    emb = SynonymEmbedder()
+    mem, mems = _open(tmp_path / "f32.db", emb)
+    mems.add("a unit vector please")
+    dim, blob = mem.store._query("SELECT dim, vector FROM memory_vectors")[0]
+    vec = np.frombuffer(blob, dtype="<f4")
+    assert dim == emb.dim == len(vec) and abs(float(np.linalg.norm(vec)) - 1.0) < 1e-5
+    mem.close()
