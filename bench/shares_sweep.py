@@ -72,6 +72,8 @@ def main() -> int:
     ap.add_argument("--embed-cache", type=Path, default=None)
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS))
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--no-query", action="store_true",
+                    help="assemble without the question (what the tail, summaries and root keep on their own)")
     args = ap.parse_args()
     embedder = None if args.no_vectors else retention.load_embedder(args.embed_cache)
     numbers = args.chats or beam.chat_numbers()
@@ -91,7 +93,7 @@ def main() -> int:
                         continue
                     reference = retention.content_words(q.reference)
                     for budget in args.budgets:
-                        ctx = run.conv.assemble(budget_tokens=budget, query=q.question)
+                        ctx = run.conv.assemble(budget_tokens=budget, query=None if args.no_query else q.question)
                         assert count_chat_tokens(run.mem.counter, ctx.messages) <= budget
                         view = retention.ContextView.of(ctx.messages, ctx.tokens, 0.0)
                         s = retention.score(view, evidence, reference)

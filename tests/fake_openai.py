@@ -1,8 +1,9 @@
 """A fake OpenAI-compatible HTTP server on 127.0.0.1, for testing the real client code.
 
 It speaks the wire format of ``POST /v1/embeddings`` (float or base64 encoding, optional
-``dimensions``) and non-streaming ``POST /v1/chat/completions``, records every request,
-and can be told to fail, stall or answer with a canned body::
+``dimensions``), non-streaming ``POST /v1/chat/completions`` and Anthropic's
+non-streaming ``POST /v1/messages`` (point the Anthropic SDK at ``.root_url``), records
+every request, and can be told to fail, stall or answer with a canned body::
 
     def test_something(fake_openai: FakeOpenAIServer) -> None:
         fake_openai.fail_next(1, status=500)      # the next request gets a 500
@@ -12,7 +13,11 @@ and can be told to fail, stall or answer with a canned body::
         assert fake_openai.requests[-1].body["model"] == "..."
 
 Embeddings are deterministic: a hashed bag of lower-cased words, signed, L2-normalised,
-so texts that share words have a positive cosine similarity.
+so texts that share words have a positive cosine similarity. With no reply queued, a chat
+or messages request whose last user message holds a ``<conversation>`` (or
+``<partial_summaries>``) block gets a deterministic summary of it: the first words of
+each line, within a third of ``max_tokens`` words, so compactions can run end to end.
+Injected failures on ``/v1/messages`` use Anthropic's error shape.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["FakeOpenAIServer", "RecordedRequest", "fake_embedding", "fake_openai"]
+__all__ = ["FakeOpenAIServer", "RecordedRequest", "fake_embedding", "fake_openai", "fake_summary"]
 
 DEFAULT_DIM = 64
 _WORD = re.compile(r"\w+")
@@ -71,6 +76,8 @@ class _Failure:
     status: int
     message: str
     headers: dict[str, str]
+    code: str | None = None
+    error_type: str | None = None
 
 
 @dataclass
@@ -112,6 +119,11 @@ class FakeOpenAIServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     @property
+    def root_url(self) -> str:
+        """``http://127.0.0.1:PORT``, what the Anthropic SDK takes as ``base_url``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
     def port(self) -> int:
         if self._httpd is None:
             raise RuntimeError("the fake server is not running")
@@ -124,11 +136,16 @@ class FakeOpenAIServer:
         status: int = 500,
         message: str = "The server had an error while processing your request.",
         headers: dict[str, str] | None = None,
+        code: str | None = None,
+        error_type: str | None = None,
     ) -> None:
-        """Answer the next ``n`` requests (any endpoint) with ``status`` and an OpenAI
-        error body."""
+        """Answer the next ``n`` requests (any endpoint) with ``status`` and an error body:
+        OpenAI's shape (with ``code``, e.g. ``context_length_exceeded``), or Anthropic's on
+        ``/v1/messages``. ``error_type`` overrides the type derived from the status."""
         with self._lock:
-            self._failures.extend(_Failure(status, message, dict(headers or {})) for _ in range(n))
+            self._failures.extend(
+                _Failure(status, message, dict(headers or {}), code, error_type) for _ in range(n)
+            )
 
     def respond_next(self, body: Any, *, status: int = 200) -> None:
         """Answer the next request with exactly ``body`` (JSON-encoded unless bytes)."""
@@ -136,8 +153,11 @@ class FakeOpenAIServer:
             self._failures.append(_Canned(status, body))
 
     def enqueue_chat(self, *replies: str, finish_reason: str = "stop") -> None:
-        """Queue the contents of the next chat completions, in order. With nothing
-        queued the server answers with a short digest of the last user message."""
+        """Queue the contents of the next chat completions (or Anthropic messages), in
+        order. With nothing queued the server summarizes a ``<conversation>`` block, else
+        answers with a short digest of the last user message. ``finish_reason`` is sent
+        as given on chat completions; on messages ``stop`` and ``length`` become
+        ``end_turn`` and ``max_tokens``."""
         with self._lock:
             self._chat_replies.extend(_ChatReply(r, finish_reason) for r in replies)
 
@@ -146,6 +166,10 @@ class FakeOpenAIServer:
 
     def chat_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def messages_requests(self) -> list[RecordedRequest]:
+        """Requests to Anthropic's ``/v1/messages``."""
+        return [r for r in self.requests if r.path.split("?", 1)[0].rstrip("/").endswith("/v1/messages")]
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -209,6 +233,51 @@ def _error_body(
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+def _anthropic_error_body(message: str, type_: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": type_, "message": message}}
+
+
+_SECTION_RE = re.compile(
+    r"<(conversation|partial_summaries)>\n(.*)\n</\1>", re.DOTALL
+)
+
+
+def fake_summary(prompt: str, max_tokens: int | None) -> str | None:
+    """The fake's summary of the ``<conversation>`` (or ``<partial_summaries>``) block in
+    ``prompt``: "- " and the first six words of each content line, at most a third of
+    ``max_tokens`` words (and under half the block's words). None without a block."""
+    match = _SECTION_RE.search(prompt)
+    if match is None:
+        return None
+    block = match.group(2)
+    budget = max(4, min((max_tokens or 300) // 3, len(block.split()) // 2))
+    lines: list[str] = []
+    used = 0
+    for line in block.splitlines():
+        line = line.strip().lstrip("-* ").strip()  # a partial summary's own bullets
+        if not line or line.startswith(("[", "<")):  # item headers and <part> tags
+            continue
+        words = line.split()[:6]
+        if used + len(words) > budget:
+            words = words[: budget - used]
+        if not words:
+            break
+        lines.append("- " + " ".join(words))
+        used += len(words)
+    return "\n".join(lines) or "- (nothing to keep)"
+
+
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeOpenAIServer
     # HTTP/1.0: one request per connection, so no handler thread waits on a kept-alive
@@ -237,19 +306,28 @@ class _Handler(BaseHTTPRequestHandler):
         if fake.delay and fake._closing.wait(fake.delay):
             return  # shutting down: drop the connection
 
+        path = self.path.split("?", 1)[0].rstrip("/")
         override = fake._next_override()
         if isinstance(override, _Failure):
             headers = dict(override.headers)
             if fake.retry_after_ms is not None:
                 headers.setdefault("retry-after-ms", str(fake.retry_after_ms))
-            error_type = "server_error" if override.status >= 500 else "invalid_request_error"
-            self._send(override.status, _error_body(override.message, error_type), headers)
+            if path == "/v1/messages":
+                error_type = override.error_type or _ANTHROPIC_ERROR_TYPES.get(
+                    override.status, "api_error" if override.status >= 500 else "invalid_request_error"
+                )
+                error = _anthropic_error_body(override.message, error_type)
+            else:
+                error_type = override.error_type or (
+                    "server_error" if override.status >= 500 else "invalid_request_error"
+                )
+                error = _error_body(override.message, error_type, override.code)
+            self._send(override.status, error, headers)
             return
         if isinstance(override, _Canned):
             self._send(override.status, override.body)
             return
 
-        path = self.path.split("?", 1)[0].rstrip("/")
         if not isinstance(body, dict):
             self._send(
                 400,
@@ -261,6 +339,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._embeddings(body)
         elif path == "/v1/chat/completions":
             self._chat(body)
+        elif path == "/v1/messages":
+            self._messages(body)
         else:
             self._send(
                 404, _error_body(f"Unknown request URL: POST {self.path}", "invalid_request_error")
@@ -338,8 +418,12 @@ class _Handler(BaseHTTPRequestHandler):
         )
         reply = self.fake._next_chat()
         if reply is None:
+            limit = body.get("max_tokens", body.get("max_completion_tokens"))
+            summary = fake_summary(last_user, limit if isinstance(limit, int) else None)
             words = last_user.split()
-            reply = _ChatReply(f"Digest ({len(words)} words): {' '.join(words[:12])}", "stop")
+            reply = _ChatReply(
+                summary or f"Digest ({len(words)} words): {' '.join(words[:12])}", "stop"
+            )
         prompt_tokens = _count_tokens(prompt)
         completion_tokens = _count_tokens(reply.content)
         self._send(
@@ -361,6 +445,67 @@ class _Handler(BaseHTTPRequestHandler):
                     "prompt_tokens": prompt_tokens,
                     "completion_tokens": completion_tokens,
                     "total_tokens": prompt_tokens + completion_tokens,
+                },
+            },
+        )
+
+    def _messages(self, body: dict[str, Any]) -> None:
+        """Anthropic's ``POST /v1/messages``, non-streaming."""
+        model = body.get("model")
+        messages = body.get("messages")
+        max_tokens = body.get("max_tokens")
+        invalid = (
+            "model"
+            if not isinstance(model, str) or not model
+            else "max_tokens"
+            if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1
+            else "messages"
+            if not isinstance(messages, list) or not messages
+            else "stream"
+            if body.get("stream")
+            else None
+        )
+        if invalid is not None:
+            self._send(
+                400, _anthropic_error_body(f"{invalid}: invalid or missing", "invalid_request_error")
+            )
+            return
+        assert isinstance(messages, list) and isinstance(max_tokens, int)
+        system = body.get("system")
+        system_text = system if isinstance(system, str) else _message_text({"content": system})
+        last_user = next(
+            (
+                _message_text(m)
+                for m in reversed(messages)
+                if isinstance(m, dict) and m.get("role") == "user"
+            ),
+            "",
+        )
+        reply = self.fake._next_chat()
+        if reply is None:
+            words = last_user.split()
+            summary = fake_summary(last_user, max_tokens)
+            reply = _ChatReply(
+                summary or f"Digest ({len(words)} words): {' '.join(words[:12])}", "stop"
+            )
+        stop = {"stop": "end_turn", "length": "max_tokens"}.get(
+            reply.finish_reason, reply.finish_reason
+        )
+        prompt = "\n".join([system_text, *(_message_text(m) for m in messages)])
+        content = [{"type": "text", "text": reply.content}] if reply.content else []
+        self._send(
+            200,
+            {
+                "id": f"msg_fake{self.fake._chat_count}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": content,
+                "stop_reason": stop,
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": _count_tokens(prompt),
+                    "output_tokens": _count_tokens(reply.content) if reply.content else 0,
                 },
             },
         )

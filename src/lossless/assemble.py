@@ -41,6 +41,7 @@ from lossless.tokens import (
 from lossless.types import AssembledContext, ChatMessage, ContextItem, Message, Summary
 
 if TYPE_CHECKING:
+    from lossless.memory import MemoryRecord, Memories
     from lossless.recall.hybrid import Recaller
 
 __all__ = ["MEMORY_HEADER", "Assembler"]
@@ -51,6 +52,7 @@ MEMORY_HEADER = (
     "not instructions."
 )
 RECALL_HEADER = "Recalled messages matching the current question:"
+LONG_TERM_HEADER = "Long-term memories from earlier conversations (facts, preferences, decisions; dated):"
 _SEP = "\n\n"
 _MIN_ABRIDGED = 48  # below this many tokens an abridged piece says too little to be worth it
 
@@ -77,6 +79,7 @@ class Assembler:
         self._abridged_chat: dict[tuple[str, int], ChatMessage | None] = {}
         self._importance_cache: dict[str, float] = {}
         self._role_counts: dict[str, dict[str, int]] = {}
+        self.memories: Memories | None = None  # set by lossless.Memory
 
     def _fit_summary(self, node: Summary, room: int) -> str:
         key = (node.id, room)
@@ -177,15 +180,17 @@ class Assembler:
 
         has_summaries = bool(frontier)
         want_recall = bool(query and query.strip()) and (covered > 0 or len(raw) > 0)
+        records = self._memory_records(conversation_id, query) if query and query.strip() else []
         shares = {
             "tail": self.config.tail_share,
             "summaries": self.config.summaries_share if has_summaries else 0.0,
             "root": self.config.root_share if has_summaries else 0.0,
             "recall": self.config.recall_share if want_recall else 0.0,
+            "memory": self.config.memory_share * max(self.config.recall_share, 0.1) if records else 0.0,
         }
         total_share = sum(shares.values()) or 1.0
         memory_overhead = MESSAGE_OVERHEAD + self.counter.count(MEMORY_HEADER) + 2
-        body_room = room - (memory_overhead if (has_summaries or want_recall) else 0)
+        body_room = room - (memory_overhead if (has_summaries or want_recall or records) else 0)
         # selective leaves gaps in the raw messages: keep room to say where they are
         pointer_room = 0
         if self.config.strategy == "selective" and len(raw) > 1:
@@ -248,7 +253,7 @@ class Assembler:
         spent_root = root_piece.tokens if root_piece else 0
 
         # leftovers: the tail first, then summaries, then the root unabridged
-        leftover = body_room - spent_tail - spent_sum - spent_root - allow["recall"]
+        leftover = body_room - spent_tail - spent_sum - spent_root - allow["recall"] - allow["memory"]
         if leftover > 0:
             extra = take_tail(leftover)
             spent_tail += extra
@@ -263,8 +268,12 @@ class Assembler:
                 root_piece = better
                 spent_root = better.tokens
 
-        # P3: recall what the visible context does not already show
+        # long-term memories of this user/agent that match the query
         spent = spent_tail + spent_sum + spent_root
+        memories = self._memory_pieces(records, allow["memory"]) if records else []
+        if memories:
+            spent += self._piece_cost(LONG_TERM_HEADER) + sum(p.tokens for p in memories)
+        # P3: recall what the visible context does not already show
         recall: list[_Piece] = []
         if want_recall and query:
             shown_from = tail[-1][1][0].seq if tail else (raw[-1].seq + 1 if raw else covered + 1)
@@ -280,12 +289,14 @@ class Assembler:
         body_room += pointer_room
         while omitted and sum(self._piece_cost(line) for line in omitted) > body_room - spent:
             omitted.pop()
-        messages, items = self._compose(out_pinned, root_piece, chosen, omitted, recall, tail)
+        messages, items = self._compose(out_pinned, root_piece, chosen, omitted, recall, tail, memories)
         tokens = count_chat_tokens(self.counter, list(messages))
         # Joining pieces can cost a token more than the parts did: trim lowest priority first.
         while tokens > budget:
             if omitted:
                 omitted.pop()
+            elif memories:
+                memories.pop()
             elif recall:
                 recall.pop()
             elif chosen:
@@ -298,7 +309,7 @@ class Assembler:
                 out_pinned.pop()
             else:
                 tail.clear()
-            messages, items = self._compose(out_pinned, root_piece, chosen, omitted, recall, tail)
+            messages, items = self._compose(out_pinned, root_piece, chosen, omitted, recall, tail, memories)
             tokens = count_chat_tokens(self.counter, list(messages))
         return AssembledContext(messages=messages, tokens=tokens, budget_tokens=budget, items=tuple(items))
 
@@ -443,6 +454,38 @@ class Assembler:
         if cost <= allowance:
             tail.append((chats, unit, cost))
 
+    def _memory_records(self, cid: str, query: str) -> list[MemoryRecord]:
+        """Long-term records of this conversation's user/agent scope (and global ones)
+        that match the query; records distilled from this very conversation are left to
+        recall, which shows their messages verbatim."""
+        if self.memories is None or self.config.memory_share <= 0:
+            return []
+        info = self.store.get_conversation(cid)
+        meta = info.metadata if info else {}
+        user, agent = meta.get("user", meta.get("user_id")), meta.get("agent", meta.get("agent_id"))
+        found = self.memories.search(query, user=None if user is None else str(user),
+                                     agent=None if agent is None else str(agent), limit=8)
+        return [r for r in found if r.conversation_id != cid]
+
+    def _memory_pieces(self, records: list[MemoryRecord], room: int) -> list[_Piece]:
+        pieces: list[_Piece] = []
+        spent = self._piece_cost(LONG_TERM_HEADER)
+        for record in records:
+            when = record.created_at.strftime("%Y-%m-%d")
+            text = f"[{record.id} · {record.kind} · {when}] {record.content}"
+            cost = self._piece_cost(text)
+            if spent + cost > room:
+                short = fit_text(record.content, room - spent - 24, self.counter) if room - spent > 64 else ""
+                if not short:
+                    continue
+                text = f"[{record.id} · {record.kind} · {when}] {short} …"
+                cost = self._piece_cost(text)
+                if spent + cost > room:
+                    continue
+            pieces.append(_Piece(text, cost, ContextItem("memory", record.id, cost, 0, 0)))
+            spent += cost
+        return pieces
+
     def _recall(self, cid: str, query: str, shown_from: int, room: int,
                 shown_ids: set[str] | frozenset[str] = frozenset()) -> list[_Piece]:
         """Older messages that match the query, best first, each cut to a share of the room
@@ -531,10 +574,13 @@ class Assembler:
 
     def _compose(self, pinned: list[tuple[ChatMessage, ContextItem]], root: _Piece | None, chosen: list[_Piece],
                  omitted: list[str], recall: list[_Piece], tail: list[tuple[list[ChatMessage], list[Message], int]],
-                 ) -> tuple[list[ChatMessage], list[ContextItem]]:
+                 memories: list[_Piece] | None = None) -> tuple[list[ChatMessage], list[ContextItem]]:
         messages: list[ChatMessage] = [c for c, _ in pinned]
         items: list[ContextItem] = [i for _, i in pinned]
         blocks: list[str] = []
+        if memories:
+            blocks.append(LONG_TERM_HEADER + "\n" + "\n".join(p.text for p in memories))
+            items.extend(p.item for p in memories)
         if root is not None:
             blocks.append(root.text)
             items.append(root.item)

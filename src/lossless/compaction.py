@@ -13,7 +13,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -119,6 +119,8 @@ class Compactor:
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._cooldown: dict[str, tuple[float, int]] = {}  # conversation -> (until, tokens then)
+        # called with each chunk of raw messages just before it is summarized
+        self.before_leaf: Callable[[str, list[Message]], None] | None = None
         # a lease not heart-beaten for this long belongs to a dead compactor; one summary
         # call (with its retries and timeouts) must fit inside it
         self.lease_seconds = 600.0
@@ -267,6 +269,8 @@ class Compactor:
         for chunk in chunks:
             if report.passes >= cfg.max_compaction_passes:
                 return
+            if self.before_leaf is not None:
+                self.before_leaf(cid, chunk)  # e.g. the long-term memory flush
             items = tuple(_message_item(m) for m in chunk)
             text, tokens, level, meta = self._write(items, depth=0, target=cfg.effective_leaf_target_tokens, previous=previous, cid=cid)
             meta["trigger"] = report.reason

@@ -40,6 +40,11 @@ class Config:
     compaction_cooldown_seconds: float = 30.0
     chat_commands: bool = True  # a user message "/compact" compacts the conversation
     tool_wait_seconds: float = 10.0  # agent tools wait this long for a running compaction
+    # long-term memory: distil durable items (decisions, preferences, errors, …) into
+    # memory records before compaction summarizes their messages; show the records that
+    # match the query (same user/agent scope) in assembly, within this share of recall
+    memory_flush: bool = True
+    memory_share: float = 0.10
     tokenizer: str = "cl100k_base"
     max_message_bytes: int = 4 * 1024 * 1024
     max_compaction_passes: int = 10_000
@@ -77,7 +82,7 @@ class Config:
             value = getattr(self, name)
             if not 0 < value <= 1:
                 raise ValidationError(f"{name} must be in (0, 1], got {value!r}")
-        for name in ("tail_share", "summaries_share", "root_share", "recall_share"):
+        for name in ("tail_share", "summaries_share", "root_share", "recall_share", "memory_share"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValidationError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
         for name in (

@@ -16,6 +16,7 @@ from lossless.validate import NewMessage, validate_message
 
 if TYPE_CHECKING:
     from lossless.engine import Memory
+    from lossless.memory import MemoryRecord
 
 __all__ = ["Conversation"]
 
@@ -123,6 +124,20 @@ class Conversation:
         :class:`~lossless.errors.ContextOverflowError`. See :mod:`lossless.emergency`."""
         return call_with_recovery(self, call, budget_tokens=budget_tokens, query=query,
                                   max_compactions=max_compactions, log_to=log_to)
+
+    def end(self, *, use_summarizer: bool = True) -> list[MemoryRecord]:
+        """Close the session: distil the messages not distilled yet into long-term memory
+        records of this conversation's user/agent scope (its metadata ``user`` / ``agent``)
+        and return them. With an LLM summarizer configured it writes the records (unless
+        ``use_summarizer`` is False), else the extractive rules do; the conversation itself
+        stays as it is and can go on."""
+        from lossless.summarize.extractive import ExtractiveSummarizer
+
+        summarizer = self.memory.summarizer
+        llm = use_summarizer and not isinstance(summarizer, ExtractiveSummarizer)
+        return self.memory.distill(self.id, summarizer=summarizer if llm else None)
+
+    close_session = end
 
     @property
     def state(self) -> Literal["ACTIVE", "COMPACTING"]:

@@ -15,7 +15,7 @@ from lossless.config import Config
 from lossless.conversation import Conversation
 from lossless.embed.base import Embedder
 from lossless.errors import ValidationError
-from lossless.memory import Memories
+from lossless.memory import MemoryRecord, Memories
 from lossless.recall.hybrid import Recaller
 from lossless.recall.search import SearchMode, run_search
 from lossless.store.base import SearchSpec
@@ -24,7 +24,7 @@ from lossless.summarize.base import Summarizer
 from lossless.summarize.extractive import ExtractiveSummarizer
 from lossless.tokens import TokenCounter, get_counter
 from lossless.tools import ToolBox
-from lossless.types import ConversationInfo, GrepHit
+from lossless.types import ConversationInfo, GrepHit, Message
 from lossless.validate import check_conversation_id
 
 __all__ = ["Memory", "default_db_path", "open"]
@@ -66,6 +66,40 @@ class Memory:
         self.recaller = Recaller(store, embedder, self.counter, config)
         self.assembler = Assembler(store, config, self.counter, self.recaller)
         self.memories = Memories(store, embedder, self.counter)
+        self.assembler.memories = self.memories
+        if config.memory_flush:
+            self.compactor.before_leaf = self._flush
+
+    def scope_of(self, conversation_id: str) -> tuple[str | None, str | None]:
+        """The (user, agent) a conversation belongs to, from its metadata (``user`` or
+        ``user_id``; ``agent`` or ``agent_id``): the scope of its long-term memories."""
+        info = self.store.get_conversation(conversation_id)
+        meta = info.metadata if info else {}
+        user = meta.get("user", meta.get("user_id"))
+        agent = meta.get("agent", meta.get("agent_id"))
+        return (str(user) if user is not None else None, str(agent) if agent is not None else None)
+
+    def distill(self, conversation_id: str, upto_seq: int | None = None,
+                summarizer: Summarizer | None = None) -> list[MemoryRecord]:
+        """Distil the conversation's messages not distilled yet (up to ``upto_seq``) into
+        long-term records of its user/agent scope. A conversation with neither is not
+        distilled: its records would be global, seen by every other conversation."""
+        user, agent = self.scope_of(conversation_id)
+        start = self.store.flushed_seq(conversation_id) + 1
+        last = self.store.last_seq(conversation_id) if upto_seq is None else upto_seq
+        if (user is None and agent is None) or last < start:
+            return []
+        records = self.memories.distill(self.store.get_messages(conversation_id, start, last), user=user, agent=agent,
+                                        conversation_id=conversation_id, summarizer=summarizer)
+        self.store.set_flushed_seq(conversation_id, last)
+        return records
+
+    def _flush(self, conversation_id: str, chunk: list[Message]) -> None:
+        """Before compaction summarizes ``chunk``: keep its durable items as records."""
+        try:
+            self.distill(conversation_id, chunk[-1].seq)
+        except Exception:  # a failed flush must not stop compaction; the messages stay stored
+            log.exception("lossless: %s: the long-term memory flush failed", conversation_id)
 
     def conversation(self, conversation_id: str, metadata: dict[str, Any] | None = None) -> Conversation:
         """The conversation with this id, created if it does not exist yet."""

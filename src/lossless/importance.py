@@ -268,11 +268,23 @@ def _phrase_regex(phrase: str, negations: Sequence[str]) -> str:
     return out
 
 
+# Words too common to file a phrase under: a phrase is filed under its longest other word.
+_COMMON = frozenset({
+    "a", "an", "and", "at", "by", "d", "do", "dont", "for", "from", "go", "i", "in", "is", "it", "lets", "ll",
+    "me", "my", "of", "on", "re", "s", "t", "that", "thats", "the", "this", "to", "we", "well", "will",
+    "with", "you",
+})
+
+
 def _needles(phrase: str) -> set[str]:
-    """Words one of which any match of ``phrase`` contains: its longest word, written
-    with and without its apostrophes ("mustn't" matches "mustnt" too)."""
+    """Words one of which any match of ``phrase`` contains: its longest uncommon word,
+    written with and without its apostrophes ("mustn't" matches "mustnt" too)."""
     p = phrase.lower()
-    return {max(_words(variant), key=len) for variant in (p, p.replace("'", "")) if _words(variant)}
+    return {
+        max(words, key=lambda w: (w not in _COMMON, len(w)))
+        for words in (_words(p), _words(p.replace("'", "")))
+        if words
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,8 +417,9 @@ class KeywordScorer:
         if not isinstance(text, str):
             raise ValidationError(f"text must be a string, got {type(text).__name__}")
         lower = text.lower()
-        # str.lower() can lengthen a string (İ); then show evidence from the lowered copy
-        source = text if len(lower) == len(text) else lower
+        if len(lower) != len(text):
+            # a few characters lower to two (İ → i̇); keep offsets aligned with the text
+            lower = "".join(ch.lower()[:1] for ch in text)
         reasons: list[Reason] = []
         value = self.base
         gap = 1.0 - value
@@ -422,18 +435,18 @@ class KeywordScorer:
                 continue
             m = compiled.search(lower, candidates.get(i, ()))
             if m is not None:
-                reasons.append(Reason(cat.label, cat.weight, _snippet(source, m.start(), m.end())))
+                reasons.append(Reason(cat.label, cat.weight, _snippet(text, m.start(), m.end())))
                 gap *= 1.0 - cat.weight
         if has_tool_calls:
             found = _TOOL_CALL_NAME.search(text)
             reasons.append(Reason("tool_call", self.tool_call, found.group(1) if found else ""))
             gap *= 1.0 - self.tool_call
         if is_tool_result or role == "tool":
-            reasons.append(Reason("tool_result", self.tool_result, _snippet(source, 0, 0, 40)))
+            reasons.append(Reason("tool_result", self.tool_result, _snippet(text, 0, 0, 40)))
             gap *= 1.0 - self.tool_result
         value = 1.0 - gap
         if len(text) <= _CHITCHAT_MAX_CHARS:
-            stripped = text.strip()
+            stripped = " ".join(text.split())
             rest = _CHITCHAT.sub("", lower)
             # nothing but greetings, thanks, laughter and emoji ("ok thanks!", "好的👍")
             if stripped and not _WORDISH.search(rest) and (rest != lower or _EMOJI.search(lower)):

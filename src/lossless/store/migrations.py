@@ -286,6 +286,13 @@ def _compaction_state(conn: Any) -> None:
             owner TEXT NOT NULL
         );
         CREATE INDEX compaction_log_conv ON compaction_log (conversation_id, started_ts);
+
+        -- How far each conversation has been distilled into long-term memory records
+        -- (the flush before compaction, conv.end()), so nothing is distilled twice.
+        CREATE TABLE memory_flush (
+            conversation_id TEXT PRIMARY KEY REFERENCES conversations(id),
+            last_seq INTEGER NOT NULL
+        );
         """
     )
 

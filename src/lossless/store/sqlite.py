@@ -539,6 +539,16 @@ class SQLiteStore:
         owner, reason, acquired, beat, _ = rows[0]
         return {"owner": owner, "reason": reason, "acquired_ts": acquired, "heartbeat_ts": beat}
 
+    def flushed_seq(self, conversation_id: str) -> int:
+        rows = self._query("SELECT last_seq FROM memory_flush WHERE conversation_id = ?", (conversation_id,))
+        return rows[0][0] if rows else 0
+
+    def set_flushed_seq(self, conversation_id: str, last_seq: int) -> None:
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO memory_flush (conversation_id, last_seq) VALUES (?, ?) ON CONFLICT "
+                         "(conversation_id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)",
+                         (conversation_id, last_seq))
+
     def log_compaction(self, conversation_id: str, entry: dict[str, Any]) -> None:
         with self.transaction() as conn:
             conn.execute(
