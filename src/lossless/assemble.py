@@ -41,7 +41,7 @@ from lossless.tokens import (
 from lossless.types import AssembledContext, ChatMessage, ContextItem, Message, Summary
 
 if TYPE_CHECKING:
-    from lossless.memory import MemoryRecord, Memories
+    from lossless.memory import Memories, MemoryRecord
     from lossless.recall.hybrid import Recaller
 
 __all__ = ["MEMORY_HEADER", "Assembler"]

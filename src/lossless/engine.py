@@ -15,7 +15,7 @@ from lossless.config import Config
 from lossless.conversation import Conversation
 from lossless.embed.base import Embedder
 from lossless.errors import ValidationError
-from lossless.memory import MemoryRecord, Memories
+from lossless.memory import Memories, MemoryRecord
 from lossless.recall.hybrid import Recaller
 from lossless.recall.search import SearchMode, run_search
 from lossless.store.base import SearchSpec
