@@ -1,0 +1,101 @@
+"""Long-term memory in the engine: the flush before compaction, conv.end(), and memories
+of the same user/agent shown in assembly — never another user's."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import lossless
+from tests.conftest import FakeSummarizer, chat
+
+T0 = datetime(2025, 5, 1, 9, 0)
+
+
+def _text(ctx: lossless.AssembledContext) -> str:
+    return "\n".join(str(m.get("content") or "") for m in ctx.messages)
+
+
+def test_flush_before_compaction_keeps_durable_items(tmp_path: Path) -> None:
+    mem = lossless.open(tmp_path / "f.db", embedder=None, context_window=2048)
+    conv = mem.conversation("c1", metadata={"user": "ann"})
+    conv.add("user", "I prefer metric units in every report.", created_at=T0)
+    conv.add("assistant", "Noted: metric units from now on.", created_at=T0)
+    conv.add_many(chat(80, start=T0 + timedelta(minutes=5), words=20))
+    assert conv.summaries()  # compaction ran ...
+    records = mem.memories.ls(user="ann")
+    assert any("metric units" in r.content for r in records)  # ... after the flush kept it
+    pref = next(r for r in records if "metric units" in r.content)
+    assert pref.conversation_id == "c1" and pref.source_message_ids
+    assert mem.store.flushed_seq("c1") >= max(s.last_seq for s in conv.summaries() if s.depth == 0)
+
+
+def test_no_flush_for_a_conversation_without_an_owner(tmp_path: Path) -> None:
+    mem = lossless.open(tmp_path / "n.db", embedder=None, context_window=2048)
+    conv = mem.conversation("anon")
+    conv.add("user", "I prefer metric units in every report.", created_at=T0)
+    conv.add_many(chat(80, start=T0 + timedelta(minutes=5), words=20))
+    assert conv.summaries()
+    assert mem.memories.count() == 0  # it would have been global: seen by everyone
+
+
+def test_end_distils_the_rest_once(tmp_path: Path) -> None:
+    mem = lossless.open(tmp_path / "e.db", embedder=None)
+    conv = mem.conversation("c", metadata={"user": "bo", "agent": "coder"})
+    conv.add("user", "We decided to ship the v2 API on 2025-06-01; the deadline is firm.", created_at=T0)
+    conv.add("assistant", "Understood, v2 ships on 2025-06-01.", created_at=T0)
+    conv.add("user", "Remember that my staging server is staging-7.internal.", created_at=T0)
+    first = conv.end()
+    contents = " | ".join(r.content for r in first)
+    assert "2025-06-01" in contents and "staging-7.internal" in contents
+    assert all(r.user == "bo" and r.agent == "coder" for r in first)
+    assert conv.end() == []  # nothing new since
+    conv.add("user", "I prefer tabs over spaces.", created_at=T0)
+    assert [r.content for r in conv.close_session()] == ["I prefer tabs over spaces."]
+
+
+def test_end_uses_the_llm_summarizer_when_configured(tmp_path: Path) -> None:
+    fake = FakeSummarizer()
+    fake.enqueue('[{"kind": "preference", "content": "Bo likes dark mode", "importance": 0.7}]')
+    mem = lossless.open(tmp_path / "l.db", embedder=None, summarizer=fake)
+    conv = mem.conversation("c", metadata={"user": "bo"})
+    conv.add("user", "dark mode please, always", created_at=T0)
+    records = conv.end()
+    assert [r.content for r in records] == ["Bo likes dark mode"] and records[0].kind == "preference"
+    assert len(fake.calls) == 1
+
+
+def test_memories_of_the_same_user_appear_in_a_new_conversation(tmp_path: Path) -> None:
+    mem = lossless.open(tmp_path / "a.db", embedder=None)
+    mem.memories.add("Ann's production database is Postgres 16 on db-3.", kind="fact", user="ann")
+    mem.memories.add("Bob's production database is MySQL 8 on legacy-1.", kind="fact", user="bob")
+    mem.memories.add("Company policy: no deploys on Fridays.", kind="fact")  # global
+    ann = mem.conversation("ann-2", metadata={"user": "ann"})
+    ann.add("user", "hi again", created_at=T0)
+    ctx = ann.assemble(budget_tokens=1024, query="which production database do we use?")
+    text = _text(ctx)
+    assert "Postgres 16" in text and "Long-term memories" in text
+    assert "MySQL" not in text and "legacy-1" not in text  # never another user's
+    assert any(i.tier == "memory" for i in ctx.items) and ctx.tokens <= 1024
+    bob = mem.conversation("bob-2", metadata={"user": "bob"})
+    bob.add("user", "hello", created_at=T0)
+    text = _text(bob.assemble(budget_tokens=1024, query="which production database do we use?"))
+    assert "MySQL 8" in text and "Postgres" not in text
+    anon = mem.conversation("anon")
+    anon.add("user", "hello", created_at=T0)
+    text = _text(anon.assemble(budget_tokens=1024, query="deploys on Fridays database?"))
+    assert "no deploys on Fridays" in text and "Postgres" not in text and "MySQL" not in text
+
+
+def test_memories_respect_small_budgets(tmp_path: Path) -> None:
+    mem = lossless.open(tmp_path / "b.db", embedder=None)
+    for i in range(20):
+        mem.memories.add(f"Fact {i}: the build cache lives in /var/cache/build-{i} " + "detail " * 40, user="ann")
+    conv = mem.conversation("c", metadata={"user": "ann"})
+    conv.add_many(chat(30, words=20))
+    for budget in (128, 300, 800, 2000):
+        ctx = conv.assemble(budget_tokens=budget, query="where is the build cache?")
+        assert ctx.tokens <= budget
+    ctx = conv.assemble(budget_tokens=2000, query="where is the build cache?")
+    memory_tokens = ctx.tier_tokens().get("memory", 0)
+    assert 0 < memory_tokens <= 2000 * 0.15
