@@ -22,6 +22,7 @@ class Config:
     """
 
     context_window: int = 128_000
+    model: str | None = None  # the chat model; lossless.open fills the window and limits from it
     context_threshold: float = 0.75
     fresh_tail_count: int = 32
     fresh_tail_ratio: float = 0.30  # the tail compaction protects, as a share of the window

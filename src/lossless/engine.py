@@ -201,7 +201,7 @@ def _auto_embedder() -> Embedder | None:
 def open(
     path: str | os.PathLike[str] | None = None,
     *,
-    summarizer: Summarizer | None = None,
+    summarizer: Summarizer | str | None = None,
     counter: TokenCounter | None = None,
     embedder: Embedder | Literal["auto"] | None = "auto",
     **config: Any,
@@ -213,18 +213,41 @@ def open(
     ``context_window=8192``; fields not given come from the database's saved settings
     (:meth:`Memory.save_settings`), then from the built-in defaults.
 
+    ``summarizer``: a :class:`~lossless.summarize.base.Summarizer`, or a kind
+    (``"openai"``, ``"anthropic"``, ``"llama"``, ``"extractive"``); None reads
+    ``$LOSSLESS_SUMMARIZER`` (and ``$LOSSLESS_SUMMARIZER_MODEL``), else the offline
+    extractive summarizer. ``model="gpt-4o"`` (a Config field) takes the model's known
+    window and history limits (:mod:`lossless.models`) unless given explicitly.
+
     ``embedder``: ``"auto"`` (the default) uses the local all-MiniLM-L6-v2 model when the
     ``embeddings`` extra is installed and keyword-only recall otherwise (saying so once);
     pass any :class:`~lossless.embed.base.Embedder` (e.g. ``OpenAIEmbedder``), or None.
     """
     Config.from_kwargs(**config)  # refuse bad options before touching any file
+    if isinstance(summarizer, str) or summarizer is None:
+        from lossless.summarize.factory import make_summarizer
+
+        summarizer = make_summarizer(summarizer)  # None: $LOSSLESS_SUMMARIZER, else extractive
     target = ":memory:" if path == ":memory:" else (Path(path) if path is not None else default_db_path())
     store = SQLiteStore(target)
     saved = {k: v for k, v in store.get_settings().items() if k in Config.field_names()}
     try:
-        cfg = Config.from_kwargs(**{**saved, **config})
+        if config.get("model"):  # a model named now beats the saved window
+            merged = {**saved, **_model_defaults(str(config["model"])), **config}
+        else:
+            merged = {**_model_defaults(saved["model"]), **saved, **config} if saved.get("model") else {**saved, **config}
+        cfg = Config.from_kwargs(**merged)
     except Exception:
         store.close()
         raise
     chosen = _auto_embedder() if embedder == "auto" else embedder
     return Memory(store, cfg, summarizer=summarizer, counter=counter, embedder=chosen)
+
+
+def _model_defaults(model: str) -> dict[str, Any]:
+    """Config for a named chat model: its known window (less room for the reply), the 80 %
+    trigger and the fresh tail and message cap of its window band (:mod:`lossless.models`)."""
+    from lossless.models import context_window, history_limits
+
+    limits = history_limits(context_window(model))
+    return {**limits.config_kwargs(), "compact_after_messages": limits.max_history_messages}

@@ -297,6 +297,8 @@ def register_model(name: str, context_window: int, max_output: int | None = None
 
 def unregister_model(name: str) -> bool:
     """Drop a :func:`register_model` override; True if there was one."""
+    if not isinstance(name, str):
+        raise ValidationError(f"model name must be a string, got {name!r}")
     return _overrides.pop(_normalise(name), None) is not None
 
 

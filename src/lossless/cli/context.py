@@ -68,7 +68,17 @@ class CommandContext:
             given: int | None = getattr(self.args, "window", None)
             if given is not None:
                 config.setdefault("context_window", given)
-            self._memory = lossless.open(path, **config)
+            model: str | None = getattr(self.args, "model", None)
+            if model is not None:
+                config.setdefault("model", model)
+            kind: str | None = getattr(self.args, "summarizer", None)
+            summarizer_model: str | None = getattr(self.args, "summarizer_model", None)
+            summarizer = None
+            if kind is not None or summarizer_model is not None:
+                from lossless.summarize.factory import make_summarizer
+
+                summarizer = make_summarizer(kind, model=summarizer_model)
+            self._memory = lossless.open(path, summarizer=summarizer, **config)
             if given is not None and create and path != Path(":memory:"):
                 # remembered, so later commands on this database need not repeat --window
                 self._memory.save_settings(context_window=given)

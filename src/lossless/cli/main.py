@@ -56,6 +56,14 @@ def _common_options(suppress: bool) -> argparse.ArgumentParser:
     group.add_argument("--window", metavar="N", type=_positive, default=default(None),
                        help="the model's context window in tokens; remembered by the database for later "
                             f"commands (default: the remembered value, else {DEFAULT_WINDOW})")
+    group.add_argument("--model", metavar="NAME", default=default(None),
+                       help="the chat model (e.g. gpt-4o, claude-sonnet-4-5): its known window and "
+                            "history limits apply unless --window is given")
+    group.add_argument("--summarizer", metavar="KIND", default=default(None),
+                       choices=("extractive", "openai", "anthropic", "llama"),
+                       help="who writes summaries (default: $LOSSLESS_SUMMARIZER, else extractive, offline)")
+    group.add_argument("--summarizer-model", metavar="NAME", default=default(None),
+                       help="the summarizer's model (default: $LOSSLESS_SUMMARIZER_MODEL, else the provider's)")
     group.add_argument("--json", action="store_true", default=default(False),
                        help="machine-readable JSON on stdout")
     group.add_argument("--debug", action="store_true", default=default(False),
