@@ -133,6 +133,9 @@ def test_compaction_converges_whatever_the_fault(
         elif fault in ("500-always", "timeouts"):
             assert levels == {2}  # every summary fell back to extraction
             assert {r.body["model"] for r in sent} == {summarizer.model, "backup-model"}
+            # the failed calls still count toward the spend
+            assert all(s.metadata["calls"] >= 2 and s.metadata["attempts"] == 2 for s in summaries)
+            assert conv.stats()["summarizer_calls"] >= 2 * len(summaries)
         else:  # one bad answer: that summary was retried in aggressive mode
             assert 0 in levels and 1 in levels and 2 not in levels
         if fault == "injection":

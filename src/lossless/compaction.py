@@ -363,7 +363,8 @@ class Compactor:
                 result = self.summarizer.summarize(request)
             except Exception as exc:  # a summarizer failure must never cost a message
                 errors.append(f"{mode}: {type(exc).__name__}: {exc}"[:300])
-                _account_attempt(meta, None, started)
+                spent = getattr(exc, "metadata", None)
+                _account_attempt(meta, spent if isinstance(spent, dict) else None, started)
                 continue
             _account_attempt(meta, result.metadata, started)
             text = result.text.strip() if isinstance(result.text, str) else ""

@@ -363,16 +363,22 @@ class LLMSummarizer(ABC):
         ]
         budget = self.input_budget(request, units)
         resplits = 0
-        while True:
-            try:
-                text, parts = self._staged(request, units, budget, kind, run)
-                break
-            except _ContextLengthExceeded as exc:
-                total = sum(t for _, t in units)
-                if len(units) < 2 or resplits >= _MAX_RESPLITS:
-                    raise SummarizerError(str(exc)) from exc
-                resplits += 1
-                budget = max(1, min(budget, total) // 2)  # forces at least one more cut
+        try:
+            while True:
+                try:
+                    text, parts = self._staged(request, units, budget, kind, run)
+                    break
+                except _ContextLengthExceeded as exc:
+                    total = sum(t for _, t in units)
+                    if len(units) < 2 or resplits >= _MAX_RESPLITS:
+                        raise SummarizerError(str(exc)) from exc
+                    resplits += 1
+                    budget = max(1, min(budget, total) // 2)  # forces at least one more cut
+        except SummarizerError as exc:
+            # what the failed attempt spent, for the compactor's accounting
+            exc.metadata = {"provider": self.provider, "calls": run.calls,  # type: ignore[attr-defined]
+                            "input_tokens": run.input_tokens, "output_tokens": run.output_tokens}
+            raise
         metadata: dict[str, Any] = {
             "provider": self.provider,
             "model": run.model,
