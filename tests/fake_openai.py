@@ -253,28 +253,41 @@ _SECTION_RE = re.compile(
 )
 
 
+_ASKED_WORDS = re.compile(r"about (\d+) words")
+_PIECE = re.compile(r"\w+|[^\w\s]")
+
+
 def fake_summary(prompt: str, max_tokens: int | None) -> str | None:
     """The fake's summary of the ``<conversation>`` (or ``<partial_summaries>``) block in
     ``prompt``: "- " and the first six words of each content line, at most a third of
-    ``max_tokens`` words (and under half the block's words). None without a block."""
+    ``max_tokens`` words, two thirds of the words the prompt asks for (dashes and
+    identifiers cost tokens too), and under half the block's words. None without a
+    block."""
     match = _SECTION_RE.search(prompt)
     if match is None:
         return None
     block = match.group(2)
     budget = max(4, min((max_tokens or 300) // 3, len(block.split()) // 2))
+    asked = _ASKED_WORDS.search(prompt)  # a model that follows the length it is told
+    if asked:
+        budget = max(4, min(budget, int(asked.group(1)) * 2 // 3))
     lines: list[str] = []
     used = 0
     for line in block.splitlines():
         line = line.strip().lstrip("-* ").strip()  # a partial summary's own bullets
         if not line or line.startswith(("[", "<")):  # item headers and <part> tags
             continue
-        words = line.split()[:6]
-        if used + len(words) > budget:
-            words = words[: budget - used]
+        words: list[str] = []
+        for word in line.split()[:6]:
+            cost = max(1, len(_PIECE.findall(word)))  # a word like `app.route("/x")` is many tokens
+            if used + cost > budget:
+                break
+            words.append(word)
+            used += cost
         if not words:
             break
         lines.append("- " + " ".join(words))
-        used += len(words)
+        used += 1  # the dash
     return "\n".join(lines) or "- (nothing to keep)"
 
 
