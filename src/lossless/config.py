@@ -46,6 +46,12 @@ class Config:
     # match the query (same user/agent scope) in assembly, within this share of recall
     memory_flush: bool = True
     memory_share: float = 0.10
+    # assembling for the whole window (budget >= context_window): when everything active
+    # fits in (1 - dynamic_share) of it, show it all in a fixed order and put the
+    # question-dependent parts in one block before the newest user turn, so the prefix
+    # stays byte-identical between compactions (provider prompt caches keep hitting)
+    cache_stable: bool = True
+    dynamic_share: float = 0.25
     tokenizer: str = "cl100k_base"
     max_message_bytes: int = 4 * 1024 * 1024
     max_compaction_passes: int = 10_000
@@ -83,7 +89,7 @@ class Config:
             value = getattr(self, name)
             if not 0 < value <= 1:
                 raise ValidationError(f"{name} must be in (0, 1], got {value!r}")
-        for name in ("tail_share", "summaries_share", "root_share", "recall_share", "memory_share"):
+        for name in ("tail_share", "summaries_share", "root_share", "recall_share", "memory_share", "dynamic_share"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValidationError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
         for name in (

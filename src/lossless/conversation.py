@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from lossless.agent import arun_turn, run_turn
 from lossless.compaction import CompactionReport
 from lossless.emergency import RecoveryLog, call_with_recovery
 from lossless.recall.search import SearchMode
@@ -15,6 +16,7 @@ from lossless.types import AssembledContext, ConversationInfo, GrepHit, Message,
 from lossless.validate import NewMessage, validate_message
 
 if TYPE_CHECKING:
+    from lossless.agent import TurnResult
     from lossless.engine import Memory
     from lossless.memory import MemoryRecord
 
@@ -55,9 +57,10 @@ class Conversation:
                 fields[key] = value
         return self.add_many([fields])[0]
 
-    def add_many(self, messages: Iterable[Mapping[str, Any]]) -> list[Message]:
+    def add_many(self, messages: Iterable[Mapping[str, Any]], *, compact: bool = True) -> list[Message]:
         """Store many messages in one transaction: all are validated first, so one bad
-        message means none is written. Idempotent on ``external_id``."""
+        message means none is written. Idempotent on ``external_id``. ``compact=False``
+        skips the automatic compaction (the caller runs it, e.g. in the background)."""
         validated: list[NewMessage] = []
         for i, data in enumerate(messages):
             try:
@@ -74,7 +77,7 @@ class Conversation:
         config = self.memory.config
         if config.chat_commands and any(_is_compact_command(m) for m in stored):
             self.memory.compactor.compact(self.id, force=True, reason="/compact command", wait=config.tool_wait_seconds)
-        elif config.auto_compact:
+        elif config.auto_compact and compact:
             self.memory.compactor.compact(self.id)
         # Vectors are made lazily, by the next query (or conv.index()): ingest speed does not
         # depend on the embedder, and an agent's turn only embeds the few new messages.
@@ -124,6 +127,17 @@ class Conversation:
         :class:`~lossless.errors.ContextOverflowError`. See :mod:`lossless.emergency`."""
         return call_with_recovery(self, call, budget_tokens=budget_tokens, query=query,
                                   max_compactions=max_compactions, log_to=log_to)
+
+    def turn(self, user_message: str | Mapping[str, Any], call: Any, **options: Any) -> TurnResult:
+        """One agent turn around your model call: memories and context assembled, the
+        model called (an ``openai`` / ``anthropic`` client with ``model=``, or a function
+        from messages to a reply), tool calls run, everything stored in one transaction,
+        compaction if due. A failed turn stores nothing. See :mod:`lossless.agent`."""
+        return run_turn(self, user_message, call, **options)
+
+    async def aturn(self, user_message: str | Mapping[str, Any], call: Any, **options: Any) -> TurnResult:
+        """:meth:`turn` for async code; async clients (``AsyncOpenAI``) work too."""
+        return await arun_turn(self, user_message, call, **options)
 
     def end(self, *, use_summarizer: bool = True) -> list[MemoryRecord]:
         """Close the session: distil the messages not distilled yet into long-term memory
