@@ -91,7 +91,7 @@ def test_the_memory_tools_answer_from_old_history(tmp_path: Path, fake_openai: F
     fake_openai.respond_next(_completion(None, [_tool_call("lcm_grep", {"query": "vault path"})]))
     fake_openai.enqueue_chat("kv/staging/db")
     result = conv.turn("Where is the staging vault path?", call=_client(fake_openai), model="m")
-    tool_msg = [m for m in result.messages if m.role == "tool"][0]
+    tool_msg = next(m for m in result.messages if m.role == "tool")
     assert "kv/staging/db" in str(tool_msg.content)
     assert result.reply == "kv/staging/db"
 
@@ -141,7 +141,7 @@ def test_a_tool_that_raises_is_reported_to_the_model(tmp_path: Path) -> None:
         raise OSError("disk full")
 
     result = conv.turn("do it", call=lambda messages: next(replies), tools={"boom": boom})
-    tool = [m for m in result.messages if m.role == "tool"][0]
+    tool = next(m for m in result.messages if m.role == "tool")
     assert "disk full" in str(tool.content) and result.reply == "the tool failed, sorry"
 
 
