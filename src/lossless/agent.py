@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from lossless.emergency import is_context_length_error
 from lossless.errors import ContextOverflowError, LosslessError, ValidationError
@@ -217,7 +217,9 @@ def _wants_tools(fn: Callable[..., Any]) -> bool:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
-    return len([p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) >= 2
+    positional = [p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    return len(required) >= 2 or (len(positional) >= 2 and positional[1].name == "tools")
 
 
 # -- the turn ------------------------------------------------------------------------------
@@ -272,10 +274,12 @@ def run_turn(
     background_compaction: bool = False,
     end_task: bool = False,
     options: Mapping[str, Any] | None = None,
+    layout: Literal["stable", "budgeted"] = "stable",
 ) -> TurnResult:
     """One agent turn; see the module docstring. ``call`` is an OpenAI client
     (``model=`` required), an Anthropic client, or ``fn(messages)`` / ``fn(messages,
-    tools)`` returning a string, an assistant message dict or a chat completion."""
+    tools)`` returning a string, an assistant message dict or a chat completion.
+    ``layout="budgeted"`` turns the cache-stable context layout off (for comparison)."""
     memory = conv.memory
     data: dict[str, Any] = ({"role": "user", "content": user_message} if isinstance(user_message, str)
                             else dict(user_message))
@@ -300,7 +304,7 @@ def run_turn(
         room = budget - extra - (max_tokens if max_tokens < budget // 2 else 0)
         if room < 64:
             raise ContextOverflowError(f"this turn's own messages ({extra} tokens) leave no room in {budget} tokens")
-        ctx = memory.assembler.assemble(conv.id, room, query, layout="stable")
+        ctx = memory.assembler.assemble(conv.id, room, query, layout=layout)
         messages = [*ctx.messages, user_chat, *new]
         try:
             reply = _call_model(call, messages, model=model, tools=specs or None, max_tokens=max_tokens,

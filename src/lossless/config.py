@@ -51,7 +51,7 @@ class Config:
     # question-dependent parts in one block before the newest user turn, so the prefix
     # stays byte-identical between compactions (provider prompt caches keep hitting)
     cache_stable: bool = True
-    dynamic_share: float = 0.25
+    dynamic_share: float = 0.10
     tokenizer: str = "cl100k_base"
     max_message_bytes: int = 4 * 1024 * 1024
     max_compaction_passes: int = 10_000
