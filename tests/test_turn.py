@@ -193,3 +193,33 @@ def test_background_compaction_and_end_task(tmp_path: Path) -> None:
     result.compaction.join(30)
     assert conv.summaries() and mem.verify() == []
     assert any("short answers" in r.content for r in mem.memories.ls(user="ann"))
+
+
+def test_the_prefix_is_stable_between_compactions(tmp_path: Path) -> None:
+    from lossless.assemble import DYNAMIC_HEADER
+
+    mem = lossless.open(tmp_path / "p.db", embedder=None, context_window=16_000)
+    conv = mem.conversation("c")
+    conv.add("system", "You are a helpful assistant.")
+    conv.add_many(chat(200, words=60))  # some history gets summarized
+    assert conv.summaries()
+    sent: list[list[dict[str, Any]]] = []
+
+    def model(messages: list[dict[str, Any]]) -> str:
+        sent.append(messages)
+        return "noted, service-12 and port 5012 are fine " * 3
+
+    logged = [len(conv.compaction_log())]
+    hits = 0
+    for i in range(12):
+        conv.turn(f"turn {i}: what about service-{i} on port {5000 + i}?", call=model, memory_tools=False)
+        logged.append(len(conv.compaction_log()))
+        if i == 0 or logged[-2] != logged[-3]:  # a compaction after the previous call changes the prefix
+            continue
+        previous, current = sent[-2], sent[-1]
+        dynamic = [j for j, m in enumerate(previous)
+                   if m["role"] == "system" and str(m["content"]).startswith(DYNAMIC_HEADER)]
+        cut = dynamic[0] if dynamic else len(previous) - 1
+        assert current[:cut] == previous[:cut]
+        hits += 1
+    assert hits >= 8
