@@ -297,6 +297,81 @@ def _compaction_state(conn: Any) -> None:
     )
 
 
+@migration(6, "files")
+def _files(conn: Any) -> None:
+    conn.execute(
+        """
+        -- Workspace files indexed for retrieval (lossless.files). abs_path is the resolved
+        -- real path, so a file reached through a symlink or a second root is one row.
+        CREATE TABLE files (
+            rowid INTEGER PRIMARY KEY,
+            root TEXT NOT NULL,  -- the resolved directory ``path`` is relative to
+            path TEXT NOT NULL,  -- relative to root, '/'-separated: what users see and name
+            abs_path TEXT NOT NULL UNIQUE,
+            name TEXT NOT NULL,  -- the basename, for "a unique basename" lookups
+            kind TEXT NOT NULL CHECK (kind IN ('code', 'markdown', 'text', 'data')),
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,  -- exact: same size and mtime means skip without reading
+            sha256 TEXT NOT NULL,  -- of the bytes: a touched file with the same hash is not re-chunked
+            indexed_at TEXT NOT NULL,
+            chunk_count INTEGER NOT NULL,
+            UNIQUE (root, path)
+        );
+        CREATE INDEX files_path ON files (path);
+        CREATE INDEX files_name ON files (name);
+
+        -- AUTOINCREMENT so a chunk rowid is never reused: a chunk id (and its vector) always
+        -- means the same text, and re-indexing one file leaves every other file's rows alone.
+        CREATE TABLE file_chunks (
+            rowid INTEGER PRIMARY KEY AUTOINCREMENT,
+            file_rowid INTEGER NOT NULL REFERENCES files(rowid) ON DELETE CASCADE,
+            ordinal INTEGER NOT NULL,
+            start_line INTEGER NOT NULL,  -- 1-based, inclusive
+            end_line INTEGER NOT NULL,
+            token_count INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('code', 'markdown', 'text', 'data')),
+            text TEXT NOT NULL,
+            text_sha256 TEXT NOT NULL,  -- the embedding_cache key
+            UNIQUE (file_rowid, ordinal),
+            CHECK (start_line <= end_line)
+        );
+
+        -- Contentless like memories_fts: the text lives once, in file_chunks; rowids match.
+        -- porter over unicode61 so "computed" finds compute_backoff (unicode61 splits at "_");
+        -- the path column lets a query naming the file find its chunks (weighted low in bm25).
+        CREATE VIRTUAL TABLE file_chunks_fts USING fts5(
+            path, text, content='', contentless_delete=1,
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        -- trigram: substrings inside identifiers (camelCase, snake_case) and CJK text.
+        CREATE VIRTUAL TABLE file_chunks_tri USING fts5(
+            text, content='', contentless_delete=1, tokenize='trigram'
+        );
+
+        -- One vector per chunk, scanned with numpy from an in-memory matrix, not vec0: the
+        -- matrix product over 100k x 384 takes a few ms once loaded (a vec0 k-NN reads every
+        -- vector through SQLite per query, ~40 ms at 100k), the path/kind filters are a numpy
+        -- mask, and it works where the sqlite-vec extension cannot load (bench/bench_files.py).
+        CREATE TABLE file_chunk_vectors (
+            chunk_rowid INTEGER PRIMARY KEY REFERENCES file_chunks(rowid) ON DELETE CASCADE,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            text_sha256 TEXT NOT NULL,
+            vector BLOB NOT NULL  -- float32, little-endian, L2-normalised
+        );
+
+        -- Bumped by every write to the tables above, so a reader's in-memory vector matrix
+        -- learns it is stale (from this process or another) with one indexed read.
+        CREATE TABLE files_generation (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            value INTEGER NOT NULL
+        );
+        INSERT INTO files_generation (id, value) VALUES (1, 0);
+        """
+    )
+
+
 def _ensure_table(conn: Any) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
