@@ -64,14 +64,79 @@ def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
     return (" AND " + " AND ".join(clauses)) if clauses else "", args
 
 
+# bm25() costs O(matches) per query term: FTS5 counts every row holding a term to weigh
+# it. Past WORK_CAP rows, the work is bounded instead: a word with more rows than that is
+# dropped when rarer words are in the query (its weight would be near zero anyway); when
+# every word is that common, the newest rows holding all of them (else any) are taken,
+# newest first. Small stores never get here: nothing changes below WORK_CAP matches.
+WORK_CAP = 5_000
+
+
+def _capped_count(store: SQLiteStore, index: str, query: str, cap: int) -> int:
+    return int(store._query(f"SELECT count(*) FROM (SELECT 1 FROM {index} WHERE {index} MATCH ? LIMIT ?)",
+                            [query, cap + 1])[0][0])
+
+
+def _bounded(store: SQLiteStore, index: str, query: str, cap: int) -> tuple[str, bool]:
+    """(the query to run, whether to rank by bm25 — else by recency)."""
+    if _capped_count(store, index, query, cap) <= cap:
+        return query, True
+    terms = query.split(" OR ")
+    counts = {term: _capped_count(store, index, term, cap) for term in terms}
+    rare = sorted((t for t in terms if counts[t] <= cap), key=lambda t: counts[t])
+    if rare:
+        kept, work = [], 0
+        for term in rare:  # the rarest first, while the work stays bounded
+            if kept and work + counts[term] > 2 * cap:
+                break
+            kept.append(term)
+            work += counts[term]
+        return " OR ".join(kept), True
+    if len(terms) > 1:
+        every = " AND ".join(terms)
+        if _capped_count(store, index, every, 1):
+            return every, False
+    return query, False
+
+
+def _scope_rows(store: SQLiteStore, kind: str, spec: SearchSpec) -> int | None:
+    """How many rows the conversation filter leaves (None: no conversation filter)."""
+    if spec.conversation_ids is None:
+        return None
+    marks = ",".join("?" * len(spec.conversation_ids))
+    if kind == "message":
+        sql = f"SELECT coalesce(sum(last_seq), 0) FROM conversations WHERE id IN ({marks})"
+    else:
+        sql = f"SELECT count(*) FROM summaries WHERE conversation_id IN ({marks})"
+    return int(store._query(sql, list(spec.conversation_ids))[0][0])
+
+
 def _match(store: SQLiteStore, kind: str, index: str, query: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
     table = "messages" if kind == "message" else "summaries"
     where, args = _filters(spec, kind, "t")
-    # bm25() is negative, more negative = better; we flip the sign so bigger is better.
-    # First the best matches of the index alone (scoring without a join is ~2x faster),
-    # then the filters on those few; only if too few survive, the full filtered query.
-    # CROSS JOIN pins the FTS index as the outer loop: otherwise the planner may walk the
-    # conversation's rows and test MATCH on each, which is orders of magnitude slower.
+    newest = "t.seq DESC" if kind == "message" else "t.last_seq DESC"
+    try:
+        ranked = True
+        if spec.mode != "raw":
+            query, ranked = _bounded(store, index, query, WORK_CAP)
+        scoped = _scope_rows(store, kind, spec)
+        small = scoped is not None and scoped * 4 < _capped_count(store, index, query, WORK_CAP)
+        if not ranked:
+            # every word is common: the newest rows that hold them, scored by rank
+            source = f"{table} t CROSS JOIN {index} ON {index}.rowid = t.rowid" if small else \
+                f"{index} CROSS JOIN {table} t ON t.rowid = {index}.rowid"
+            order = newest if small else f"{index}.rowid DESC"
+            rows = store._query(f"SELECT t.rowid FROM {source} WHERE {index} MATCH ?{where} ORDER BY {order} LIMIT ?",
+                                [query, *args, limit])
+            return [(int(r[0]), 1.0 / (1 + i)) for i, r in enumerate(rows)]
+        if small:
+            # the conversation is far smaller than the match set: walk its rows and look
+            # each up in the index, rather than scoring every match everywhere
+            walk = (f"SELECT t.rowid, -bm25({index}) FROM {table} t CROSS JOIN {index} ON {index}.rowid = t.rowid "
+                    f"WHERE {index} MATCH ?{where} ORDER BY bm25({index}) LIMIT ?")
+            return [(int(r), float(sc)) for r, sc in store._query(walk, [query, *args, limit])]
+    except apsw.SQLError as exc:
+        raise QueryError(f"invalid full-text query {spec.query!r}: {exc}") from None
     fast = (
         f"SELECT t.rowid, m.score FROM (SELECT rowid, -bm25({index}) AS score FROM {index} WHERE {index} MATCH ? "
         f"ORDER BY bm25({index}) LIMIT ?) AS m CROSS JOIN {table} t ON t.rowid = m.rowid WHERE 1{where} "
