@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -85,7 +86,8 @@ def _bounded(store: SQLiteStore, index: str, query: str, cap: int) -> tuple[str,
     counts = {term: _capped_count(store, index, term, cap) for term in terms}
     rare = sorted((t for t in terms if counts[t] <= cap), key=lambda t: counts[t])
     if rare:
-        kept, work = [], 0
+        kept: list[str] = []
+        work = 0
         for term in rare:  # the rarest first, while the work stays bounded
             if kept and work + counts[term] > 2 * cap:
                 break
@@ -97,6 +99,45 @@ def _bounded(store: SQLiteStore, index: str, query: str, cap: int) -> tuple[str,
         if _capped_count(store, index, every, 1):
             return every, False
     return query, False
+
+
+# A conversation this small, in a store at least _SCAN_RATIO times bigger, is searched by
+# reading its own rows: the indexes are global, so their matches (and bm25's per-term
+# counts) grow with every other conversation, while this stays O(the conversation).
+SCAN_MAX = 5_000
+_SCAN_RATIO = 8
+
+
+def _scan(store: SQLiteStore, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+    """The rows of the filtered conversations that hold the query's words (whole words)
+    or its CJK trigrams and short CJK terms, scored like bm25 without length
+    normalisation: the sum of log(1 + n / df) over the terms present, df counted in
+    these rows."""
+    table = "messages" if kind == "message" else "summaries"
+    where, args = _filters(spec, kind, "t")
+    text = ("coalesce(t.content, '') || char(10) || coalesce(t.tool_calls, '')" if kind == "message"
+            else "t.content")
+    rows = store._query(f"SELECT t.rowid, lower({text}) FROM {table} t WHERE 1{where}", args)
+    words = fts_terms(spec.query) or [w.lower() for w in re.findall(r"[^\W_]+", spec.query)]
+    grams = [g.replace('""', '"')[1:-1] for g in (trigram_query(spec.query) or "").split(" OR ") if g]
+    needles: list[tuple[str, re.Pattern[str] | None]] = [
+        (w, re.compile(r"(?<![^\W_])" + re.escape(w) + r"(?![^\W_])")) for w in words[:64]]
+    needles += [(g, None) for g in grams[:128]] + [(t, None) for t in short_cjk_terms(spec.query)]
+    if not needles or not rows:
+        return []
+    present: list[list[int]] = []
+    df = [0] * len(needles)
+    for _rowid, body in rows:
+        hits = [i for i, (needle, pattern) in enumerate(needles)
+                if needle in body and (pattern is None or pattern.search(body))]
+        for i in hits:
+            df[i] += 1
+        present.append(hits)
+    n = len(rows)
+    weight = [math.log(1 + n / d) if d else 0.0 for d in df]
+    scored = [(sum(weight[i] for i in hits), rows[k][0]) for k, hits in enumerate(present) if hits]
+    scored.sort(key=lambda x: (-x[0], -x[1]))
+    return [(int(rowid), float(score)) for score, rowid in scored[:limit]]
 
 
 def _scope_rows(store: SQLiteStore, kind: str, spec: SearchSpec) -> int | None:
@@ -111,30 +152,28 @@ def _scope_rows(store: SQLiteStore, kind: str, spec: SearchSpec) -> int | None:
     return int(store._query(sql, list(spec.conversation_ids))[0][0])
 
 
+def _small_scope(store: SQLiteStore, kind: str, spec: SearchSpec) -> bool:
+    scoped = _scope_rows(store, kind, spec)
+    if scoped is None or scoped > SCAN_MAX:
+        return False
+    table = "messages" if kind == "message" else "summaries"
+    total = store._query(f"SELECT coalesce(max(rowid), 0) FROM {table}")[0][0]
+    return bool(total >= _SCAN_RATIO * max(scoped, 1))
+
+
 def _match(store: SQLiteStore, kind: str, index: str, query: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
     table = "messages" if kind == "message" else "summaries"
     where, args = _filters(spec, kind, "t")
-    newest = "t.seq DESC" if kind == "message" else "t.last_seq DESC"
     try:
         ranked = True
         if spec.mode != "raw":
             query, ranked = _bounded(store, index, query, WORK_CAP)
-        scoped = _scope_rows(store, kind, spec)
-        small = scoped is not None and scoped * 4 < _capped_count(store, index, query, WORK_CAP)
         if not ranked:
             # every word is common: the newest rows that hold them, scored by rank
-            source = f"{table} t CROSS JOIN {index} ON {index}.rowid = t.rowid" if small else \
-                f"{index} CROSS JOIN {table} t ON t.rowid = {index}.rowid"
-            order = newest if small else f"{index}.rowid DESC"
-            rows = store._query(f"SELECT t.rowid FROM {source} WHERE {index} MATCH ?{where} ORDER BY {order} LIMIT ?",
+            rows = store._query(f"SELECT t.rowid FROM {index} CROSS JOIN {table} t ON t.rowid = {index}.rowid "
+                                f"WHERE {index} MATCH ?{where} ORDER BY {index}.rowid DESC LIMIT ?",
                                 [query, *args, limit])
             return [(int(r[0]), 1.0 / (1 + i)) for i, r in enumerate(rows)]
-        if small:
-            # the conversation is far smaller than the match set: walk its rows and look
-            # each up in the index, rather than scoring every match everywhere
-            walk = (f"SELECT t.rowid, -bm25({index}) FROM {table} t CROSS JOIN {index} ON {index}.rowid = t.rowid "
-                    f"WHERE {index} MATCH ?{where} ORDER BY bm25({index}) LIMIT ?")
-            return [(int(r), float(sc)) for r, sc in store._query(walk, [query, *args, limit])]
     except apsw.SQLError as exc:
         raise QueryError(f"invalid full-text query {spec.query!r}: {exc}") from None
     fast = (
@@ -192,6 +231,8 @@ def _candidates(store: SQLiteStore, kind: str, spec: SearchSpec) -> dict[int, fl
     elif spec.mode == "raw":
         index = "messages_fts" if kind == "message" else "summaries_fts"
         pairs = _match(store, kind, index, spec.query, spec, limit)
+    elif _small_scope(store, kind, spec):
+        pairs = _scan(store, kind, spec, limit)
     else:
         pairs = []
         words = word_query(spec.query)
