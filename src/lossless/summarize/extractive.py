@@ -58,8 +58,16 @@ def _cue(words: str, phrases: str) -> _Cue:
 
 
 def _found(cue: _Cue, words: set[str], lower: str, wide: bool) -> bool:
-    hit = not cue[0].isdisjoint(words) or any(p in lower for p in cue[1])
-    return hit or (wide and any(p in lower for p in cue[2]))
+    if not cue[0].isdisjoint(words):
+        return True
+    for phrase in cue[1]:  # a plain loop: a generator per call cost more than the tests
+        if phrase in lower:
+            return True
+    if wide:
+        for phrase in cue[2]:
+            if phrase in lower:
+                return True
+    return False
 
 
 # Set and substring look-ups, not big case-insensitive regexes: those cost ~0.4 µs a
@@ -462,6 +470,12 @@ def _summary_units(text: str) -> list[_Unit]:
 def _group(g: int, header: str, units: list[_Unit], counter: TokenCounter,
            focus: frozenset[str] = frozenset(), boost: float = 0.0) -> _Group:
     pieces = []
+    # One real count for the whole group, shared out by width: a tokenizer call per
+    # sentence was the biggest cost of compaction. Selection uses these estimates; the
+    # rendered summary is then counted for real and trimmed until it fits (_fit).
+    widths = [max(1, _width(u[0])) for u in units]
+    total = _count(counter, "\n".join(u[0] for u in units)) if len(units) > 1 else 0
+    scale = total / sum(widths) if total else 0.0
     for pos, (text, line, kind, role) in enumerate(units):
         words = _shingles(text)
         numbers = frozenset(w for w in words if not w.isalpha())  # words hold a digit
@@ -469,7 +483,8 @@ def _group(g: int, header: str, units: list[_Unit], counter: TokenCounter,
         if focus:
             # sentences that share words with the question come first when recalling
             score += 2.5 * min(4, len(words & focus))
-        pieces.append(_Piece(g, pos, line, text, score, _count(counter, text) + 1, words, numbers))
+        tokens = max(1, round(widths[pos] * scale)) if scale else _count(counter, text)
+        pieces.append(_Piece(g, pos, line, text, score, tokens + 1, words, numbers))
     return _Group(header, counter.count(header) + 1 if header else 0, pieces)
 
 
