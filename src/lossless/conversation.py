@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from lossless.agent import arun_turn, run_turn
 from lossless.compaction import CompactionReport
 from lossless.emergency import RecoveryLog, call_with_recovery
+from lossless.errors import StoreError, ValidationError
 from lossless.recall.search import SearchMode
 from lossless.tools import ToolBox
 from lossless.types import AssembledContext, ConversationInfo, GrepHit, Message, Summary
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["Conversation"]
 
 T = TypeVar("T")
+
+log = logging.getLogger("lossless")
 
 
 class Conversation:
@@ -61,6 +65,8 @@ class Conversation:
         """Store many messages in one transaction: all are validated first, so one bad
         message means none is written. Idempotent on ``external_id``. ``compact=False``
         skips the automatic compaction (the caller runs it, e.g. in the background)."""
+        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
+            raise ValidationError(f"add_many takes a list of messages, got {type(messages).__name__}")
         validated: list[NewMessage] = []
         for i, data in enumerate(messages):
             try:
@@ -75,10 +81,17 @@ class Conversation:
         counts = [counter.count(_new_text(m)) for m in validated]
         stored = self.memory.store.append_messages(self.id, validated, counts)
         config = self.memory.config
-        if config.chat_commands and any(_is_compact_command(m) for m in stored):
-            self.memory.compactor.compact(self.id, force=True, reason="/compact command", wait=config.tool_wait_seconds)
-        elif config.auto_compact and compact:
-            self.memory.compactor.compact(self.id)
+        try:
+            if config.chat_commands and any(_is_compact_command(m) for m in stored):
+                self.memory.compactor.compact(self.id, force=True, reason="/compact command",
+                                              wait=config.tool_wait_seconds)
+            elif config.auto_compact and compact:
+                self.memory.compactor.compact(self.id)
+        except StoreError as exc:
+            # The messages are stored (their transaction committed): an error here would
+            # make the caller add them again. The next trigger compacts; say why it did not.
+            log.warning("lossless: %s: automatic compaction failed after the messages were stored: %s",
+                        self.id, exc)
         # Vectors are made lazily, by the next query (or conv.index()): ingest speed does not
         # depend on the embedder, and an agent's turn only embeds the few new messages.
         return stored
@@ -239,6 +252,18 @@ class Conversation:
 
     async def acompact(self, **kwargs: Any) -> CompactionReport:
         return await asyncio.to_thread(self.compact, **kwargs)
+
+    async def asearch(self, query: str, **kwargs: Any) -> list[GrepHit]:
+        return await asyncio.to_thread(self.search, query, **kwargs)
+
+    async def agrep(self, query: str, **kwargs: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.grep, query, **kwargs)
+
+    async def aexpand(self, summary_id: str, **kwargs: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.expand, summary_id, **kwargs)
+
+    async def aend(self) -> list[MemoryRecord]:
+        return await asyncio.to_thread(self.end)
 
 
 def _is_compact_command(msg: Message) -> bool:
