@@ -3,8 +3,6 @@ query change that falls back to scanning a table fails here, not in production."
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 import lossless
