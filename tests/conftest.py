@@ -11,6 +11,17 @@ import pytest
 import lossless
 from lossless.summarize.base import SummaryRequest, SummaryResult
 
+from .backends import (  # noqa: F401
+    _pg_recycled,
+    backend,
+    backend_target,
+    pg_server,
+    pg_shared,
+    pg_template,
+    pg_url,
+    store_backend,
+)
+
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 
 

@@ -1,13 +1,15 @@
 """A fake OpenAI-compatible HTTP server on 127.0.0.1, for testing the real client code.
 
 It speaks the wire format of ``POST /v1/embeddings`` (float or base64 encoding, optional
-``dimensions``), non-streaming ``POST /v1/chat/completions`` and Anthropic's
-non-streaming ``POST /v1/messages`` (point the Anthropic SDK at ``.root_url``), records
-every request, and can be told to fail, stall or answer with a canned body::
+``dimensions``), ``POST /v1/chat/completions`` and Anthropic's ``POST /v1/messages``
+(point the Anthropic SDK at ``.root_url``), both also streaming (``stream: true``: SSE
+chunks, ``data: [DONE]`` / ``message_stop`` at the end), records every request, and can
+be told to fail, stall, answer with a canned body or call tools::
 
     def test_something(fake_openai: FakeOpenAIServer) -> None:
         fake_openai.fail_next(1, status=500)      # the next request gets a 500
         fake_openai.enqueue_chat("a summary")     # the next chat completion says this
+        fake_openai.enqueue_tool_calls({"name": "run_tests", "arguments": '{"n": 1}'})
         client = openai.OpenAI(base_url=fake_openai.base_url, api_key="x")
         ...
         assert fake_openai.requests[-1].body["model"] == "..."
@@ -84,6 +86,7 @@ class _Failure:
 class _ChatReply:
     content: str
     finish_reason: str
+    tool_calls: list[dict[str, Any]] | None = None  # [{"id", "name", "arguments"}]
 
 
 @dataclass
@@ -100,6 +103,8 @@ class FakeOpenAIServer:
     delay: float = 0.0
     """Seconds to wait before answering each request (to exercise client timeouts)."""
     retry_after_ms: int | None = 1
+    stream_delay: float = 0.0
+    """Seconds between the chunks of a streamed answer."""
     """Sent as ``retry-after-ms`` with injected failures so SDK retries do not back off
     for half a second; ``None`` sends no such header."""
     requests: list[RecordedRequest] = field(default_factory=list)
@@ -160,6 +165,15 @@ class FakeOpenAIServer:
         ``end_turn`` and ``max_tokens``."""
         with self._lock:
             self._chat_replies.extend(_ChatReply(r, finish_reason) for r in replies)
+
+    def enqueue_tool_calls(self, *calls: dict[str, Any], content: str = "") -> None:
+        """Queue a reply that calls tools: each ``{"name", "arguments"}`` (JSON text), with
+        an ``id`` made up if not given; ``finish_reason`` ``tool_calls`` (``tool_use`` on
+        messages)."""
+        made = [{"id": c.get("id") or f"call_fake{i}", "name": c["name"], "arguments": c.get("arguments", "{}")}
+                for i, c in enumerate(calls)]
+        with self._lock:
+            self._chat_replies.append(_ChatReply(content, "tool_calls", made))
 
     def embedding_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path.endswith("/embeddings")]
@@ -417,9 +431,6 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(model, str) or not isinstance(messages, list) or not messages:
             self._send(400, _error_body("'$.messages' is invalid.", "invalid_request_error"))
             return
-        if body.get("stream"):
-            self._send(400, _error_body("the fake server does not stream", "invalid_request_error"))
-            return
         prompt = "\n".join(_message_text(m) for m in messages)
         last_user = next(
             (
@@ -439,6 +450,18 @@ class _Handler(BaseHTTPRequestHandler):
             )
         prompt_tokens = _count_tokens(prompt)
         completion_tokens = _count_tokens(reply.content)
+        calls = [
+            {"id": c["id"], "type": "function",
+             "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in reply.tool_calls or []
+        ]
+        if body.get("stream"):
+            self._stream_chat(body, model, reply, calls, prompt_tokens, completion_tokens)
+            return
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content or None if calls
+                                   else reply.content, "refusal": None}
+        if calls:
+            message["tool_calls"] = calls
         self._send(
             200,
             {
@@ -449,7 +472,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": reply.content, "refusal": None},
+                        "message": message,
                         "logprobs": None,
                         "finish_reason": reply.finish_reason,
                     }
@@ -462,8 +485,39 @@ class _Handler(BaseHTTPRequestHandler):
             },
         )
 
+    def _stream_chat(self, body: dict[str, Any], model: str, reply: _ChatReply,
+                     calls: list[dict[str, Any]], prompt_tokens: int, completion_tokens: int) -> None:
+        """The chat completion as SSE chunks: the role, the content a few words at a time,
+        each tool call (name, then its arguments in two pieces), the finish reason, the
+        usage if asked (``stream_options.include_usage``), then ``[DONE]``."""
+        base = {"id": f"chatcmpl-fake{self.fake._chat_count}", "object": "chat.completion.chunk",
+                "created": int(time.time()), "model": model}
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+        events: list[Any] = [chunk({"role": "assistant", "content": ""})]
+        words = reply.content.split(" ") if reply.content else []
+        for i in range(0, len(words), 3):
+            piece = " ".join(words[i:i + 3])
+            events.append(chunk({"content": piece if i == 0 else " " + piece}))
+        for index, call in enumerate(calls):
+            args = call["function"]["arguments"]
+            half = len(args) // 2
+            events.append(chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                                 "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+            for part in (args[:half], args[half:]):
+                events.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]}))
+        events.append(chunk({}, reply.finish_reason))
+        options = body.get("stream_options")
+        if isinstance(options, dict) and options.get("include_usage"):
+            events.append({**base, "choices": [], "usage": {
+                "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens}})
+        self._send_sse([(None, json.dumps(e)) for e in events] + [(None, "[DONE]")])
+
     def _messages(self, body: dict[str, Any]) -> None:
-        """Anthropic's ``POST /v1/messages``, non-streaming."""
+        """Anthropic's ``POST /v1/messages`` (``stream: true``: its SSE events)."""
         model = body.get("model")
         messages = body.get("messages")
         max_tokens = body.get("max_tokens")
@@ -474,8 +528,6 @@ class _Handler(BaseHTTPRequestHandler):
             if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1
             else "messages"
             if not isinstance(messages, list) or not messages
-            else "stream"
-            if body.get("stream")
             else None
         )
         if invalid is not None:
@@ -505,7 +557,15 @@ class _Handler(BaseHTTPRequestHandler):
             reply.finish_reason, reply.finish_reason
         )
         prompt = "\n".join([system_text, *(_message_text(m) for m in messages)])
-        content = [{"type": "text", "text": reply.content}] if reply.content else []
+        content: list[dict[str, Any]] = [{"type": "text", "text": reply.content}] if reply.content else []
+        for call in reply.tool_calls or []:
+            content.append({"type": "tool_use", "id": call["id"].replace("call_", "toolu_"),
+                            "name": call["name"], "input": json.loads(call["arguments"] or "{}")})
+        if reply.tool_calls:
+            stop = "tool_use"
+        if body.get("stream"):
+            self._stream_messages(model, content, stop, _count_tokens(prompt))
+            return
         self._send(
             200,
             {
@@ -523,7 +583,53 @@ class _Handler(BaseHTTPRequestHandler):
             },
         )
 
+    def _stream_messages(self, model: str, content: list[dict[str, Any]], stop: str, input_tokens: int) -> None:
+        """Anthropic's stream: message_start, each block's start / deltas / stop (text a few
+        words at a time, tool input as partial JSON), message_delta, message_stop."""
+        events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": {
+            "id": f"msg_fake{self.fake._chat_count}", "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": 0}}})]
+        for index, block in enumerate(content):
+            if block["type"] == "text":
+                events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                                       "content_block": {"type": "text", "text": ""}}))
+                words = block["text"].split(" ")
+                for i in range(0, len(words), 3):
+                    piece = " ".join(words[i:i + 3])
+                    events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {
+                        "type": "text_delta", "text": piece if i == 0 else " " + piece}}))
+            else:
+                events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                                       "content_block": {**block, "input": {}}}))
+                raw = json.dumps(block["input"])
+                for part in (raw[: len(raw) // 2], raw[len(raw) // 2:]):
+                    events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                           "delta": {"type": "input_json_delta", "partial_json": part}}))
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                                         "usage": {"output_tokens": sum(_count_tokens(json.dumps(b)) for b in content)}}))
+        events.append(("message_stop", {"type": "message_stop"}))
+        self._send_sse([(name, json.dumps(data)) for name, data in events])
+
     # -- plumbing --------------------------------------------------------------------
+
+    def _send_sse(self, events: list[tuple[str | None, str]]) -> None:
+        """A ``text/event-stream`` answer, one event at a time (``stream_delay`` apart);
+        HTTP/1.0, so the end of the body is the end of the connection."""
+        try:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.end_headers()
+            for name, data in events:
+                frame = (f"event: {name}\n" if name else "") + f"data: {data}\n\n"
+                self.wfile.write(frame.encode("utf-8"))
+                self.wfile.flush()
+                if self.fake.stream_delay and self.fake._closing.wait(self.fake.stream_delay):
+                    return
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client hung up mid-stream
 
     def _record(self, body: Any) -> None:
         request = RecordedRequest(

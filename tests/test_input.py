@@ -25,7 +25,7 @@ def conv(mem: lossless.Memory) -> lossless.Conversation:
         ({"role": "user", "content": b"bytes"}, "got bytes"),
         ({"role": "user", "content": "bad \udcff surrogate"}, "not valid UTF-8"),
         ({"role": "user", "content": "nul \x00 byte"}, "NUL byte at position 4"),
-        ({"role": "user", "content": "x" * 10_000_000}, "10,000,000 bytes"),
+        ({"role": "user", "content": "x" * 40_000_000}, "40,000,000 bytes"),
         ({"role": "tool", "content": "result"}, "tool_call_id"),
         ({"role": "user", "content": [{"text": "no type"}]}, "no 'type'"),
         ({"role": "user", "content": "x", "created_at": "yesterday"}, "not an ISO 8601"),

@@ -56,14 +56,15 @@ def _open(path: Path | str, embedder: Any = None) -> tuple[lossless.Memory, Memo
 
 
 @pytest.fixture
-def mems(tmp_path: Path) -> Iterator[Memories]:
-    mem, memories = _open(tmp_path / "m.db")
+def mems(backend_target: str) -> Iterator[Memories]:
+    """Memories on a fresh store of each backend (SQLite, PostgreSQL)."""
+    mem, memories = _open(backend_target)
     yield memories
     mem.close()
 
 
 def _count(m: Memories, sql: str, args: Sequence[Any] = ()) -> int:
-    return int(m.store._query(sql, args)[0][0])
+    return int(m.db.query(sql, args)[0][0])
 
 
 # -- add, get, dedupe --------------------------------------------------------------------
@@ -365,7 +366,7 @@ def _tables_hold(mems: Memories, rowid: int, word: str) -> dict[str, int]:
 
 
 def _rowid(mems: Memories, memory_id: str) -> int:
-    return int(mems.store._query("SELECT rowid FROM memories WHERE id = ?", (memory_id,))[0][0])
+    return int(mems.db.query("SELECT rowid FROM memories WHERE id = ?", (memory_id,))[0][0])
 
 
 def test_forget_by_age_dry_run_then_for_real(tmp_path: Path) -> None:

@@ -1,17 +1,23 @@
-"""Property tests for the invariants DESIGN.md states."""
+"""Property tests for the invariants DESIGN.md states, on both backends (SQLite in memory;
+PostgreSQL: one shared database, a conversation of its own per example)."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lossless
 from lossless.tokens import count_chat_tokens, get_counter
 
+from .backends import BACKENDS, open_backend
 from .conftest import T0, FakeSummarizer
+
+on_both = pytest.mark.parametrize("backend", BACKENDS)
 
 WORDS = ["port", "5433", "deploy", "Maya", "decided", "because", "error:", "数据库", "迁移", "決定",
          "src/app.py", "v2.3.1", "ok", "latency", "42ms", "the", "we", "和", "🚀", "TODO"]
@@ -70,51 +76,61 @@ def _check_tool_pairs(messages: list[dict[str, Any]]) -> None:
             open_calls = set()
 
 
+def _fresh(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+@on_both
 @PROPS
 @given(events=st.lists(event_st, min_size=1, max_size=40), window=st.sampled_from([512, 1024, 4096]))
-def test_frontier_and_tail_partition_history(events: list[tuple[str, Any]], window: int) -> None:
-    mem = lossless.open(":memory:", context_window=window, fresh_tail_count=4)
-    conv = mem.conversation("p")
-    added = _play(conv, events)
-    _check_partition(conv)
-    stored = conv.messages()
-    assert [m.content for m in stored] == [a["content"] for a in added]
+def test_frontier_and_tail_partition_history(backend: str, pg_shared: str, events: list[tuple[str, Any]],
+                                             window: int) -> None:
+    with open_backend(backend, pg_shared, context_window=window, fresh_tail_count=4) as mem:
+        conv = mem.conversation(_fresh("p"))
+        added = _play(conv, events)
+        _check_partition(conv)
+        stored = conv.messages()
+        assert [m.content for m in stored] == [a["content"] for a in added]
 
 
+@on_both
 @PROPS
 @given(events=st.lists(event_st, min_size=5, max_size=40))
-def test_expand_returns_exact_originals(events: list[tuple[str, Any]]) -> None:
-    mem = lossless.open(":memory:", context_window=512, fresh_tail_count=2)
-    conv = mem.conversation("e")
-    _play(conv, events)
-    conv.compact(full=True)
-    originals = {m.id: m for m in conv.messages()}
-    for node in conv.summaries():
-        out = conv.expand(node.id, max_tokens=10**9)
-        assert not out["truncated"]
-        got = [originals[item["id"]] for item in out["items"]]
-        assert [m.seq for m in got] == list(range(node.first_seq, node.last_seq + 1))
-        for item, msg in zip(out["items"], got, strict=True):
-            assert item["content"] == msg.content
+def test_expand_returns_exact_originals(backend: str, pg_shared: str, events: list[tuple[str, Any]]) -> None:
+    with open_backend(backend, pg_shared, context_window=512, fresh_tail_count=2) as mem:
+        conv = mem.conversation(_fresh("e"))
+        _play(conv, events)
+        conv.compact(full=True)
+        originals = {m.id: m for m in conv.messages()}
+        for node in conv.summaries():
+            out = conv.expand(node.id, max_tokens=10**9)
+            assert not out["truncated"]
+            got = [originals[item["id"]] for item in out["items"]]
+            assert [m.seq for m in got] == list(range(node.first_seq, node.last_seq + 1))
+            for item, msg in zip(out["items"], got, strict=True):
+                assert item["content"] == msg.content
 
 
+@on_both
 @PROPS
 @given(events=st.lists(event_st, min_size=1, max_size=30), budget=st.integers(min_value=1, max_value=3000),
        query=st.one_of(st.none(), text_st))
-def test_assembly_within_budget_and_keeps_tool_pairs(events: list[tuple[str, Any]], budget: int, query: str | None) -> None:
-    mem = lossless.open(":memory:", context_window=1024, fresh_tail_count=6)
-    conv = mem.conversation("a")
-    _play(conv, events)
-    ctx = conv.assemble(budget_tokens=budget, query=query)
-    assert ctx.tokens <= budget
-    assert ctx.tokens == count_chat_tokens(get_counter("cl100k_base"), ctx.messages)
-    _check_tool_pairs(ctx.messages)
-    assert conv.assemble(budget_tokens=budget, query=query) == ctx  # deterministic
+def test_assembly_within_budget_and_keeps_tool_pairs(backend: str, pg_shared: str, events: list[tuple[str, Any]],
+                                                     budget: int, query: str | None) -> None:
+    with open_backend(backend, pg_shared, context_window=1024, fresh_tail_count=6) as mem:
+        conv = mem.conversation(_fresh("a"))
+        _play(conv, events)
+        ctx = conv.assemble(budget_tokens=budget, query=query)
+        assert ctx.tokens <= budget
+        assert ctx.tokens == count_chat_tokens(get_counter("cl100k_base"), ctx.messages)
+        _check_tool_pairs(ctx.messages)
+        assert conv.assemble(budget_tokens=budget, query=query) == ctx  # deterministic
 
 
-def test_compaction_terminates_on_one_giant_message() -> None:
-    mem = lossless.open(":memory:", context_window=2048)
-    conv = mem.conversation("g")
+@on_both
+def test_compaction_terminates_on_one_giant_message(backend: str, pg_shared: str) -> None:
+    mem = open_backend(backend, pg_shared, context_window=2048)
+    conv = mem.conversation(_fresh("g"))
     conv.add(role="user", content="Setup: we use port 5433. " + ("lorem ipsum dolor sit amet " * 40_000))
     conv.add(role="assistant", content="Noted.")
     conv.add(role="user", content="Next question?")
@@ -124,22 +140,26 @@ def test_compaction_terminates_on_one_giant_message() -> None:
     assert leaf.token_count < leaf.source_token_count
     assert conv.assemble(budget_tokens=2048).tokens <= 2048
     _check_partition(conv)
+    mem.close()
 
 
-def test_compaction_terminates_on_thousands_of_tiny_messages() -> None:
-    mem = lossless.open(":memory:", context_window=1024, fresh_tail_count=8)
-    conv = mem.conversation("tiny")
+@on_both
+def test_compaction_terminates_on_thousands_of_tiny_messages(backend: str, pg_shared: str) -> None:
+    mem = open_backend(backend, pg_shared, context_window=1024, fresh_tail_count=8)
+    conv = mem.conversation(_fresh("tiny"))
     conv.add_many([{"role": "user" if i % 2 == 0 else "assistant", "content": "ok"} for i in range(3000)])
     conv.compact(full=True)
     _check_partition(conv)
     assert len(conv.frontier()) <= 2
     assert conv.assemble(budget_tokens=300).tokens <= 300
+    mem.close()
 
 
-def test_summarizer_that_grows_its_input_falls_back() -> None:
+@on_both
+def test_summarizer_that_grows_its_input_falls_back(backend: str, pg_shared: str) -> None:
     fake = FakeSummarizer()
-    mem = lossless.open(":memory:", context_window=1024, fresh_tail_count=2, summarizer=fake)
-    conv = mem.conversation("grow")
+    mem = open_backend(backend, pg_shared, context_window=1024, fresh_tail_count=2, summarizer=fake)
+    conv = mem.conversation(_fresh("grow"))
     fake.enqueue(*(["blah " * 5000] * 200))
     conv.add_many([{"role": "user" if i % 2 == 0 else "assistant", "content": f"fact {i}: value {i * 7}. " * 20}
                    for i in range(40)])
@@ -150,3 +170,4 @@ def test_summarizer_that_grows_its_input_falls_back() -> None:
         assert node.token_count < node.source_token_count
     assert any(n.fallback_level == 2 and "errors" in n.metadata for n in nodes)
     _check_partition(conv)
+    mem.close()

@@ -65,9 +65,9 @@ def test_units_passages_and_windows() -> None:
     assert all(len({m for m in w.message_ids}) == w.last_seq - w.first_seq + 1 for w in windows)
 
 
-def test_same_text_is_never_embedded_twice(db_path: Path) -> None:
+def test_same_text_is_never_embedded_twice(backend_target: str) -> None:
     emb = HashEmbedder()
-    mem = _mem(db_path, emb)
+    mem = _mem(backend_target, emb)
     a = mem.conversation("a")
     a.add_many(chat(30))
     a.index()
@@ -79,7 +79,7 @@ def test_same_text_is_never_embedded_twice(db_path: Path) -> None:
     assert len(emb.texts) == first
     mem.close()
     emb2 = HashEmbedder()
-    again = _mem(db_path, emb2)  # and across restarts
+    again = _mem(backend_target, emb2)  # and across restarts
     again.conversation("c").add_many(chat(30))
     again.conversation("c").index()
     assert emb2.texts == []
@@ -90,9 +90,9 @@ def test_same_text_is_never_embedded_twice(db_path: Path) -> None:
     assert emb2.texts == ["service-4 port"]
 
 
-def test_semantic_search_stays_in_its_conversation() -> None:
+def test_semantic_search_stays_in_its_conversation(backend_target: str) -> None:
     emb = HashEmbedder()
-    mem = _mem(":memory:", emb)
+    mem = _mem(backend_target, emb)
     mem.conversation("alice").add_many([{"role": "user", "content": "My cat Miso likes salmon."}] * 2)
     mem.conversation("bob").add_many([{"role": "user", "content": "Bob's cat Miso likes salmon too."}])
     for mode in ("semantic", "hybrid"):
@@ -103,6 +103,7 @@ def test_semantic_search_stays_in_its_conversation() -> None:
     mem.conversation("carol", metadata={"user": "carol"}).add(role="user", content="carol's cat eats salmon")
     scoped = mem.search("cat salmon", mode="hybrid", where={"user": "carol"})
     assert scoped and {h.conversation_id for h in scoped} == {"carol"}
+    mem.close()
 
 
 def test_sqlite_vec_and_numpy_agree(tmp_path: Path) -> None:
@@ -122,9 +123,9 @@ def test_sqlite_vec_and_numpy_agree(tmp_path: Path) -> None:
     assert all(results["numpy"])
 
 
-def test_recall_brings_back_an_evicted_detail() -> None:
+def test_recall_brings_back_an_evicted_detail(backend_target: str) -> None:
     emb = HashEmbedder()
-    mem = _mem(":memory:", emb, fresh_tail_count=8)
+    mem = _mem(backend_target, emb, fresh_tail_count=8)
     conv = mem.conversation("r")
     conv.add(role="user", content="The staging database moved to port 6543 on the db-west host.", created_at=T0)
     conv.add_many(chat(200, start=T0 + timedelta(hours=1)))
@@ -133,6 +134,7 @@ def test_recall_brings_back_an_evicted_detail() -> None:
     recalled = [i for i in ctx.items if i.tier == "recall"]
     assert any(i.first_seq == 1 for i in recalled)
     assert "6543" in str(ctx.messages) and ctx.tokens <= 600
+    mem.close()
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -184,15 +186,16 @@ def test_openai_compatible_embedder_end_to_end(fake_openai: object) -> None:
     emb.close()
 
 
-def test_index_reports_progress_in_batches() -> None:
+def test_index_reports_progress_in_batches(backend_target: str) -> None:
     emb = HashEmbedder()
-    mem = _mem(":memory:", emb, auto_compact=False)  # nothing embedded before index()
+    mem = _mem(backend_target, emb, auto_compact=False)  # nothing embedded before index()
     conv = mem.conversation("p")
     conv.add_many(chat(40))
     seen: list[tuple[int, int]] = []
     done = conv.index(progress=lambda d, t: seen.append((d, t)))
     assert done > 0 and seen and seen[-1][0] == done and seen[-1][1] >= done
     assert conv.index() == 0  # nothing left to embed
+    mem.close()
 
 
 def test_without_the_embeddings_extra_recall_is_keyword_only(monkeypatch: pytest.MonkeyPatch,

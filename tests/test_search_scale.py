@@ -77,3 +77,14 @@ def test_scan_handles_chinese(tmp_path: Path) -> None:
     hits = conv.search("迁移到新集群")
     assert hits and "新集群" in hits[0].snippet
     assert conv.search("覆盖")  # a two-character term
+
+
+def test_a_catastrophic_regex_is_stopped(tmp_path: Path) -> None:
+    m = lossless.open(tmp_path / "rx.db", embedder=None)
+    conv = m.conversation("c")
+    conv.add("user", "a" * 40 + "!")
+    with pytest.raises(lossless.QueryError, match="nests a repetition"):
+        conv.search("(a+)+$", mode="regex")
+    with pytest.raises(lossless.QueryError, match="took longer"):
+        conv.search("(a|aa){2,}b", mode="regex")
+    assert conv.search("a{3}!", mode="regex")

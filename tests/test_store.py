@@ -1,4 +1,5 @@
-"""The SQLite store: migrations, search, isolation, integrity."""
+"""The store: migrations (SQLite; PostgreSQL's are in test_postgres.py), and search, isolation,
+integrity and settings on both backends (``store_backend`` / ``backend_target``)."""
 
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ def test_newer_schema_is_refused(db_path: Path) -> None:
         lossless.open(db_path)
 
 
-def test_chinese_and_japanese_text_is_found(mem: lossless.Memory) -> None:
-    conv = mem.conversation("cjk")
+def test_chinese_and_japanese_text_is_found(store_backend: lossless.Memory) -> None:
+    conv = store_backend.conversation("cjk")
     conv.add(role="user", content="我们决定把数据库迁移到新的服务器上，端口是5433。")
     conv.add(role="assistant", content="了解しました。データベースの移行は来週です。")
     conv.add(role="user", content="Unrelated English text about lunch.")
@@ -57,14 +58,14 @@ def test_chinese_and_japanese_text_is_found(mem: lossless.Memory) -> None:
     assert conv.search("lunch")[0].first_seq == 3
 
 
-def test_search_filters_and_isolation(mem: lossless.Memory) -> None:
-    a = mem.conversation("alice")
-    b = mem.conversation("bob")
+def test_search_filters_and_isolation(store_backend: lossless.Memory) -> None:
+    a = store_backend.conversation("alice")
+    b = store_backend.conversation("bob")
     a.add_many(chat(10))
     b.add(role="user", content="Turn 0: bob's secret service-0 plans", created_at=T0)
     hits = a.search("service-0")
     assert hits and all(h.conversation_id == "alice" for h in hits)
-    assert {h.conversation_id for h in mem.search("service-0")} == {"alice", "bob"}
+    assert {h.conversation_id for h in store_backend.search("service-0")} == {"alice", "bob"}
     only_user = a.search("service", roles=("user",))
     assert only_user and all(h.role == "user" for h in only_user)
     late = a.search("service", since=T0 + timedelta(minutes=5))
@@ -74,15 +75,15 @@ def test_search_filters_and_isolation(mem: lossless.Memory) -> None:
     assert a.search(r"port 50\d[02468]\b", mode="regex")
 
 
-def test_messages_survive_reopen_byte_for_byte(db_path: Path) -> None:
+def test_messages_survive_reopen_byte_for_byte(backend_target: str) -> None:
     text = "exact  spacing\ttabs\nnewlines 🚀 数据 \u200b zero-width"
     parts = [{"type": "text", "text": "part one"}, {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]
-    with lossless.open(db_path) as mem:
+    with lossless.open(backend_target) as mem:
         conv = mem.conversation("exact")
         conv.add(role="user", content=text, created_at=datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=UTC),
                  metadata={"k": [1, 2]})
         conv.add(role="user", content=parts)
-    with lossless.open(db_path) as mem:
+    with lossless.open(backend_target) as mem:
         got = mem.conversation("exact").messages()
         assert got[0].content == text
         assert got[0].created_at == datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
@@ -101,9 +102,9 @@ def test_verify_detects_tampering(db_path: Path) -> None:
         assert any("content hash" in p for p in mem.verify())
 
 
-def test_second_connection_sees_committed_writes(db_path: Path) -> None:
-    one = lossless.open(db_path)
-    two = lossless.open(db_path)
+def test_second_connection_sees_committed_writes(backend_target: str) -> None:
+    one = lossless.open(backend_target)
+    two = lossless.open(backend_target)
     one.conversation("shared").add_many(chat(6))
     two.conversation("shared").add(role="user", content="from the second handle")
     assert [m.seq for m in one.conversation("shared").messages()] == list(range(1, 8))
@@ -111,30 +112,30 @@ def test_second_connection_sees_committed_writes(db_path: Path) -> None:
     two.close()
 
 
-def test_insert_summary_refuses_stale_frontier(mem: lossless.Memory) -> None:
+def test_insert_summary_refuses_stale_frontier(store_backend: lossless.Memory) -> None:
     from lossless.store.base import NewSummary
     from lossless.types import SourceRef
 
-    conv = mem.conversation("stale")
+    conv = store_backend.conversation("stale")
     conv.add_many(chat(6, words=5))
     msgs = conv.messages()
     leaf = NewSummary("stale", 0, "s", 1, (SourceRef("message", msgs[0].id), SourceRef("message", msgs[1].id)), "t")
-    assert mem.store.insert_summary(leaf) is not None
-    assert mem.store.insert_summary(leaf) is None  # a re-run is harmless
+    assert store_backend.store.insert_summary(leaf) is not None
+    assert store_backend.store.insert_summary(leaf) is None  # a re-run is harmless
     gap = NewSummary("stale", 0, "s", 1, (SourceRef("message", msgs[3].id),), "t")
-    assert mem.store.insert_summary(gap) is None  # would leave #3 uncovered
-    assert mem.verify() == []
+    assert store_backend.store.insert_summary(gap) is None  # would leave #3 uncovered
+    assert store_backend.verify() == []
 
 
-def test_saved_settings_are_database_defaults(db_path: Path) -> None:
-    with lossless.open(db_path, context_window=8192) as mem:
+def test_saved_settings_are_database_defaults(backend_target: str) -> None:
+    with lossless.open(backend_target, context_window=8192) as mem:
         assert mem.config.context_window == 8192
         mem.save_settings(context_window=8192, fresh_tail_count=12)
-    with lossless.open(db_path) as mem:
+    with lossless.open(backend_target) as mem:
         assert (mem.config.context_window, mem.config.fresh_tail_count) == (8192, 12)
-    with lossless.open(db_path, context_window=4096) as mem:
+    with lossless.open(backend_target, context_window=4096) as mem:
         assert mem.config.context_window == 4096  # an explicit option wins
         with pytest.raises(lossless.ValidationError):
             mem.save_settings(context_window=-1)
-    with lossless.open(db_path) as mem:
+    with lossless.open(backend_target) as mem:
         assert mem.config.context_window == 8192

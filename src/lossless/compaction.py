@@ -20,15 +20,50 @@ from typing import Any, Literal
 from lossless.config import Config
 from lossless.render import message_text
 from lossless.store.base import NewSummary, Store
-from lossless.summarize.base import Summarizer, SummaryItem, SummaryRequest
+from lossless.summarize.base import Summarizer, SummaryItem, SummaryRequest, SummaryResult
 from lossless.summarize.extractive import ExtractiveSummarizer
 from lossless.tokens import TokenCounter
 from lossless.types import Message, SourceRef, Summary
+from lossless.validate import check_text
 
 __all__ = ["CompactionReport", "Compactor", "protected_tail_start", "tool_groups"]
 
 FALLBACK_NORMAL, FALLBACK_AGGRESSIVE, FALLBACK_EXTRACTIVE = 0, 1, 2
-_HOST = socket.gethostname()
+
+
+def _host_identity() -> str:
+    """This host's name and, on Linux, its pid namespace: containers that share a
+    hostname and a database file must not judge each other's pids (see _holder_is_dead)."""
+    host = socket.gethostname().replace(":", "_")
+    try:
+        return f"{host}@{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
+        return host
+
+
+_HOST = _host_identity()
+_LIVE_OWNERS: set[str] = set()  # the lease owners of the compactions running in this process
+
+
+def _holder_is_dead(owner: str) -> bool:
+    """True when a lease owner (``host:pid:thread:token``) is a process on this host that
+    no longer exists (a compactor killed mid-run: SIGKILL, OOM), or a run of this very
+    process that has ended without releasing its lease (the release failed: disk full).
+    Neither may block the conversation until the lease goes stale. Owners on other
+    hosts, or whose pid is alive (or reused), are left to the heartbeat."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != _HOST or not pid.isdigit():
+        return False
+    if int(pid) == os.getpid():
+        return owner not in _LIVE_OWNERS
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # e.g. another user's process: alive
+        return False
+    return False
 
 
 @dataclass
@@ -155,7 +190,6 @@ class Compactor:
         then returns a report that says it was skipped, having changed nothing.
         """
         t0 = time.perf_counter()
-        started = time.time()
         report = CompactionReport(conversation_id)
         report.tokens_before = self.active_tokens(conversation_id)
         manual = force or emergency or full
@@ -173,18 +207,28 @@ class Compactor:
         owner = f"{_HOST}:{os.getpid()}:{threading.get_ident()}:{secrets.token_hex(4)}"
         if not (lock.acquire(timeout=wait) if wait > 0 else lock.acquire(blocking=False)):
             return self._busy(report, "another compaction of this conversation is running in this process")
+        _LIVE_OWNERS.add(owner)  # before the lease exists: no other thread may take it for dead
         try:
             deadline = time.monotonic() + wait
             while not self.store.acquire_lease(conversation_id, owner, report.reason, self.lease_seconds):
+                holder = self.store.lease(conversation_id)
+                if holder is not None and _holder_is_dead(holder["owner"]):
+                    # its process was killed mid-compaction: take over now, not in lease_seconds
+                    self.store.release_lease(conversation_id, holder["owner"])
+                    continue
                 if time.monotonic() >= deadline:
                     holder = self.store.lease(conversation_id) or {}
                     return self._busy(report, f"another compaction of this conversation is running "
                                               f"({holder.get('owner', 'another process')})")
                 time.sleep(0.05)
+            # the log's time range is while this run held the lease, so the ranges of
+            # one conversation never overlap (waiting for the lease is not compacting)
+            started = time.time()
             try:
                 self._leaf_passes(conversation_id, report, force=force or full, emergency=emergency, owner=owner)
                 self._condense_passes(conversation_id, report, full=full or emergency, owner=owner)
             finally:
+                finished = time.time()
                 self.store.release_lease(conversation_id, owner)
             report.tokens_after = self.active_tokens(conversation_id)
             report.seconds = time.perf_counter() - t0
@@ -194,12 +238,13 @@ class Compactor:
                 self._cooldown[conversation_id] = (time.monotonic() + self.config.compaction_cooldown_seconds,
                                                    report.tokens_after)
             self.store.log_compaction(conversation_id, {
-                "reason": report.reason, "started_ts": started, "finished_ts": time.time(),
+                "reason": report.reason, "started_ts": started, "finished_ts": finished,
                 "tokens_before": report.tokens_before, "tokens_after": report.tokens_after,
                 "leaves": len(report.leaves), "condensed": len(report.condensed), "skipped": report.skipped,
                 "owner": owner,
             })
         finally:
+            _LIVE_OWNERS.discard(owner)
             lock.release()
         return report
 
@@ -235,7 +280,8 @@ class Compactor:
 
     def state(self, conversation_id: str) -> Literal["ACTIVE", "COMPACTING"]:
         """``COMPACTING`` while any thread or process holds the conversation's lease."""
-        return "COMPACTING" if self.store.lease(conversation_id) is not None else "ACTIVE"
+        lease = self.store.lease(conversation_id)
+        return "COMPACTING" if lease is not None and not _holder_is_dead(lease["owner"]) else "ACTIVE"
 
     def _lock_for(self, conversation_id: str) -> threading.Lock:
         with self._locks_guard:
@@ -361,20 +407,20 @@ class Compactor:
             started = time.perf_counter()
             try:
                 result = self.summarizer.summarize(request)
+                text = _output_text(result)
             except Exception as exc:  # a summarizer failure must never cost a message
                 errors.append(f"{mode}: {type(exc).__name__}: {exc}"[:300])
                 spent = getattr(exc, "metadata", None)
                 _account_attempt(meta, spent if isinstance(spent, dict) else None, started)
                 continue
             _account_attempt(meta, result.metadata, started)
-            text = result.text.strip() if isinstance(result.text, str) else ""
             tokens = self.counter.count(text)
             if text and tokens <= ceiling:
                 meta.update(_result_meta(result.metadata))
                 meta["provider"] = str(result.metadata.get("provider") or self.summarizer.name)
                 if result.model:
-                    meta["model"] = result.model
-                meta["output_tokens"] = int(result.metadata.get("output_tokens") or tokens)
+                    meta["model"] = str(result.model)
+                meta["output_tokens"] = _number(result.metadata.get("output_tokens")) or tokens
                 meta["fallback_level"] = level
                 if errors:
                     meta["errors"] = errors
@@ -401,7 +447,27 @@ _RESULT_KEYS = ("provider", "parts", "used_fallback_model")
 
 
 def _result_meta(metadata: dict[str, Any]) -> dict[str, Any]:
-    return {k: metadata[k] for k in _RESULT_KEYS if k in metadata}
+    return {k: metadata[k] for k in _RESULT_KEYS if isinstance(metadata.get(k), str | int | float)}
+
+
+def _output_text(result: object) -> str:
+    """A summarizer's answer as the text to store. Raises (so the engine escalates, as on
+    any summarizer failure) on an answer that is not a SummaryResult, or on text SQLite
+    and the tokenizer would mangle: a lone surrogate, a NUL byte."""
+    if not isinstance(result, SummaryResult):
+        raise TypeError(f"the summarizer returned {type(result).__name__}, not a SummaryResult")
+    if not isinstance(result.metadata, dict):
+        raise TypeError(f"the summarizer's metadata is {type(result.metadata).__name__}, not a dict")
+    text = result.text.strip() if isinstance(result.text, str) else ""
+    check_text(text, "the summary")
+    return text
+
+
+def _number(value: Any) -> int:
+    """A count a summarizer reported, or 0 when what it reported is not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or abs(value) == float("inf"):
+        return 0
+    return int(value)
 
 
 def _account_attempt(meta: dict[str, Any], reported: dict[str, Any] | None, started: float) -> None:
@@ -410,6 +476,6 @@ def _account_attempt(meta: dict[str, Any], reported: dict[str, Any] | None, star
     meta["attempts"] = meta.get("attempts", 0) + 1
     meta["latency_ms"] = round(meta.get("latency_ms", 0.0) + (time.perf_counter() - started) * 1000, 2)
     if reported:
-        meta["calls"] = meta.get("calls", 0) + int(reported.get("calls", 1))
-        meta["summarizer_input_tokens"] = meta.get("summarizer_input_tokens", 0) + int(reported.get("input_tokens", 0))
-        meta["summarizer_output_tokens"] = meta.get("summarizer_output_tokens", 0) + int(reported.get("output_tokens", 0))
+        meta["calls"] = meta.get("calls", 0) + _number(reported.get("calls", 1))
+        meta["summarizer_input_tokens"] = meta.get("summarizer_input_tokens", 0) + _number(reported.get("input_tokens", 0))
+        meta["summarizer_output_tokens"] = meta.get("summarizer_output_tokens", 0) + _number(reported.get("output_tokens", 0))

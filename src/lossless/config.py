@@ -46,14 +46,19 @@ class Config:
     # match the query (same user/agent scope) in assembly, within this share of recall
     memory_flush: bool = True
     memory_share: float = 0.10
+    files_share: float = 0.25  # workspace file chunks a message asks for, as a share of recall
     # assembling for the whole window (budget >= context_window): when everything active
     # fits in (1 - dynamic_share) of it, show it all in a fixed order and put the
     # question-dependent parts in one block before the newest user turn, so the prefix
     # stays byte-identical between compactions (provider prompt caches keep hitting)
+    # a message over this many tokens is shown as an exploration of its content (at most
+    # large_content_summary_tokens) with its id; lcm_expand pages through the exact text
+    large_content_tokens: int = 25_000
+    large_content_summary_tokens: int = 600
     cache_stable: bool = True
     dynamic_share: float = 0.10
     tokenizer: str = "cl100k_base"
-    max_message_bytes: int = 4 * 1024 * 1024
+    max_message_bytes: int = 32 * 1024 * 1024
     max_compaction_passes: int = 10_000
     # Assembly shares of the budget (P0 fresh tail, P1 summaries, P2 root, P3 recall),
     # chosen with bench/shares_sweep.py; a tier with nothing to show passes its share on,
@@ -81,6 +86,7 @@ class Config:
     strategy: str = "summary"
 
     def __post_init__(self) -> None:
+        self._check_types()
         if not isinstance(self.context_window, int) or self.context_window < 256:
             raise ValidationError(
                 f"context_window must be an integer >= 256, got {self.context_window!r}"
@@ -89,7 +95,7 @@ class Config:
             value = getattr(self, name)
             if not 0 < value <= 1:
                 raise ValidationError(f"{name} must be in (0, 1], got {value!r}")
-        for name in ("tail_share", "summaries_share", "root_share", "recall_share", "memory_share", "dynamic_share"):
+        for name in ("tail_share", "summaries_share", "root_share", "recall_share", "memory_share", "dynamic_share", "files_share"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValidationError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
         for name in (
@@ -99,6 +105,8 @@ class Config:
             "condensed_target_tokens",
             "max_message_bytes",
             "max_compaction_passes",
+            "large_content_tokens",
+            "large_content_summary_tokens",
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -129,6 +137,23 @@ class Config:
                 "need 2 <= condense_min_fanout <= condense_max_fanout, got "
                 f"{self.condense_min_fanout} and {self.condense_max_fanout}"
             )
+
+    def _check_types(self) -> None:
+        """Each value of its field's type, so a wrong one ("high" for a threshold) is a
+        ValidationError naming the field, not a TypeError from a comparison below."""
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            kind = str(f.type)
+            if value is None and kind.endswith("| None"):
+                continue
+            if kind.startswith("float") and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise ValidationError(f"{f.name} must be a number, got {value!r}")
+            if kind.startswith("int") and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ValidationError(f"{f.name} must be an integer, got {value!r}")
+            if kind.startswith("bool") and not isinstance(value, bool):
+                raise ValidationError(f"{f.name} must be true or false, got {value!r}")
+            if kind.startswith("str") and not isinstance(value, str):
+                raise ValidationError(f"{f.name} must be a string, got {value!r}")
 
     @classmethod
     def field_names(cls) -> frozenset[str]:

@@ -7,25 +7,29 @@ import os
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from lossless.assemble import Assembler
 from lossless.compaction import Compactor
 from lossless.config import Config
 from lossless.conversation import Conversation
 from lossless.embed.base import Embedder
-from lossless.errors import ValidationError
+from lossless.errors import StoreError, ValidationError
 from lossless.memory import Memories, MemoryRecord
 from lossless.recall.hybrid import Recaller
 from lossless.recall.search import SearchMode, run_search
-from lossless.store.base import SearchSpec
+from lossless.store.base import SearchSpec, Store
 from lossless.store.sqlite import SQLiteStore
+from lossless.store.urls import is_postgres_url, sqlite_path
 from lossless.summarize.base import Summarizer
 from lossless.summarize.extractive import ExtractiveSummarizer
 from lossless.tokens import TokenCounter, get_counter
 from lossless.tools import ToolBox
 from lossless.types import ConversationInfo, GrepHit, Message
 from lossless.validate import check_conversation_id
+
+if TYPE_CHECKING:
+    from lossless.files import Files
 
 __all__ = ["Memory", "default_db_path", "open"]
 
@@ -50,14 +54,17 @@ class Memory:
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: Store,
         config: Config,
         *,
         summarizer: Summarizer | None = None,
         counter: TokenCounter | None = None,
         embedder: Embedder | None = None,
     ) -> None:
-        self.store = store
+        # Typed as SQLiteStore for the SQLite-only features (file index, server API keys)
+        # that read it; every engine part uses only the Store protocol, which both
+        # SQLiteStore and PostgresStore implement (``store: Store`` above checks that).
+        self.store = cast("SQLiteStore", store)
         self.config = config
         self.counter = counter or get_counter(config.tokenizer)
         self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
@@ -67,8 +74,25 @@ class Memory:
         self.assembler = Assembler(store, config, self.counter, self.recaller)
         self.memories = Memories(store, embedder, self.counter)
         self.assembler.memories = self.memories
+        if isinstance(store, SQLiteStore) and store.has_files():
+            self.files  # noqa: B018 - attaches the index to the assembler
         if config.memory_flush:
             self.compactor.before_leaf = self._flush
+
+    @property
+    def files(self) -> Files:
+        """The workspace file index (``lossless index``): files and code chunked, embedded
+        through the cache, searchable, and shown in assembly when a message names an
+        indexed file or says ``/context …``. SQLite stores only."""
+        existing: Files | None = getattr(self, "_files", None)
+        if existing is None:
+            if not isinstance(self.store, SQLiteStore):
+                raise StoreError("the workspace file index needs the SQLite store")
+            from lossless.files import Files
+
+            existing = self._files = Files(self.store, self.embedder, self.counter)
+            self.assembler.files = existing
+        return existing
 
     def scope_of(self, conversation_id: str) -> tuple[str | None, str | None]:
         """The (user, agent) a conversation belongs to, from its metadata (``user`` or
@@ -138,6 +162,10 @@ class Memory:
         ``mode``: ``fts`` keywords (bm25), ``raw`` FTS5 syntax, ``regex``, ``semantic``
         vectors, ``hybrid`` keywords and vectors fused.
         """
+        if isinstance(conversations, str):  # tuple("abc") would search conversations a, b and c
+            raise ValidationError(f"conversations must be a list of ids, got the string {conversations!r}")
+        if where is not None and not isinstance(where, dict):
+            raise ValidationError(f"where must be a dict of metadata values, got {type(where).__name__}")
         ids: tuple[str, ...] | None = tuple(conversations) if conversations is not None else None
         if where:
             matching = {c.id for c in self.store.list_conversations(limit=10**9)
@@ -208,7 +236,9 @@ def open(
 ) -> Memory:
     """Open (creating if needed) a lossless store.
 
-    ``path`` is a SQLite file, ``":memory:"``, or None for :func:`default_db_path`.
+    ``path`` is a SQLite file, ``":memory:"``, a PostgreSQL URL (``postgresql://user:pass@host/db``,
+    optionally ``?schema=tenant_a`` for a schema of its own; needs ``lossless[postgres]``), or
+    None for ``$LOSSLESS_DB`` (a path or a URL), else :func:`default_db_path`.
     Keyword arguments are :class:`~lossless.config.Config` fields, e.g.
     ``context_window=8192``; fields not given come from the database's saved settings
     (:meth:`Memory.save_settings`), then from the built-in defaults.
@@ -228,8 +258,19 @@ def open(
         from lossless.summarize.factory import make_summarizer
 
         summarizer = make_summarizer(summarizer)  # None: $LOSSLESS_SUMMARIZER, else extractive
-    target = ":memory:" if path == ":memory:" else (Path(path) if path is not None else default_db_path())
-    store = SQLiteStore(target)
+    raw = os.fspath(path) if path is not None else os.environ.get("LOSSLESS_DB")
+    store: Store
+    if is_postgres_url(raw):
+        from lossless.store.postgres import PostgresStore
+
+        store = PostgresStore(str(raw))
+    else:
+        target: str | Path = default_db_path()
+        if raw and sqlite_path(raw) == ":memory:":
+            target = ":memory:"
+        elif raw:
+            target = Path(sqlite_path(raw)) if path is not None else Path(sqlite_path(raw)).expanduser()
+        store = SQLiteStore(target)
     saved = {k: v for k, v in store.get_settings().items() if k in Config.field_names()}
     try:
         if config.get("model"):  # a model named now beats the saved window

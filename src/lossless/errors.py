@@ -13,6 +13,9 @@ caller can catch one type at a boundary (the CLI prints it and exits non-zero)::
     │   └── CompactionBusyError  another compaction of the conversation is running
     ├── SummarizerError        a summarizer failed (the engine falls back; raised only
     │                          when the caller asked for that summarizer explicitly)
+    ├── EmbedderError          an embedder failed or returned unusable vectors (assembly
+    │                          and hybrid search fall back to keywords; raised when the
+    │                          caller asked for vectors: semantic search, ``index()``)
     ├── ContextOverflowError   a provider kept refusing the context as too long after
     │                          emergency compaction and truncation
     └── MissingDependencyError an optional extra is not installed
@@ -26,6 +29,7 @@ __all__ = [
     "BudgetError",
     "CompactionBusyError",
     "ContextOverflowError",
+    "EmbedderError",
     "LosslessError",
     "MigrationError",
     "MissingDependencyError",
@@ -71,6 +75,10 @@ class CompactionBusyError(StoreError):
 
 class SummarizerError(LosslessError):
     """A summarizer could not produce a summary."""
+
+
+class EmbedderError(LosslessError):
+    """An embedder raised, or returned vectors of the wrong shape or with NaN/inf."""
 
 
 class ContextOverflowError(LosslessError):

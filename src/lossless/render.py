@@ -3,6 +3,7 @@ labelled blocks the assembler puts in front of the model."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -17,8 +18,19 @@ __all__ = [
     "format_time",
     "message_header",
     "message_text",
+    "neutralise_tags",
     "render_summary",
 ]
+
+_MEMORY_TAG = re.compile(r"<(/?)(summary)\b", re.IGNORECASE)
+
+
+def neutralise_tags(text: str) -> str:
+    """``text`` with any ``<summary`` / ``</summary`` escaped as ``&lt;summary`` /
+    ``&lt;/summary``: stored text shown in the memory block (summaries, recalled
+    messages) stays quoted data, unable to close the element it sits in or to open a
+    fake one that claims to be a summary."""
+    return _MEMORY_TAG.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
 
 
 def content_text(content: Any, tool_calls: Iterable[Mapping[str, Any]] | None = None) -> str:
@@ -72,7 +84,7 @@ def message_header(msg: Message) -> str:
 def render_summary(summary: Summary, content: str | None = None, *, abridged: bool = False) -> str:
     """A summary as the model sees it: id, depth, span and times, then the text, and how
     to get the originals back."""
-    body = summary.content if content is None else content
+    body = neutralise_tags(summary.content if content is None else content)
     note = " abridged=\"true\"" if abridged else ""
     return (
         f'<summary id="{summary.id}" depth="{summary.depth}" '

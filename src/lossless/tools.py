@@ -16,7 +16,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from lossless.errors import CompactionBusyError, LosslessError, NotFoundError, ValidationError
+from lossless.explore import explore
 from lossless.importance import score_message
+from lossless.paging import page_chars, page_count, text_sha256, token_slice
 from lossless.recall.search import run_search
 from lossless.render import message_header, message_text
 from lossless.store.base import SearchSpec
@@ -57,7 +59,9 @@ _SPECS: dict[str, dict[str, Any]] = {
     "lcm_describe": {
         "description": (
             "Describe one node of the history by id (sum_… or msg_…): its span, times, token counts, "
-            "how it was made, its parent and its direct sources."
+            "how it was made, its parent and its direct sources. For a large message (large: true) also "
+            "an exploration of its content (kind: json/csv/tsv/yaml/code/log/text/html/xml, and an outline: "
+            "keys, columns, definitions, errors, head and tail) and how many pages lcm_expand reads it in."
         ),
         "parameters": {
             "type": "object",
@@ -68,16 +72,35 @@ _SPECS: dict[str, dict[str, Any]] = {
     },
     "lcm_expand": {
         "description": (
-            "Expand a summary back to what it covers: its direct sources ('sources') or the exact "
-            "original messages ('messages'), up to max_tokens. Continue with from_seq when truncated."
+            "Expand a summary (sum_…) back to what it covers: its direct sources ('sources') or the exact "
+            "original messages ('messages'), up to max_tokens; continue with from_seq when truncated. "
+            "Or read one message (msg_…) exactly, a slice at a time: 'content' is the stored text from "
+            "'offset' (characters), at most max_tokens tokens, or max_chars characters, or page N of "
+            "'pages'. Continue with offset=next_offset until it is null; the slices joined are the "
+            "original text (sha256 given)."
         ),
         "parameters": {
             "type": "object",
             "properties": {
-                "id": {"type": "string", "description": "A summary id (sum_…)."},
-                "to": {"type": "string", "enum": ["messages", "sources"], "default": "messages"},
-                "max_tokens": {"type": "integer", "minimum": 1, "default": 4000},
-                "from_seq": {"type": "integer", "minimum": 1, "description": "Start at this message number."},
+                "id": {"type": "string", "description": "A summary id (sum_…), or a message id (msg_…) to read "
+                                                       "that message's text page by page."},
+                "to": {"type": "string", "enum": ["messages", "sources"], "default": "messages",
+                       "description": "Summaries only: the original messages or the direct sources."},
+                "max_tokens": {"type": "integer", "minimum": 1, "default": 4000,
+                               "description": "Summaries: the token budget of the returned items. Messages: the "
+                                              "most tokens of text one slice holds (it ends at a line break "
+                                              "when one is near)."},
+                "from_seq": {"type": "integer", "minimum": 1,
+                             "description": "Summaries only: start at this message number."},
+                "offset": {"type": "integer", "minimum": 0, "default": 0,
+                           "description": "Messages only: the character to start at; continue with the "
+                                          "next_offset of the previous slice."},
+                "max_chars": {"type": "integer", "minimum": 1,
+                              "description": "Messages only: a slice of exactly this many characters (fewer at "
+                                             "the end) instead of a max_tokens slice; also the page size for page."},
+                "page": {"type": "integer", "minimum": 1,
+                         "description": "Messages only: read page N (1 is the first) of the 'pages' that "
+                                        "lcm_describe and lcm_expand report, page_chars characters each."},
             },
             "required": ["id"],
             "additionalProperties": False,
@@ -119,8 +142,32 @@ def _message_brief(msg: Message) -> dict[str, Any]:
             "created_at": _time(msg.created_at), "tokens": msg.token_count}
 
 
+def _message_body(msg: Message) -> tuple[str, str]:
+    """The text a message is paged through, and what it is: its content string exactly
+    as stored ("content"), or, for content parts, their text as the tools render it
+    ("parts")."""
+    if isinstance(msg.content, str):
+        return msg.content, "content"
+    if msg.content is None:
+        return "", "content"
+    return message_text(msg), "parts"
+
+
+def _check_int(value: Any, name: str, *, minimum: int = 0) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        kind = "a positive integer" if minimum else "an integer >= 0"
+        raise ValidationError(f"{name} must be {kind}; got {value!r}")
+    return value
+
+
 class ToolBox:
-    """The three agent tools, scoped to one conversation (or to all, if None)."""
+    """The three agent tools, scoped to one conversation (or to all, if None).
+
+    Messages over ``large_content_tokens`` (config; 25,000 by default) are described
+    with an exploration of their content and read with ``lcm_expand`` in exact slices.
+    """
+
+    explore_tokens = 600  # the token budget of a large message's exploration outline
 
     def __init__(self, memory: Memory, conversation_id: str | None) -> None:
         self.memory = memory
@@ -179,14 +226,30 @@ class ToolBox:
         if isinstance(node, Message):
             leaf = self._leaf_for(node)
             importance = score_message(node)
-            return {**_message_brief(node), "conversation_id": node.conversation_id,
-                    "metadata": node.metadata, "external_id": node.external_id,
-                    "summarized_in": leaf.id if leaf else None,
-                    "importance": {"value": importance.value,
-                                   "reasons": [{"label": r.label, "weight": r.weight, "evidence": r.evidence}
-                                               for r in importance.reasons],
-                                   "explanation": importance.explain()},
-                    "preview": message_text(node)[:300]}
+            text, source = _message_body(node)
+            large = node.token_count > self.large_content_tokens
+            out = {**_message_brief(node), "conversation_id": node.conversation_id,
+                   "metadata": node.metadata, "external_id": node.external_id,
+                   "summarized_in": leaf.id if leaf else None,
+                   "importance": {"value": importance.value,
+                                  "reasons": [{"label": r.label, "weight": r.weight, "evidence": r.evidence}
+                                              for r in importance.reasons],
+                                  "explanation": importance.explain()},
+                   "preview": message_text(node)[:300],
+                   "large": large}
+            if large:
+                exploration = explore(text, max_tokens=self.explore_tokens, counter=self.memory.counter,
+                                      hint=self._content_hint(node)).as_dict()
+                exploration["stats"].setdefault("tokens", node.token_count)
+                size = page_chars(len(text), node.token_count)
+                pages = page_count(len(text), size)
+                out.update({
+                    "exploration": exploration, "total_chars": len(text), "sha256": text_sha256(text),
+                    "text_source": source, "page_chars": size, "pages": pages,
+                    "read": (f"lcm_expand(id={node.id!r}, page=1) … page={pages} ({size:,} characters each), "
+                             "or offset=N with max_tokens; slices join to the exact original"),
+                })
+            return out
         sources: list[dict[str, Any]] = []
         for ref in node.sources:
             if ref.kind == "summary":
@@ -211,15 +274,53 @@ class ToolBox:
     def _leaf_for(self, msg: Message) -> Summary | None:
         return self.memory.store.leaf_for(msg.conversation_id, msg.seq)
 
+    @property
+    def large_content_tokens(self) -> int:
+        """Messages over this many tokens get an exploration in ``lcm_describe``."""
+        value: int = getattr(self.memory.config, "large_content_tokens", 25_000)
+        return value
+
+    def _content_hint(self, msg: Message) -> str:
+        """What names a message's content, for :func:`lossless.explore.explore`: its name,
+        file-ish metadata, and for a tool result the call's function name and arguments
+        (``read_file {"path": "data.csv"}``)."""
+        parts: list[str] = [msg.name or ""]
+        for key in ("filename", "file", "path", "tool", "tool_name", "content_type", "mime_type"):
+            value = msg.metadata.get(key)
+            if isinstance(value, str):
+                parts.append(value)
+        if msg.tool_call_id:
+            earlier = self.memory.store.get_messages(msg.conversation_id, max(1, msg.seq - 20), msg.seq - 1)
+            for prior in reversed(earlier):
+                call = next((c for c in prior.tool_calls if c.get("id") == msg.tool_call_id), None)
+                if call is not None:
+                    fn = call.get("function") or {}
+                    parts += [str(fn.get("name", "")), str(fn.get("arguments", ""))[:2000]]
+                    break
+        return " ".join(p for p in parts if p)
+
     def lcm_expand(self, id: str, to: str = "messages", max_tokens: int = 4000,
-                   from_seq: int | None = None) -> dict[str, Any]:
+                   from_seq: int | None = None, offset: int = 0, max_chars: int | None = None,
+                   page: int | None = None) -> dict[str, Any]:
         if to not in ("messages", "sources"):
             raise ValidationError(f"to must be 'messages' or 'sources'; got {to!r}")
-        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
-            raise ValidationError(f"max_tokens must be a positive integer; got {max_tokens!r}")
+        _check_int(max_tokens, "max_tokens", minimum=1)
+        _check_int(offset, "offset")
+        if max_chars is not None:
+            _check_int(max_chars, "max_chars", minimum=1)
+        if page is not None:
+            _check_int(page, "page", minimum=1)
+        if from_seq is not None:
+            _check_int(from_seq, "from_seq", minimum=1)
         node = self._node(id)
         if isinstance(node, Message):
-            raise ValidationError(f"{id!r} is a message; expand takes a summary id (sum_…)")
+            if to != "messages" or from_seq is not None:
+                raise ValidationError(f"{id!r} is a message: read it with offset, max_chars or page "
+                                      "(to and from_seq are for summaries)")
+            return self._read_message(node, max_tokens=max_tokens, offset=offset, max_chars=max_chars, page=page)
+        if offset or max_chars is not None or page is not None:
+            raise ValidationError(f"{id!r} is a summary: offset, max_chars and page read one message (msg_…); "
+                                  "page through a summary with max_tokens and from_seq")
         store = self.memory.store
         items: list[dict[str, Any]] = []
         spent = 0
@@ -248,6 +349,45 @@ class ToolBox:
         return {"id": node.id, "to": to, "first_seq": node.first_seq, "last_seq": node.last_seq, "tokens": spent,
                 "truncated": truncated, "next_from_seq": next_seq, "items": items}
 
+    def _read_message(self, msg: Message, *, max_tokens: int, offset: int, max_chars: int | None,
+                      page: int | None) -> dict[str, Any]:
+        """One exact slice of a message's text: a page, ``max_chars`` characters, or
+        about ``max_tokens`` tokens, from ``offset``."""
+        text, source = _message_body(msg)
+        total = len(text)
+        size = max_chars if max_chars is not None else page_chars(total, msg.token_count)
+        pages = page_count(total, size)
+        tokens: int | None = None
+        if page is not None:
+            if offset:
+                raise ValidationError("give page or offset, not both")
+            if page > pages:
+                raise ValidationError(f"page {page} is past the last page ({pages}) of {msg.id!r}")
+            start = (page - 1) * size
+            end = min(total, start + size)
+        else:
+            if offset > total:
+                raise ValidationError(f"offset {offset:,} is past the end of {msg.id!r} ({total:,} characters)")
+            start = offset
+            if max_chars is not None:
+                end = min(total, start + max_chars)
+            else:
+                end, tokens = token_slice(text, start, max_tokens, self.memory.counter)
+        out: dict[str, Any] = {
+            "id": msg.id, "kind": "message", "conversation_id": msg.conversation_id, "seq": msg.seq,
+            "role": msg.role, "header": message_header(msg), "text_source": source,
+            "offset": start, "next_offset": end if end < total else None, "chars": end - start,
+            "total_chars": total, "page_chars": size, "pages": pages,
+            "page": page,
+            "sha256": text_sha256(text),
+        }
+        if tokens is not None:
+            out["tokens"] = tokens
+        if msg.tool_call_id:
+            out["tool_call_id"] = msg.tool_call_id
+        out["content"] = text[start:end]
+        return out
+
     # -- tool calling -------------------------------------------------------------------
 
     def call(self, name: str, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
@@ -259,6 +399,8 @@ class ToolBox:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as exc:
                 raise ValidationError(f"tool arguments are not valid JSON: {exc}") from None
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise ValidationError(f"{name} arguments must be a JSON object, got {type(arguments).__name__}")
         args = dict(arguments or {})
         allowed = set(_SPECS[name]["parameters"]["properties"])
         unknown = sorted(set(args) - allowed)
@@ -292,11 +434,15 @@ class ToolBox:
         ``tool_use`` block gets a ``tool_result`` block. Errors become error results the
         model can read, never exceptions.
         """
+        if not isinstance(tool_call, Mapping):
+            raise ValidationError(f"a tool call must be an object, got {type(tool_call).__name__}")
         anthropic = tool_call.get("type") == "tool_use"
         if anthropic:
             call_id, name, args = tool_call.get("id", ""), tool_call.get("name", ""), tool_call.get("input")
         else:
             fn = tool_call.get("function") or {}
+            if not isinstance(fn, Mapping):  # answered as an unknown tool, like a missing name
+                fn = {}
             call_id, name, args = tool_call.get("id", ""), fn.get("name", ""), fn.get("arguments")
         error = False
         try:

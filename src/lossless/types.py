@@ -136,7 +136,7 @@ class ConversationInfo:
 class ContextItem:
     """Where one part of an assembled context came from (for inspection and tests)."""
 
-    tier: Literal["pinned", "fresh_tail", "summary", "root", "omitted", "recall", "memory"]
+    tier: Literal["pinned", "fresh_tail", "summary", "root", "omitted", "recall", "memory", "file"]
     ref: str
     tokens: int
     first_seq: int

@@ -99,6 +99,23 @@ def _check_json(value: Any, what: str) -> None:
         json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"{what} is not JSON-serialisable: {exc}") from None
+    except RecursionError:
+        raise ValidationError(f"{what} is nested too deeply to store") from None
+
+
+def _check_nested_text(value: Any, what: str) -> None:
+    """check_text on every string (keys too) inside a JSON value: json.dumps would hide
+    a NUL as ``\\u0000``."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            check_text(item, what)
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
 
 
 def _check_content(content: Any) -> str | list[dict[str, Any]] | None:
@@ -120,7 +137,7 @@ def _check_content(content: Any) -> str | list[dict[str, Any]] | None:
             if part.get("type") == "text" and not isinstance(part.get("text"), str):
                 raise ValidationError(f"content part {i} is of type 'text' but its 'text' is not a string")
             _check_json(part, f"content part {i}")
-            check_text(json.dumps(part, ensure_ascii=False), f"content part {i}")
+            _check_nested_text(part, f"content part {i}")
             parts.append(dict(part))
         return parts
     raise ValidationError(
@@ -145,6 +162,7 @@ def _check_tool_calls(tool_calls: Any) -> tuple[dict[str, Any], ...]:
             raise ValidationError(f"tool_calls[{i}] needs a 'function' object with a 'name'")
         args = fn.get("arguments", "")
         if not isinstance(args, str):
+            _check_json(args, f"tool_calls[{i}] arguments")
             args = json.dumps(args, ensure_ascii=False, sort_keys=True)
         normal = {"id": call_id, "type": call.get("type", "function"),
                   "function": {"name": fn["name"], "arguments": args}}

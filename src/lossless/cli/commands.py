@@ -108,7 +108,17 @@ def show_dag(ctx: CommandContext, conv: Conversation, *, with_messages: bool = F
 
 def cmd_show(ctx: CommandContext) -> int:
     conv = ctx.existing_conversation(ctx.args.conversation)
-    show_dag(ctx, conv, with_messages=ctx.args.messages, levels=ctx.args.levels, tail_limit=ctx.args.tail)
+    if ctx.json:
+        show_dag(ctx, conv, with_messages=ctx.args.messages, levels=ctx.args.levels, tail_limit=ctx.args.tail)
+        return 0
+    from lossless.cli.dag_view import dag_view
+
+    store = conv.memory.store
+    tree = dag_view(conv.id, conv.frontier(), conv.summaries(), raw_tail(conv),
+                    total_messages=store.last_seq(conv.id), total_tokens=store.token_sum(conv.id, 1),
+                    messages=conv.messages() if ctx.args.messages else None, levels=ctx.args.levels,
+                    tail_limit=ctx.args.tail)
+    ctx.print_unwrapped(tree)
     return 0
 
 
@@ -182,6 +192,15 @@ def cmd_describe(ctx: CommandContext) -> int:
         ctx.out.print(render.key_values(fields))
         ctx.out.rule(Text("why it matters"), align="left", style="dim")
         ctx.out.print(Text(str(result.get("importance", {}).get("explanation", ""))))
+        if result.get("large"):
+            exploration = result["exploration"]
+            ctx.out.rule(Text(f"large content: {exploration['kind']}, {result['total_chars']:,} characters, "
+                              f"{result['pages']:,} page(s) of {result['page_chars']:,}"), align="left", style="dim")
+            ctx.out.print(Text(str(exploration["summary"])), soft_wrap=True)
+            ctx.out.rule(style="dim")
+            ctx.out.print(Text(f"read it: lossless expand {result['id']} --page 1 (… --page {result['pages']}), "
+                               f"or --offset N --max-chars N", style="dim"), soft_wrap=True)
+            return 0
         ctx.out.rule(style="dim")
         ctx.out.print(Text(str(result.get("preview", ""))), soft_wrap=True)
         return 0
@@ -205,10 +224,14 @@ def cmd_describe(ctx: CommandContext) -> int:
 
 def cmd_expand(ctx: CommandContext) -> int:
     args = ctx.args
-    result = ctx.memory(create=False).tools(None).lcm_expand(args.id, to=args.to, max_tokens=args.max_tokens,
-                                                            from_seq=args.from_seq)
+    result = ctx.memory(create=False).tools(None).lcm_expand(
+        args.id, to=args.to, max_tokens=args.max_tokens, from_seq=args.from_seq,
+        offset=args.offset, max_chars=args.max_chars, page=args.page)
     if ctx.json:
         ctx.emit_json(result)
+        return 0
+    if result.get("kind") == "message":
+        _print_slice(ctx, result)
         return 0
     for part in render.expand_items(result):
         ctx.out.print(part, soft_wrap=True)
@@ -219,6 +242,20 @@ def cmd_expand(ctx: CommandContext) -> int:
         footer.append(f" · truncated: continue with --from-seq {result['next_from_seq']}", style="yellow")
     ctx.out.print(footer, soft_wrap=True)
     return 0
+
+
+def _print_slice(ctx: CommandContext, result: dict[str, Any]) -> None:
+    """A message slice: the text exactly as stored on stdout (so pages written one after
+    another rebuild the original), where it is and how to go on on stderr."""
+    sys.stdout.write(result["content"])
+    sys.stdout.flush()
+    start, total, following = result["offset"], result["total_chars"], result["next_offset"]
+    where = f"{result['id']}: characters {start:,}–{start + result['chars']:,} of {total:,}"
+    if result.get("page"):
+        where += f" (page {result['page']} of {result['pages']})"
+    if following is not None:
+        where += f" · continue with --offset {following}"
+    ctx.err.print(Text(where, style="dim"), soft_wrap=True)
 
 
 def cmd_compact(ctx: CommandContext) -> int:
@@ -304,7 +341,7 @@ def _total_stats(ctx: CommandContext) -> dict[str, Any]:
     tokens = totals["message_tokens"]
     totals["summarizer_cost_ratio"] = round(usage["summarizer_input_tokens"] / tokens, 4) if tokens else 0.0
     path = ctx.db_path()
-    totals["database_bytes"] = path.stat().st_size if path.exists() else 0
+    totals["database_bytes"] = path.stat().st_size if not isinstance(path, str) and path.exists() else 0
     return totals
 
 
@@ -319,8 +356,17 @@ def _stat_text(value: Any) -> Any:
 
 
 def cmd_stats(ctx: CommandContext) -> int:
+    plot: str | None = getattr(ctx.args, "plot", None)
     if ctx.args.conversation:
-        stats = ctx.existing_conversation(ctx.args.conversation).stats()
+        from lossless.cli.compression import compression_stats, plot_compression
+
+        conv = ctx.existing_conversation(ctx.args.conversation)
+        stats = conv.stats()
+        stats.update(compression_stats(conv, stats))
+        if plot:
+            stats["plot"] = str(plot_compression(conv, stats, plot))
+    elif plot:
+        raise CommandError("stats --plot draws one conversation: give CONV")
     else:
         stats = _total_stats(ctx)
     if ctx.json:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from rich.measure import Measurement
 import lossless
 from lossless.conversation import Conversation
 from lossless.engine import Memory
+from lossless.store.urls import is_postgres_url, redact_url
 
 __all__ = ["DEFAULT_WINDOW", "CommandContext", "CommandError"]
 
@@ -49,10 +51,20 @@ class CommandContext:
         value: int | None = getattr(self.args, "window", None)
         return default if value is None else value
 
-    def db_path(self) -> Path:
-        """``--db``, else ``$LOSSLESS_DB``, else :func:`lossless.default_db_path`."""
+    def db_path(self) -> Path | str:
+        """``--db``, else ``$LOSSLESS_DB``, else :func:`lossless.default_db_path`. A
+        PostgreSQL URL is not a file: it comes back as a string without its password,
+        for messages (the store is opened from :meth:`db_url`)."""
+        url = self.db_url()
+        if url is not None:
+            return redact_url(url)
         given: str | None = getattr(self.args, "db", None)
         return Path(given).expanduser() if given else lossless.default_db_path()
+
+    def db_url(self) -> str | None:
+        """The PostgreSQL URL given by ``--db`` or ``$LOSSLESS_DB``, if that is what it is."""
+        given: str | None = getattr(self.args, "db", None) or os.environ.get("LOSSLESS_DB")
+        return given if is_postgres_url(given) else None
 
     # -- the store ----------------------------------------------------------------------
 
@@ -60,10 +72,11 @@ class CommandContext:
         """Open the store. Read commands pass ``create=False``: looking at a database
         that does not exist should say so, not leave an empty file behind."""
         if self._memory is None:
+            url = self.db_url()
             path = self.db_path()
-            if not create and not path.exists():
+            if isinstance(path, Path) and not create and not path.exists():
                 raise CommandError(f"no database at {path} (add or import messages first, or pass --db)")
-            if path.is_dir():
+            if isinstance(path, Path) and path.is_dir():
                 raise CommandError(f"--db {path} is a directory, not a database file")
             given: int | None = getattr(self.args, "window", None)
             if given is not None:
@@ -78,7 +91,7 @@ class CommandContext:
                 from lossless.summarize.factory import make_summarizer
 
                 summarizer = make_summarizer(kind, model=summarizer_model)
-            self._memory = lossless.open(path, summarizer=summarizer, **config)
+            self._memory = lossless.open(url or path, summarizer=summarizer, **config)
             if given is not None and create and path != Path(":memory:"):
                 # remembered, so later commands on this database need not repeat --window
                 self._memory.save_settings(context_window=given)

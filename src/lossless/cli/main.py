@@ -7,9 +7,21 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from lossless.cli import commands, demo, import_jsonl, memory_cmd
+from lossless.cli import (
+    commands,
+    demo,
+    export_cmd,
+    files_cmd,
+    import_jsonl,
+    memory_cmd,
+    migrate_cmd,
+    serve_cmd,
+)
 from lossless.cli.context import DEFAULT_WINDOW, CommandContext, CommandError
+from lossless.cli.examples import add_examples
 from lossless.errors import LosslessError
+from lossless.export import EXPORT_FORMATS
+from lossless.importers import FORMATS
 from lossless.types import ROLES
 
 __all__ = ["build_parser", "main"]
@@ -41,6 +53,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
 def _common_options(suppress: bool) -> argparse.ArgumentParser:
     """Options accepted before or after the command name. On the subcommands their
     default is SUPPRESS, so leaving one out there keeps what was given before it."""
@@ -51,8 +73,8 @@ def _common_options(suppress: bool) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     group = common.add_argument_group("global options")
     group.add_argument("--db", metavar="PATH", default=default(None),
-                       help="SQLite database (default: $LOSSLESS_DB, else $LOSSLESS_HOME/lossless.db, "
-                            "else the user data directory)")
+                       help="SQLite database, or a postgresql:// URL (default: $LOSSLESS_DB, else "
+                            "$LOSSLESS_HOME/lossless.db, else the user data directory)")
     group.add_argument("--window", metavar="N", type=_positive, default=default(None),
                        help="the model's context window in tokens; remembered by the database for later "
                             f"commands (default: the remembered value, else {DEFAULT_WINDOW})")
@@ -92,12 +114,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--content", metavar="TEXT", help="the message text (default: read stdin, stored verbatim)")
 
     p = command("import", import_jsonl.cmd_import,
-                "import a JSONL file of chat messages (one OpenAI-style message object per line)")
-    p.add_argument("file", metavar="FILE", help="the .jsonl file, or - for stdin")
+                "import a chat log: OpenAI messages (JSONL/JSON), Anthropic messages, Claude Code, Codex CLI, "
+                "ChatGPT export, OpenClaw, or a User:/Assistant: transcript")
+    p.add_argument("file", metavar="PATH", help="the file, or - for stdin")
+    p.add_argument("--format", choices=tuple(FORMATS), metavar="FORMAT",
+                   help=f"the file's format (default: detected): {', '.join(FORMATS)}")
     p.add_argument("--conversation", metavar="ID",
-                   help="put every message here (default: each line's 'conversation' field)")
+                   help="put every message here (default: each source conversation keeps its own id, "
+                        "e.g. claude-code:<sessionId>; OpenAI lines name theirs in a 'conversation' field)")
     p.add_argument("--strict", action="store_true",
                    help="stop at the first bad line, writing nothing from its batch")
+
+    p = command("export", export_cmd.cmd_export,
+                "write a conversation out: OpenAI JSONL messages, or JSON with the whole summary DAG")
+    p.add_argument("conversation", metavar="CONV", nargs="?", help="the conversation (or --all)")
+    p.add_argument("--all", action="store_true", help="every conversation, one file each, into the directory -o")
+    p.add_argument("--format", choices=EXPORT_FORMATS, default="openai-jsonl",
+                   help="openai-jsonl (default; `lossless import` reads it back) or json (messages, "
+                        "summaries with their sources, metadata)")
+    p.add_argument("-o", "--output", metavar="FILE", default="-",
+                   help="where to write (default: - for stdout); with --all, a directory")
+    p.add_argument("--force", action="store_true", help="replace FILE if it exists")
 
     command("ls", commands.cmd_ls, "list conversations with message and summary counts")
 
@@ -145,23 +182,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("conversation", metavar="CONV", nargs="?")
     p.add_argument("--all", action="store_true", help="every conversation")
 
-    p = command("describe", commands.cmd_describe, "describe a summary or message by id (lcm_describe)")
+    p = command("describe", commands.cmd_describe,
+                "describe a summary or message by id (lcm_describe); a large message with an outline "
+                "of its content and its page count")
     p.add_argument("id", metavar="ID", help="sum_… or msg_…")
 
-    p = command("expand", commands.cmd_expand, "expand a summary back to what it covers (lcm_expand)")
-    p.add_argument("id", metavar="ID", help="a summary id (sum_…)")
+    p = command("expand", commands.cmd_expand,
+                "expand a summary back to what it covers, or print a message's exact text, a slice at a "
+                "time (lcm_expand)")
+    p.add_argument("id", metavar="ID", help="a summary id (sum_…) or a message id (msg_…)")
     p.add_argument("--to", choices=("messages", "sources"), default="messages",
-                   help="the original messages (default) or the direct sources")
-    p.add_argument("--max-tokens", metavar="N", type=_positive, default=4000)
-    p.add_argument("--from-seq", metavar="N", type=_positive, help="start at this message number")
+                   help="summaries: the original messages (default) or the direct sources")
+    p.add_argument("--max-tokens", metavar="N", type=_positive, default=4000,
+                   help="summaries: token budget of the items; messages: most tokens in the slice (default 4000)")
+    p.add_argument("--from-seq", metavar="N", type=_positive, help="summaries: start at this message number")
+    p.add_argument("--offset", metavar="N", type=_non_negative, default=0,
+                   help="messages: start at this character (continue with the next offset shown on stderr)")
+    p.add_argument("--max-chars", metavar="N", type=_positive,
+                   help="messages: exactly N characters (fewer at the end) instead of --max-tokens")
+    p.add_argument("--page", metavar="N", type=_positive,
+                   help="messages: page N (from 1) of the pages `describe` reports, or of --max-chars pages")
 
     p = command("compact", commands.cmd_compact, "compact a conversation now")
     p.add_argument("conversation", metavar="CONV")
     p.add_argument("--full", action="store_true", help="condense all the way to one root summary")
     p.add_argument("--emergency", action="store_true", help="keep only the newest turn raw")
 
-    p = command("stats", commands.cmd_stats, "statistics for one conversation, or totals for the database")
+    p = command("stats", commands.cmd_stats, "statistics for one conversation (with its compression), "
+                "or totals for the database")
     p.add_argument("conversation", metavar="CONV", nargs="?")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="draw the conversation's compression: raw vs active tokens, summaries per depth "
+                        "(needs matplotlib)")
 
     p = command("verify", commands.cmd_verify, "re-check stored hashes and DAG invariants")
     p.add_argument("conversation", metavar="CONV", nargs="?")
@@ -178,6 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="hybrid keyword + vector recall with the local embedding model (slower: it embeds "
                         "every message; needs the embeddings extra)")
     memory_cmd.register(sub, common)
+    migrate_cmd.register(sub, common)
+    files_cmd.register(sub, common)
+    serve_cmd.register(sub, common)
+    add_examples(parser)  # every command's --help ends with examples (cli/examples.py)
     return parser
 
 

@@ -8,7 +8,9 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embedder", "Vectors", "normalize"]
+from lossless.errors import EmbedderError
+
+__all__ = ["Embedder", "Vectors", "embed_checked", "normalize"]
 
 Vectors = npt.NDArray[np.float32]
 
@@ -28,6 +30,24 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Vectors:
         """One row per text, float32, L2-normalised. Must not reorder."""
         ...
+
+
+def embed_checked(embedder: Embedder, texts: Sequence[str]) -> Vectors:
+    """``embedder.embed(texts)``, checked: one finite row of ``embedder.dim`` floats per
+    text. A failure or a malformed answer (wrong shape, NaN, inf) raises
+    :class:`~lossless.errors.EmbedderError`, so nothing broken reaches the embedding cache
+    or a vector index."""
+    who = f"embedder {embedder.provider}/{embedder.model}"
+    try:
+        vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    except Exception as exc:
+        raise EmbedderError(f"{who} failed: {type(exc).__name__}: {exc}") from exc
+    if vectors.shape != (len(texts), embedder.dim):
+        raise EmbedderError(f"{who} returned vectors of shape {vectors.shape} for {len(texts)} texts "
+                            f"of dimension {embedder.dim}")
+    if not np.isfinite(vectors).all():
+        raise EmbedderError(f"{who} returned NaN or infinite values")
+    return vectors
 
 
 def normalize(vectors: npt.ArrayLike) -> Vectors:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from lossless.store.sqlite import SQLiteStore
 
 __all__ = ["IMPORTANCE_WEIGHT", "RECENCY_HALF_LIFE_DAYS", "RECENCY_WEIGHT", "keyword_candidates",
-           "query_terms", "relevance_boost"]
+           "query_terms", "rank_by_coverage", "relevance_boost"]
 
 IMPORTANCE_WEIGHT = 0.2  # importance 0 scales relevance by 0.8, importance 1 by 1.0
 RECENCY_WEIGHT = 0.1  # never used for a long time: ×0.9; used just now: ×1.0
@@ -110,7 +110,14 @@ def keyword_candidates(store: SQLiteStore, query: str, where: str, args: Sequenc
     ids = list(bm25)
     rows = store._query(f"SELECT rowid, content, result, patterns, errors FROM memories "
                         f"WHERE rowid IN ({','.join('?' * len(ids))})", ids)
-    top = max(bm25.values()) or 1.0
+    return rank_by_coverage(rows, bm25, words, grams)
+
+
+def rank_by_coverage(rows: Sequence[Sequence[Any]], bm25: dict[int, float], words: Sequence[str],
+                     grams: Sequence[str]) -> dict[int, float]:
+    """rowid → keyword relevance for candidate rows (rowid, content, result, patterns,
+    errors) found by an index with scores ``bm25`` (any scale, bigger is better)."""
+    top = max(bm25.values(), default=0.0) or 1.0
     out: dict[int, float] = {}
     for rowid, content, result, patterns, errors in rows:
         text = search_text(content, result, json.loads(patterns or "[]"), json.loads(errors or "[]"))

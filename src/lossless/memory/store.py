@@ -25,12 +25,11 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-import apsw
-
-from lossless.errors import NotFoundError, QueryError, StoreError, ValidationError
+from lossless.errors import NotFoundError, QueryError, ValidationError
 from lossless.memory import extract as rules
+from lossless.memory.backend import memory_backend
 from lossless.memory.records import DEFAULT_IMPORTANCE, SCOPES, MemoryRecord, Scope, search_text
-from lossless.memory.search import keyword_candidates, relevance_boost
+from lossless.memory.search import relevance_boost
 from lossless.memory.validate import (
     MAX_CONTENT_CHARS,
     NewMemory,
@@ -50,7 +49,7 @@ from lossless.validate import timestamp
 
 if TYPE_CHECKING:
     from lossless.embed.base import Embedder
-    from lossless.store.sqlite import SQLiteStore
+    from lossless.store.base import Store
     from lossless.summarize.base import Summarizer
     from lossless.tokens import TokenCounter
     from lossless.types import Message
@@ -87,21 +86,23 @@ def memory_id(user: str | None, agent: str | None, chash: str, created_at: str) 
 
 
 def _where(clauses: list[str]) -> str:
-    return " AND ".join(clauses) if clauses else "1"
+    return " AND ".join(clauses) if clauses else "TRUE"
 
 
 class Memories:
-    """Long-term memory records stored next to the conversations of one ``SQLiteStore``.
+    """Long-term memory records stored next to the conversations of one store (SQLite or
+    PostgreSQL: the SQL runs through :func:`~lossless.memory.backend.memory_backend`).
 
     ``embedder`` (optional) adds vector search; embeddings go through the store's
     ``embedding_cache``, so the same text is never embedded twice by the same model.
     ``counter`` sizes records (``token_count``) and LLM extraction requests.
     """
 
-    def __init__(self, store: SQLiteStore, embedder: Embedder | None, counter: TokenCounter, *,
+    def __init__(self, store: Store, embedder: Embedder | None, counter: TokenCounter, *,
                  vector_weight: float = 0.5, min_similarity: float = 0.1,
                  clock: Callable[[], datetime] | None = None) -> None:
         self.store = store
+        self.db = memory_backend(store)
         self.embedder = embedder
         self.counter = counter
         self.vector_weight = check_importance(vector_weight, "vector_weight")
@@ -138,7 +139,7 @@ class Memories:
         )
 
     def _rows(self, where: str, args: Sequence[Any], tail: str = "") -> list[tuple[Any, ...]]:
-        return self.store._query(f"SELECT {_COLS} FROM memories m WHERE {where} {tail}", args)
+        return self.db.query(f"SELECT {_COLS} FROM memories m WHERE {where} {tail}", args)
 
     def _by_rowids(self, rowids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
         if not rowids:
@@ -191,7 +192,7 @@ class Memories:
               *, scope: str | None = None) -> int:
         """How many records match the filters (``None``: any)."""
         clauses, args = self._filters(user, agent, kind, scope)
-        return int(self.store._query(f"SELECT count(*) FROM memories m WHERE {_where(clauses)}", args)[0][0])
+        return int(self.db.query(f"SELECT count(*) FROM memories m WHERE {_where(clauses)}", args)[0][0])
 
     # -- writing --------------------------------------------------------------------------
 
@@ -218,7 +219,7 @@ class Memories:
         now_iso, now_ts = now.isoformat(), timestamp(now)
         rowids: list[int] = []
         fresh: list[tuple[int, str]] = []
-        with self.store.transaction() as conn:
+        with self.db.transaction() as conn:
             for new in items:
                 chash = content_hash(new.content)
                 hit = conn.execute(
@@ -230,7 +231,7 @@ class Memories:
                     rowid, old_importance, old_sources = hit
                     sources = list(dict.fromkeys([*json.loads(old_sources), *new.source_message_ids]))
                     conn.execute(
-                        "UPDATE memories SET last_used_at = ?, last_used_ts = max(last_used_ts, ?), "
+                        f"UPDATE memories SET last_used_at = ?, last_used_ts = {self.db.greatest}(last_used_ts, ?), "
                         "use_count = use_count + 1, importance = ?, source_message_ids = ? WHERE rowid = ?",
                         (now_iso, now_ts, max(old_importance, new.importance or 0.0), dumps(sources), rowid),
                     )
@@ -240,11 +241,12 @@ class Memories:
                 created_iso = created.isoformat()
                 importance = new.importance if new.importance is not None else DEFAULT_IMPORTANCE[new.kind]
                 task = new.task
-                conn.execute(
+                rowid = conn.execute(
                     "INSERT INTO memories (id, kind, content, content_hash, token_count, importance, user_id, "
                     "agent_id, metadata, source_message_ids, conversation_id, created_at, created_ts, "
                     "last_used_at, last_used_ts, use_count, updated_at, task_id, task_type, status, result, "
-                    "patterns, errors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)",
+                    "patterns, errors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?) "
+                    "RETURNING rowid",
                     (
                         memory_id(new.user, new.agent, chash, created_iso), new.kind, new.content, chash,
                         self.counter.count(new.content), importance, new.user, new.agent, dumps(new.metadata),
@@ -254,8 +256,7 @@ class Memories:
                         dumps(list(task["patterns"])) if task.get("patterns") else None,
                         dumps(list(task["errors"])) if task.get("errors") else None,
                     ),
-                )
-                rowid = conn.last_insert_rowid()
+                ).fetchone()[0]
                 text = search_text(new.content, task.get("result"), task.get("patterns", ()), task.get("errors", ()))
                 self._index_text(conn, rowid, text)
                 rowids.append(rowid)
@@ -269,17 +270,11 @@ class Memories:
         rows = self._by_rowids(rowids)
         return [self._record(rows[r]) for r in rowids]
 
-    @staticmethod
-    def _index_text(conn: Any, rowid: int, text: str) -> None:
-        conn.execute("INSERT INTO memories_fts (rowid, text) VALUES (?, ?)", (rowid, text))
-        conn.execute("INSERT INTO memories_tri (rowid, text) VALUES (?, ?)", (rowid, text))
+    def _index_text(self, conn: Any, rowid: int, text: str) -> None:
+        self.db.index_text(conn, rowid, text)
 
-    @staticmethod
-    def _unindex(conn: Any, rowids: Sequence[int]) -> None:
-        marks = ",".join("?" * len(rowids))
-        for table in ("memories_fts", "memories_tri", "memory_vectors"):
-            key = "memory_rowid" if table == "memory_vectors" else "rowid"
-            conn.execute(f"DELETE FROM {table} WHERE {key} IN ({marks})", list(rowids))
+    def _unindex(self, conn: Any, rowids: Sequence[int]) -> None:
+        self.db.unindex(conn, rowids)
 
     def update(self, memory_id: str, content: str | None = None, importance: float | None = None,
                metadata: dict[str, Any] | None = None, status: str | None = None,
@@ -294,7 +289,7 @@ class Memories:
         if result is not None and not isinstance(result, str):
             raise ValidationError(f"result must be a string, got {type(result).__name__}")
         text: str | None = None
-        with self.store.transaction() as conn:
+        with self.db.transaction() as conn:
             rows = conn.execute(f"SELECT {_COLS} FROM memories m WHERE m.id = ?", (memory_id,)).fetchall()
             if not rows:
                 raise NotFoundError(f"no memory with id {memory_id!r}")
@@ -317,7 +312,7 @@ class Memories:
             try:
                 assignments = ", ".join(f"{k} = ?" for k in sets)
                 conn.execute(f"UPDATE memories SET {assignments} WHERE rowid = ?", [*sets.values(), rowid])
-            except apsw.ConstraintError:
+            except self.db.integrity_errors:
                 raise ValidationError("content: another memory of the same owners already holds this content") from None
             if new_content is not None or result is not None:
                 old_text = search_text(old.content, old.result, old.patterns, old.errors)
@@ -382,7 +377,7 @@ class Memories:
             args.extend(kinds)
         where = _where(clauses)
         wide = max(limit * 4, 40)
-        keyword = keyword_candidates(self.store, query, where, args, wide)
+        keyword = self.db.keyword_candidates(query, where, args, wide)
         vector: dict[int, float] = {}
         vectors = self.vectors
         if vectors is not None:
@@ -406,9 +401,10 @@ class Memories:
         if not top:
             return []
         now = self.clock()
-        with self.store.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute(
-                "UPDATE memories SET last_used_at = ?, last_used_ts = max(last_used_ts, ?), use_count = use_count + 1 "
+                f"UPDATE memories SET last_used_at = ?, last_used_ts = {self.db.greatest}(last_used_ts, ?), "
+                "use_count = use_count + 1 "
                 f"WHERE rowid IN ({','.join('?' * len(top))})",
                 [now.isoformat(), timestamp(now), *(t[3] for t in top)],
             )
@@ -438,7 +434,9 @@ class Memories:
         memory shares the exact text) its cached embedding go together. SQLite keeps the
         freed pages in the file until they are reused; ``vacuum=True`` also zeroes them
         (``secure_delete``), merges the FTS indexes and runs ``VACUUM`` and a WAL
-        checkpoint, which rewrites the whole database file (slow on a large one).
+        checkpoint, which rewrites the whole database file (slow on a large one). On
+        PostgreSQL ``vacuum=True`` runs ``VACUUM FULL`` on the memory tables and the
+        embedding cache (rewritten into new files; the WAL keeps the text until recycled).
         """
         if ids is None and user is None and agent is None and kind is None and scope is None \
                 and older_than is None and importance_below is None and keep is None and not all:
@@ -447,7 +445,7 @@ class Memories:
         clauses, args = self._filters(user, agent, kind, scope)
         if ids is not None:
             id_list = check_strings(ids, "ids")
-            clauses.append(f"m.id IN ({','.join('?' * len(id_list))})" if id_list else "0")
+            clauses.append(f"m.id IN ({','.join('?' * len(id_list))})" if id_list else "FALSE")
             args.extend(id_list)
         if older_than is not None:
             if isinstance(older_than, timedelta):
@@ -466,34 +464,31 @@ class Memories:
         if keep is not None:
             check_limit(keep, "keep", 0)
         if dry_run:
-            return [self._record(r) for r in self._victims(self.store.connection, clauses, args, keep)]
-        with self.store.transaction() as conn:
-            secure = conn.execute("PRAGMA secure_delete").fetchone()[0]
-            if vacuum:
-                conn.execute("PRAGMA secure_delete = ON")
-            try:
-                victims = self._victims(conn, clauses, args, keep)
-                if victims:
-                    self._delete(conn, [r[0] for r in victims], optimize=vacuum)
-            finally:
-                conn.execute(f"PRAGMA secure_delete = {int(secure)}")
+            return [self._record(r) for r in self._victims(None, clauses, args, keep)]
+        with self.db.forgetting(vacuum) as conn:
+            victims = self._victims(conn, clauses, args, keep)
+            if victims:
+                self._delete(conn, [r[0] for r in victims], optimize=vacuum)
         if vacuum:
             self._vacuum()
         return [self._record(r) for r in victims]
 
     def _victims(self, conn: Any, clauses: list[str], args: list[Any], keep: int | None) -> list[tuple[Any, ...]]:
-        with self.store._lock:
-            if keep is None:
-                sql = f"SELECT {_COLS} FROM memories m WHERE {_where(clauses)} ORDER BY m.last_used_ts, m.rowid"
-                return list(conn.execute(sql, args))
-            # capacity per owner: rank within each owner, most worth keeping first
-            sql = (
-                f"SELECT * FROM (SELECT {_COLS}, row_number() OVER (PARTITION BY m.scope, "
-                "coalesce(m.user_id, m.agent_id, '') ORDER BY m.last_used_ts DESC, m.created_ts DESC, "
-                f"m.importance DESC, m.rowid DESC) AS rank FROM memories m WHERE {_where(clauses)}) "
-                "WHERE rank > ? ORDER BY last_used_ts, rowid"
-            )
-            return [r[:-1] for r in conn.execute(sql, [*args, keep])]
+        """The records to forget, read in ``conn``'s transaction (None: outside one)."""
+
+        def run(sql: str, values: list[Any]) -> list[tuple[Any, ...]]:
+            return self.db.query(sql, values) if conn is None else [tuple(r) for r in conn.execute(sql, values)]
+
+        if keep is None:
+            return run(f"SELECT {_COLS} FROM memories m WHERE {_where(clauses)} ORDER BY m.last_used_ts, m.rowid", args)
+        # capacity per owner: rank within each owner, most worth keeping first
+        sql = (
+            f"SELECT * FROM (SELECT {_COLS}, row_number() OVER (PARTITION BY m.scope, "
+            "coalesce(m.user_id, m.agent_id, '') ORDER BY m.last_used_ts DESC, m.created_ts DESC, "
+            f"m.importance DESC, m.rowid DESC) AS rank FROM memories m WHERE {_where(clauses)}) AS ranked "
+            "WHERE rank > ? ORDER BY last_used_ts, rowid"
+        )
+        return [r[:-1] for r in run(sql, [*args, keep])]
 
     def _delete(self, conn: Any, rowids: list[int], *, optimize: bool) -> None:
         marks = ",".join("?" * len(rowids))
@@ -507,17 +502,10 @@ class Memories:
         conn.execute(f"DELETE FROM memories WHERE rowid IN ({marks})", rowids)
         drop_cached(conn, sorted(shas))
         if optimize:
-            # merge the FTS segments so the deleted entries leave the index b-trees too
-            for table in ("memories_fts", "memories_tri"):
-                conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+            self.db.optimize(conn)
 
     def _vacuum(self) -> None:
-        try:
-            self.store._query("VACUUM")
-            if self.store.path != ":memory:":
-                self.store._query("PRAGMA wal_checkpoint(TRUNCATE)")
-        except apsw.Error as exc:
-            raise StoreError(f"memories were forgotten, but VACUUM failed: {exc}") from exc
+        self.db.vacuum()
 
     # -- distilling -----------------------------------------------------------------------
 

@@ -93,6 +93,8 @@ def check_metadata(value: object) -> dict[str, Any]:
         dumps(value)
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"metadata is not JSON-serialisable: {exc}") from None
+    except RecursionError:
+        raise ValidationError("metadata is nested too deeply to store") from None
     return dict(value)
 
 

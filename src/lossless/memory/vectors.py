@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lossless.embed.base import embed_checked
+from lossless.memory.backend import memory_backend
 from lossless.memory.records import search_text
-from lossless.store.sqlite_recall import SQLiteRecall
 
 if TYPE_CHECKING:
     from lossless.embed.base import Embedder
-    from lossless.store.sqlite import SQLiteStore
+    from lossless.store.base import Store
 
 __all__ = ["MemoryVectors", "drop_cached", "text_sha256"]
 
@@ -51,11 +52,12 @@ def drop_cached(conn: Any, shas: Sequence[str]) -> None:
 class MemoryVectors:
     """Embeds memories and finds the nearest ones for one embedder."""
 
-    def __init__(self, store: SQLiteStore, embedder: Embedder, min_similarity: float) -> None:
+    def __init__(self, store: Store, embedder: Embedder, min_similarity: float) -> None:
         self.store = store
+        self.db = memory_backend(store)
         self.embedder = embedder
         self.min_similarity = min_similarity
-        self._cache = SQLiteRecall(store, "numpy")  # only its embedding-cache half is used
+        self._cache = self.db.cache()  # only its embedding-cache half is used
 
     def embed(self, items: Sequence[tuple[int, str]]) -> None:
         """Store a vector for each (memory rowid, text), embedding only texts the cache
@@ -67,11 +69,11 @@ class MemoryVectors:
         cached = self._cache.cached(e.provider, e.model, shas)
         missing = list(dict.fromkeys(text for (_, text), sha in zip(items, shas, strict=True) if sha not in cached))
         if missing:
-            vectors = e.embed(missing)
+            vectors = embed_checked(e, missing)
             fresh = [(text_sha256(t), np.asarray(v, dtype="<f4")) for t, v in zip(missing, vectors, strict=True)]
             self._cache.cache_put(e.provider, e.model, fresh)
             cached.update(fresh)
-        with self.store.transaction() as conn:
+        with self.db.transaction() as conn:
             for (rowid, _), sha in zip(items, shas, strict=True):
                 vec = np.asarray(cached[sha], dtype="<f4")
                 # the record may have been forgotten while we embedded: then write nothing
@@ -87,7 +89,7 @@ class MemoryVectors:
         """Embed the records matching ``where`` (alias ``m``) that have no vector from this
         embedder: added before it was configured, or their embedding failed."""
         e = self.embedder
-        rows = self.store._query(
+        rows = self.db.query(
             "SELECT m.rowid, m.content, m.result, m.patterns, m.errors FROM memories m "
             f"LEFT JOIN memory_vectors v ON v.memory_rowid = m.rowid WHERE {where} "
             "AND (v.memory_rowid IS NULL OR v.provider != ? OR v.model != ? OR v.dim != ?)",
@@ -105,7 +107,7 @@ class MemoryVectors:
         hit = self._cache.cached(e.provider, e.model, [sha])
         if sha in hit:
             return hit[sha]
-        vec = np.asarray(e.embed([query])[0], dtype="<f4")
+        vec = np.asarray(embed_checked(e, [query])[0], dtype="<f4")
         self._cache.cache_put(e.provider, e.model, [(sha, vec)])
         return vec
 
@@ -114,7 +116,7 @@ class MemoryVectors:
         nearest the query, leaving out those below ``min_similarity``."""
         e = self.embedder
         self.backfill(where, args)
-        rows = self.store._query(
+        rows = self.db.query(
             "SELECT m.rowid, v.vector FROM memories m JOIN memory_vectors v ON v.memory_rowid = m.rowid "
             f"WHERE {where} AND v.provider = ? AND v.model = ? AND v.dim = ?",
             [*args, e.provider, e.model, e.dim],

@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from lossless.embed.base import embed_checked
 from lossless.recall.units import message_units, window_units
-from lossless.store.base import SearchSpec
-from lossless.store.sqlite_recall import SQLiteRecall, UnitRow
+from lossless.store.base import RecallIndex, SearchSpec, Store
+from lossless.store.sqlite_recall import UnitRow
 from lossless.tokens import TokenCounter
 from lossless.types import GrepHit
 
 if TYPE_CHECKING:
     from lossless.config import Config
     from lossless.embed.base import Embedder
-    from lossless.store.sqlite import SQLiteStore
 
 __all__ = ["RecallHit", "Recaller"]
 
@@ -65,12 +65,13 @@ class _Candidate:
 
 
 class Recaller:
-    def __init__(self, store: SQLiteStore, embedder: Embedder | None, counter: TokenCounter, config: Config) -> None:
+    def __init__(self, store: Store, embedder: Embedder | None, counter: TokenCounter, config: Config) -> None:
         self.store = store
         self.embedder = embedder
         self.counter = counter
         self.config = config
-        self.index_store = SQLiteRecall(store, config.vector_backend)
+        # SQLiteRecall (sqlite-vec / numpy) or PostgresRecall (pgvector): whichever the store keeps
+        self.index_store: RecallIndex = store.recall_index(config.vector_backend)
         self._index_name: str | None = None
         self._sync_lock = threading.Lock()
         self._synced: dict[str, int] = {}  # conversation -> last seq known to be indexed
@@ -118,7 +119,7 @@ class Recaller:
             missing = [(u, s) for u, s in zip(batch, shas, strict=True) if s not in cached]
             if missing:
                 texts = list(dict.fromkeys(u.text for u, _ in missing))
-                vectors = e.embed(texts)
+                vectors = embed_checked(e, texts)
                 by_text = dict(zip(texts, vectors, strict=True))
                 fresh = {s: by_text[u.text] for u, s in missing}
                 self.index_store.cache_put(e.provider, e.model, list(fresh.items()))
@@ -243,7 +244,7 @@ class Recaller:
         cached = self.index_store.cached(e.provider, e.model, [sha])
         if sha in cached:
             return cached[sha]
-        vec: np.ndarray = e.embed([query])[0]
+        vec: np.ndarray = embed_checked(e, [query])[0]
         self.index_store.cache_put(e.provider, e.model, [(sha, vec)])
         return vec
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
-from lossless.errors import QueryError
+from lossless.errors import EmbedderError, QueryError, ValidationError
 from lossless.store.base import SearchSpec
-from lossless.types import GrepHit
-from lossless.validate import timestamp
+from lossless.types import ROLES, GrepHit
+from lossless.validate import parse_datetime, timestamp
 
 if TYPE_CHECKING:
     from lossless.engine import Memory
@@ -18,10 +19,44 @@ __all__ = ["SEARCH_MODES", "SearchMode", "run_search"]
 SearchMode = Literal["fts", "raw", "regex", "semantic", "hybrid"]
 SEARCH_MODES: tuple[str, ...] = ("fts", "raw", "regex", "semantic", "hybrid")
 
+log = logging.getLogger("lossless")
 
-def run_search(memory: Memory, spec: SearchSpec) -> list[GrepHit]:
+
+def _strings(value: object, what: str, allowed: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, tuple | list) or not all(isinstance(v, str) for v in value):
+        raise ValidationError(f"{what} must be a list of strings, got {value!r}")
+    bad = [v for v in value if allowed is not None and v not in allowed]
+    if bad:
+        raise ValidationError(f"{what}: unknown value(s) {', '.join(map(repr, bad))} (expected: {', '.join(allowed or ())})")
+    return tuple(value)
+
+
+def checked_spec(spec: SearchSpec) -> SearchSpec:
+    """``spec`` with every filter checked (a ValidationError naming the field, never a
+    TypeError from deep inside) and ``since``/``until`` given as ISO strings read as times."""
     if spec.mode not in SEARCH_MODES:
         raise QueryError(f"search mode must be one of {', '.join(SEARCH_MODES)}; got {spec.mode!r}")
+    if not isinstance(spec.query, str):
+        raise QueryError(f"search query must be a string, got {type(spec.query).__name__}")
+    if isinstance(spec.limit, bool) or not isinstance(spec.limit, int) or spec.limit < 1:
+        raise QueryError(f"limit must be a positive integer, got {spec.limit!r}")
+    if spec.sort not in ("relevance", "recency"):
+        raise ValidationError(f"sort must be relevance or recency, got {spec.sort!r}")
+    kinds = _strings(spec.kinds, "kinds", ("message", "summary"))
+    if not kinds:
+        raise ValidationError("kinds is empty: give message, summary or both")
+    return replace(
+        spec,
+        kinds=kinds,  # type: ignore[arg-type]
+        roles=None if spec.roles is None else _strings(spec.roles, "roles", ROLES),
+        conversation_ids=None if spec.conversation_ids is None else _strings(spec.conversation_ids, "conversations"),
+        since=None if spec.since is None else parse_datetime(spec.since, "since"),
+        until=None if spec.until is None else parse_datetime(spec.until, "until"),
+    )
+
+
+def run_search(memory: Memory, spec: SearchSpec) -> list[GrepHit]:
+    spec = checked_spec(spec)
     if spec.mode in ("fts", "raw", "regex"):
         return memory.store.search(spec)
     if not isinstance(spec.query, str) or not spec.query.strip():
@@ -32,7 +67,13 @@ def run_search(memory: Memory, spec: SearchSpec) -> list[GrepHit]:
                 "semantic search needs an embedder: install the embeddings extra or pass embedder= to lossless.open"
             )
         return memory.store.search(replace(spec, mode="fts"))
-    hits = memory.recaller.search(spec)
+    try:
+        hits = memory.recaller.search(spec)
+    except EmbedderError as exc:
+        if spec.mode == "semantic":
+            raise
+        log.warning("lossless: %s; hybrid search falls back to keyword search", exc)
+        return memory.store.search(replace(spec, mode="fts"))
     out: list[GrepHit] = []
     for h in hits:
         if h.kind == "summary":

@@ -6,12 +6,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from lossless.types import ConversationInfo, GrepHit, Message, SourceRef, Summary
 from lossless.validate import NewMessage
 
-__all__ = ["NewSummary", "SearchSpec", "Store"]
+if TYPE_CHECKING:
+    import numpy as np
+
+    from lossless.embed.base import Vectors
+    from lossless.recall.units import Unit
+    from lossless.store.sqlite_recall import UnitRow
+
+__all__ = ["NewSummary", "RecallIndex", "SearchSpec", "Store"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +55,31 @@ class SearchSpec:
     limit: int = 20
 
 
+class RecallIndex(Protocol):
+    """Where recall keeps retrieval units, the embedding cache and vector indexes:
+    ``SQLiteRecall`` (sqlite-vec or numpy) or ``PostgresRecall`` (pgvector)."""
+
+    backend: str
+
+    def progress(self, conversation_id: str) -> tuple[int, int]: ...
+    def add_units(self, conversation_id: str, units: Sequence[Unit], message_seq: int, window_seq: int) -> None: ...
+    def units(self, rowids: Sequence[int]) -> dict[int, UnitRow]: ...
+    def cached(self, provider: str, model: str, shas: Sequence[str]) -> dict[str, np.ndarray]: ...
+    def cache_put(self, provider: str, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None: ...
+    def cache_size(self) -> int: ...
+    def ensure_index(self, provider: str, model: str, dim: int) -> str: ...
+    def indexed_upto(self, index: str, conversation_id: str) -> int: ...
+    def pending(self, index: str, conversation_id: str, limit: int) -> list[UnitRow]: ...
+    def pending_count(self, index: str, conversation_id: str) -> int: ...
+    def add_vectors(self, index: str, conversation_id: str, rows: Sequence[tuple[UnitRow, np.ndarray]]) -> None: ...
+    def knn(self, index: str, provider: str, model: str, conversation_ids: Sequence[str], query: Vectors,
+            k: int, kinds: Sequence[str] | None = None) -> list[tuple[int, float]]: ...
+
+
 @runtime_checkable
 class Store(Protocol):
+    dialect: str  # "sqlite" or "postgresql": which SQL a plug-in (memory/) speaks to it
+
     def close(self) -> None: ...
 
     # per-database settings (JSON values)
@@ -101,3 +131,6 @@ class Store(Protocol):
 
     # integrity
     def verify(self, conversation_id: str | None = None) -> list[str]: ...
+
+    # recall storage (units, embedding cache, vectors) in the same database
+    def recall_index(self, backend: str = "auto") -> RecallIndex: ...

@@ -348,10 +348,10 @@ def _files(conn: Any) -> None:
             text, content='', contentless_delete=1, tokenize='trigram'
         );
 
-        -- One vector per chunk, scanned with numpy from an in-memory matrix, not vec0: the
-        -- matrix product over 100k x 384 takes a few ms once loaded (a vec0 k-NN reads every
-        -- vector through SQLite per query, ~40 ms at 100k), the path/kind filters are a numpy
-        -- mask, and it works where the sqlite-vec extension cannot load (bench/bench_files.py).
+        -- One vector per chunk, scanned with numpy from an in-memory matrix, not vec0: at 100k
+        -- x 384 a query takes ~6 ms where a vec0 k-NN, which reads every vector through SQLite
+        -- per query, takes ~64 ms (bench/bench_files.py, 2 cores); the path/kind filters are
+        -- a numpy mask; and it works where the sqlite-vec extension cannot load.
         CREATE TABLE file_chunk_vectors (
             chunk_rowid INTEGER PRIMARY KEY REFERENCES file_chunks(rowid) ON DELETE CASCADE,
             provider TEXT NOT NULL,
@@ -360,6 +360,9 @@ def _files(conn: Any) -> None:
             text_sha256 TEXT NOT NULL,
             vector BLOB NOT NULL  -- float32, little-endian, L2-normalised
         );
+        -- Which chunks have a vector from one embedder, without reading the vectors: a
+        -- reader's matrix catches up by these ids after a write (only new rows are read).
+        CREATE INDEX file_chunk_vectors_model ON file_chunk_vectors (provider, model, dim, chunk_rowid);
 
         -- Bumped by every write to the tables above, so a reader's in-memory vector matrix
         -- learns it is stale (from this process or another) with one indexed read.
@@ -368,6 +371,30 @@ def _files(conn: Any) -> None:
             value INTEGER NOT NULL
         );
         INSERT INTO files_generation (id, value) VALUES (1, 0);
+        """
+    )
+
+
+@migration(7, "api_keys")
+def _api_keys(conn: Any) -> None:
+    conn.execute(
+        """
+        -- Bearer keys of the HTTP server (lossless.server.keys). Only a salted hash of each
+        -- key is kept: sha256(salt || secret) with a random per-key salt. The secret is 256
+        -- random bits, so a fast hash is enough (no password-style stretching needed); the
+        -- key itself is shown once, when it is created, and cannot be recovered.
+        CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,  -- key_ + 12 hex; also inside the key, so lookup is one index hit
+            tenant TEXT NOT NULL,  -- whose conversations and memories the key reaches
+            name TEXT,
+            salt TEXT NOT NULL,  -- hex
+            hash TEXT NOT NULL,  -- hex sha256(salt bytes || secret utf-8)
+            prefix TEXT NOT NULL,  -- the key's first characters, to recognise it in listings
+            created_at TEXT NOT NULL,
+            revoked_at TEXT,  -- set once; a revoked key is refused but kept for the record
+            last_used_at TEXT  -- refreshed at most once a minute per key (no write per request)
+        ) WITHOUT ROWID;
+        CREATE INDEX api_keys_tenant ON api_keys (tenant);
         """
     )
 

@@ -8,19 +8,20 @@ and a crash leaves either all of it or none.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
-import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
+import regex  # type: ignore[import-untyped]
 
 from lossless.errors import NotFoundError, StoreError, ValidationError
 from lossless.render import content_text
@@ -28,6 +29,9 @@ from lossless.store.base import NewSummary, SearchSpec
 from lossless.store.migrations import migrate
 from lossless.types import ConversationInfo, GrepHit, Message, SourceRef, Summary
 from lossless.validate import NewMessage, timestamp
+
+if TYPE_CHECKING:
+    from lossless.store.sqlite_recall import SQLiteRecall
 
 __all__ = ["SQLiteStore", "message_hash", "message_id", "summary_id"]
 
@@ -62,18 +66,70 @@ def summary_id(conversation_id: str, depth: int, sources: Sequence[SourceRef], c
     return f"sum_{digest[:20]}"
 
 
+# SQLite failures that are about the disk or the file, not the SQL: said in words a caller
+# can act on, as StoreError, at this boundary (the CLI prints them as ``error: …``).
+_STORE_FAILURES: tuple[tuple[type[Exception], str], ...] = (
+    (apsw.FullError, "the disk is full (or the database hit its size limit); free some space and retry"),
+    (apsw.ReadOnlyError, "the database is read-only (the file, its directory or its file system)"),
+    (apsw.CantOpenError, "cannot open the database or its -wal/-shm files (is the file or its directory "
+                         "read-only, or gone?)"),
+    (apsw.IOError, "a disk I/O error"),
+    (apsw.CorruptError, "the database file is corrupt"),
+    (apsw.BusyError, "the database is locked: another connection held the write lock longer than the "
+                     "busy timeout"),
+    (apsw.LockedError, "the database is locked by another statement of this connection"),
+)
+
+
+def _store_error(exc: BaseException, path: str, outcome: str = "") -> StoreError | None:
+    """The StoreError to raise for an apsw failure of the disk or file, else None."""
+    for kind, what in _STORE_FAILURES:
+        if isinstance(exc, kind):
+            return StoreError(f"SQLite database {path!r}: {what}{outcome} ({exc})")
+    return None
+
+
+class RegexTimeout(Exception):
+    """A regular expression search ran past its deadline (see ``regex_deadline``)."""
+
+
+_DEADLINE = threading.local()
+
+
+@contextmanager
+def regex_deadline(seconds: float) -> Iterator[None]:
+    """Bound every REGEXP evaluation inside the block to ``seconds`` in total: a pattern
+    that backtracks exponentially raises RegexTimeout instead of hanging the process."""
+    _DEADLINE.at = time.monotonic() + seconds
+    try:
+        yield
+    finally:
+        _DEADLINE.at = None
+
+
 def _regexp(*args: Any) -> int:
     pattern, value = args
-    return int(isinstance(value, str) and _compiled(str(pattern)).search(value) is not None)
+    if not isinstance(value, str):
+        return 0
+    at = getattr(_DEADLINE, "at", None)
+    if at is None:
+        return int(_compiled(str(pattern)).search(value) is not None)
+    left = at - time.monotonic()
+    if left <= 0:
+        raise RegexTimeout(str(pattern))
+    try:  # the regex module's search takes a timeout; re's cannot be interrupted
+        return int(_compiled(str(pattern)).search(value, timeout=left) is not None)
+    except TimeoutError:
+        raise RegexTimeout(str(pattern)) from None
 
 
-_REGEX_CACHE: dict[str, re.Pattern[str]] = {}
+_REGEX_CACHE: dict[str, Any] = {}
 
 
-def _compiled(pattern: str) -> re.Pattern[str]:
+def _compiled(pattern: str) -> Any:
     rx = _REGEX_CACHE.get(pattern)
     if rx is None:
-        rx = re.compile(pattern)
+        rx = regex.compile(pattern)
         if len(_REGEX_CACHE) > 64:
             _REGEX_CACHE.clear()
         _REGEX_CACHE[pattern] = rx
@@ -82,6 +138,8 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 
 class SQLiteStore:
     """SQLite implementation of :class:`~lossless.store.base.Store`."""
+
+    dialect = "sqlite"
 
     def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 10_000) -> None:
         self.path = str(path)
@@ -106,7 +164,14 @@ class SQLiteStore:
             conn.execute("PRAGMA foreign_keys=ON")
             migrate(conn)
         except apsw.NotADBError as exc:
+            conn.close()
             raise StoreError(f"{self.path!r} is not a SQLite database") from exc
+        except apsw.Error as exc:
+            failure = _store_error(exc, self.path)
+            if failure is None:
+                raise
+            conn.close()
+            raise failure from exc
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -129,20 +194,49 @@ class SQLiteStore:
                 finally:
                     self._depth -= 1
                 return
-            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except apsw.Error as exc:
+                failure = _store_error(exc, self.path, "; nothing was written")
+                if failure is None:
+                    raise
+                raise failure from exc
             self._depth = 1
             try:
                 yield self._conn
-            except BaseException:
+                # inside the try: a COMMIT that fails (disk full) rolls back like any failure,
+                # and the next transaction starts clean
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
                 self._depth = 0
-                self._conn.execute("ROLLBACK")
-                raise
+                if self._conn.in_transaction:
+                    # SQLite may have rolled back already; the first error says more
+                    with contextlib.suppress(apsw.Error):
+                        self._conn.execute("ROLLBACK")
+                failure = _store_error(exc, self.path, "; the write was rolled back, nothing of it is stored")
+                if failure is None:
+                    raise
+                raise failure from exc
             self._depth = 0
-            self._conn.execute("COMMIT")
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
-            return list(self._conn.execute(sql, tuple(args)))
+            try:
+                return list(self._conn.execute(sql, tuple(args)))
+            except apsw.Error as exc:
+                failure = _store_error(exc, self.path)
+                if failure is None:
+                    raise
+                raise failure from exc
+            except UnicodeEncodeError as exc:  # an id or a filter with a lone surrogate
+                raise ValidationError(f"not valid UTF-8 text: {exc.object[:80]!r} (a lone surrogate at "
+                                      f"position {exc.start})") from None
+
+    def recall_index(self, backend: str = "auto") -> SQLiteRecall:
+        """Retrieval units, the embedding cache and vector indexes in this file."""
+        from lossless.store.sqlite_recall import SQLiteRecall
+
+        return SQLiteRecall(self, backend)
 
     def load_sqlite_vec(self) -> bool:
         """Load the sqlite-vec extension into this connection; False if it cannot load."""
@@ -311,6 +405,10 @@ class SQLiteStore:
         rows = self._query("SELECT role, count(*) FROM messages WHERE conversation_id = ? AND seq BETWEEN ? AND ? "
                            "GROUP BY role", (conversation_id, first_seq, last_seq))
         return {role: n for role, n in rows}
+
+    def has_files(self) -> bool:
+        """Whether the workspace file index holds anything (one indexed lookup)."""
+        return bool(self._query("SELECT 1 FROM files LIMIT 1"))
 
     def first_message_ts(self, conversation_id: str) -> float | None:
         rows = self._query("SELECT min(created_ts) FROM messages WHERE conversation_id = ?", (conversation_id,))

@@ -210,7 +210,19 @@ def _like(store: SQLiteStore, kind: str, terms: list[str], spec: SearchSpec, lim
     return out
 
 
+# A group that repeats and holds a repetition itself, e.g. (a+)+ or (\w*)*: Python's re
+# backtracks exponentially on such patterns and has no timeout, and agents write regexes.
+_NESTED_REPEAT = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)(?:[+*]|\{\d*,\d*\})")
+_MAX_PATTERN = 512
+REGEX_SECONDS = 2.0  # a regex search's whole budget, across every row it reads
+
+
 def _regex(store: SQLiteStore, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+    if len(spec.query) > _MAX_PATTERN:
+        raise QueryError(f"regular expression too long ({len(spec.query)} characters, at most {_MAX_PATTERN})")
+    if _NESTED_REPEAT.search(spec.query):
+        raise QueryError(f"regular expression {spec.query!r} nests a repetition inside a repeated group "
+                         "(like (a+)+), which can take exponential time; simplify it")
     try:
         re.compile(spec.query)
     except re.error as exc:
@@ -220,7 +232,14 @@ def _regex(store: SQLiteStore, kind: str, spec: SearchSpec, limit: int) -> list[
     field = "coalesce(t.content, '') || char(10) || coalesce(t.tool_calls, '')" if kind == "message" else "t.content"
     order = "t.seq DESC" if kind == "message" else "t.last_seq DESC"
     sql = f"SELECT t.rowid FROM {table} t WHERE regexp(?, {field}){where} ORDER BY {order} LIMIT ?"
-    return [(int(r[0]), 1.0) for r in store._query(sql, [spec.query, *args, limit])]
+    from lossless.store.sqlite import RegexTimeout, regex_deadline
+
+    try:
+        with regex_deadline(REGEX_SECONDS):
+            return [(int(r[0]), 1.0) for r in store._query(sql, [spec.query, *args, limit])]
+    except RegexTimeout:
+        raise QueryError(f"regular expression {spec.query!r} took longer than {REGEX_SECONDS:g} s; "
+                         "simplify it (nested or overlapping repetitions backtrack exponentially)") from None
 
 
 def _candidates(store: SQLiteStore, kind: str, spec: SearchSpec) -> dict[int, float]:

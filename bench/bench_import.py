@@ -1,0 +1,119 @@
+"""Import speed: messages per second for a generated OpenAI JSONL file and a Claude Code
+transcript of the same conversation, each beside a reference measured in the same run.
+
+Reference: reading the file and ``json.loads`` of every line, nothing else — the floor any
+JSONL importer pays. ``import`` is ``lossless.importers.import_file`` end to end (detect,
+convert, validate, batched ``add_many`` into SQLite + FTS, auto-compaction with the offline
+extractive summarizer); ``store only`` is the same with ``auto_compact=False``.
+
+Run:  python bench/bench_import.py [--messages 100000] [--window 32768] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+import synth
+
+import lossless
+from lossless.importers import import_file
+
+
+def write_openai(path: Path, rows: list[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as f:
+        for i, r in enumerate(rows):
+            line = {"conversation": "bench", **r, "created_at": r["created_at"].isoformat(), "external_id": f"m{i}"}
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
+def write_claude_code(path: Path, rows: list[dict[str, Any]]) -> None:
+    session = "0b7e3f4a-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
+    parent: str | None = None
+    with path.open("w", encoding="utf-8") as f:
+        for i, r in enumerate(rows):
+            me = str(uuid.UUID(int=i + 1))
+            base = {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/home/dev/app",
+                    "sessionId": session, "version": "1.0.51", "gitBranch": "main", "uuid": me,
+                    "timestamp": r["created_at"].isoformat().replace("+00:00", "Z")}
+            if r["role"] == "user":
+                line = {**base, "type": "user", "message": {"role": "user", "content": r["content"]}}
+            elif r["role"] == "tool":
+                line = {**base, "type": "user", "message": {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": r["tool_call_id"], "content": r["content"]}]}}
+            elif r.get("tool_calls"):
+                call = r["tool_calls"][0]
+                line = {**base, "type": "assistant", "message": {
+                    "id": f"msg_{i}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                    "content": [{"type": "tool_use", "id": call["id"], "name": call["function"]["name"],
+                                 "input": json.loads(call["function"]["arguments"])}]}}
+            else:
+                line = {**base, "type": "assistant", "message": {
+                    "id": f"msg_{i}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                    "content": [{"type": "text", "text": r["content"]}]}}
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+            parent = me
+
+
+def reference(path: Path) -> float:
+    t0 = time.perf_counter()
+    n = 0
+    with path.open("rb") as f:
+        for raw in f:
+            json.loads(raw)
+            n += 1
+    return n / (time.perf_counter() - t0)
+
+
+def run_import(path: Path, db: Path, window: int, compact: bool) -> dict[str, Any]:
+    mem = lossless.open(db, embedder=None, context_window=window, auto_compact=compact)
+    try:
+        mem.counter.count("warm up the tokenizer outside the timing")
+        t0 = time.perf_counter()
+        report = import_file(mem, path)
+        seconds = time.perf_counter() - t0
+        added = sum(report.added.values())
+        assert not report.skipped, report.skipped[:3]
+        return {"added": added, "seconds": round(seconds, 2), "msgs_per_s": round(added / seconds),
+                "summaries": sum(len(mem.conversation(c).summaries()) for c in report.added)}
+    finally:
+        mem.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--messages", type=int, default=100_000)
+    ap.add_argument("--window", type=int, default=32_768)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    rows = list(synth.messages(args.messages, seed=11))
+    results: dict[str, Any] = {"messages": len(rows), "window": args.window}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for name, writer in (("openai_jsonl", write_openai), ("claude_code", write_claude_code)):
+            path = folder / f"{name}.jsonl"
+            writer(path, rows)
+            entry: dict[str, Any] = {"bytes": path.stat().st_size, "reference_msgs_per_s": round(reference(path))}
+            entry["store_only"] = run_import(path, folder / f"{name}-store.db", args.window, compact=False)
+            entry["import"] = run_import(path, folder / f"{name}.db", args.window, compact=True)
+            results[name] = entry
+            print(f"{name}: {entry}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        for name in ("openai_jsonl", "claude_code"):
+            e = results[name]
+            print(f"{name:13} {e['bytes'] / 1e6:7.1f} MB  reference {e['reference_msgs_per_s']:>9,} msg/s  "
+                  f"store only {e['store_only']['msgs_per_s']:>7,} msg/s  "
+                  f"import {e['import']['msgs_per_s']:>7,} msg/s ({e['import']['summaries']} summaries)")
+
+
+if __name__ == "__main__":
+    main()

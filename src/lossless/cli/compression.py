@@ -1,0 +1,68 @@
+"""``lossless stats CONV``: how much a conversation is condensed, and ``--plot`` to draw it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from lossless.conversation import Conversation
+from lossless.errors import MissingDependencyError, ValidationError
+
+__all__ = ["compression_stats", "plot_compression"]
+
+
+def compression_stats(conv: Conversation, stats: dict[str, Any]) -> dict[str, Any]:
+    """Raw tokens against the active context (frontier summaries + raw tail), their ratio,
+    and the summaries and their tokens at each depth of the DAG."""
+    summaries = conv.summaries()
+    count = Counter(s.depth for s in summaries)
+    tokens: Counter[int] = Counter()
+    for s in summaries:
+        tokens[s.depth] += s.token_count
+    raw, active = int(stats["message_tokens"]), int(stats["active_tokens"])
+    return {
+        "raw_tokens": raw,
+        "active_context_tokens": active,
+        "compression_ratio": round(raw / active, 2) if active else None,
+        "summaries_per_depth": {str(d): count[d] for d in sorted(count)},
+        "summary_tokens_per_depth": {str(d): tokens[d] for d in sorted(tokens)},
+    }
+
+
+def plot_compression(conv: Conversation, stats: dict[str, Any], path: str) -> Path:
+    """Draw the compression to a PNG: raw history beside the active context (summaries and
+    raw tail), and the summaries at each depth. matplotlib is imported only here."""
+    target = Path(path)
+    if target.is_dir():
+        raise ValidationError(f"--plot {target} is a directory: give a file name such as compression.png")
+    if not target.parent.is_dir():
+        raise ValidationError(f"--plot {target}: no directory {target.parent}")
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise MissingDependencyError("--plot needs matplotlib: pip install matplotlib") from None
+    extra = compression_stats(conv, stats)
+    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    FigureCanvasAgg(fig)  # attaches itself to the figure: no pyplot, no global backend
+    left, right = fig.subplots(1, 2)
+    frontier, tail = int(stats["frontier_tokens"]), int(stats["raw_tail_tokens"])
+    left.bar(["raw history"], [extra["raw_tokens"]], color="#9aa5b1")
+    left.bar(["active context"], [tail], color="#f0b429", label="raw tail")
+    left.bar(["active context"], [frontier], bottom=[tail], color="#2680c2", label="frontier summaries")
+    ratio = extra["compression_ratio"]
+    left.set_title(f"{conv.id}: {extra['raw_tokens']:,} → {extra['active_context_tokens']:,} tokens"
+                   + (f" ({ratio:g}×)" if ratio else ""), fontsize=10)
+    left.set_ylabel("tokens")
+    left.legend(loc="upper right", fontsize=8)
+    depths = [int(d) for d in extra["summaries_per_depth"]]
+    counts = list(extra["summaries_per_depth"].values())
+    right.bar([f"d{d}" for d in depths], counts, color="#2680c2")
+    for i, d in enumerate(depths):
+        right.annotate(f"{extra['summary_tokens_per_depth'][str(d)]:,} tok", (i, counts[i]),
+                       ha="center", va="bottom", fontsize=8)
+    right.set_title("summaries per depth" if depths else "no summaries yet", fontsize=10)
+    right.set_ylabel("summaries")
+    fig.savefig(target, format="png", dpi=100)
+    return target

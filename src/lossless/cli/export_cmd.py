@@ -1,0 +1,67 @@
+"""``lossless export``: a conversation (or all of them) as OpenAI JSONL or DAG JSON."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+
+from lossless.cli.context import CommandContext, CommandError
+from lossless.conversation import Conversation
+from lossless.export import export_conversation, export_to_path, file_name_for
+
+__all__ = ["cmd_export"]
+
+
+def cmd_export(ctx: CommandContext) -> int:
+    args = ctx.args
+    if args.all == (args.conversation is not None):
+        raise CommandError("export: give a conversation or --all")
+    if args.all:
+        return _export_all(ctx)
+    conv = ctx.existing_conversation(args.conversation)
+    if args.output == "-":
+        export_conversation(conv, sys.stdout, args.format)
+        sys.stdout.flush()
+        return 0
+    path, messages, summaries = export_to_path(conv, args.output, args.format, force=args.force)
+    _report(ctx, [{"conversation": conv.id, "path": str(path), "messages": messages, "summaries": summaries}])
+    return 0
+
+
+def _export_all(ctx: CommandContext) -> int:
+    args = ctx.args
+    if args.output == "-":
+        raise CommandError("export --all writes one file per conversation: give -o DIRECTORY")
+    memory = ctx.memory(create=False)
+    folder = Path(args.output)
+    if folder.exists() and not folder.is_dir():
+        raise CommandError(f"{folder} is not a directory (export --all writes one file per conversation into it)")
+    folder.mkdir(parents=True, exist_ok=True)
+    written: list[dict[str, Any]] = []
+    offset = 0
+    while batch := memory.conversations(limit=1000, offset=offset):
+        offset += len(batch)
+        for info in batch:
+            conv = Conversation(memory, info.id)
+            # the name comes from the conversation id: made safe, and checked to stay inside the folder
+            target = folder / file_name_for(info.id, args.format)
+            path, messages, summaries = export_to_path(conv, target, args.format, force=args.force, inside=folder)
+            written.append({"conversation": info.id, "path": str(path), "messages": messages,
+                            "summaries": summaries})
+        if len(batch) < 1000:
+            break
+    _report(ctx, written)
+    return 0
+
+
+def _report(ctx: CommandContext, written: list[dict[str, Any]]) -> None:
+    if ctx.json:
+        ctx.emit_json({"written": written})
+        return
+    for item in written:
+        extra = f", {item['summaries']:,} summaries" if item["summaries"] else ""
+        ctx.out.print(Text(f"{item['conversation']}: {item['messages']:,} messages{extra} → {item['path']}"),
+                      soft_wrap=True)

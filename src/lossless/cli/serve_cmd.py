@@ -1,0 +1,189 @@
+"""``lossless serve``, ``lossless mcp`` and ``lossless keys create|ls|revoke``: lossless over
+the network, and the API keys that guard it.
+
+:func:`register` adds the three commands to the top-level subparsers; each command
+function takes the invocation's :class:`CommandContext` and returns the exit status.
+The server and MCP extras are imported only when their command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+
+from rich.table import Table
+from rich.text import Text
+
+from lossless.cli import render
+from lossless.cli.context import CommandContext, CommandError
+from lossless.errors import MissingDependencyError
+from lossless.server.keys import APIKeys
+
+__all__ = ["cmd_keys_create", "cmd_keys_ls", "cmd_keys_revoke", "cmd_mcp", "cmd_serve", "register"]
+
+UPSTREAM_KEY_ENV = "LOSSLESS_UPSTREAM_KEY"
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"expected a port number from 1 to 65535, got {text!r}")
+    return value
+
+
+def _bytes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of bytes, got {text!r}") from None
+    if value < 1024:
+        raise argparse.ArgumentTypeError(f"expected at least 1024 bytes, got {text!r}")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+             parents: Sequence[argparse.ArgumentParser] | None = None) -> None:
+    """Add ``serve``, ``mcp`` and ``keys``. ``parents`` are the parsers of the options every
+    command accepts (``--db``, ``--model`` …); by default the CLI's own."""
+    if parents is None:
+        from lossless.cli.main import _common_options  # here, not at import: main imports us
+
+        parents = [_common_options(True)]
+    common = list(parents)
+
+    p = subparsers.add_parser(
+        "serve", parents=common, help="serve the HTTP API, the context proxy and the web page (uvicorn)",
+        description="Serve the REST API (/v1/lossless/...), the OpenAI/Anthropic-compatible context proxy "
+                    "(/v1/chat/completions, /v1/messages, with --upstream), /openapi.json and a web page at /. "
+                    "Requests need an API key (lossless keys create) once one exists; without any key only "
+                    "loopback is served.")
+    p.set_defaults(run=cmd_serve)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8765, help="port (default: 8765)")
+    p.add_argument("--upstream", metavar="BASE_URL",
+                   help="the model provider the proxy forwards to, e.g. https://api.openai.com/v1")
+    p.add_argument("--upstream-key", metavar="KEY",
+                   help=f"the provider's API key (default: ${UPSTREAM_KEY_ENV}; prefer it: a key on the command "
+                        "line shows in the process list)")
+    p.add_argument("--max-body-bytes", metavar="N", type=_bytes, default=8 * 1024 * 1024,
+                   help="refuse larger request bodies with 413 (default: 8 MiB)")
+    p.add_argument("--log-level", choices=("critical", "error", "warning", "info", "debug"), default="info")
+
+    p = subparsers.add_parser(
+        "mcp", parents=common, help="serve the memory tools over MCP (stdio by default)",
+        description="An MCP server with lcm_grep, lcm_describe, lcm_expand, memory_search and memory_add, and "
+                    "the conversations as resources. stdio for a local agent; --transport http serves "
+                    "streamable HTTP at /mcp on loopback.")
+    p.set_defaults(run=cmd_mcp)
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    p.add_argument("--host", default="127.0.0.1", help="http: address to bind (loopback only)")
+    p.add_argument("--port", type=_port, default=8766, help="http: port (default: 8766)")
+
+    top = subparsers.add_parser("keys", help="API keys of `lossless serve`: create, list, revoke",
+                                description="API keys for the HTTP server. Each belongs to a tenant: the "
+                                            "conversations and memories it can reach. Only a salted hash is "
+                                            "stored; the key is shown once, when created.")
+    sub = top.add_subparsers(dest="keys_command", metavar="SUBCOMMAND", required=True)
+    p = sub.add_parser("create", parents=common, help="create a key for a tenant (printed once)")
+    p.set_defaults(run=cmd_keys_create)
+    p.add_argument("--tenant", required=True, help="letters, digits, '_', '.', '-'")
+    p.add_argument("--name", help="what the key is for")
+    p = sub.add_parser("ls", parents=common, help="list keys (never the keys themselves)")
+    p.set_defaults(run=cmd_keys_ls)
+    p.add_argument("--tenant", help="only this tenant's")
+    p = sub.add_parser("revoke", parents=common, help="revoke a key: refused from the next request on")
+    p.set_defaults(run=cmd_keys_revoke)
+    p.add_argument("id", metavar="ID", help="the key's id (key_…)")
+
+
+def _keys(ctx: CommandContext, *, create: bool) -> APIKeys:
+    return APIKeys(ctx.memory(create=create).store)
+
+
+def cmd_keys_create(ctx: CommandContext) -> int:
+    key, secret = _keys(ctx, create=True).create(ctx.args.tenant, ctx.args.name)
+    if ctx.json:
+        ctx.emit_json({**key.to_dict(), "key": secret})
+        return 0
+    ctx.out.print(Text(secret), soft_wrap=True)
+    ctx.err.print(Text(f"{key.id} for tenant {key.tenant!r}: this is the only time the key is shown; "
+                       "send it as Authorization: Bearer <key>", style="dim"))
+    return 0
+
+
+def cmd_keys_ls(ctx: CommandContext) -> int:
+    keys = _keys(ctx, create=False).ls(ctx.args.tenant)
+    if ctx.json:
+        ctx.emit_json([k.to_dict() for k in keys])
+        return 0
+    if not keys:
+        ctx.out.print(Text("no API keys (the server answers loopback only, without keys)", style="dim"))
+        return 0
+    table = Table()
+    for column in ("id", "tenant", "name", "prefix", "created (UTC)", "last used (UTC)", "status"):
+        table.add_column(column)
+    for k in keys:
+        used = f"{render.utc(k.last_used_at):%Y-%m-%d %H:%M}" if k.last_used_at else "never"
+        table.add_row(Text(k.id), Text(k.tenant), Text(k.name or ""), Text(k.prefix + "…"),
+                      f"{render.utc(k.created_at):%Y-%m-%d %H:%M}", used,
+                      Text("active", style="green") if k.active else Text("revoked", style="red"))
+    ctx.print_unwrapped(table)
+    return 0
+
+
+def cmd_keys_revoke(ctx: CommandContext) -> int:
+    key = _keys(ctx, create=False).revoke(ctx.args.id)
+    if ctx.json:
+        ctx.emit_json(key.to_dict())
+    else:
+        ctx.out.print(Text(f"revoked {key.id} (tenant {key.tenant!r})"))
+    return 0
+
+
+def cmd_serve(ctx: CommandContext) -> int:
+    try:
+        from lossless.server.app import create_app
+        from lossless.server.auth import check_bind
+        from lossless.server.errors import HTTPError
+        from lossless.server.run import serve
+        from lossless.server.state import Upstream
+    except ImportError as exc:
+        raise MissingDependencyError(f"lossless serve needs the server extra: pip install 'lossless[server]' "
+                                     f"({exc})") from exc
+    args = ctx.args
+    memory = ctx.memory(create=True)
+    try:
+        warning = check_bind(args.host, APIKeys(memory.store))
+    except HTTPError as exc:
+        raise CommandError(exc.message) from None
+    if warning:
+        ctx.err.print(Text(f"warning: {warning}", style="yellow"), soft_wrap=True)
+    key = args.upstream_key or os.environ.get(UPSTREAM_KEY_ENV)
+    upstream = Upstream(args.upstream, key) if args.upstream else None
+    app = create_app(memory, upstream=upstream, max_body_bytes=args.max_body_bytes,
+                     allow_implicit_tenant=warning is not None)
+    ctx.err.print(Text(f"lossless: serving {ctx.db_path()} on http://{args.host}:{args.port} "
+                       f"(web page at /, API docs at /openapi.json"
+                       f"{', proxy to ' + args.upstream if args.upstream else ''})", style="dim"), soft_wrap=True)
+    serve(app, args.host, args.port, log_level=args.log_level)
+    return 0
+
+
+def cmd_mcp(ctx: CommandContext) -> int:
+    from lossless.server.auth import is_loopback
+    from lossless.server.mcp_server import build_server
+
+    args = ctx.args
+    if args.transport == "http" and not is_loopback(args.host):
+        raise CommandError(f"lossless mcp --transport http has no API keys, so it binds loopback only, not "
+                           f"{args.host}; for remote agents use `lossless serve`")
+    server = build_server(lambda: ctx.memory(create=True))
+    if args.transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=args.host, port=args.port)
+    return 0

@@ -1,0 +1,157 @@
+"""Write a conversation out, as OpenAI JSONL messages or as JSON with its whole DAG.
+
+``openai-jsonl``: one message per line with every stored field (``conversation``, ``role``,
+``content``, ``name``, ``tool_calls``, ``tool_call_id``, ``created_at``, ``metadata``,
+``external_id``) — ``lossless import`` reads it back into the very same messages (same
+fields, same content hashes).
+
+``json``: ``{"format": "lossless.conversation", "version", "conversation": {id,
+metadata, …}, "messages": [... with id, seq, token_count, content_hash], "summaries":
+[... with their ordered sources]}``. ``lossless import`` reads its messages too
+(compaction rebuilds the summaries).
+
+Both are streamed page by page: a conversation of any length is never held whole.
+Files are written to a temporary name beside the target and renamed into place, so an
+interrupted export never leaves half a file under the real name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from lossless.conversation import Conversation
+from lossless.errors import ValidationError
+from lossless.store.sqlite import message_hash
+from lossless.types import Message, Summary
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "FORMAT_MARK",
+    "ExportFormat",
+    "export_conversation",
+    "export_to_path",
+    "file_name_for",
+    "message_record",
+]
+
+ExportFormat = Literal["openai-jsonl", "json"]
+EXPORT_FORMATS: tuple[ExportFormat, ...] = ("openai-jsonl", "json")
+FORMAT_MARK = "lossless.conversation"
+_PAGE = 1000
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def message_record(msg: Message, conversation: str | None = None) -> dict[str, Any]:
+    """A stored message as the OpenAI-style dict ``lossless import`` reads back."""
+    out: dict[str, Any] = {}
+    if conversation is not None:
+        out["conversation"] = conversation
+    out["role"] = msg.role
+    out["content"] = msg.content
+    if msg.name is not None:
+        out["name"] = msg.name
+    if msg.tool_calls:
+        out["tool_calls"] = list(msg.tool_calls)
+    if msg.tool_call_id is not None:
+        out["tool_call_id"] = msg.tool_call_id
+    out["created_at"] = msg.created_at.isoformat()
+    if msg.metadata:
+        out["metadata"] = msg.metadata
+    if msg.external_id is not None:
+        out["external_id"] = msg.external_id
+    return out
+
+
+def _messages(conv: Conversation) -> Iterator[Message]:
+    last = conv.memory.store.last_seq(conv.id)
+    for first in range(1, last + 1, _PAGE):
+        yield from conv.messages(first, min(last, first + _PAGE - 1))
+
+
+def _summary_record(node: Summary, parent: str | None) -> dict[str, Any]:
+    return {
+        "id": node.id, "depth": node.depth, "content": node.content, "token_count": node.token_count,
+        "first_seq": node.first_seq, "last_seq": node.last_seq, "earliest_at": node.earliest_at.isoformat(),
+        "latest_at": node.latest_at.isoformat(), "descendant_count": node.descendant_count,
+        "source_token_count": node.source_token_count, "summarizer": node.summarizer,
+        "fallback_level": node.fallback_level, "created_at": node.created_at.isoformat(),
+        "sources": [{"kind": ref.kind, "id": ref.id} for ref in node.sources], "parent": parent,
+        "metadata": node.metadata,
+    }
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def export_conversation(conv: Conversation, out: IO[str], format: ExportFormat = "openai-jsonl") -> tuple[int, int]:
+    """Write ``conv`` to ``out``; returns (messages, summaries) written."""
+    if format not in EXPORT_FORMATS:
+        raise ValidationError(f"unknown export format {format!r} (one of: {', '.join(EXPORT_FORMATS)})")
+    count = 0
+    if format == "openai-jsonl":
+        for msg in _messages(conv):
+            out.write(_dumps(message_record(msg, conv.id)) + "\n")
+            count += 1
+        return count, 0
+    info = conv.info
+    head = {"id": info.id, "created_at": info.created_at.isoformat(), "updated_at": info.updated_at.isoformat(),
+            "message_count": info.message_count, "summary_count": info.summary_count, "metadata": info.metadata}
+    out.write(f'{{"format": "{FORMAT_MARK}", "version": 1,\n "conversation": {_dumps(head)},\n "messages": [')
+    for msg in _messages(conv):
+        record = {"id": msg.id, "seq": msg.seq, **message_record(msg), "token_count": msg.token_count,
+                  "content_hash": message_hash(msg.role, msg.content, msg.name, msg.tool_calls, msg.tool_call_id)}
+        out.write(("," if count else "") + "\n  " + _dumps(record))
+        count += 1
+    summaries = conv.summaries()
+    parents = {ref.id: s.id for s in summaries for ref in s.sources if ref.kind == "summary"}
+    out.write("\n ],\n \"summaries\": [")
+    for i, node in enumerate(summaries):
+        out.write(("," if i else "") + "\n  " + _dumps(_summary_record(node, parents.get(node.id))))
+    out.write("\n ]}\n")
+    return count, len(summaries)
+
+
+def file_name_for(conversation_id: str, format: ExportFormat) -> str:
+    """A file name made from a conversation id that stays inside its directory: unsafe
+    characters (``/``, ``..``, ``:`` …) replaced, plus a short hash so that ids differing
+    only there do not collide."""
+    stem = _UNSAFE.sub("_", conversation_id).strip("._")[:80] or "conversation"
+    digest = hashlib.sha256(conversation_id.encode("utf-8")).hexdigest()[:8]
+    return f"{stem}-{digest}.{'jsonl' if format == 'openai-jsonl' else 'json'}"
+
+
+def export_to_path(conv: Conversation, path: str | os.PathLike[str], format: ExportFormat = "openai-jsonl",
+                   *, force: bool = False, inside: Path | None = None) -> tuple[Path, int, int]:
+    """Export to a file, atomically. Refuses a directory, a missing parent directory, an
+    existing file unless ``force``, and (with ``inside``) any path that resolves outside
+    that directory. Returns (path, messages, summaries)."""
+    target = Path(path)
+    if target.is_dir():
+        raise ValidationError(f"{target} is a directory: give a file name to export to "
+                              "(or --all -o DIR for one file per conversation)")
+    parent = target.parent
+    if not parent.is_dir():
+        raise ValidationError(f"cannot write {target}: no directory {parent}")
+    if inside is not None and target.resolve().parent != inside.resolve():
+        raise ValidationError(f"refusing to write {target}: it is outside {inside}")
+    if target.exists() and not force:
+        raise ValidationError(f"{target} exists: pass --force to replace it")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            counts = export_conversation(conv, f, format)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return target, *counts

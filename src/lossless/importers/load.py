@@ -1,0 +1,280 @@
+"""Run an importer into a store: :func:`import_file`.
+
+Records are checked one by one as they stream in (a bad one is reported with its line and
+skipped; the rest go on), then stored in per-conversation batches through
+``Conversation.add_many``: each batch is one transaction, so an interrupted import leaves
+whole batches, and importing again completes it (external ids make stored messages count
+as already there).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lossless.engine import Memory
+from lossless.errors import LosslessError, ValidationError
+from lossless.importers.base import HEAD_BYTES, ByteStream, Ignored, Meta, Problem, Record, Source
+from lossless.importers.detect import FORMATS, detect, reader_for
+from lossless.validate import check_conversation_id, validate_message
+
+__all__ = ["BATCH_SIZE", "ImportReport", "check_source", "file_size", "import_file", "import_stream"]
+
+BATCH_SIZE = 500
+
+
+@dataclass
+class ImportReport:
+    """What one import did. ``skipped`` are problems (each names its line); ``ignored``
+    counts lines that are not messages by design, by kind."""
+
+    source: str = ""
+    format: str = ""
+    added: Counter[str] = field(default_factory=Counter)  # conversation → messages newly stored
+    already_stored: int = 0
+    lines: int = 0
+    skipped: list[Problem] = field(default_factory=list)
+    ignored: Counter[str] = field(default_factory=Counter)
+    stopped_at: int | None = None  # strict: the line that stopped the import
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "format": self.format,
+            "conversations": dict(self.added),
+            "added": sum(self.added.values()),
+            "already_stored": self.already_stored,
+            "lines": self.lines,
+            "skipped": [{"line": p.line, "reason": p.reason, "conversation": p.conversation} for p in self.skipped],
+            "ignored": dict(self.ignored.most_common()),
+            "stopped_at": self.stopped_at,
+        }
+
+    def line(self) -> str:
+        """The one-line summary: conversations, messages, skipped with reasons."""
+        added = sum(self.added.values())
+        convs = sum(1 for n in self.added.values() if n)
+        text = (f"imported {added:,} message{'s' if added != 1 else ''} into {convs} "
+                f"conversation{'s' if convs != 1 else ''} from {self.lines:,} line{'s' if self.lines != 1 else ''}")
+        if self.format:
+            text += f" ({self.format})"
+        if self.already_stored:
+            text += f"; {self.already_stored:,} already stored"
+        if self.skipped:
+            kinds = Counter(p.reason.split(":", 1)[0] for p in self.skipped)
+            detail = ", ".join(f"{n} {kind}" for kind, n in kinds.most_common())
+            text += f"; skipped {len(self.skipped)} line{'s' if len(self.skipped) != 1 else ''} ({detail})"
+        if self.ignored:
+            total = sum(self.ignored.values())
+            detail = ", ".join(f"{n:,} {what}" for what, n in self.ignored.most_common(4))
+            more = len(self.ignored) - 4
+            text += f"; ignored {total:,} non-message item{'s' if total != 1 else ''} ({detail}" + (
+                f", {more} more kinds)" if more > 0 else ")")
+        if self.stopped_at is not None:
+            text += f"; stopped at line {self.stopped_at} (strict)"
+        return text
+
+
+class _Input:
+    """The stream an importer reads: replays the sniffed head first, counts bytes."""
+
+    def __init__(self, stream: ByteStream, head: bytes) -> None:
+        self.stream = stream
+        self.head = head
+        self.done = 0
+
+    def read(self, size: int = -1, /) -> bytes:
+        if self.head:
+            if size is None or size < 0:
+                data = self.head + self.stream.read()
+                self.head = b""
+            else:
+                data, self.head = self.head[:size], self.head[size:]
+        else:
+            data = self.stream.read(size)
+        self.done += len(data)
+        return data
+
+    def readline(self, size: int = -1, /) -> bytes:
+        if not self.head:
+            data = self.stream.readline(size)
+        else:
+            bounded = size is not None and size >= 0
+            limit = min(size, len(self.head)) if bounded else len(self.head)
+            newline = self.head.find(b"\n", 0, limit)
+            if newline >= 0:
+                data, self.head = self.head[: newline + 1], self.head[newline + 1:]
+            elif bounded and size <= len(self.head):
+                data, self.head = self.head[:size], self.head[size:]
+            else:  # the line goes on past the head, in the stream
+                data, self.head = self.head, b""
+                data += self.stream.readline(size - len(data) if bounded else -1)
+        self.done += len(data)
+        return data
+
+
+class _Batches:
+    def __init__(self, memory: Memory, report: ImportReport, batch_size: int) -> None:
+        self.memory = memory
+        self.report = report
+        self.batch_size = batch_size
+        self.pending: dict[str, list[dict[str, Any]]] = {}
+        self.metadata: dict[str, dict[str, Any]] = {}
+        self.touched: set[str] = set()
+
+    def add(self, conversation: str, message: dict[str, Any]) -> None:
+        batch = self.pending.setdefault(conversation, [])
+        batch.append(message)
+        if len(batch) >= self.batch_size:
+            self.flush(conversation)
+
+    def meta(self, conversation: str, metadata: dict[str, Any]) -> None:
+        self.metadata.setdefault(conversation, {}).update(metadata)
+
+    def flush(self, conversation: str) -> None:
+        batch = self.pending.pop(conversation, [])
+        if not batch:
+            return
+        conv = self.memory.conversation(conversation, metadata=self.metadata.pop(conversation, None) or None)
+        self.touched.add(conversation)
+        before = self.memory.store.last_seq(conversation)
+        stored = conv.add_many(batch)
+        new = sum(1 for m in stored if m.seq > before)
+        self.report.added[conversation] += new
+        self.report.already_stored += len(stored) - new
+
+    def finish(self) -> None:
+        for conversation in list(self.pending):
+            self.flush(conversation)
+        for conversation in self.touched & set(self.metadata):  # metadata that came after the last batch
+            self.memory.conversation(conversation, metadata=self.metadata.pop(conversation))
+
+
+def _check(record: Record, conversation: str | None, max_bytes: int) -> Problem | None:
+    """Why a record cannot be stored (None: it can), checked before it joins a batch so
+    one bad record never fails the batch it would have been written with."""
+    if conversation is None:
+        return Problem(record.line, "no conversation: give --conversation or a 'conversation' field on the line")
+    try:
+        check_conversation_id(conversation)
+        validate_message(record.message, max_bytes=max_bytes)
+    except LosslessError as exc:
+        return Problem(record.line, f"invalid message: {exc}", conversation)
+    return None
+
+
+def import_stream(
+    memory: Memory,
+    stream: ByteStream,
+    *,
+    name: str = "<stdin>",
+    format: str | None = None,
+    conversation: str | None = None,
+    strict: bool = False,
+    batch_size: int = BATCH_SIZE,
+    on_problem: Callable[[Problem], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ImportReport:
+    """Import from an open binary stream; see :func:`import_file`."""
+    if conversation is not None:
+        check_conversation_id(conversation)
+    head = stream.read(HEAD_BYTES)
+    fmt = format or detect(head, name=None if name == "<stdin>" else name)
+    reader = reader_for(fmt)
+    stem = Path(name).stem if name != "<stdin>" else "stdin"
+    max_bytes = memory.config.max_message_bytes
+    source = Source(name=name, stem=stem, head=head, max_message_bytes=max_bytes)
+    counted = _Input(stream, head)
+    report = ImportReport(source=name, format=fmt)
+    batches = _Batches(memory, report, batch_size)
+    tick = time.monotonic()
+    for n, item in enumerate(reader(counted, source)):
+        if progress is not None and not n % 256 and time.monotonic() - tick > 0.1:
+            tick = time.monotonic()
+            progress(counted.done)
+        if isinstance(item, Record):
+            report.lines = max(report.lines, item.line)
+            conv = conversation if conversation is not None else item.conversation
+            checked = _check(item, conv, max_bytes)
+            if checked is None and conv is not None:
+                batches.add(conv, item.message)
+                continue
+            item = checked or item
+        if isinstance(item, Problem):
+            report.lines = max(report.lines, item.line)
+            if strict:
+                report.stopped_at = item.line
+                report.skipped.append(item)
+                batches.pending.clear()
+                break
+            report.skipped.append(item)
+            if on_problem is not None:
+                on_problem(item)
+        elif isinstance(item, Ignored):
+            report.lines = max(report.lines, item.line)
+            report.ignored[item.what] += 1
+        elif isinstance(item, Meta):
+            batches.meta(conversation if conversation is not None else item.conversation, item.metadata)
+    else:
+        batches.finish()
+    if progress is not None:
+        progress(counted.done)
+    return report
+
+
+def import_file(
+    memory: Memory,
+    path: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    conversation: str | None = None,
+    strict: bool = False,
+    batch_size: int = BATCH_SIZE,
+    on_problem: Callable[[Problem], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ImportReport:
+    """Import a file (``"-"``: standard input) into ``memory``.
+
+    ``format`` is one of :data:`~lossless.importers.FORMATS` (None: :func:`detect` it).
+    Without ``conversation`` each source conversation keeps its own id (``claude-code:…``,
+    ``chatgpt:…`` — see each importer); with it, everything goes there. A bad record is
+    reported to ``on_problem`` and skipped; ``strict`` stops at the first one instead,
+    dropping the batches not yet written. ``progress(bytes_read)`` is called now and then.
+    """
+    if format is not None and format not in FORMATS:
+        reader_for(format)  # raises with the list of formats
+    check_source(path)
+    if str(path) == "-":
+        return import_stream(memory, sys.stdin.buffer, format=format, conversation=conversation, strict=strict,
+                             batch_size=batch_size, on_problem=on_problem, progress=progress)
+    target = Path(path)
+    with target.open("rb") as f:
+        return import_stream(memory, f, name=str(target), format=format, conversation=conversation, strict=strict,
+                             batch_size=batch_size, on_problem=on_problem, progress=progress)
+
+
+def check_source(path: str | os.PathLike[str]) -> None:
+    """Refuse, before anything is opened or created, a path that is missing or a directory."""
+    if str(path) == "-":
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise ValidationError(f"{target} is a directory, not a file to import (import its files one by one)")
+    if not target.exists():
+        raise ValidationError(f"{target}: no such file")
+
+
+def file_size(path: str | os.PathLike[str]) -> int | None:
+    """The size of a regular file, None for standard input or anything unsized."""
+    if str(path) == "-":
+        return None
+    try:
+        return os.stat(path).st_size or None
+    except OSError:
+        return None

@@ -1,0 +1,142 @@
+"""OpenAI chat messages, lossless's own wire format.
+
+JSONL: one message object per line (``role``, ``content`` as text or content parts,
+``tool_calls``, ``tool_call_id``, ``name``, ``created_at``, ``metadata``,
+``external_id``), with the conversation in a ``conversation`` field or given by the caller;
+a line holding ``{"conversation": …, "messages": [...]}`` imports that whole list.
+
+JSON: an array of such messages, an array of ``{"conversation", "messages"}`` objects, or
+one such object — including ``lossless export --format json`` (its summaries are not
+imported: compaction rebuilds them).
+
+Messages are stored as given: ``external_id`` is honoured when present and never made up,
+so an export imported into a fresh store gives back the very same messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from lossless.importers.base import (
+    HEAD_BYTES,
+    ByteStream,
+    Ignored,
+    Item,
+    Meta,
+    Problem,
+    Record,
+    Source,
+    iter_json_lines,
+)
+from lossless.importers.jsonstream import JsonStreamError, iter_document
+
+__all__ = ["FORMAT", "read"]
+
+FORMAT = "openai"
+EXPORT_FORMAT = "lossless.conversation"
+# fields a lossless JSON export adds to each message; they are the store's, not the message's
+_EXPORT_KEYS = ("id", "seq", "token_count", "content_hash", "conversation_id")
+
+
+def read(stream: ByteStream, source: Source) -> Iterator[Item]:
+    """Records from a JSONL file or a JSON document (chosen by the first bytes)."""
+    if _is_document(source.head):
+        yield from _read_document(stream)
+    else:
+        yield from _read_lines(stream, source)
+
+
+def _is_document(head: bytes) -> bool:
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text.startswith(b"["):
+        return True
+    if not text.startswith(b"{"):
+        return False
+    first, newline, _ = text.partition(b"\n")
+    if not newline and len(head) >= HEAD_BYTES:
+        return False  # a first line longer than the sniffed bytes: a long JSONL line
+    try:
+        json.loads(first)
+    except ValueError:
+        return True  # a pretty-printed document: its first line is not JSON on its own
+    except RecursionError:
+        return False  # one whole (too deeply nested) line: the line reader reports it
+    return False
+
+
+def _conversation_of(value: Any) -> tuple[str | None, dict[str, Any] | None]:
+    if isinstance(value, dict):
+        cid = value.get("id")
+        meta = value.get("metadata")
+        return (cid if isinstance(cid, str) else None), (meta if isinstance(meta, dict) else None)
+    return (value if isinstance(value, str) else None), None
+
+
+def _message(data: Any, line: int, conversation: str | None, *, export: bool = False) -> Item:
+    if not isinstance(data, dict):
+        return Problem(line, f"invalid message: expected a JSON object, got {type(data).__name__}")
+    given = data.pop("conversation", None)
+    if export:
+        for key in _EXPORT_KEYS:
+            data.pop(key, None)
+    return Record(conversation if conversation is not None else given, data, line)
+
+
+def _conversation_doc(doc: dict[str, Any], line: int) -> Iterator[Item]:
+    cid, meta = _conversation_of(doc.get("conversation"))
+    if cid is not None and isinstance(doc.get("metadata"), dict):
+        meta = {**(meta or {}), **doc["metadata"]}
+    if cid is not None and meta:
+        yield Meta(cid, meta, line)
+    messages = doc.get("messages")
+    if not isinstance(messages, list):
+        yield Problem(line, "invalid message: 'messages' must be a list")
+        return
+    export = doc.get("format") == EXPORT_FORMAT
+    for data in messages:
+        yield _message(data, line, cid, export=export)
+
+
+def _read_lines(stream: ByteStream, source: Source) -> Iterator[Item]:
+    for parsed in iter_json_lines(stream, source):
+        if isinstance(parsed, Problem):
+            yield parsed
+            continue
+        lineno, data = parsed
+        if isinstance(data, dict) and "role" not in data and isinstance(data.get("messages"), list):
+            yield from _conversation_doc(data, lineno)
+        else:
+            yield _message(data, lineno, None)
+
+
+def _read_document(stream: ByteStream) -> Iterator[Item]:
+    conversation: str | None = None
+    metadata: dict[str, Any] = {}
+    export = False
+    try:
+        for path, value, line in iter_document(stream, stream_keys=("messages",)):
+            key = path[0]
+            if isinstance(key, int):  # an element of a top-level array
+                if isinstance(value, dict) and "role" not in value and isinstance(value.get("messages"), list):
+                    yield from _conversation_doc(value, line)
+                else:
+                    yield _message(value, line, None)
+            elif key == "format":
+                export = value == EXPORT_FORMAT
+            elif key == "conversation":
+                conversation, meta = _conversation_of(value)
+                metadata.update(meta or {})
+                if conversation is not None and metadata:
+                    yield Meta(conversation, dict(metadata), line)
+            elif key == "metadata" and isinstance(value, dict):
+                metadata.update(value)
+                if conversation is not None:
+                    yield Meta(conversation, dict(metadata), line)
+            elif key == "messages":
+                yield _message(value, line, conversation, export=export)
+            elif key == "summaries" and isinstance(value, list) and value:
+                yield Ignored(line, "summaries of a lossless export (compaction rebuilds them)")
+    except JsonStreamError as exc:
+        yield Problem(exc.line, exc.message)

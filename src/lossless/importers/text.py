@@ -1,0 +1,92 @@
+"""Plain-text and Markdown transcripts.
+
+A line that starts with a speaker — ``User:``, ``Human:``, ``Assistant:``, ``AI:``,
+``System:`` (also ``Claude:``, ``ChatGPT:``, ``Bot:``), bare or in Markdown bold
+(``**User**:`` / ``**User:**``), any case — starts a message; the lines after it, up to
+the next speaker line, belong to that message (blank lines around it are trimmed, the
+rest is kept as written). Text before the first speaker line is counted and skipped.
+
+Conversation ``text:<file name>``; there are no ids or times in the file, so each
+message's external id hashes the conversation, its position and its text (re-importing the
+same file adds nothing; editing an earlier message and re-importing adds the changed tail
+again), and its time is the time of the import.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from lossless.importers.base import ByteStream, Ignored, Item, Problem, Record, Source, derived_id
+
+__all__ = ["FORMAT", "SPEAKER", "read"]
+
+FORMAT = "text"
+_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "claude": "assistant",
+          "chatgpt": "assistant", "bot": "assistant", "system": "system"}
+SPEAKER = re.compile(r"^[ \t]*(?:[*_]{1,2}[ \t]*)?(" + "|".join(_ROLES) + r")[ \t]*(?:[*_]{1,2})?[ \t]*:"
+                     r"(?:[ \t]*[*_]{1,2})?[ \t]?(.*)$", re.IGNORECASE)
+
+
+class _Transcript:
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.conversation = f"{FORMAT}:{source.stem}"
+        self.role: str | None = None
+        self.start = 0
+        self.lines: list[str] = []
+        self.size = 0
+        self.position = 0
+
+    def begin(self, role: str, first: str, line: int) -> Iterator[Item]:
+        yield from self.end()
+        self.role, self.start, self.lines, self.size = role, line, [first], len(first)
+
+    def add(self, text: str) -> None:
+        self.size += len(text) + 1
+        if self.size <= self.source.max_message_bytes:
+            self.lines.append(text)
+
+    def end(self) -> Iterator[Item]:
+        if self.role is None:
+            return
+        role, self.role = self.role, None
+        if self.size > self.source.max_message_bytes:
+            yield Problem(self.start, f"invalid message: message is over {self.source.max_message_bytes:,} "
+                                      "characters; the limit is that many bytes (config max_message_bytes)",
+                          self.conversation)
+            return
+        content = "\n".join(self.lines).strip()
+        if not content:
+            yield Problem(self.start, f"empty message: the {role} line has no text", self.conversation)
+            return
+        ext = derived_id(FORMAT, self.conversation, self.position, role, content)
+        self.position += 1
+        yield Record(self.conversation, {"role": role, "content": content, "external_id": ext}, self.start)
+
+
+def read(stream: ByteStream, source: Source) -> Iterator[Item]:
+    """Records from a plain-text or Markdown transcript."""
+    transcript = _Transcript(source)
+    preamble = 0
+    lineno = 0
+    at_start = True  # this read begins a line (a huge line arrives in bounded pieces)
+    while raw := stream.readline(source.line_limit):
+        piece_of_line = not at_start
+        lineno += at_start
+        at_start = raw.endswith(b"\n")
+        try:
+            text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as exc:
+            yield Problem(lineno, f"not UTF-8: undecodable byte at column {exc.start + 1}")
+            continue
+        speaker = None if piece_of_line else SPEAKER.match(text)
+        if speaker:
+            yield from transcript.begin(_ROLES[speaker.group(1).lower()], speaker.group(2), lineno)
+        elif transcript.role is not None:
+            transcript.add(text)
+        elif text.strip():
+            preamble = preamble or lineno
+    yield from transcript.end()
+    if preamble:
+        yield Ignored(preamble, "text before the first speaker line")

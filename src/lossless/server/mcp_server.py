@@ -1,0 +1,160 @@
+"""lossless as an MCP server (``lossless mcp``), with the official ``mcp`` SDK.
+
+Tools: ``lcm_grep``, ``lcm_describe``, ``lcm_expand`` (the agent tools of
+:mod:`lossless.tools`, same descriptions and arguments, plus an optional
+``conversation`` to stay inside one conversation), ``memory_search`` and ``memory_add``
+(long-term memory). Resources: ``lossless://conversations`` (the list) and
+``lossless://conversations/{conversation_id}`` (one conversation's stats and summary DAG).
+A lossless error comes back as a tool error the model can read.
+
+Over stdio it serves the local user; over HTTP (streamable HTTP at ``/mcp``) it binds
+loopback only, since it has no keys: for remote agents use ``lossless serve``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+
+import anyio
+from pydantic import Field
+
+from lossless.errors import LosslessError, MissingDependencyError
+from lossless.tools import openai_tools
+
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+except ImportError as exc:  # pragma: no cover - the extra is missing
+    raise MissingDependencyError("the MCP server needs the mcp extra: pip install 'lossless[mcp]'") from exc
+
+if TYPE_CHECKING:
+    from lossless.engine import Memory
+
+__all__ = ["TOOL_NAMES", "build_server"]
+
+TOOL_NAMES = ("lcm_grep", "lcm_describe", "lcm_expand", "memory_search", "memory_add")
+T = TypeVar("T")
+
+_SPECS = {t["function"]["name"]: t["function"] for t in openai_tools()}
+_SCOPE = "Only inside this conversation (default: every conversation)."
+
+
+def _doc(tool: str, param: str) -> str:
+    """A parameter's description in :mod:`lossless.tools`, so MCP and tool calling agree."""
+    prop = _SPECS[tool]["parameters"]["properties"].get(param, {})
+    return str(prop.get("description", ""))
+
+
+Kind = Literal["task", "fact", "preference", "error", "pattern"]
+
+
+def build_server(memory: Memory | Callable[[], Memory], *, name: str = "lossless") -> MCPServer[Any]:
+    """The MCP server over ``memory`` (or the Memory ``memory()`` opens on first use)."""
+    opened: list[Memory] = []
+
+    def mem() -> Memory:
+        if not opened:
+            opened.append(memory() if callable(memory) else memory)
+        return opened[0]
+
+    async def run(fn: Callable[[], T]) -> T:
+        """The sync core in a worker thread; lossless errors as tool errors."""
+        try:
+            return await anyio.to_thread.run_sync(fn)
+        except LosslessError as exc:
+            raise ToolError(str(exc)) from exc
+
+    server: MCPServer[Any] = MCPServer(
+        name, instructions="Long-term memory of past conversations: every message kept verbatim, older history "
+                           "as a DAG of summaries. lcm_grep to find, lcm_describe to inspect a node, lcm_expand to "
+                           "read the originals; memory_search / memory_add for durable facts and preferences.")
+
+    @server.tool(name="lcm_grep", description=_SPECS["lcm_grep"]["description"])
+    async def lcm_grep(
+        query: Annotated[str, Field(description=_doc("lcm_grep", "query"))],
+        conversation: Annotated[str | None, Field(description=_SCOPE)] = None,
+        mode: Annotated[Literal["fts", "regex", "semantic", "hybrid"], Field(description=_doc("lcm_grep", "mode"))] = "fts",
+        scope: Literal["all", "messages", "summaries"] = "all",
+        role: Literal["system", "user", "assistant", "tool"] | None = None,
+        since: Annotated[str | None, Field(description=_doc("lcm_grep", "since"))] = None,
+        until: Annotated[str | None, Field(description=_doc("lcm_grep", "until"))] = None,
+        sort: Literal["relevance", "recency"] = "relevance",
+        limit: Annotated[int, Field(ge=1, le=100)] = 10,
+    ) -> dict[str, Any]:
+        return await run(lambda: mem().tools(conversation).lcm_grep(
+            query, mode=mode, scope=scope, role=role, since=since, until=until, sort=sort, limit=limit))
+
+    @server.tool(name="lcm_describe", description=_SPECS["lcm_describe"]["description"])
+    async def lcm_describe(
+        id: Annotated[str, Field(description=_doc("lcm_describe", "id"))],
+        conversation: Annotated[str | None, Field(description=_SCOPE)] = None,
+    ) -> dict[str, Any]:
+        return await run(lambda: mem().tools(conversation).lcm_describe(id))
+
+    @server.tool(name="lcm_expand", description=_SPECS["lcm_expand"]["description"])
+    async def lcm_expand(
+        id: Annotated[str, Field(description=_doc("lcm_expand", "id"))],
+        conversation: Annotated[str | None, Field(description=_SCOPE)] = None,
+        to: Annotated[Literal["messages", "sources"], Field(description=_doc("lcm_expand", "to"))] = "messages",
+        max_tokens: Annotated[int, Field(ge=1, description=_doc("lcm_expand", "max_tokens"))] = 4000,
+        from_seq: Annotated[int | None, Field(ge=1, description=_doc("lcm_expand", "from_seq"))] = None,
+        offset: Annotated[int, Field(ge=0, description=_doc("lcm_expand", "offset"))] = 0,
+        max_chars: Annotated[int | None, Field(ge=1, description=_doc("lcm_expand", "max_chars"))] = None,
+        page: Annotated[int | None, Field(ge=1, description=_doc("lcm_expand", "page"))] = None,
+    ) -> dict[str, Any]:
+        args: dict[str, Any] = {"id": id, "to": to, "max_tokens": max_tokens}
+        extra = {"from_seq": from_seq, "offset": offset or None, "max_chars": max_chars, "page": page}
+        args.update({k: v for k, v in extra.items() if v is not None})
+        return await run(lambda: mem().tools(conversation).call("lcm_expand", args))
+
+    @server.tool(name="memory_search", description=(
+        "Search long-term memories (facts, preferences, decisions, errors, tasks kept across conversations). "
+        "Returns the records this user/agent may see that match, best first, each with its id, kind, date and "
+        "score."))
+    async def memory_search(
+        query: Annotated[str, Field(description="What to look for, in plain words.")],
+        user: Annotated[str | None, Field(description="Search as this user: their records and global ones.")] = None,
+        agent: Annotated[str | None, Field(description="Search as this agent.")] = None,
+        kind: Annotated[list[Kind] | None, Field(description="Only these kinds.")] = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 10,
+    ) -> dict[str, Any]:
+        records = await run(lambda: mem().memories.search(query, user=user, agent=agent, kind=kind, limit=limit))
+        return {"query": query, "count": len(records), "memories": [r.to_dict() for r in records]}
+
+    @server.tool(name="memory_add", description=(
+        "Store a durable memory: a fact, preference, decision, error with its fix, or task. The same content "
+        "for the same owner is stored once (its use count goes up)."))
+    async def memory_add(
+        content: Annotated[str, Field(description="The memory, one self-contained statement.")],
+        kind: Annotated[Kind, Field(description="What sort of memory it is.")] = "fact",
+        user: Annotated[str | None, Field(description="The user it belongs to (none: global).")] = None,
+        agent: Annotated[str | None, Field(description="The agent it belongs to.")] = None,
+        importance: Annotated[float | None, Field(ge=0, le=1, description="0..1 (default: by kind).")] = None,
+    ) -> dict[str, Any]:
+        record = await run(lambda: mem().memories.add(content, kind=kind, user=user, agent=agent,
+                                                      importance=importance))
+        return record.to_dict()
+
+    @server.resource("lossless://conversations", name="conversations", mime_type="application/json",
+                     description="Every conversation with its message and summary counts, newest first.")
+    async def conversations() -> dict[str, Any]:
+        infos = await run(lambda: mem().conversations(limit=10_000))
+        return {"conversations": [{"id": c.id, "messages": c.message_count, "summaries": c.summary_count,
+                                   "updated_at": c.updated_at.isoformat(), "metadata": c.metadata} for c in infos]}
+
+    @server.resource("lossless://conversations/{conversation_id}", name="conversation", mime_type="application/json",
+                     description="One conversation: its stats and its summary DAG (frontier first).")
+    async def conversation(conversation_id: str) -> dict[str, Any]:
+        def read() -> dict[str, Any]:
+            conv = mem().get_conversation(conversation_id)
+            if conv is None:
+                raise LosslessError(f"no conversation {conversation_id!r}")
+            frontier = [s.id for s in conv.frontier()]
+            nodes = [{"id": s.id, "depth": s.depth, "first_seq": s.first_seq, "last_seq": s.last_seq,
+                      "tokens": s.token_count, "sources": [r.id for r in s.sources]} for s in conv.summaries()]
+            return {"stats": conv.stats(), "frontier": frontier, "summaries": nodes}
+
+        return await run(read)
+
+    return server

@@ -1,0 +1,352 @@
+"""The context proxy: ``POST /v1/chat/completions`` (OpenAI) and ``POST /v1/messages``
+(Anthropic, :mod:`lossless.server.anthropic_wire`) in front of a provider.
+
+A client keeps sending its whole chat, as to the provider itself, naming the conversation
+in ``X-Lossless-Conversation`` (or the OpenAI request's ``user`` field, or Anthropic's
+``metadata.user_id``). For each request lossless
+
+1. stores the messages it has not seen yet (:mod:`lossless.server.chat_match`), which may
+   compact older history;
+2. assembles the context for the model's window (``lossless.models.context_window``, less
+   the reply's ``max_tokens`` and the tool schemas) with the last user message as the
+   recall query, in the cache-stable layout;
+3. forwards the request with ``messages`` replaced by that context, using the server's
+   upstream key (the client's key is lossless's own);
+4. returns the provider's answer unchanged — JSON, or the SSE stream relayed chunk by
+   chunk — and stores the assistant's reply (tool calls intact; a stream once it is
+   complete).
+
+When the provider says the context is too long, the conversation is compacted in
+emergency mode and the request retried with a smaller budget (``max_compactions`` times),
+then once more with the largest tool outputs cut; still too long is a 422
+``context_overflow``. Other provider errors are passed through as they came; an
+unreachable provider is a 502.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+import httpx
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from lossless.emergency import (
+    context_limit_from_error,
+    is_context_length_error,
+    truncate_tool_outputs,
+)
+from lossless.errors import ContextOverflowError
+from lossless.models import context_window
+from lossless.render import content_text
+from lossless.server.chat_match import match_new, storable
+from lossless.server.errors import HTTPError, error_response, exception_response
+from lossless.server.params import bad, read_json
+from lossless.server.sse import OpenAIStreamReply, ServerSentEvent, SSEParser
+from lossless.server.state import ServerState, Upstream, state_of
+from lossless.server.tenancy import Tenant
+from lossless.tokens import count_chat_tokens
+from lossless.types import AssembledContext, ChatMessage
+
+if TYPE_CHECKING:
+    from lossless.engine import Memory
+
+__all__ = ["CONVERSATION_HEADER", "Dialect", "OpenAIDialect", "ProxyTurn", "UpstreamError", "proxy_route", "routes"]
+
+log = logging.getLogger("lossless.server")
+
+CONVERSATION_HEADER = "x-lossless-conversation"
+_MIN_BUDGET = 256
+
+
+class UpstreamError(Exception):
+    """A provider's error answer, shaped so :func:`is_context_length_error` can read it."""
+
+    def __init__(self, status: int, raw: bytes) -> None:
+        self.status_code = status
+        self.raw = raw
+        try:
+            self.body: Any = json.loads(raw)
+        except ValueError:
+            self.body = None
+        error = self.body.get("error") if isinstance(self.body, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+        super().__init__(f"HTTP {status}: {message or raw[:500].decode('utf-8', 'replace')}")
+
+
+class StreamReply(Protocol):
+    done: bool
+
+    def feed(self, event: ServerSentEvent) -> None: ...
+
+
+class Dialect(Protocol):
+    """What differs between the OpenAI and the Anthropic wire formats."""
+
+    path: str
+
+    def conversation(self, request: Request, body: dict[str, Any]) -> str | None: ...
+    def incoming(self, body: dict[str, Any]) -> list[dict[str, Any]]: ...
+    def outgoing(self, body: dict[str, Any], messages: list[ChatMessage]) -> dict[str, Any]: ...
+    def reserve(self, body: dict[str, Any], window: int) -> int: ...
+    def headers(self, request: Request, upstream: Upstream) -> dict[str, str]: ...
+    def reply(self, data: Any) -> dict[str, Any] | None: ...
+    def stream_reply(self) -> StreamReply: ...
+    def streamed(self, acc: Any) -> dict[str, Any] | None: ...
+
+
+def default_reserve(requested: Any, window: int) -> int:
+    """Room kept for the reply: what the request asks for, else an eighth of the window
+    (at most 4096), never more than half the window."""
+    if isinstance(requested, int) and not isinstance(requested, bool) and requested > 0:
+        return min(requested, window // 2)
+    return min(4096, window // 8)
+
+
+class OpenAIDialect:
+    path = "/chat/completions"
+
+    def conversation(self, request: Request, body: dict[str, Any]) -> str | None:
+        user = body.get("user")
+        return request.headers.get(CONVERSATION_HEADER) or (user if isinstance(user, str) else None)
+
+    def incoming(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        return storable(body.get("messages"))
+
+    def outgoing(self, body: dict[str, Any], messages: list[ChatMessage]) -> dict[str, Any]:
+        return {**body, "messages": messages}
+
+    def reserve(self, body: dict[str, Any], window: int) -> int:
+        return default_reserve(body.get("max_completion_tokens", body.get("max_tokens")), window)
+
+    def headers(self, request: Request, upstream: Upstream) -> dict[str, str]:
+        out = {"content-type": "application/json"}
+        if upstream.api_key:
+            out["authorization"] = f"Bearer {upstream.api_key}"
+        for name in ("openai-organization", "openai-project"):
+            if request.headers.get(name):
+                out[name] = request.headers[name]
+        return out
+
+    def reply(self, data: Any) -> dict[str, Any] | None:
+        choices = data.get("choices") if isinstance(data, dict) else None
+        message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
+        if not isinstance(message, dict):
+            return None
+        out: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
+        calls = [{"id": c.get("id") or f"call_{i}", "type": c.get("type", "function"),
+                  "function": {"name": (c.get("function") or {}).get("name"),
+                               "arguments": (c.get("function") or {}).get("arguments") or "{}"}}
+                 for i, c in enumerate(message.get("tool_calls") or []) if isinstance(c, dict)]
+        if calls:
+            out["tool_calls"] = calls
+        return out if out["content"] or calls else None
+
+    def stream_reply(self) -> OpenAIStreamReply:
+        return OpenAIStreamReply()
+
+    def streamed(self, acc: Any) -> dict[str, Any] | None:
+        message: dict[str, Any] = acc.message()
+        return message if message.get("content") or message.get("tool_calls") else None
+
+
+@dataclass
+class ProxyTurn:
+    """The blocking half of one proxied request (each method runs in a worker thread)."""
+
+    memory: Memory
+    stored_id: str
+    budget: int
+    query: str | None
+    compactions: int = 0
+    truncate: bool = False
+    sent_tokens: list[int] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, memory: Memory, tenant: Tenant, public_id: str, incoming: list[dict[str, Any]],
+              budget: int) -> ProxyTurn:
+        """Store the request's new messages (creating the conversation if needed)."""
+        stored_id = tenant.stored_id(public_id)
+        limit = memory.config.max_message_bytes
+        exists = memory.get_conversation(stored_id) is not None
+        tail = []
+        if exists:
+            last = memory.store.last_seq(stored_id)
+            tail = memory.store.get_messages(stored_id, max(1, last - len(incoming) + 1))
+        new = match_new(tail, incoming, limit).new
+        conv = memory.conversation(stored_id, None if exists else tenant.metadata_in(None))
+        if new:
+            conv.add_many(new)
+        last_user = next((m for m in reversed(incoming) if m.get("role") == "user"), None)
+        query = content_text(last_user.get("content")) if last_user else None
+        return cls(memory, stored_id, budget, query or None)
+
+    def context(self) -> AssembledContext:
+        ctx = self.memory.assembler.assemble(self.stored_id, self.budget, self.query, layout="stable")
+        if self.truncate:  # the last resort: cut the biggest tool outputs (whole in the store)
+            messages = truncate_tool_outputs(ctx.messages, self.memory.counter, self.budget)
+            ctx = replace(ctx, messages=messages, tokens=count_chat_tokens(self.memory.counter, messages))
+        self.sent_tokens.append(ctx.tokens)
+        return ctx
+
+    def recover(self, error: BaseException, max_compactions: int) -> bool:
+        """After a context-length error: compact in emergency mode and shrink the budget;
+        False when nothing is left to try."""
+        if self.truncate:
+            return False
+        if self.compactions >= max_compactions:
+            self.truncate = True
+            return True
+        self.memory.compactor.compact(self.stored_id, force=True, emergency=True, reason="context-length error",
+                                      wait=self.memory.config.tool_wait_seconds)
+        self.compactions += 1
+        target = int(self.budget * 0.8)
+        limit, sent = context_limit_from_error(error)
+        if limit:
+            ours = self.sent_tokens[-1] if self.sent_tokens else 0
+            scale = ours / sent if sent and ours else 1.0
+            target = min(target, int(limit * min(scale, 1.0) * 0.9))
+        self.budget = max(_MIN_BUDGET // 4, target)
+        return True
+
+    def store_reply(self, reply: dict[str, Any] | None) -> None:
+        kept = storable([reply]) if reply is not None else []
+        if not kept:
+            return
+        try:
+            self.memory.conversation(self.stored_id).add_many(kept)
+        except Exception:  # the client still gets its answer; the next request re-sends the reply
+            log.exception("lossless proxy: %s: storing the reply failed", self.stored_id)
+
+
+def _http(state: ServerState) -> httpx.AsyncClient:
+    client = state.extra.get("http")
+    if client is None:
+        timeout = state.upstream.timeout if state.upstream else 600.0
+        client = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0))
+        state.extra["http"] = client
+    assert isinstance(client, httpx.AsyncClient)
+    return client
+
+
+def _budget(state: ServerState, dialect: Dialect, body: dict[str, Any]) -> int:
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise bad("'model' is required")
+    window = context_window(model, default=state.memory.config.context_window)
+    tools = body.get("tools")
+    schema_tokens = state.memory.counter.count(json.dumps(tools, ensure_ascii=False)) if tools else 0
+    return max(_MIN_BUDGET, window - dialect.reserve(body, window) - schema_tokens)
+
+
+async def proxy(request: Request, dialect: Dialect) -> Response:
+    state = state_of(request)
+    try:
+        tenant = await run_in_threadpool(state.tenant, request)
+        if state.upstream is None:
+            raise HTTPError(501, "not_available", "this server has no upstream model provider: start it with "
+                                                  "`lossless serve --upstream BASE_URL`")
+        body = await read_json(request, state.max_body_bytes)
+        if not isinstance(body, dict):
+            raise bad("the request body must be a JSON object")
+        public = dialect.conversation(request, body)
+        if not public:
+            raise bad(f"name the conversation: send the {CONVERSATION_HEADER} header (or the request's user field)")
+        incoming = dialect.incoming(body)
+        turn = await run_in_threadpool(ProxyTurn.start, state.memory, tenant, public, incoming,
+                                       _budget(state, dialect, body))
+    except Exception as exc:
+        return exception_response(exc)
+    return await _forward(request, state, dialect, body, turn, public)
+
+
+async def _forward(request: Request, state: ServerState, dialect: Dialect, body: dict[str, Any], turn: ProxyTurn,
+                   public: str) -> Response:
+    upstream = state.upstream
+    assert upstream is not None
+    client = _http(state)
+    url = upstream.base_url.rstrip("/") + dialect.path
+    headers = dialect.headers(request, upstream)
+    stream = bool(body.get("stream"))
+    while True:
+        try:
+            ctx = await run_in_threadpool(turn.context)
+        except Exception as exc:
+            return exception_response(exc)
+        payload = dialect.outgoing(body, ctx.messages)
+        try:
+            response = await client.send(client.build_request("POST", url, json=payload, headers=headers), stream=True)
+        except httpx.HTTPError as exc:
+            return error_response(502, "upstream_error", f"the upstream provider at {upstream.base_url} did not "
+                                                         f"answer: {type(exc).__name__}: {exc}")
+        if response.status_code < 400:
+            break
+        raw = await response.aread()
+        await response.aclose()
+        error = UpstreamError(response.status_code, raw)
+        if not is_context_length_error(error):
+            return Response(raw, status_code=response.status_code,
+                            media_type=response.headers.get("content-type", "application/json"))
+        log.warning("lossless proxy: %s: the provider refused %d tokens as too long", turn.stored_id, ctx.tokens)
+        try:
+            more = await run_in_threadpool(turn.recover, error, upstream.max_compactions)
+        except Exception as exc:
+            return exception_response(exc)
+        if not more:
+            return exception_response(ContextOverflowError(
+                f"the provider still refused the context as too long after {turn.compactions} emergency "
+                f"compactions and cutting tool outputs: {error}"))
+    extra = {"x-lossless-conversation": public, "x-lossless-context-tokens": str(ctx.tokens),
+             "x-lossless-compactions": str(turn.compactions)}
+    if not stream:
+        raw = await response.aread()
+        await response.aclose()
+        try:
+            reply = dialect.reply(json.loads(raw))
+        except ValueError:
+            reply = None
+        await run_in_threadpool(turn.store_reply, reply)
+        return Response(raw, status_code=response.status_code,
+                        media_type=response.headers.get("content-type", "application/json"), headers=extra)
+    return StreamingResponse(_relay(response, dialect, turn), status_code=response.status_code,
+                             media_type=response.headers.get("content-type", "text/event-stream"),
+                             headers={**extra, "cache-control": "no-cache"})
+
+
+async def _relay(response: httpx.Response, dialect: Dialect, turn: ProxyTurn) -> AsyncIterator[bytes]:
+    """The provider's bytes as they come; the reply is stored before the final event is
+    passed on (a client may hang up right after it)."""
+    parser = SSEParser()
+    acc = dialect.stream_reply()
+    stored = False
+    try:
+        async for chunk in response.aiter_raw():
+            for event in parser.feed(chunk):
+                acc.feed(event)
+            if acc.done and not stored:
+                stored = True
+                await run_in_threadpool(turn.store_reply, dialect.streamed(acc))
+            yield chunk
+    finally:
+        await response.aclose()
+
+
+def proxy_route(path: str, dialect: Dialect) -> Route:
+    async def handle(request: Request) -> Response:
+        return await proxy(request, dialect)
+
+    handle.__name__ = f"proxy_{dialect.__class__.__name__.lower()}"
+    return Route(path, handle, methods=["POST"])
+
+
+def routes() -> list[Route]:
+    from lossless.server.anthropic_wire import AnthropicDialect
+
+    return [proxy_route("/v1/chat/completions", OpenAIDialect()), proxy_route("/v1/messages", AnthropicDialect())]
+

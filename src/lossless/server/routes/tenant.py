@@ -1,0 +1,77 @@
+"""Tenant-wide endpoints: search every conversation, totals, verification, who am I."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.routing import Route
+
+from lossless.errors import NotFoundError
+from lossless.server.keys import sqlite_store
+from lossless.server.params import Fields
+from lossless.server.routes.conversations import search_hits
+from lossless.server.state import Call, endpoint
+
+__all__ = ["routes"]
+
+PREFIX = "/v1/lossless"
+
+
+def search(call: Call) -> dict[str, Any]:
+    """Search the tenant's conversations (all of them, or those listed)."""
+    tenant = call.tenant
+    body = call.body if isinstance(call.body, dict) else {}
+    listed = body.get("conversations")
+    if listed is None:
+        ids: list[str] | None = None if tenant.implicit else tenant.conversation_ids(call.memory)
+    else:
+        wanted = [tenant.stored_id(c) for c in Fields(body).strings("conversations") or []]
+        missing = sorted(set(wanted) - set(tenant.conversation_ids(call.memory)))
+        if missing:
+            raise NotFoundError(f"no conversation {tenant.public_id(missing[0])!r}")
+        ids = wanted
+    return search_hits(call, ids, ("conversations",))
+
+
+def _range(tenant_prefix: str) -> tuple[str, tuple[Any, ...]]:
+    if not tenant_prefix:
+        return "1", ()
+    return "conversation_id >= ? AND conversation_id < ?", (tenant_prefix, tenant_prefix[:-1] + "0")
+
+
+def stats(call: Call) -> dict[str, Any]:
+    """Totals over the tenant's conversations and memories."""
+    tenant = call.tenant
+    store = sqlite_store(call.memory.store)
+    where, args = _range(tenant.prefix)
+    conv_where = where.replace("conversation_id", "id")
+    convs, messages = store._query(f"SELECT count(*), coalesce(sum(last_seq), 0) FROM conversations WHERE {conv_where}",
+                                   args)[0]
+    tokens = store._query(f"SELECT coalesce(sum(token_count), 0) FROM messages WHERE {where}", args)[0][0]
+    summaries, depth = store._query(f"SELECT count(*), coalesce(max(depth), -1) FROM summaries WHERE {where}",
+                                    args)[0]
+    return {"tenant": tenant.name, "conversations": convs, "messages": messages, "message_tokens": tokens,
+            "summaries": summaries, "max_depth": depth, "memories": len(tenant.memory_ids(call.memory))}
+
+
+def verify(call: Call) -> dict[str, Any]:
+    """Re-check hashes and DAG invariants of every conversation of the tenant."""
+    tenant = call.tenant
+    if tenant.implicit:
+        problems = call.memory.verify()
+    else:
+        problems = [p for cid in tenant.conversation_ids(call.memory) for p in call.memory.verify(cid)]
+    return {"ok": not problems, "problems": problems}
+
+
+def whoami(call: Call) -> dict[str, Any]:
+    return {"tenant": call.tenant.name, "key_id": call.tenant.key_id, "implicit": call.tenant.implicit}
+
+
+def routes() -> list[Route]:
+    return [
+        Route(PREFIX + "/search", endpoint(search, body=True), methods=["POST"]),
+        Route(PREFIX + "/stats", endpoint(stats), methods=["GET"]),
+        Route(PREFIX + "/verify", endpoint(verify), methods=["GET"]),
+        Route(PREFIX + "/whoami", endpoint(whoami), methods=["GET"]),
+    ]

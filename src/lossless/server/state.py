@@ -1,0 +1,114 @@
+"""What every route shares, and :func:`endpoint`, which turns a plain sync function into a
+Starlette route handler: authenticate, read and check the body, run the function in a
+worker thread (SQLite never blocks the event loop), answer JSON or the mapped error."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from lossless.server.auth import Authenticator
+from lossless.server.errors import exception_response
+from lossless.server.keys import APIKeys
+from lossless.server.params import Fields, read_json
+from lossless.server.tenancy import Tenant
+
+if TYPE_CHECKING:
+    from lossless.engine import Memory
+
+__all__ = ["JSON", "Call", "Reply", "ServerState", "Upstream", "endpoint", "state_of"]
+
+DEFAULT_MAX_BODY = 8 * 1024 * 1024
+
+
+class JSON(JSONResponse):
+    """JSON without escaping non-ASCII text; dates and other stragglers as strings."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=False, default=str, separators=(",", ":")).encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """The model provider the proxy forwards to: a base URL like ``https://api.openai.com/v1``
+    (``/chat/completions`` and ``/messages`` are appended) and its key."""
+
+    base_url: str
+    api_key: str | None = None
+    timeout: float = 600.0
+    max_compactions: int = 3
+
+
+@dataclass
+class ServerState:
+    memory: Memory
+    keys: APIKeys
+    auth: Authenticator
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    upstream: Upstream | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def tenant(self, request: Request) -> Tenant:
+        """The request's tenant (blocking; run it in a worker thread)."""
+        client = request.client.host if request.client else None
+        return self.auth.tenant(request.headers.get("authorization"), request.headers.get("x-api-key"), client)
+
+
+def state_of(request: Request) -> ServerState:
+    state: ServerState = request.app.state.lossless
+    return state
+
+
+@dataclass
+class Reply:
+    """A body with a status other than 200."""
+
+    status: int
+    body: Any
+
+
+@dataclass
+class Call:
+    """One request as a route function sees it."""
+
+    memory: Memory
+    tenant: Tenant
+    path: dict[str, Any]
+    query: dict[str, str]
+    body: Any
+
+    def fields(self, allowed: tuple[str, ...]) -> Fields:
+        return Fields(self.body if self.body is not None else {}, allowed=allowed)
+
+    def params(self, allowed: tuple[str, ...]) -> Fields:
+        return Fields(self.query, allowed=allowed, query=True, where="query string")
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def endpoint(fn: Callable[[Call], Any], *, body: bool = False) -> Handler:
+    """A route handler around ``fn(call)``; ``body``: the request has a JSON body (an
+    empty one reads as ``{}``). ``fn`` returns a JSON-ready value or a :class:`Reply`."""
+
+    async def handle(request: Request) -> Response:
+        try:
+            state = state_of(request)
+            tenant = await run_in_threadpool(state.tenant, request)
+            data = await read_json(request, state.max_body_bytes, empty={}) if body else None
+            call = Call(state.memory, tenant, dict(request.path_params), dict(request.query_params), data)
+            result = await run_in_threadpool(fn, call)
+        except Exception as exc:
+            return exception_response(exc)
+        if isinstance(result, Reply):
+            return JSON(result.body, status_code=result.status)
+        return JSON(result)
+
+    handle.__name__ = handle.__qualname__ = fn.__name__
+    return handle

@@ -1,0 +1,178 @@
+"""Tenants: what one API key can reach, by namespacing stored ids.
+
+A keyed tenant ``acme`` owns the conversations stored as ``@acme/<id>`` and the memories
+whose user is ``@acme/<user>`` or whose agent is ``@acme/<agent>`` or ``@acme`` (the
+tenant-wide owner, used when a record or conversation names no agent). The API shows and
+takes the bare ids (``<id>``, ``<user>``, ``<agent>``); two tenants can both have a
+conversation ``support-1`` and never see each other's. A conversation id of another
+tenant simply does not exist in this one's namespace: 404.
+
+The implicit tenant of a keyless server (loopback only) is the local operator: ids as
+stored, the whole database, like the CLI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lossless.errors import NotFoundError, ValidationError
+from lossless.server.keys import sqlite_store
+from lossless.validate import check_conversation_id
+
+if TYPE_CHECKING:
+    from lossless.engine import Memory
+    from lossless.memory.records import MemoryRecord
+    from lossless.types import ConversationInfo
+
+__all__ = ["OWNER_KEYS", "Tenant"]
+
+OWNER_KEYS = ("user", "user_id", "agent", "agent_id")  # conversation metadata that scopes memories
+
+
+def _upper(prefix: str) -> str:
+    """The smallest string above every string starting with ``prefix`` (which ends in
+    ``/``): ``@acme/`` → ``@acme0``, so a prefix is an index range scan."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    """``name`` None: the implicit tenant of a keyless server (no namespacing)."""
+
+    name: str | None
+    key_id: str | None = None
+
+    @property
+    def implicit(self) -> bool:
+        return self.name is None
+
+    @property
+    def prefix(self) -> str:
+        return f"@{self.name}/" if self.name is not None else ""
+
+    @property
+    def wide_owner(self) -> str | None:
+        """The agent owner of the tenant's records that name no agent."""
+        return f"@{self.name}" if self.name is not None else None
+
+    # -- conversations ---------------------------------------------------------------
+
+    def stored_id(self, public_id: object) -> str:
+        """The stored conversation id for the id a client uses."""
+        cid = check_conversation_id(public_id)
+        stored = self.prefix + cid
+        if len(stored) > 512:
+            raise ValidationError(f"conversation id is {len(cid)} characters; the limit here is "
+                                  f"{512 - len(self.prefix)}")
+        return stored
+
+    def owns(self, stored_id: str) -> bool:
+        return self.implicit or stored_id.startswith(self.prefix)
+
+    def public_id(self, stored_id: str) -> str:
+        return stored_id[len(self.prefix):] if self.prefix and stored_id.startswith(self.prefix) else stored_id
+
+    def conversation_ids(self, memory: Memory) -> list[str]:
+        """Every stored conversation id of this tenant (the implicit one: all)."""
+        store = sqlite_store(memory.store)
+        if self.implicit:
+            return [r[0] for r in store._query("SELECT id FROM conversations ORDER BY id")]
+        return [r[0] for r in store._query("SELECT id FROM conversations WHERE id >= ? AND id < ? ORDER BY id",
+                                           (self.prefix, _upper(self.prefix)))]
+
+    def conversations(self, memory: Memory, limit: int, offset: int) -> list[ConversationInfo]:
+        """This tenant's conversations, most recently updated first."""
+        if self.implicit:
+            return memory.conversations(limit=limit, offset=offset)
+        store = sqlite_store(memory.store)
+        rows = store._query(f"{store._CONV_SELECT} WHERE c.id >= ? AND c.id < ? "
+                            "ORDER BY c.updated_at DESC, c.id LIMIT ? OFFSET ?",
+                            (self.prefix, _upper(self.prefix), limit, offset))
+        return [store._conv_row(r) for r in rows]
+
+    def metadata_in(self, metadata: dict[str, Any] | None) -> dict[str, Any]:
+        """Conversation metadata as stored: owners namespaced, and the tenant-wide agent
+        when none is named, so assembly and distillation stay inside the tenant."""
+        meta = dict(metadata or {})
+        if self.implicit:
+            return meta
+        for key in OWNER_KEYS:
+            if key in meta and meta[key] is not None:
+                if not isinstance(meta[key], str) or not meta[key]:
+                    raise ValidationError(f"metadata {key!r} must be a non-empty string")
+                meta[key] = self.prefix + meta[key]
+        if meta.get("agent") is None and meta.get("agent_id") is None:
+            meta["agent"] = self.wide_owner
+        return meta
+
+    def metadata_out(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        meta = dict(metadata)
+        if self.implicit:
+            return meta
+        for key in OWNER_KEYS:
+            value = meta.get(key)
+            if value == self.wide_owner:
+                del meta[key]
+            elif isinstance(value, str):
+                meta[key] = self.public_id(value)
+        return meta
+
+    # -- memories --------------------------------------------------------------------
+
+    def owner(self, value: object, what: str) -> str | None:
+        """A user or agent id as stored (None stays None)."""
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise ValidationError(f"{what} must be a non-empty string")
+        return self.prefix + value
+
+    def record_owners(self, user: object, agent: object) -> tuple[str | None, str | None]:
+        """Owners of a new record: namespaced, and tenant-wide when it names neither."""
+        stored_user, stored_agent = self.owner(user, "user"), self.owner(agent, "agent")
+        if stored_user is None and stored_agent is None:
+            stored_agent = self.wide_owner
+        return stored_user, stored_agent
+
+    def search_agents(self, agent: object) -> list[str | None]:
+        """The agent owners a memory search runs as: the one named, and the tenant-wide one."""
+        named = self.owner(agent, "agent")
+        if self.implicit:
+            return [named]
+        return [named, self.wide_owner] if named is not None else [self.wide_owner]
+
+    def memory_ids(self, memory: Memory) -> list[str]:
+        """Every memory id this tenant owns (the implicit one: all)."""
+        store = sqlite_store(memory.store)
+        if self.implicit:
+            return [r[0] for r in store._query("SELECT id FROM memories ORDER BY rowid")]
+        lo, hi = self.prefix, _upper(self.prefix)
+        # range scans on the owner columns rather than LIKE: '_' and '%' are legal in tenant names
+        rows = store._query("SELECT id FROM memories WHERE (user_id >= ? AND user_id < ?) OR agent_id = ? "
+                            "OR (agent_id >= ? AND agent_id < ?) ORDER BY rowid",
+                            (lo, hi, self.wide_owner, lo, hi))
+        return [r[0] for r in rows]
+
+    def owns_record(self, record: MemoryRecord) -> bool:
+        if self.implicit:
+            return True
+        return any(o is not None and (o == self.wide_owner or o.startswith(self.prefix))
+                   for o in (record.user, record.agent))
+
+    def record_out(self, record: MemoryRecord) -> dict[str, Any]:
+        data = record.to_dict()
+        if self.implicit:
+            return data
+        for key in ("user", "agent"):
+            value = data.get(key)
+            data[key] = None if value == self.wide_owner or value is None else self.public_id(str(value))
+        cid = data.get("conversation_id")
+        data["conversation_id"] = self.public_id(cid) if isinstance(cid, str) and self.owns(cid) else None
+        data["scope"] = "user" if data["user"] else "agent" if data["agent"] else "tenant"
+        return data
+
+    def check_record(self, record: MemoryRecord) -> MemoryRecord:
+        if not self.owns_record(record):
+            raise NotFoundError(f"no memory with id {record.id!r}")
+        return record

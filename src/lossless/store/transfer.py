@@ -1,0 +1,255 @@
+"""Copy a SQLite store into PostgreSQL (``lossless migrate``), then prove the copy.
+
+Everything is copied as stored: conversations, messages (same ids, seqs, content hashes,
+ISO times and rowids), summaries and their sources (same ids), settings, long-term
+memories and their vectors, the memory-flush marks, the compaction log, the embedding
+cache, recall units and progress; pgvector tables are filled from the cached vectors of
+the units the SQLite index held. The target must be empty (a new database, or a new
+schema with ``?schema=…``): the copy is one transaction, so a failed run leaves it
+empty and can simply be run again. Not copied: compaction leases (transient) and the
+SQLite-only workspace-file index and server API keys.
+
+Verification reads every copied table back from both databases and compares the row
+count and an order-independent digest (the sum of the rows' SHA-256s) per table, then
+re-hashes every message on PostgreSQL and re-checks the DAG (``verify()``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lossless.errors import StoreError
+from lossless.memory.records import search_text
+from lossless.render import content_text
+from lossless.store.postgres import PostgresStore
+from lossless.store.postgres_search import search_document
+from lossless.store.sqlite import SQLiteStore
+
+__all__ = ["TABLES", "TransferReport", "copy_sqlite_to_postgres", "verify_copy"]
+
+# table -> the columns copied (and compared) as they are, in SQLite's names
+TABLES: dict[str, tuple[str, ...]] = {
+    "conversations": ("id", "created_at", "updated_at", "metadata", "last_seq"),
+    "messages": ("rowid", "id", "conversation_id", "seq", "role", "name", "content", "content_is_json", "tool_calls",
+                 "tool_call_id", "created_at", "created_ts", "token_count", "metadata", "external_id",
+                 "content_hash"),
+    "summaries": ("rowid", "id", "conversation_id", "depth", "content", "token_count", "first_seq", "last_seq",
+                  "earliest_at", "latest_at", "earliest_ts", "latest_ts", "descendant_count", "source_token_count",
+                  "summarizer", "fallback_level", "created_at", "metadata", "parent_id"),
+    "summary_sources": ("summary_id", "ord", "source_kind", "source_id"),
+    "settings": ("key", "value"),
+    "embedding_cache": ("provider", "model", "text_sha256", "dim", "vector", "created_at"),
+    "recall_units": ("rowid", "conversation_id", "kind", "first_seq", "last_seq", "part", "role", "message_ids",
+                     "text", "text_sha256", "start_ts", "end_ts"),
+    "recall_progress": ("conversation_id", "message_seq", "window_seq"),
+    "vector_progress": ("index_name", "conversation_id", "unit_rowid"),
+    "memories": ("rowid", "id", "kind", "content", "content_hash", "token_count", "importance", "user_id", "agent_id",
+                 "metadata", "source_message_ids", "conversation_id", "created_at", "created_ts", "last_used_at",
+                 "last_used_ts", "use_count", "updated_at", "task_id", "task_type", "status", "result", "patterns",
+                 "errors"),
+    "memory_vectors": ("memory_rowid", "provider", "model", "dim", "text_sha256", "vector"),
+    "memory_flush": ("conversation_id", "last_seq"),
+    "compaction_log": ("rowid", "conversation_id", "reason", "started_ts", "finished_ts", "tokens_before",
+                       "tokens_after", "leaves", "condensed", "skipped", "owner"),
+}
+# written to PostgreSQL with a search document computed from the row (see _document)
+_INDEXED = {"messages", "summaries", "memories"}
+_IDENTITY = ("messages", "summaries", "recall_units", "memories", "compaction_log")
+_BATCH = 2000
+# the units a SQLite vector index holds for one conversation, with their cached vectors
+_INDEXED_UNITS = ("SELECT u.rowid, u.kind, c.vector FROM recall_units u JOIN embedding_cache c ON c.provider = ? "
+                  "AND c.model = ? AND c.text_sha256 = u.text_sha256 WHERE u.conversation_id = ? AND u.rowid <= ? "
+                  "ORDER BY u.rowid")
+
+
+@dataclass
+class TransferReport:
+    source: str
+    target: str
+    counts: dict[str, int] = field(default_factory=dict)  # rows copied per table
+    vectors: int = 0  # pgvector rows built from the embedding cache
+    problems: list[str] = field(default_factory=list)  # verification failures; empty: identical
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "target": self.target, "counts": dict(self.counts), "vectors": self.vectors,
+                "problems": list(self.problems), "ok": self.ok, "seconds": round(self.seconds, 2)}
+
+
+def _stream(src: SQLiteStore, sql: str, args: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Rows of a SQLite query, streamed from a cursor rather than read into a list."""
+    yield from src.connection.execute(sql, args)
+
+
+def _rows(src: SQLiteStore, table: str, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
+    return _stream(src, f"SELECT {', '.join(columns)} FROM {table}")
+
+
+def _document(table: str, row: tuple[Any, ...]) -> str:
+    """The text PostgreSQL indexes for a row: what the store's own write path indexes."""
+    if table == "messages":
+        name, content, is_json, calls = row[5], row[6], row[7], row[8]
+        text = content_text(json.loads(content) if is_json else content, json.loads(calls) if calls else None)
+        return search_document(f"{name}: {text}" if name else text)
+    if table == "summaries":
+        return search_document(row[4])
+    content, result, patterns, errors = row[3], row[21], row[22], row[23]
+    return search_document(search_text(content, result, json.loads(patterns or "[]"), json.loads(errors or "[]")))
+
+
+def _target_rows(dst: PostgresStore) -> dict[str, int]:
+    tables = ("conversations", "memories", "settings", "embedding_cache")
+    row = dst._query("SELECT " + ", ".join(f"(SELECT count(*) FROM {t})" for t in tables))[0]
+    return {t: int(n) for t, n in zip(tables, row, strict=True) if n}
+
+
+def copy_sqlite_to_postgres(source: str, target: str, *, schema: str | None = None,
+                            progress: Callable[[str, int], None] | None = None) -> TransferReport:
+    """Copy the SQLite store at ``source`` into the empty PostgreSQL store at ``target``,
+    then verify the copy (``report.problems`` lists any difference). ``progress(table,
+    rows)`` is called after each table."""
+    t0 = time.perf_counter()
+    src = SQLiteStore(source)
+    try:
+        dst = PostgresStore(target, schema=schema)
+    except BaseException:
+        src.close()
+        raise
+    report = TransferReport(source=source, target=dst.label)
+    try:
+        present = _target_rows(dst)
+        if present:
+            listed = ", ".join(f"{n} {t}" for t, n in present.items())
+            raise StoreError(f"the target {dst.label} is not empty ({listed}): lossless migrate copies into an "
+                             "empty database or schema only (create one, or add ?schema=NAME for a fresh schema)")
+        with dst.transaction() as conn:
+            for table, columns in TABLES.items():
+                if table == "vector_progress":  # its index rows must exist first
+                    report.vectors = _copy_vectors(src, dst, conn)
+                    if progress is not None:
+                        progress("vectors", report.vectors)
+                n = _copy_table(src, conn, table, columns)
+                report.counts[table] = n
+                if progress is not None:
+                    progress(table, n)
+            for table in _IDENTITY:
+                # later inserts continue after the copied rowids
+                conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'rowid'), "
+                             f"coalesce((SELECT max(rowid) FROM {table}), 0) + 1, false)")
+        report.problems = verify_copy(src, dst)
+    finally:
+        src.close()
+        dst.close()
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _copy_table(src: SQLiteStore, conn: Any, table: str, columns: tuple[str, ...]) -> int:
+    cols = ", ".join(columns)
+    n = 0
+    with conn.cursor() as cur:
+        if table in _INDEXED:
+            # staged, so the tsvector is computed by the server from the document we send
+            cur.execute(f"CREATE TEMP TABLE _in_{table} ON COMMIT DROP AS SELECT {cols} FROM {table} WITH NO DATA")
+            cur.execute(f"ALTER TABLE _in_{table} ADD COLUMN _doc TEXT")
+            with cur.copy(f"COPY _in_{table} ({cols}, _doc) FROM STDIN") as copy:
+                for row in _rows(src, table, columns):
+                    copy.write_row((*row, _document(table, row)))
+                    n += 1
+            cur.execute(f"INSERT INTO {table} ({cols}, search) SELECT {cols}, to_tsvector('simple', _doc) "
+                        f"FROM _in_{table}")
+        else:
+            with cur.copy(f"COPY {table} ({cols}) FROM STDIN") as copy:
+                for row in _rows(src, table, columns):
+                    copy.write_row(row)
+                    n += 1
+    return n
+
+
+def _copy_vectors(src: SQLiteStore, dst: PostgresStore, conn: Any) -> int:
+    """Fill a pgvector table for each SQLite vector index from the cached vectors of the
+    units it held (a vector is a function of provider, model and text)."""
+    recall = dst.recall_index()
+    total = 0
+    for name, provider, model, dim in src._query("SELECT name, provider, model, dim FROM vector_indexes"):
+        index = recall.ensure_index(provider, model, int(dim))
+        if index != name:
+            raise StoreError(f"vector index {name} would be named {index} on PostgreSQL")
+        recall._vector_type(conn)
+        with conn.cursor() as cur, cur.copy(
+            f"COPY {index} (unit_rowid, conversation_id, kind, embedding) FROM STDIN"
+        ) as copy:
+            for cid, upto in src._query("SELECT conversation_id, unit_rowid FROM vector_progress WHERE index_name = ?",
+                                        (name,)):
+                for rowid, kind, blob in _stream(src, _INDEXED_UNITS, (provider, model, cid, upto)):
+                    copy.write_row((rowid, cid, kind, np.frombuffer(blob, dtype="<f4").astype(np.float32)))
+                    total += 1
+    return total
+
+
+def _expected_vectors(src: SQLiteStore) -> dict[str, int]:
+    """index name -> how many units of it have a cached vector (what PostgreSQL must hold)."""
+    out: dict[str, int] = {}
+    for name, provider, model in src._query("SELECT name, provider, model FROM vector_indexes"):
+        n = 0
+        for cid, upto in src._query("SELECT conversation_id, unit_rowid FROM vector_progress WHERE index_name = ?",
+                                    (name,)):
+            n += sum(1 for _ in _stream(src, _INDEXED_UNITS, (provider, model, cid, upto)))
+        out[name] = n
+    return out
+
+
+def _digest(rows: Iterator[tuple[Any, ...]]) -> tuple[int, int]:
+    """(count, sum of the rows' SHA-256 mod 2^256): equal for the same multiset of rows."""
+    count = 0
+    acc = 0
+    for row in rows:
+        canon = json.dumps([v.hex() if isinstance(v, bytes | memoryview) and not isinstance(v, str)
+                            else (repr(v) if isinstance(v, float) else v) for v in
+                            (bytes(x) if isinstance(x, memoryview) else x for x in row)],
+                           ensure_ascii=False, separators=(",", ":"))
+        acc = (acc + int.from_bytes(hashlib.sha256(canon.encode("utf-8")).digest(), "big")) % (1 << 256)
+        count += 1
+    return count, acc
+
+
+def _pg_rows(dst: PostgresStore, table: str, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
+    cols = ", ".join(columns)
+    with dst._pool.connection() as conn, conn.transaction(), conn.cursor(name=f"verify_{table}") as cur:
+        cur.itersize = _BATCH
+        cur.execute(f"SELECT {cols} FROM {table}")
+        yield from cur
+
+
+def verify_copy(src: SQLiteStore, dst: PostgresStore) -> list[str]:
+    """Every difference between the two stores' copied tables, then every problem
+    PostgreSQL's ``verify()`` finds (message hashes, seqs, the DAG); [] when identical."""
+    problems: list[str] = []
+    for table, columns in TABLES.items():
+        want = _digest(_rows(src, table, columns))
+        got = _digest(_pg_rows(dst, table, columns))
+        if want[0] != got[0]:
+            problems.append(f"{table}: {want[0]} rows in SQLite, {got[0]} in PostgreSQL")
+        elif want[1] != got[1]:
+            problems.append(f"{table}: the rows differ (same count, {want[0]}, different content)")
+    for name, n in _expected_vectors(src).items():
+        if not re.fullmatch(r"vec_[0-9a-f]{12}", name):  # spliced into SQL below
+            problems.append(f"vector index {name!r}: not a name lossless makes")
+            continue
+        held = int(dst._query(f"SELECT count(*) FROM {name}")[0][0])
+        if held != n:
+            problems.append(f"{name}: {n} vectors expected, {held} in PostgreSQL")
+    problems.extend(f"postgresql: {p}" for p in dst.verify())
+    return problems

@@ -1,0 +1,226 @@
+"""The two store backends, for tests that run the same contract on both.
+
+SQLite is a file per test. PostgreSQL is one server per test session: the PostgreSQL 16
+(with pgvector) inside the ``pgserver`` wheel, started in a temporary directory and
+removed at the end, or the server at ``$LOSSLESS_TEST_PG_URL`` when that is set. Each
+test gets a fresh database cloned from a template that is already migrated (a
+``CREATE DATABASE … TEMPLATE`` takes ~0.1 s), dropped after the test. Nothing here ever
+skips: a PostgreSQL test that cannot reach its server fails.
+
+Fixtures (imported by ``conftest.py``): ``backend`` ("sqlite" / "postgres", parametrised),
+``backend_target`` (a SQLite path or a PostgreSQL URL for a fresh store),
+``store_backend`` (a :class:`lossless.Memory` opened on it), ``pg_url`` (a fresh
+PostgreSQL database), ``pg_server`` (the server's maintenance database URL) and
+``pg_shared`` (one database for the whole session, for hypothesis tests that make a new
+conversation per example).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+import lossless
+
+__all__ = [
+    "BACKENDS",
+    "PG_URL_ENV",
+    "backend",
+    "backend_target",
+    "create_database",
+    "drop_database",
+    "open_backend",
+    "pg_server",
+    "pg_shared",
+    "pg_template",
+    "pg_url",
+    "store_backend",
+    "with_database",
+]
+
+PG_URL_ENV = "LOSSLESS_TEST_PG_URL"
+BACKENDS = ("sqlite", "postgres")
+
+
+def with_database(url: str, name: str) -> str:
+    """The same server URL naming another database."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
+
+
+def create_database(server: str, name: str, template: str | None = None) -> str:
+    import psycopg
+
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
+    return with_database(server, name)
+
+
+def drop_database(server: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """The URL of the session's PostgreSQL server (its maintenance database)."""
+    given = os.environ.get(PG_URL_ENV)
+    if given:
+        yield given
+        return
+    with warnings.catch_warnings():
+        # platformdirs warns at pgserver's import when XDG_RUNTIME_DIR is unset
+        warnings.simplefilter("ignore")
+        import pgserver
+
+        root = Path(tempfile.mkdtemp(prefix="lossless-pg-"))
+        server = pgserver.get_server(root / "data", cleanup_mode="delete")
+    import psycopg
+
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        # a throwaway server: durability buys the tests nothing, commit latency costs them
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            conn.execute(f"ALTER SYSTEM SET {setting} = off")
+        conn.execute("SELECT pg_reload_conf()")
+    try:
+        yield server.get_uri()
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_server: str) -> Iterator[str]:
+    """A database with every migration applied and pgvector created: the per-test clone source."""
+    from lossless.store.postgres import PostgresStore
+
+    name = f"lossless_tmpl_{uuid.uuid4().hex[:10]}"
+    url = create_database(pg_server, name)
+    store = PostgresStore(url, pool_size=1)
+    store._query("CREATE EXTENSION IF NOT EXISTS vector")
+    store.close()
+    yield name
+    drop_database(pg_server, name)
+
+
+# children before parents (foreign keys); tables a later migration adds are emptied last
+_EMPTY_ORDER = ("summary_sources", "memory_vectors", "vector_progress", "compaction_log", "compaction_leases",
+                "memory_flush", "recall_units", "recall_progress", "summaries", "messages", "memories", "settings",
+                "embedding_cache", "vector_indexes", "conversations")
+
+
+class _Recycled:
+    """One database reused by every test that asks for ``pg_url``, emptied before each
+    (a few ms, where cloning the template takes ~0.2 s); a fresh clone when emptying fails."""
+
+    def __init__(self, server: str, template: str) -> None:
+        self.server, self.template = server, template
+        self.names: list[str] = []
+        self._fresh()
+
+    def _fresh(self) -> None:
+        name = f"lossless_t_{uuid.uuid4().hex[:12]}"
+        create_database(self.server, name, template=self.template)
+        self.names.append(name)
+
+    def url(self) -> str:
+        import psycopg
+
+        from lossless.store import pg_migrations
+
+        url = with_database(self.server, self.names[-1])
+        try:
+            with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+                conn.execute("SET LOCAL lock_timeout = '5s'")
+                versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+                if versions != [m[0] for m in pg_migrations.MIGRATIONS]:
+                    raise psycopg.DataError("a test changed the schema: start from a fresh clone")
+                for (schema,) in conn.execute(
+                    "SELECT nspname FROM pg_namespace WHERE nspname NOT IN ('public', 'information_schema') "
+                    "AND nspname NOT LIKE 'pg\\_%'"
+                ).fetchall():
+                    conn.execute(f'DROP SCHEMA "{schema}" CASCADE')  # a test's tenant schemas
+                tables = [r[0] for r in conn.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'"
+                ).fetchall()]
+                for table in tables:
+                    if table.startswith("vec_"):
+                        conn.execute(f'DROP TABLE "{table}"')
+                rest = [t for t in tables if not t.startswith("vec_")]
+                for table in sorted(rest, key=lambda t: (_EMPTY_ORDER.index(t) if t in _EMPTY_ORDER else -1)):
+                    conn.execute(f'DELETE FROM "{table}"')
+                for (table,) in conn.execute(
+                    "SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' "
+                    "AND column_name = 'rowid' AND is_identity = 'YES'"
+                ).fetchall():
+                    conn.execute(f'ALTER TABLE "{table}" ALTER COLUMN rowid RESTART')
+        except psycopg.Error:
+            self._fresh()
+            url = with_database(self.server, self.names[-1])
+        return url
+
+    def close(self) -> None:
+        for name in self.names:
+            drop_database(self.server, name)
+
+
+@pytest.fixture(scope="session")
+def _pg_recycled(pg_server: str, pg_template: str) -> Iterator[_Recycled]:
+    recycled = _Recycled(pg_server, pg_template)
+    yield recycled
+    recycled.close()
+
+
+@pytest.fixture
+def pg_url(_pg_recycled: _Recycled) -> str:
+    """An empty, migrated PostgreSQL database for one test."""
+    return _pg_recycled.url()
+
+
+@pytest.fixture(scope="session")
+def pg_shared(pg_server: str, pg_template: str) -> Iterator[str]:
+    """One database for the session (tests using it keep to conversations of their own)."""
+    name = f"lossless_s_{uuid.uuid4().hex[:12]}"
+    url = create_database(pg_server, name, template=pg_template)
+    yield url
+    drop_database(pg_server, name)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def backend_target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """Where a fresh store of this backend lives: a SQLite path or a PostgreSQL URL."""
+    if backend == "sqlite":
+        return str(tmp_path / "memory.db")
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def store_backend(backend_target: str) -> Iterator[lossless.Memory]:
+    """A Memory on a fresh store of each backend (context window 4096, like ``mem``)."""
+    mem = lossless.open(backend_target, context_window=4096)
+    yield mem
+    mem.close()
+
+
+def open_backend(backend: str, shared_url: str, **config: Any) -> lossless.Memory:
+    """A Memory for one hypothesis example: SQLite in memory, or the shared PostgreSQL
+    database (the caller uses a conversation id of its own)."""
+    return lossless.open(":memory:" if backend == "sqlite" else shared_url, **config)

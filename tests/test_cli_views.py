@@ -1,0 +1,75 @@
+"""`lossless show` (the DAG tree) and `lossless stats CONV` (compression, --plot)."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+import lossless
+from lossless.cli import main
+from lossless.cli.dag_view import duration
+
+T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    path = str(tmp_path / "views.db")
+    with lossless.open(path, embedder=None, context_window=2048) as mem:
+        conv = mem.conversation("c1")
+        conv.add_many([{"role": "user" if i % 2 == 0 else "assistant", "created_at": T0 + timedelta(hours=3 * i),
+                        "content": f"Turn {i}: van {100 + i} leaves the Porto depot at dawn. " + "detail " * 30}
+                       for i in range(80)])
+        conv.compact(full=True)
+        mem.conversation("empty-dag").add("user", "just one message")
+    return path
+
+
+def _run(db: str, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    status = main(["--db", db, *args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_show_tree_has_depths_tokens_and_time_spans(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = _run(db, capsys, "show", "c1")
+    assert status == 0
+    title = out.splitlines()[0]
+    assert title.startswith("c1 · 80 messages, ") and "active context" in title and "× smaller" in title
+    assert " d0 " in out and " d1 " in out  # depths
+    assert "tok ← " in out and "×)" in out  # each summary's tokens and what it condenses
+    assert "2024-03-01 → " in out and "d " in out  # time spans with durations
+    assert "raw tail #" in out and " tok" in out.split("raw tail", 1)[1]
+    status, out, _ = _run(db, capsys, "show", "c1", "--levels", "0", "--tail", "1")
+    assert status == 0 and re.search(r"… \d+ summaries", out) and "older raw-tail message" in out
+    status, out, _ = _run(db, capsys, "show", "empty-dag")
+    assert status == 0 and "raw tail #1–#1 · 1 messages" in out and "#1 user just one message" in out
+
+
+def test_duration() -> None:
+    assert duration(T0, T0 + timedelta(days=3, hours=4)) == "3d 4h"
+    assert duration(T0, T0 + timedelta(hours=2, minutes=5)) == "2h 5m"
+    assert duration(T0, T0 + timedelta(seconds=40)) == "40s"
+
+
+def test_stats_compression_and_plot(db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = _run(db, capsys, "--json", "stats", "c1")
+    stats = json.loads(out)
+    assert status == 0 and stats["raw_tokens"] == stats["message_tokens"]
+    assert stats["active_context_tokens"] == stats["active_tokens"] < stats["raw_tokens"]
+    assert stats["compression_ratio"] == round(stats["raw_tokens"] / stats["active_tokens"], 2)
+    assert set(stats["summaries_per_depth"]) >= {"0", "1"}
+    assert sum(stats["summaries_per_depth"].values()) == stats["summaries"]
+    png = tmp_path / "c1.png"
+    status, out, _ = _run(db, capsys, "stats", "c1", "--plot", str(png))
+    assert status == 0 and "compression_ratio" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    status, _, err = _run(db, capsys, "stats", "c1", "--plot", str(tmp_path))
+    assert status == 1 and "is a directory" in err
+    status, _, err = _run(db, capsys, "stats", "--plot", str(png))
+    assert status == 1 and "give CONV" in err

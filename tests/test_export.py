@@ -1,0 +1,154 @@
+"""Export: OpenAI JSONL and DAG JSON, exact round trips through import, safe paths."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+import lossless
+from lossless.cli import main
+from lossless.errors import ValidationError
+from lossless.export import export_conversation, export_to_path, file_name_for
+from lossless.importers import import_file
+from lossless.types import Message
+
+T0 = datetime(2024, 3, 1, 9, 0, 0, 123456, tzinfo=UTC)
+FIELDS = ("seq", "role", "content", "name", "tool_calls", "tool_call_id", "created_at", "metadata",
+          "external_id", "token_count")
+
+
+def _fill(conv: lossless.Conversation, n: int = 90) -> None:
+    batch: list[dict[str, Any]] = [{"role": "system", "content": "You are Atlas.", "created_at": T0}]
+    for i in range(n):
+        t = T0 + timedelta(minutes=7 * i, microseconds=i)
+        if i % 9 == 4:
+            call = f"call_{i}"
+            batch.append({"role": "assistant", "content": None, "created_at": t, "tool_calls": [
+                {"id": call, "type": "function", "function": {"name": "lookup", "arguments": f'{{"van": {i}}}'}}]})
+            batch.append({"role": "tool", "tool_call_id": call, "content": f"van {i}: 在波尔图 ✓", "created_at": t,
+                          "metadata": {"ms": i}})
+        elif i % 2:
+            batch.append({"role": "assistant", "content": f"Reply {i} with [bold]markup[/bold]. " + "word " * 30,
+                          "created_at": t, "external_id": f"r{i}"})
+        else:
+            batch.append({"role": "user", "name": "maya", "created_at": t, "content": [
+                {"type": "text", "text": f"Question {i} about depot ZX-{i}"},
+                {"type": "image_url", "image_url": {"url": f"https://example.com/{i}.png"}}]})
+    batch.append({"role": "user", "content": "naive time", "created_at": datetime(2024, 4, 1, 8, 30)})
+    conv.add_many(batch)
+
+
+def _stored_hashes(db: Path, conversation: str) -> list[str]:
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        rows = conn.execute("SELECT content_hash FROM messages WHERE conversation_id = ? ORDER BY seq",
+                            (conversation,)).fetchall()
+    finally:
+        conn.close()
+    return [r[0] for r in rows]
+
+
+def _fields(msgs: list[Message]) -> list[tuple[Any, ...]]:
+    return [tuple(getattr(m, f) for f in FIELDS) for m in msgs]
+
+
+@pytest.mark.parametrize("fmt", ["openai-jsonl", "json"])
+def test_export_import_round_trips_exactly(tmp_path: Path, fmt: str) -> None:
+    src_db, dst_db = tmp_path / "src.db", tmp_path / "dst.db"
+    with lossless.open(src_db, embedder=None, context_window=2048) as src:
+        conv = src.conversation("depot", metadata={"user": "maya"})
+        _fill(conv)
+        conv.compact(full=True)
+        assert conv.summaries()  # the JSON export carries a DAG
+        out = tmp_path / f"depot.{fmt}"
+        path, n_messages, n_summaries = export_to_path(conv, out, fmt)
+        assert path == out and n_messages == src.store.last_seq("depot")
+        assert n_summaries == (len(conv.summaries()) if fmt == "json" else 0)
+        original = conv.messages()
+    with lossless.open(dst_db, embedder=None, context_window=2048) as dst:
+        report = import_file(dst, out)
+        assert not report.skipped and report.added["depot"] == len(original)
+        copy = dst.conversation("depot").messages()
+        assert _fields(copy) == _fields(original)
+        if fmt == "json":
+            assert dst.conversation("depot").info.metadata == {"user": "maya"}
+    assert _stored_hashes(dst_db, "depot") == _stored_hashes(src_db, "depot")
+
+
+def test_json_export_holds_the_dag(tmp_path: Path) -> None:
+    with lossless.open(tmp_path / "a.db", embedder=None, context_window=2048) as mem:
+        conv = mem.conversation("depot")
+        _fill(conv, 60)
+        conv.compact(full=True)
+        buf = io.StringIO()
+        messages, summaries = export_conversation(conv, buf, "json")
+        doc = json.loads(buf.getvalue())
+        assert doc["format"] == "lossless.conversation" and doc["conversation"]["id"] == "depot"
+        assert len(doc["messages"]) == messages and len(doc["summaries"]) == summaries > 0
+        ids = {m["id"] for m in doc["messages"]} | {s["id"] for s in doc["summaries"]}
+        for node in doc["summaries"]:
+            assert node["sources"] and all(ref["id"] in ids for ref in node["sources"])
+        roots = [s for s in doc["summaries"] if s["parent"] is None]
+        assert {s["id"] for s in roots} == {s.id for s in conv.frontier()}
+        assert doc["messages"][0]["content_hash"] == _stored_hashes(tmp_path / "a.db", "depot")[0]
+
+
+def test_export_paths_are_checked(tmp_path: Path) -> None:
+    with lossless.open(tmp_path / "a.db", embedder=None) as mem:
+        conv = mem.conversation("c")
+        conv.add("user", "hi")
+        with pytest.raises(ValidationError, match="is a directory"):
+            export_to_path(conv, tmp_path)
+        with pytest.raises(ValidationError, match="no directory"):
+            export_to_path(conv, tmp_path / "missing" / "c.jsonl")
+        export_to_path(conv, tmp_path / "c.jsonl")
+        with pytest.raises(ValidationError, match="exists: pass --force"):
+            export_to_path(conv, tmp_path / "c.jsonl")
+        export_to_path(conv, tmp_path / "c.jsonl", force=True)
+        outside = tmp_path / "sub"
+        outside.mkdir()
+        with pytest.raises(ValidationError, match="outside"):
+            export_to_path(conv, tmp_path / "sub" / ".." / "x.jsonl", inside=outside)
+    assert not list(tmp_path.glob(".*.part"))  # no temporary file left behind
+    name = file_name_for("../../etc/passwd", "openai-jsonl")
+    assert "/" not in name and not name.startswith(".") and name.endswith(".jsonl")
+    assert file_name_for("a/b", "json") != file_name_for("a_b", "json")
+
+
+def test_export_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "cli.db")
+    with lossless.open(db, embedder=None) as mem:
+        mem.conversation("claude-code:../../evil").add("user", "escape?")
+        mem.conversation("plain").add("user", "hello", external_id="h1")
+
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        status = main(["--db", db, *args])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    status, out, _ = run("export", "plain")
+    assert status == 0 and json.loads(out)["external_id"] == "h1"
+    status, _, err = run("export", "plain", "-o", str(tmp_path))
+    assert status == 1 and "is a directory" in err
+    status, out, _ = run("export", "plain", "-o", str(tmp_path / "plain.json"), "--format", "json")
+    assert status == 0 and "1 messages" in out
+    status, _, err = run("export", "plain", "-o", str(tmp_path / "plain.json"), "--format", "json")
+    assert status == 1 and "--force" in err
+    status, _, err = run("export", "nope")
+    assert status == 1 and "no conversation 'nope'" in err
+    status, _, err = run("export")
+    assert status == 1 and "give a conversation or --all" in err
+    backup = tmp_path / "backup"
+    status, out, _ = run("--json", "export", "--all", "-o", str(backup))
+    assert status == 0
+    written = json.loads(out)["written"]
+    assert sorted(w["conversation"] for w in written) == ["claude-code:../../evil", "plain"]
+    assert all(Path(w["path"]).parent == backup for w in written)
+    assert len(list(backup.iterdir())) == 2

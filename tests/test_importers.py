@@ -1,0 +1,530 @@
+"""Importers: every format on its sample, idempotency, streaming, and bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import lossless
+from lossless.errors import ValidationError
+from lossless.importers import (
+    FORMATS,
+    ImportReport,
+    Problem,
+    detect,
+    import_file,
+    import_stream,
+    jsonstream,
+)
+from lossless.importers.jsonstream import JsonStreamError, iter_document
+
+DATA = Path(__file__).parent / "data" / "import"
+CODEX = DATA / "rollout-2025-05-07T17-24-21-5973b6c0-94b8-487b-a530-2aeb6098ae0e.jsonl"
+CLAUDE_SESSION = "claude-code:3f1e9c2a-7b7d-4c1e-9a51-2d0c6f8e4b10"
+
+
+def _imp(mem: lossless.Memory, path: Path | str, **kwargs: Any) -> tuple[ImportReport, list[Problem]]:
+    problems: list[Problem] = []
+    report = import_file(mem, path, on_problem=problems.append, **kwargs)
+    return report, problems
+
+
+def _seq(mem: lossless.Memory, conversation: str) -> list[tuple[str, Any]]:
+    return [(m.role, m.content) for m in mem.conversation(conversation).messages()]
+
+
+@pytest.mark.parametrize(("name", "fmt"), [
+    ("openai.jsonl", "openai"), ("openai.json", "openai"), ("anthropic.json", "anthropic"),
+    ("anthropic.jsonl", "anthropic"), ("claude_code.jsonl", "claude-code"), (CODEX.name, "codex"),
+    ("conversations.json", "chatgpt"), ("ses_7Hq2.json5", "openclaw"), ("transcript.md", "text"),
+])
+def test_detect_each_sample_by_path_and_by_bytes(name: str, fmt: str, tmp_path: Path) -> None:
+    assert detect(DATA / name) == fmt
+    anonymous = tmp_path / "upload.bin"  # content alone, no helpful file name
+    shutil.copy(DATA / name, anonymous)
+    if fmt != "openclaw":  # a .json5 file: the comments give it away either way
+        assert detect(anonymous) == fmt
+    assert detect((DATA / name).read_bytes(), name=name) == fmt
+
+
+def test_detect_refuses_what_it_cannot_tell(tmp_path: Path) -> None:
+    (tmp_path / "x.bin").write_bytes(b"\x00\x01 binary")
+    with pytest.raises(ValidationError, match=r"cannot tell the format of .*x\.bin.*--format"):
+        detect(tmp_path / "x.bin")
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    with pytest.raises(ValidationError, match="empty"):
+        detect(tmp_path / "empty.jsonl")
+    with pytest.raises(ValidationError, match="is a directory"):
+        detect(tmp_path)
+    assert set(FORMATS) == {"openai", "anthropic", "claude-code", "codex", "chatgpt", "openclaw", "text"}
+
+
+def test_openai_jsonl_sample_keeps_every_field_and_reimports_nothing(mem: lossless.Memory) -> None:
+    report, problems = _imp(mem, DATA / "openai.jsonl")
+    assert not problems and report.format == "openai" and dict(report.added) == {"support-42": 5}
+    msgs = mem.conversation("support-42").messages()
+    assert [m.role for m in msgs] == ["system", "user", "assistant", "tool", "assistant"]
+    assert msgs[1].name == "maya" and isinstance(msgs[1].content, list)
+    assert msgs[1].content[1] == {"type": "image_url", "image_url": {"url": "https://example.com/label.png"}}
+    assert msgs[2].content is None and msgs[2].tool_calls[0]["function"]["name"] == "lookup_van"
+    assert msgs[3].tool_call_id == "call_1" and msgs[4].metadata == {"model": "gpt-4o"}
+    assert [m.external_id for m in msgs] == ["m1", "m2", "m3", "m4", "m5"]
+    again, _ = _imp(mem, DATA / "openai.jsonl")
+    assert sum(again.added.values()) == 0 and again.already_stored == 5
+
+
+def test_openai_json_document(mem: lossless.Memory) -> None:
+    report, problems = _imp(mem, DATA / "openai.json")
+    assert not problems and dict(report.added) == {"planning": 2}
+    assert mem.conversation("planning").info.metadata == {"project": "atlas"}
+    arr = json.dumps([{"conversation": "arr", "role": "user", "content": "hi"},
+                      {"conversation": "arr", "role": "assistant", "content": "hello"}], indent=1).encode()
+    report = import_stream(mem, io.BytesIO(arr), name="arr.json")
+    assert dict(report.added) == {"arr": 2}
+
+
+def test_anthropic_request_blocks_become_openai_messages(mem: lossless.Memory) -> None:
+    report, problems = _imp(mem, DATA / "anthropic.json")
+    assert not problems and dict(report.added) == {"anthropic:anthropic": 6}
+    msgs = mem.conversation("anthropic:anthropic").messages()
+    assert [m.role for m in msgs] == ["system", "user", "assistant", "tool", "user", "assistant"]
+    assert msgs[0].content == "You are a careful SRE."
+    assert msgs[1].content == [{"type": "text", "text": "Why is the disk full on db-2?"},
+                               {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]
+    reply = msgs[2]
+    assert reply.content == "Let me look at the biggest directories."
+    assert reply.tool_calls == ({"id": "toolu_01", "type": "function", "function": {
+        "name": "bash", "arguments": '{"command": "du -sh /var/* | sort -h | tail -3"}'}},)
+    assert reply.metadata["thinking"][0]["thinking"].startswith("I should check")
+    assert msgs[3].tool_call_id == "toolu_01" and msgs[3].content == "12G /var/log\n40G /var/lib"
+    assert msgs[4].content == "Is it the WAL?"  # the text after the tool result, as its own message
+    assert len({m.external_id for m in msgs}) == 6
+    again, _ = _imp(mem, DATA / "anthropic.json")
+    assert again.already_stored == 6 and sum(again.added.values()) == 0
+
+
+def test_anthropic_lines_keep_ids_and_errors(mem: lossless.Memory) -> None:
+    report, problems = _imp(mem, DATA / "anthropic.jsonl")
+    assert not problems and report.format == "anthropic"
+    msgs = mem.conversation("anthropic-lines").messages()
+    assert msgs[1].external_id == "msg_01ABC" and msgs[1].content == "A stuck WAL archiver filled db-2's disk."
+    assert msgs[2].tool_calls[0]["function"]["arguments"] == '{"city": "Porto"}'
+    assert msgs[3].role == "tool" and msgs[3].metadata == {"is_error": True}
+
+
+def test_claude_code_transcript(mem: lossless.Memory) -> None:
+    report, problems = _imp(mem, DATA / "claude_code.jsonl")
+    assert not problems
+    assert dict(report.added) == {CLAUDE_SESSION: 5, f"{CLAUDE_SESSION}:agent-7c1d": 1}
+    assert report.ignored == {"claude-code system line": 1, "claude-code file-history-snapshot line": 1}
+    conv = mem.conversation(CLAUDE_SESSION)
+    assert conv.info.metadata == {"source": "claude-code", "session_id": CLAUDE_SESSION.split(":")[1],
+                                  "cwd": "/home/maya/billing", "git_branch": "main", "version": "1.0.51",
+                                  "title": "Fix the flaky billing test"}
+    msgs = conv.messages()
+    assert [m.role for m in msgs] == ["user", "assistant", "assistant", "tool", "assistant"]
+    assert msgs[0].external_id == "a1b2c3d4-0000-4000-8000-000000000001"
+    # the thinking-only line went onto the next line of the same reply
+    assert msgs[1].metadata["thinking"][0]["thinking"].startswith("Flaky one in ten")
+    assert msgs[1].metadata["message_id"] == "msg_01Xa" and msgs[1].metadata["model"].startswith("claude-sonnet")
+    assert msgs[2].tool_calls[0]["id"] == "toolu_01A" and msgs[2].tool_calls[0]["function"]["name"] == "Bash"
+    assert msgs[3].tool_call_id == "toolu_01A" and msgs[3].content.startswith("FAILED")
+    assert str(msgs[0].created_at) == "2025-07-01 10:00:00+00:00"
+
+
+def test_a_growing_session_is_completed_not_duplicated(mem: lossless.Memory, tmp_path: Path) -> None:
+    for sample, conversation in ((DATA / "claude_code.jsonl", CLAUDE_SESSION),
+                                 (CODEX, "codex:5973b6c0-94b8-487b-a530-2aeb6098ae0e")):
+        lines = sample.read_text(encoding="utf-8").splitlines(keepends=True)
+        partial = tmp_path / sample.name
+        partial.write_text("".join(lines[:3]), encoding="utf-8")  # a session still being written
+        _imp(mem, partial)
+        partial.write_text("".join(lines), encoding="utf-8")
+        _imp(mem, partial)
+        fresh = lossless.open(":memory:", embedder=None)
+        import_file(fresh, sample)
+        assert _seq(mem, conversation) == _seq(fresh, conversation)
+        assert [m.metadata for m in mem.conversation(conversation).messages()] == [
+            m.metadata for m in fresh.conversation(conversation).messages()]
+        fresh.close()
+
+
+def test_codex_rollout(mem: lossless.Memory) -> None:
+    report, problems = _imp(mem, CODEX)
+    conv_id = "codex:5973b6c0-94b8-487b-a530-2aeb6098ae0e"
+    assert not problems and dict(report.added) == {conv_id: 5}
+    assert report.ignored == {"codex event_msg line": 3, "codex turn_context line": 1}
+    conv = mem.conversation(conv_id)
+    assert conv.info.metadata["cwd"] == "/home/maya/atlas" and conv.info.metadata["model"] == "gpt-5-codex"
+    msgs = conv.messages()
+    assert [m.role for m in msgs] == ["user", "user", "assistant", "tool", "assistant"]
+    assert msgs[1].content == "Why does `make test` fail?"
+    call = msgs[2].tool_calls[0]
+    assert call["id"] == "call_Qx1" and call["function"]["name"] == "shell"
+    assert json.loads(call["function"]["arguments"])["command"] == ["bash", "-lc", "make test"]
+    assert msgs[2].metadata == {"reasoning": ["**Running the tests** to see the error."]}
+    assert msgs[3].tool_call_id == "call_Qx1" and "ModuleNotFoundError" in str(msgs[3].content)
+    again, _ = _imp(mem, CODEX)
+    assert again.already_stored == 5
+
+
+def test_chatgpt_export_flattens_the_current_branch(mem: lossless.Memory) -> None:
+    report, problems = _imp(mem, DATA / "conversations.json")
+    first, second = "chatgpt:6630a1b2-0000-4000-8000-00000000c0a1", "chatgpt:6630a1b2-0000-4000-8000-00000000c0a2"
+    assert not problems and dict(report.added) == {first: 5, second: 2}
+    conv = mem.conversation(first)
+    assert conv.info.metadata["title"] == "Porto depot math" and conv.info.metadata["model"] == "gpt-4o"
+    msgs = conv.messages()
+    assert [m.external_id for m in msgs] == ["n1", "n2", "n3", "n4", "n6"]  # not the edited-away n2a
+    assert msgs[0].role == "system" and "delivery depot in Porto" in str(msgs[0].content)
+    assert msgs[2].tool_calls[0]["function"] == {"name": "python", "arguments": "import math\nprint(math.ceil(340 / 48))"}
+    assert msgs[3].role == "tool" and msgs[3].tool_call_id == msgs[2].tool_calls[0]["id"] and msgs[3].content == "8"
+    assert msgs[4].content == "You need 8 vans." and msgs[4].metadata["thinking"][0]["summary"] == "Rounding up"
+    assert str(msgs[1].created_at) == "2024-05-01 08:00:30+00:00"
+    image = mem.conversation(second).messages()[0].content
+    assert image == [{"type": "image_url", "image_url": {"url": "file-service://file-Abc123"}},
+                     {"type": "text", "text": "What does this label say?"}]
+
+
+def _chatgpt(cid: str, mapping: dict[str, Any], current: str, title: str = "t") -> dict[str, Any]:
+    return {"title": title, "conversation_id": cid, "create_time": 1714550400.0, "current_node": current,
+            "mapping": mapping}
+
+
+def _node(nid: str, parent: str | None, role: str, text: str) -> dict[str, Any]:
+    return {"id": nid, "parent": parent, "children": [], "message": {
+        "id": nid, "author": {"role": role}, "create_time": 1714550400.0,
+        "content": {"content_type": "text", "parts": [text]}, "recipient": "all"}}
+
+
+def test_chatgpt_cycle_refuses_that_conversation_only(mem: lossless.Memory, tmp_path: Path) -> None:
+    good = _chatgpt("ok-1", {"a": _node("a", None, "user", "hi"), "b": _node("b", "a", "assistant", "hello")}, "b")
+    looped = _chatgpt("loop", {"x": _node("x", "y", "user", "one"), "y": _node("y", "x", "assistant", "two")}, "y",
+                      title="Looped")
+    later = _chatgpt("ok-2", {"c": _node("c", None, "user", "bye")}, "c")
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([good, looped, later], indent=1), encoding="utf-8")
+    report, problems = _imp(mem, path)
+    assert dict(report.added) == {"chatgpt:ok-1": 2, "chatgpt:ok-2": 1}
+    assert len(problems) == 1 and problems[0].line > 1
+    assert "cycle" in problems[0].reason and "'Looped'" in problems[0].reason and "chatgpt:loop" in problems[0].reason
+    assert mem.get_conversation("chatgpt:loop") is None  # nothing half-written
+
+
+def test_openclaw_json5_and_jsonl(mem: lossless.Memory, tmp_path: Path) -> None:
+    report, problems = _imp(mem, DATA / "ses_7Hq2.json5")
+    assert not problems and dict(report.added) == {"openclaw:ses_7Hq2": 5}
+    conv = mem.conversation("openclaw:ses_7Hq2")
+    assert conv.info.metadata["title"] == "Deploy checklist"
+    msgs = conv.messages()
+    assert [m.role for m in msgs] == ["system", "user", "assistant", "tool", "assistant"]
+    assert msgs[2].tool_calls[0]["function"] == {"name": "read_file", "arguments": '{"path": "deploy.sh"}'}
+    assert msgs[2].metadata["thinking"][0]["thinking"] == "Read the script first."
+    assert msgs[3].tool_call_id == "tc_1" and msgs[3].content == "#!/bin/sh\nmkdir /srv/app\n"
+    assert str(msgs[0].created_at) == "2025-01-01 10:00:00+00:00"  # milliseconds since the epoch
+    lines = [{"type": "session", "id": "ses_L1", "timestamp": "2025-01-02T10:00:00Z", "cwd": "/srv"},
+             {"type": "message", "id": "e1", "message": {"role": "user", "content": "hi", "timestamp": 1735812000000}},
+             {"type": "model_change", "provider": "anthropic"},
+             {"type": "message", "id": "e2", "message": {"role": "assistant", "content": [{"type": "text", "text": "yo"}]}}]
+    path = tmp_path / "ses_L1.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    assert detect(path) == "openclaw"
+    report, problems = _imp(mem, path)
+    assert not problems and dict(report.added) == {"openclaw:ses_L1": 2} and report.ignored
+    assert [m.external_id for m in mem.conversation("openclaw:ses_L1").messages()] == ["e1", "e2"]
+
+
+def test_plain_text_transcript(mem: lossless.Memory) -> None:
+    report, problems = _imp(mem, DATA / "transcript.md")
+    assert not problems and report.ignored == {"text before the first speaker line": 1}
+    assert _seq(mem, "text:transcript") == [
+        ("user", "Which van goes to Braga on Friday?"),
+        ("assistant", "Van 104, leaving at 07:30.\nIt carries the refrigerated load."),
+        ("user", "And the driver?"),
+        ("assistant", "Rui drives it.\n\n- He knows the route.\n- He has the keys."),
+        ("user", "Thanks!"),
+        ("assistant", "You're welcome."),
+    ]
+    again, _ = _imp(mem, DATA / "transcript.md")
+    assert again.already_stored == 6 and sum(again.added.values()) == 0
+
+
+def test_conversation_option_puts_everything_in_one(mem: lossless.Memory) -> None:
+    report, _ = _imp(mem, DATA / "conversations.json", conversation="all-chatgpt")
+    assert dict(report.added) == {"all-chatgpt": 7}
+    assert mem.conversation("all-chatgpt").info.metadata["source"] == "chatgpt"
+
+
+# -- streaming ------------------------------------------------------------------------
+
+
+def test_stream_parser_matches_json_load_at_any_chunk_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    raw = (DATA / "conversations.json").read_bytes()
+    expected = json.loads(raw)
+    for size in (1, 7, 64, 1 << 16):
+        monkeypatch.setattr(jsonstream, "_CHUNK", size)
+        got = [value for _, value, _ in iter_document(io.BytesIO(raw))]
+        assert got == expected
+    lines = [line for _, _, line in iter_document(io.BytesIO(raw))]
+    assert lines == [2, 22]  # where each conversation starts
+
+
+def test_json5_prepass_at_any_chunk_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = ('// head\n{"url": "http://x//y", /* c,\n d */ "a": [1, 2, ],\n'
+            ' "s": "/* not a comment */", "b": {"c": "d",}, // tail\n}\n')
+    for size in (1, 2, 5, 1 << 16):
+        monkeypatch.setattr(jsonstream, "_CHUNK", size)
+        got = {path[0]: (value, line) for path, value, line in iter_document(io.BytesIO(text.encode()), json5=True)}
+        assert got == {"url": ("http://x//y", 2), "a": ([1, 2], 3), "s": ("/* not a comment */", 4),
+                       "b": ({"c": "d"}, 4)}
+
+
+def test_stream_parser_errors_name_the_line() -> None:
+    with pytest.raises(JsonStreamError) as err:
+        list(iter_document(io.BytesIO(b'[\n{"a": 1},\n{"b": 2,\n')))
+    assert err.value.line == 3 and "truncated" in err.value.message  # where the cut value starts
+    with pytest.raises(JsonStreamError) as err:
+        list(iter_document(io.BytesIO(b'[\n{"a": 1},\n{"b" 2}]')))
+    assert err.value.line == 3 and "Expecting ':'" in err.value.message
+
+
+# -- bad input ------------------------------------------------------------------------
+
+
+def test_truncated_files_keep_what_came_before(mem: lossless.Memory, tmp_path: Path) -> None:
+    raw = (DATA / "conversations.json").read_bytes()
+    cut = tmp_path / "conversations.json"
+    cut.write_bytes(raw[: raw.index(b'"title": "Label photo"') + 40])
+    report, problems = _imp(mem, cut)
+    assert list(report.added) == ["chatgpt:6630a1b2-0000-4000-8000-00000000c0a1"]
+    assert len(problems) == 1 and "truncated" in problems[0].reason and problems[0].line == 22
+
+    lines = (DATA / "claude_code.jsonl").read_bytes()
+    jsonl = tmp_path / "cut.jsonl"
+    jsonl.write_bytes(lines[: lines.rindex(b"\n") - 30])  # the last line cut in half
+    report, problems = _imp(mem, jsonl, format="claude-code")
+    assert [p.line for p in problems] == [10] and problems[0].reason.startswith("invalid JSON")
+
+
+def test_bad_lines_are_reported_by_line_and_the_rest_imported(mem: lossless.Memory, tmp_path: Path) -> None:
+    good = (DATA / "claude_code.jsonl").read_text(encoding="utf-8").splitlines()
+    bad = [good[0], good[1], "not json at all", '{"type": "user", "sessionId": "s"}', '["a", "list"]',
+           '{"type": "assistant", "sessionId": "s", "message": {"role": "assistant", "content": [{"no": "type"}]}}',
+           *good[2:]]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(bad) + "\n", encoding="utf-8")
+    report, problems = _imp(mem, path)
+    assert [(p.line, p.reason.split(":")[0]) for p in problems] == [
+        (3, "invalid JSON"), (4, "invalid line"), (5, "invalid line"), (6, "invalid message")]
+    assert "without a 'message'" in problems[1].reason and "content block 0" in problems[3].reason
+    assert report.added[CLAUDE_SESSION] == 5
+    assert "skipped 4 lines (2 invalid line, 1 invalid JSON, 1 invalid message)" in report.line()
+
+
+def test_unknown_roles_and_missing_fields(mem: lossless.Memory, tmp_path: Path) -> None:
+    path = tmp_path / "roles.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in [
+        {"conversation": "r", "role": "wizard", "content": "abracadabra"},
+        {"conversation": "r", "role": "user"},
+        {"conversation": "r", "role": "tool", "content": "no call id"},
+        {"conversation": "r", "role": "user", "content": "fine"},
+    ]) + "\n", encoding="utf-8")
+    report, problems = _imp(mem, path)
+    assert [p.line for p in problems] == [1, 2, 3] and report.added["r"] == 1
+    assert "unknown role 'wizard'" in problems[0].reason
+    assert "needs content" in problems[1].reason and "tool_call_id" in problems[2].reason
+
+    rollout = tmp_path / "rollout-x.jsonl"
+    rollout.write_text("\n".join(json.dumps(x) for x in [
+        {"type": "response_item", "payload": {"type": "function_call", "name": "shell", "arguments": "{}"}},
+        {"type": "response_item"},
+        {"type": "response_item", "payload": {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "ok"}]}},
+    ]) + "\n", encoding="utf-8")
+    report, problems = _imp(mem, rollout)
+    assert [p.line for p in problems] == [1, 2] and report.added["codex:rollout-x"] == 1
+
+
+def test_a_50_mb_message_is_refused_with_its_line(mem: lossless.Memory, tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    with path.open("w", encoding="utf-8") as f:
+        f.write(json.dumps({"conversation": "big", "role": "user", "content": "before"}) + "\n")
+        f.write(json.dumps({"conversation": "big", "role": "assistant", "content": "x" * (50 * 1024 * 1024)}) + "\n")
+        f.write(json.dumps({"conversation": "big", "role": "user", "content": "after"}) + "\n")
+    report, problems = _imp(mem, path)
+    assert [p.line for p in problems] == [2] and report.added["big"] == 2
+    reason = problems[0].reason  # refused unread past the line guard, or by size once parsed
+    assert "max_message_bytes" in reason
+    assert reason.startswith("message too large") or "message is 52,428,800 bytes" in reason
+    assert _seq(mem, "big") == [("user", "before"), ("user", "after")]
+    # under the line guard but over the limit: validation names the size and the limit
+    small = lossless.open(tmp_path / "small.db", embedder=None, max_message_bytes=1000)
+    mid = tmp_path / "mid.jsonl"
+    mid.write_text(json.dumps({"conversation": "m", "role": "user", "content": "y" * 5000}) + "\n", encoding="utf-8")
+    _, problems = _imp(small, mid)
+    assert problems[0].line == 1 and "message is 5,000 bytes; the limit is 1,000" in problems[0].reason
+    # far over the limit: the line is skipped unread (memory stays bounded), the next one still imported
+    huge = tmp_path / "huge.jsonl"
+    huge.write_text(json.dumps({"conversation": "h", "role": "user", "content": "z" * 3_000_000}) + "\n"
+                    + json.dumps({"conversation": "h", "role": "user", "content": "small"}) + "\n", encoding="utf-8")
+    report, problems = _imp(small, huge)
+    assert [p.line for p in problems] == [1] and problems[0].reason.startswith("message too large: the line is over")
+    assert report.added["h"] == 1
+    small.close()
+
+
+def test_missing_path_or_directory(mem: lossless.Memory, tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match=r"nope\.jsonl: no such file"):
+        import_file(mem, tmp_path / "nope.jsonl")
+    with pytest.raises(ValidationError, match="is a directory"):
+        import_file(mem, tmp_path)
+    with pytest.raises(ValidationError, match="unknown import format 'yaml'"):
+        import_file(mem, DATA / "openai.jsonl", format="yaml")
+
+
+def test_strict_writes_nothing_of_the_pending_batch(mem: lossless.Memory, tmp_path: Path) -> None:
+    text = (DATA / "transcript.md").read_text(encoding="utf-8").replace("User: And the driver?", "User:")
+    path = tmp_path / "t.md"
+    path.write_text(text, encoding="utf-8")
+    report = import_file(mem, path, strict=True)
+    assert report.stopped_at == 8 and mem.get_conversation("text:t") is None
+
+
+def test_not_utf8(mem: lossless.Memory, tmp_path: Path) -> None:
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(json.dumps({"conversation": "u", "role": "user", "content": "ok"}).encode() + b"\n"
+                     + b'{"conversation": "u", "role": "user", "content": "caf\xe9"}\n')
+    report, problems = _imp(mem, path)
+    assert report.added["u"] == 1 and problems[0].line == 2 and problems[0].reason.startswith("not UTF-8")
+
+
+# -- one BEAM chat through every format -------------------------------------------------
+
+
+def _beam_messages() -> list[tuple[str, str]]:
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    sys.path.insert(0, str(bench))
+    try:
+        from beam import DEFAULT_DATA, load_chat
+    finally:
+        sys.path.remove(str(bench))
+    if not (DEFAULT_DATA / "1" / "chat.json").exists():
+        pytest.skip("the BEAM dev data is not here")
+    return [(m.role, m.content) for m in load_chat(1).messages]
+
+
+def _to_openai(chat: list[tuple[str, str]]) -> str:
+    return "".join(json.dumps({"conversation": "beam", "role": r, "content": c}) + "\n" for r, c in chat)
+
+
+def _to_anthropic(chat: list[tuple[str, str]]) -> str:
+    return json.dumps({"model": "claude", "conversation": "beam", "messages": [
+        {"role": r, "content": c if r == "user" else [{"type": "text", "text": c}]} for r, c in chat]}, indent=2)
+
+
+def _to_claude_code(chat: list[tuple[str, str]]) -> str:
+    out, parent = [], None
+    for i, (role, content) in enumerate(chat):
+        uuid = f"00000000-0000-4000-8000-{i:012d}"
+        message: dict[str, Any] = {"role": role, "content": content} if role == "user" else {
+            "id": f"msg_{i}", "type": "message", "role": role, "model": "claude",
+            "content": [{"type": "text", "text": content}]}
+        out.append({"parentUuid": parent, "isSidechain": False, "sessionId": "beam", "type": role,
+                    "message": message, "uuid": uuid, "timestamp": f"2024-03-15T09:{i // 60:02d}:{i % 60:02d}Z"})
+        parent = uuid
+    return "".join(json.dumps(x) + "\n" for x in out)
+
+
+def _to_codex(chat: list[tuple[str, str]]) -> str:
+    out: list[dict[str, Any]] = [{"timestamp": "2024-03-15T09:00:00Z", "type": "session_meta",
+                                  "payload": {"id": "beam", "cwd": "/tmp"}}]
+    for role, content in chat:
+        kind = "input_text" if role == "user" else "output_text"
+        out.append({"timestamp": "2024-03-15T09:00:01Z", "type": "response_item",
+                    "payload": {"type": "message", "role": role, "content": [{"type": kind, "text": content}]}})
+        out.append({"timestamp": "2024-03-15T09:00:01Z", "type": "event_msg", "payload": {"type": "token_count"}})
+    return "".join(json.dumps(x) + "\n" for x in out)
+
+
+def _to_chatgpt(chat: list[tuple[str, str]]) -> str:
+    mapping: dict[str, Any] = {"root": {"id": "root", "message": None, "parent": None, "children": ["n0"]}}
+    parent = "root"
+    for i, (role, content) in enumerate(chat):
+        node = _node(f"n{i}", parent, role, content)
+        node["children"] = [f"n{i + 1}"] if i + 1 < len(chat) else []
+        mapping[f"n{i}"] = node
+        parent = f"n{i}"
+    return json.dumps([_chatgpt("beam", mapping, parent, title="BEAM 1")])
+
+
+def _to_openclaw(chat: list[tuple[str, str]]) -> str:
+    body = ",\n".join(f"    {json.dumps({'role': r, 'content': c, 'timestamp': 1710493200000 + i})}"
+                      for i, (r, c) in enumerate(chat))
+    return f'// a session\n{{\n  "sessionId": "beam",\n  "messages": [\n{body},\n  ],\n}}\n'
+
+
+def _to_text(chat: list[tuple[str, str]]) -> str:
+    return "".join(f"{'**User**' if r == 'user' else '**Assistant**'}: {c}\n\n" for r, c in chat)
+
+
+@pytest.mark.parametrize(("fmt", "file_name", "convert", "conversation"), [
+    ("openai", "beam.jsonl", _to_openai, "beam"),
+    ("anthropic", "beam.json", _to_anthropic, "beam"),
+    ("claude-code", "beam-session.jsonl", _to_claude_code, "claude-code:beam"),
+    ("codex", "rollout-beam.jsonl", _to_codex, "codex:beam"),
+    ("chatgpt", "conversations.json", _to_chatgpt, "chatgpt:beam"),
+    ("openclaw", "beam.json5", _to_openclaw, "openclaw:beam"),
+    ("text", "beam.md", _to_text, "text:beam"),
+])
+def test_one_beam_chat_through_every_format(fmt: str, file_name: str, convert: Any, conversation: str,
+                                            tmp_path: Path) -> None:
+    chat = _beam_messages()
+    path = tmp_path / file_name
+    path.write_text(convert(chat), encoding="utf-8")
+    # text-only content blocks are valid OpenAI content parts too: nothing tells the two apart
+    assert detect(path) == (fmt if fmt != "anthropic" else "openai")
+    with lossless.open(tmp_path / "beam.db", embedder=None, context_window=200_000) as mem:
+        report, problems = _imp(mem, path, format=fmt)
+        assert not problems and report.added[conversation] == len(chat)
+        assert _seq(mem, conversation) == chat
+
+
+# -- the command ----------------------------------------------------------------------
+
+
+def test_import_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lossless.cli import main
+
+    db = str(tmp_path / "cli.db")
+
+    def run(*args: str | Path) -> tuple[int, str, str]:
+        capsys.readouterr()
+        status = main(["--db", db, *map(str, args)])
+        out, err = capsys.readouterr()
+        assert "Traceback" not in out + err
+        return status, out, err
+
+    status, out, err = run("import", DATA / "claude_code.jsonl")
+    assert status == 0 and err == ""
+    assert out.startswith("imported 6 messages into 2 conversations from 10 lines (claude-code)")
+    assert "ignored 2 non-message items" in out
+    status, out, _ = run("--json", "import", CODEX)
+    report = json.loads(out)
+    assert status == 0 and report["format"] == "codex" and report["ignored"]["codex event_msg line"] == 3
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"conversation": "b", "role": "user", "content": "ok"}\n{oops\n', encoding="utf-8")
+    status, out, err = run("import", bad)
+    assert status == 1 and f"{bad} line 2: invalid JSON" in err and "skipped 1 line (1 invalid JSON)" in out
+    status, _, err = run("import", DATA / "transcript.md", "--format", "yaml")
+    assert status == 2 and "invalid choice" in err
+    for path, message in ((tmp_path, "is a directory"), (tmp_path / "none.json", "no such file")):
+        status, out, err = run("import", path)
+        assert status == 1 and out == "" and err.startswith("error: ") and message in err
+    status, out, _ = run("import", DATA / "transcript.md", "--format", "text", "--conversation", "notes")
+    assert status == 0 and "imported 6 messages into 1 conversation" in out

@@ -1,0 +1,80 @@
+"""`lossless mcp` over stdio, driven by the official MCP client: the tools are listed with
+lossless's descriptions and schemas, each one is called, errors come back as tool errors,
+and the conversations are readable as resources."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+import lossless
+from lossless.server.mcp_server import TOOL_NAMES
+from lossless.tools import openai_tools
+from tests.conftest import chat
+
+
+def _payload(result: Any) -> Any:
+    assert not result.is_error, result.content
+    return json.loads(result.content[0].text)
+
+
+def test_mcp_over_stdio(tmp_path: Path) -> None:
+    db = tmp_path / "mcp.db"
+    with lossless.open(db, context_window=4096) as mem:
+        conv = mem.conversation("c1", {"user": "ann"})
+        conv.add_many(chat(120))
+        leaf = next(s for s in conv.summaries() if s.depth == 0)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "lossless", "mcp", "--db", str(db)],
+                                   env={"LOSSLESS_EMBEDDER": "none", "LOSSLESS_HOME": str(tmp_path)})
+
+    async def session_run() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            with anyio.fail_after(60):
+                await session.initialize()
+                listed = {t.name: t for t in (await session.list_tools()).tools}
+                assert sorted(listed) == sorted(TOOL_NAMES)
+                specs = {t["function"]["name"]: t["function"] for t in openai_tools()}
+                for name in ("lcm_grep", "lcm_describe", "lcm_expand"):
+                    assert listed[name].description == specs[name]["description"]
+                    props = listed[name].input_schema["properties"]
+                    assert set(props) == set(specs[name]["parameters"]["properties"]) | {"conversation"}
+                    assert listed[name].input_schema["required"] == specs[name]["parameters"]["required"]
+                assert props["id"]["description"] == specs["lcm_expand"]["parameters"]["properties"]["id"]["description"]
+
+                grep = _payload(await session.call_tool("lcm_grep", {"query": "service-4", "conversation": "c1"}))
+                assert grep["count"] >= 1 and grep["hits"][0]["conversation_id"] == "c1"
+                described = _payload(await session.call_tool("lcm_describe", {"id": leaf.id}))
+                assert described["depth"] == 0 and described["first_seq"] == leaf.first_seq
+                expanded = _payload(await session.call_tool("lcm_expand", {"id": leaf.id, "max_tokens": 100000}))
+                assert [i["seq"] for i in expanded["items"]] == list(range(leaf.first_seq, leaf.last_seq + 1))
+                added = _payload(await session.call_tool("memory_add", {"content": "Ann takes her tea with lemon",
+                                                                        "kind": "preference", "user": "ann"}))
+                found = _payload(await session.call_tool("memory_search", {"query": "tea lemon", "user": "ann"}))
+                assert [m["id"] for m in found["memories"]] == [added["id"]]
+
+                missing = await session.call_tool("lcm_expand", {"id": "sum_doesnotexist"})
+                assert missing.is_error and "sum_doesnotexist" in missing.content[0].text
+                bad = await session.call_tool("lcm_grep", {"query": "x", "mode": "telepathy"})
+                assert bad.is_error
+                other = await session.call_tool("lcm_describe", {"id": leaf.id, "conversation": "elsewhere"})
+                assert other.is_error  # scoped to another conversation: not found there
+
+                resources = await session.list_resources()
+                assert [str(r.uri) for r in resources.resources] == ["lossless://conversations"]
+                templates = await session.list_resource_templates()
+                assert [t.uri_template for t in templates.resource_templates] == [
+                    "lossless://conversations/{conversation_id}"]
+                everything = json.loads((await session.read_resource("lossless://conversations")).contents[0].text)
+                assert everything["conversations"][0]["id"] == "c1"
+                one = json.loads((await session.read_resource("lossless://conversations/c1")).contents[0].text)
+                assert one["stats"]["messages"] == 120 and leaf.id in {s["id"] for s in one["summaries"]}
+
+    anyio.run(session_run)
+    with lossless.open(db) as mem:  # what the tools wrote is in the database
+        assert "Ann takes her tea with lemon" in [r.content for r in mem.memories.ls(user="ann", kind="preference")]

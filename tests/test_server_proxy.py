@@ -1,0 +1,269 @@
+"""The context proxy against the fake provider (tests/fake_openai.py): OpenAI and Anthropic,
+JSON and streaming, new-message matching, tool calls passing through, emergency
+compaction on a context-length error, errors, and keys."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+import lossless
+from lossless.server.keys import APIKeys
+from lossless.server.run import free_port
+from lossless.server.state import Upstream
+from tests.conftest import chat
+from tests.fake_openai import FakeOpenAIServer, fake_openai
+from tests.server_support import OpenAPIChecker, served
+
+__all__ = ["fake_openai"]  # the fixture, imported for pytest to find
+
+MODEL = "gpt-4o-mini"
+CLAUDE = "claude-proxy-test"  # an unknown name: the memory's window applies, no SDK deprecation warning
+
+
+@pytest.fixture
+def memory(db_path: Path) -> Iterator[lossless.Memory]:
+    m = lossless.open(db_path, context_window=4096)
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def proxy(memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> Iterator[str]:
+    with served(memory, upstream=Upstream(fake_openai.base_url, "sk-upstream", max_compactions=2)) as server:
+        yield server.url
+
+
+def _client(url: str, conversation: str, key: str = "unused-without-keys") -> openai.OpenAI:
+    return openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0,
+                         default_headers={"X-Lossless-Conversation": conversation})
+
+
+def _stored(memory: lossless.Memory, cid: str) -> list[tuple[str, Any]]:
+    conv = memory.get_conversation(cid)
+    assert conv is not None
+    return [(m.role, m.content) for m in conv.messages()]
+
+
+def test_chat_completions_stores_each_message_once(proxy: str, memory: lossless.Memory,
+                                                   fake_openai: FakeOpenAIServer) -> None:
+    client = _client(proxy, "c1")
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."},
+                                     {"role": "user", "content": "Hi, I am Ann. Our deploy key rotates every 90 days."}]
+    fake_openai.enqueue_chat("Noted, Ann.")
+    first = client.chat.completions.create(model=MODEL, messages=history)  # type: ignore[arg-type]
+    assert first.choices[0].message.content == "Noted, Ann."
+    assert fake_openai.chat_requests()[-1].headers["authorization"] == "Bearer sk-upstream"
+    history += [{"role": "assistant", "content": "Noted, Ann."}, {"role": "user", "content": "And the port?"}]
+    fake_openai.enqueue_chat("Port 8443.")
+    second = client.chat.completions.with_raw_response.create(model=MODEL, messages=history)  # type: ignore[arg-type]
+    assert second.headers["x-lossless-conversation"] == "c1" and int(second.headers["x-lossless-context-tokens"]) > 0
+    assert second.parse().choices[0].message.content == "Port 8443."
+    assert _stored(memory, "c1") == [("system", "You are terse."), ("user", history[1]["content"]),
+                                     ("assistant", "Noted, Ann."), ("user", "And the port?"), ("assistant", "Port 8443.")]
+    sent = fake_openai.chat_requests()[-1].body
+    assert sent["model"] == MODEL and sent["messages"][-1] == {"role": "user", "content": "And the port?"}
+    # a chat with nothing new stores just the reply; only-new-messages clients work too
+    history.append({"role": "assistant", "content": "Port 8443."})
+    fake_openai.enqueue_chat("Still 8443.", "Thursday.")
+    client.chat.completions.create(model=MODEL, messages=history)  # type: ignore[arg-type]
+    assert _stored(memory, "c1")[-1] == ("assistant", "Still 8443.") and len(_stored(memory, "c1")) == 6
+    client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Which day do we ship?"}])
+    assert _stored(memory, "c1")[-2:] == [("user", "Which day do we ship?"), ("assistant", "Thursday.")]
+    # `user` names the conversation when there is no header
+    plain = openai.OpenAI(base_url=proxy + "/v1", api_key="x", max_retries=0)
+    fake_openai.enqueue_chat("ok")
+    plain.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hello"}], user="via-user")
+    assert _stored(memory, "via-user") == [("user", "hello"), ("assistant", "ok")]
+
+
+def test_long_history_is_assembled_into_the_window(proxy: str, memory: lossless.Memory,
+                                                   fake_openai: FakeOpenAIServer) -> None:
+    """A client that keeps sending a chat far over the window: the provider gets a context
+    that fits, with the old part summarized and the newest turn verbatim."""
+    history = [{k: v for k, v in m.items() if k != "created_at"} for m in chat(200, tools_every=6)]
+    history.append({"role": "user", "content": "What did we decide about service-4?"})
+    fake_openai.enqueue_chat("We kept it.")
+    _client(proxy, "long").chat.completions.create(model=MODEL, messages=history)  # type: ignore[arg-type]
+    sent = fake_openai.chat_requests()[-1].body["messages"]
+    assert sent[-1]["content"] == "What did we decide about service-4?"
+    assert len(json.dumps(sent)) < len(json.dumps(history)) / 3
+    assert any("<summary" in str(m.get("content")) for m in sent)
+    assert len(_stored(memory, "long")) == 202
+    assert memory.verify("long") == []
+
+
+def test_tool_calls_pass_through_intact(proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
+    client = _client(proxy, "tools")
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Run the tests please"}]
+    tools = [{"type": "function", "function": {"name": "run_tests", "parameters": {"type": "object"}}}]
+    fake_openai.enqueue_tool_calls({"id": "call_42", "name": "run_tests", "arguments": '{"suite": "unit"}'})
+    reply = client.chat.completions.create(model=MODEL, messages=history, tools=tools)  # type: ignore[arg-type]
+    call = reply.choices[0].message.tool_calls[0]  # type: ignore[index]
+    assert (call.id, call.function.name, call.function.arguments) == ("call_42", "run_tests", '{"suite": "unit"}')
+    assert fake_openai.chat_requests()[-1].body["tools"] == tools
+    history += [reply.choices[0].message.model_dump(exclude_none=True),
+                {"role": "tool", "tool_call_id": "call_42", "content": "12 passed"}]
+    fake_openai.enqueue_chat("All 12 tests pass.")
+    client.chat.completions.create(model=MODEL, messages=history, tools=tools)  # type: ignore[arg-type]
+    stored = memory.get_conversation("tools").messages()  # type: ignore[union-attr]
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
+    assert stored[1].tool_calls[0]["function"] == {"name": "run_tests", "arguments": '{"suite": "unit"}'}
+    assert stored[2].tool_call_id == "call_42" and stored[3].content == "All 12 tests pass."
+    sent = fake_openai.chat_requests()[-1].body["messages"]
+    assert sent[-1]["tool_call_id"] == "call_42" and sent[-2]["tool_calls"][0]["id"] == "call_42"
+
+
+def test_streaming_is_relayed_and_stored(proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
+    client = _client(proxy, "s1")
+    fake_openai.enqueue_chat("The quick brown fox jumps over the lazy dog again and again.")
+    stream = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Tell me"}],
+                                            stream=True, stream_options={"include_usage": True})
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "The quick brown fox jumps over the lazy dog again and again."
+    assert len(chunks) > 4 and chunks[-1].usage is not None  # the provider's chunks, as they were
+    assert _stored(memory, "s1") == [("user", "Tell me"), ("assistant", text)]
+    # tool calls streamed in pieces are stored whole
+    fake_openai.enqueue_tool_calls({"id": "call_7", "name": "lookup", "arguments": '{"q": "fox", "n": 3}'})
+    history = [{"role": "user", "content": "Tell me"}, {"role": "assistant", "content": text},
+               {"role": "user", "content": "Look it up"}]
+    pieces = list(client.chat.completions.create(model=MODEL, messages=history, stream=True))  # type: ignore[arg-type]
+    assert pieces[-1].choices[0].finish_reason == "tool_calls"
+    last = memory.get_conversation("s1").messages()[-1]  # type: ignore[union-attr]
+    assert last.tool_calls[0]["id"] == "call_7" and json.loads(last.tool_calls[0]["function"]["arguments"]) == {
+        "q": "fox", "n": 3}
+
+
+def test_streaming_passes_chunks_on_as_they_come(proxy: str, fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.stream_delay = 0.15
+    fake_openai.enqueue_chat(" ".join(f"word{i}" for i in range(30)))  # 10 content chunks, ~1.8 s in all
+    body = {"model": MODEL, "stream": True, "messages": [{"role": "user", "content": "slowly"}]}
+    started = time.monotonic()
+    arrivals: list[float] = []
+    with httpx.stream("POST", proxy + "/v1/chat/completions", json=body,
+                      headers={"X-Lossless-Conversation": "slow"}, timeout=30) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        for line in response.iter_lines():
+            if line.startswith("data:"):
+                arrivals.append(time.monotonic() - started)
+    assert arrivals[-1] > 1.2 and arrivals[0] < arrivals[-1] - 0.8  # the first came long before the last
+
+
+def test_context_length_error_compacts_and_retries(proxy: str, memory: lossless.Memory,
+                                                   fake_openai: FakeOpenAIServer) -> None:
+    client = _client(proxy, "overflow")
+    history = [{k: v for k, v in m.items() if k != "created_at"} for m in chat(60)]
+    fake_openai.fail_next(1, status=400, code="context_length_exceeded",
+                          message="This model's maximum context length is 1500 tokens. However, your messages "
+                                  "resulted in 3900 tokens. Please reduce the length of the messages.")
+    fake_openai.enqueue_chat("Fits now.")
+    raw = client.chat.completions.with_raw_response.create(model=MODEL, messages=history)  # type: ignore[arg-type]
+    assert raw.parse().choices[0].message.content == "Fits now."
+    assert raw.headers["x-lossless-compactions"] == "1"
+    first, retry = (r.body["messages"] for r in fake_openai.chat_requests()[-2:])
+    assert len(json.dumps(retry)) < len(json.dumps(first))
+    log = memory.get_conversation("overflow").compaction_log()  # type: ignore[union-attr]
+    assert any(entry["reason"] == "context-length error" for entry in log)
+    assert _stored(memory, "overflow")[-1] == ("assistant", "Fits now.")
+
+
+def test_context_overflow_after_every_retry_is_422(proxy: str, memory: lossless.Memory,
+                                                  fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.fail_next(10, status=400, code="context_length_exceeded", message="maximum context length exceeded")
+    response = httpx.post(proxy + "/v1/chat/completions", headers={"X-Lossless-Conversation": "never"}, json={
+        "model": MODEL, "messages": [{"role": "user", "content": "hello " * 50}]})
+    assert response.status_code == 422 and response.json()["error"]["type"] == "context_overflow"
+    assert len(fake_openai.chat_requests()) == 4  # first try, two emergency compactions, tool outputs cut
+    assert _stored(memory, "never") == [("user", "hello " * 50)]  # the message stays; a retry re-sends it
+
+
+def test_upstream_errors_pass_through(proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.fail_next(1, status=429, message="Rate limit reached", error_type="rate_limit_error")
+    response = httpx.post(proxy + "/v1/chat/completions", headers={"X-Lossless-Conversation": "rl"}, json={
+        "model": MODEL, "messages": [{"role": "user", "content": "hi"}]})
+    assert response.status_code == 429 and response.json()["error"]["message"] == "Rate limit reached"
+    assert _stored(memory, "rl") == [("user", "hi")]
+
+
+def test_proxy_request_errors(memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    with served(memory, upstream=Upstream(dead, None)) as down, \
+            served(memory, upstream=Upstream(fake_openai.base_url)) as up, served(memory) as none:
+        spec = OpenAPIChecker()
+        msgs = [{"role": "user", "content": "hi"}]
+        headers = {"X-Lossless-Conversation": "e"}
+        r = httpx.post(down.url + "/v1/chat/completions", json={"model": MODEL, "messages": msgs}, headers=headers)
+        assert r.status_code == 502 and r.json()["error"]["type"] == "upstream_error"
+        spec.check(r)
+        r = httpx.post(none.url + "/v1/chat/completions", json={"model": MODEL, "messages": msgs}, headers=headers)
+        assert r.status_code == 501
+        r = httpx.post(up.url + "/v1/chat/completions", json={"model": MODEL, "messages": msgs})
+        assert r.status_code == 400 and "X-Lossless-Conversation" in r.json()["error"]["message"].title()
+        r = httpx.post(up.url + "/v1/chat/completions", json={"messages": msgs}, headers=headers)
+        assert r.status_code == 400 and "model" in r.json()["error"]["message"]
+        r = httpx.post(up.url + "/v1/chat/completions", json={"model": MODEL, "messages": [{"role": "wizard"}]},
+                       headers=headers)
+        assert r.status_code == 422
+        # rewriting stored history is refused: lossless history is append-only
+        fake_openai.enqueue_chat("first answer", "second answer")
+        body = {"model": MODEL, "messages": [{"role": "user", "content": "q1"}]}
+        spec.check(httpx.post(up.url + "/v1/chat/completions", json=body, headers={"X-Lossless-Conversation": "f"}),
+                   body)
+        edited = {"model": MODEL, "messages": [{"role": "user", "content": "q1"},
+                                               {"role": "assistant", "content": "an edited answer"},
+                                               {"role": "user", "content": "q2"}]}
+        r = httpx.post(up.url + "/v1/chat/completions", json=edited, headers={"X-Lossless-Conversation": "f"})
+        assert r.status_code == 409 and r.json()["error"]["type"] == "conversation_diverged"
+        assert len(memory.get_conversation("f").messages()) == 2  # type: ignore[union-attr]
+
+
+def test_proxy_needs_a_key_once_keys_exist(memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
+    _, key = APIKeys(memory.store).create("acme")
+    with served(memory, upstream=Upstream(fake_openai.base_url, "sk-up")) as server:
+        with pytest.raises(openai.AuthenticationError):
+            _client(server.url, "k").chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}])
+        fake_openai.enqueue_chat("hello acme")
+        reply = _client(server.url, "k", key).chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "hi"}])
+        assert reply.choices[0].message.content == "hello acme"
+        assert fake_openai.chat_requests()[-1].headers["authorization"] == "Bearer sk-up"  # never the client's key
+    assert memory.get_conversation("k") is None and _stored(memory, "@acme/k")[-1] == ("assistant", "hello acme")
+
+
+def test_anthropic_messages(proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
+    client = anthropic.Anthropic(base_url=proxy, api_key="unused", max_retries=0,
+                                 default_headers={"X-Lossless-Conversation": "claude"})
+    fake_openai.enqueue_chat("Hello Ann.")
+    first = client.messages.create(model=CLAUDE, max_tokens=200, system="Be kind.",
+                                   messages=[{"role": "user", "content": "Hi, I am Ann."}])
+    assert first.content[0].text == "Hello Ann."  # type: ignore[union-attr]
+    upstream = fake_openai.messages_requests()[-1]
+    assert upstream.headers["x-api-key"] == "sk-upstream" and upstream.body["system"] == "Be kind."
+    fake_openai.enqueue_tool_calls({"id": "call_9", "name": "lookup", "arguments": '{"q": "ann"}'},
+                                   content="Let me check.")
+    history: list[Any] = [{"role": "user", "content": "Hi, I am Ann."},
+                          {"role": "assistant", "content": [{"type": "text", "text": "Hello Ann."}]},
+                          {"role": "user", "content": "Who am I?"}]
+    with client.messages.stream(model=CLAUDE, max_tokens=200, system="Be kind.", messages=history) as stream:
+        final = stream.get_final_message()
+    use = final.content[1]
+    assert use.type == "tool_use" and use.input == {"q": "ann"} and final.stop_reason == "tool_use"
+    history += [{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in final.content]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "Ann, admin"}]}]
+    fake_openai.enqueue_chat("You are Ann, an admin.")
+    client.messages.create(model=CLAUDE, max_tokens=200, system="Be kind.", messages=history)
+    stored = memory.get_conversation("claude").messages()  # type: ignore[union-attr]
+    assert [m.role for m in stored] == ["system", "user", "assistant", "user", "assistant", "tool", "assistant"]
+    assert stored[4].tool_calls[0]["id"] == use.id and stored[5].tool_call_id == use.id
+    sent = fake_openai.messages_requests()[-1].body["messages"]
+    assert sent[-1]["content"][0] == {"type": "tool_result", "tool_use_id": use.id, "content": "Ann, admin"}
+    assert sent[-2]["content"][-1]["type"] == "tool_use"
