@@ -9,6 +9,7 @@ never touches the network. When that package is missing, a CJK-aware estimator w
 from __future__ import annotations
 
 import math
+import threading
 import unicodedata
 from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
@@ -62,11 +63,24 @@ class TiktokenCounter:
             )
         self._enc = tiktoken.get_encoding(offline)
         self.name = encoding
+        self._memo: dict[str, int] = {}
+        self._memo_lock = threading.Lock()
 
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return len(self._enc.encode_ordinary(text))
+        if len(text) < 256:
+            return len(self._enc.encode_ordinary(text))
+        # Long texts come back turn after turn (the tail, the summaries, recalled
+        # messages): hashing them is far cheaper than encoding them again.
+        n = self._memo.get(text)
+        if n is None:
+            n = len(self._enc.encode_ordinary(text))
+            with self._memo_lock:
+                if len(self._memo) >= 4096:
+                    self._memo.clear()
+                self._memo[text] = n
+        return n
 
     def encode(self, text: str) -> list[int]:
         return list(self._enc.encode_ordinary(text))
