@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from lossless.anthropic_format import anthropic_messages
 from lossless.emergency import is_context_length_error
 from lossless.errors import ContextOverflowError, LosslessError, ValidationError
 from lossless.tokens import count_chat_tokens
@@ -124,40 +125,6 @@ def _openai_reply(response: Any) -> ChatMessage:
     return reply  # type: ignore[return-value]
 
 
-def _anthropic_request(messages: list[ChatMessage]) -> tuple[str, list[dict[str, Any]]]:
-    """OpenAI-style messages as Anthropic's (system, messages): system text lifted out,
-    tool calls as tool_use blocks, tool results as user tool_result blocks."""
-    system: list[str] = []
-    out: list[dict[str, Any]] = []
-
-    def push(role: str, block: dict[str, Any]) -> None:
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].append(block)
-        else:
-            out.append({"role": role, "content": [block]})
-
-    for m in messages:
-        role, content = m.get("role"), m.get("content")
-        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False) if content else ""
-        if role == "system":
-            system.append(text)
-        elif role == "tool":
-            push("user", {"type": "tool_result", "tool_use_id": m.get("tool_call_id", ""), "content": text})
-        elif role == "assistant":
-            if text:
-                push("assistant", {"type": "text", "text": text})
-            for call in m.get("tool_calls") or []:
-                fn = call.get("function", {})
-                try:
-                    args = json.loads(fn.get("arguments") or "{}")
-                except ValueError:
-                    args = {"raw": fn.get("arguments")}
-                push("assistant", {"type": "tool_use", "id": call.get("id"), "name": fn.get("name"), "input": args})
-        else:
-            push("user", {"type": "text", "text": text or " "})
-    return "\n\n".join(system), out
-
-
 def _anthropic_reply(response: Any) -> ChatMessage:
     blocks = _field(response, "content") or []
     texts, calls = [], []
@@ -187,7 +154,7 @@ def _call_model(call: Any, messages: list[ChatMessage], *, model: str | None, to
     if _is_anthropic_client(call):
         if not model:
             raise ValidationError("model= is required with an Anthropic client")
-        system, body = _anthropic_request(messages)
+        system, body = anthropic_messages(messages)
         kwargs = {"model": model, "max_tokens": max_tokens, "messages": body, **options}
         if system:
             kwargs["system"] = system

@@ -17,6 +17,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from lossless.anthropic_format import anthropic_messages, block_text
 from lossless.errors import ValidationError
 from lossless.server.chat_match import storable
 from lossless.server.proxy import CONVERSATION_HEADER, default_reserve
@@ -27,15 +28,7 @@ from lossless.types import ChatMessage
 __all__ = ["AnthropicDialect", "anthropic_messages", "chat_messages"]
 
 _SKIP = frozenset({"thinking", "redacted_thinking"})
-_CONTINUE = "(The earlier conversation is summarized above.)"
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
+_text = block_text
 
 
 def _assistant(blocks: list[Any]) -> dict[str, Any] | None:
@@ -95,45 +88,6 @@ def chat_messages(system: Any, messages: Any) -> list[dict[str, Any]]:
         elif parts:
             out.append({"role": "user", "content": parts})
     return storable(out)
-
-
-def anthropic_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, Any]]]:
-    """OpenAI-style messages as Anthropic's ``(system, messages)``; consecutive turns of one
-    role merge, and the first turn is a user's (as the API requires)."""
-    system: list[str] = []
-    out: list[dict[str, Any]] = []
-
-    def push(role: str, block: dict[str, Any]) -> None:
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].append(block)
-        else:
-            out.append({"role": role, "content": [block]})
-
-    for m in messages:
-        role, content = m.get("role"), m.get("content")
-        if role == "system":
-            system.append(_text(content) if not isinstance(content, str) else content)
-        elif role == "tool":
-            push("user", {"type": "tool_result", "tool_use_id": m.get("tool_call_id", ""),
-                          "content": content if isinstance(content, str) else _text(content)})
-        elif role == "assistant":
-            if content:
-                push("assistant", {"type": "text", "text": content if isinstance(content, str) else _text(content)})
-            for call in m.get("tool_calls") or []:
-                fn = call.get("function", {})
-                try:
-                    args = json.loads(fn.get("arguments") or "{}")
-                except ValueError:
-                    args = {"raw": fn.get("arguments")}
-                push("assistant", {"type": "tool_use", "id": call.get("id"), "name": fn.get("name"), "input": args})
-        elif isinstance(content, list):
-            for part in content:
-                push("user", dict(part))
-        else:
-            push("user", {"type": "text", "text": content or " "})
-    if out and out[0]["role"] != "user":
-        out.insert(0, {"role": "user", "content": [{"type": "text", "text": _CONTINUE}]})
-    return "\n\n".join(s for s in system if s), out
 
 
 class AnthropicDialect:
