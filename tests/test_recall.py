@@ -137,6 +137,30 @@ def test_recall_brings_back_an_evicted_detail(backend_target: str) -> None:
     mem.close()
 
 
+def test_recall_packs_short_matches_whole_and_cuts_long_ones(backend_target: str) -> None:
+    """Two passes: a long best match does not crowd out the short ones (they come whole,
+    in time order); it comes second, as an excerpt that keeps the sentence with the
+    query's words, and the whole context stays within the budget."""
+    emb = HashEmbedder()
+    mem = _mem(backend_target, emb, fresh_tail_count=6)
+    conv = mem.conversation("p")
+    filler = " ".join(f"Paragraph {i} rambles about scheduling and lunch menus." for i in range(120))
+    conv.add(role="assistant", content=f"{filler} The billing service port is 7311. {filler}", created_at=T0)
+    shorts = [f"Note {k}: billing retries {k + 2} times." for k in range(3)]
+    for k, text in enumerate(shorts):
+        conv.add(role="user", content=text, created_at=T0 + timedelta(minutes=k + 1))
+    conv.add_many(chat(120, start=T0 + timedelta(hours=1)))
+    ctx = conv.assemble(budget_tokens=900, query="billing service port?")
+    recalled = [i for i in ctx.items if i.tier == "recall"]
+    text = str(ctx.messages)
+    assert all(s in text for s in shorts)  # whole
+    assert "port is 7311" in text and filler not in text  # the long one cut to its matching sentence
+    assert [i.first_seq for i in recalled] == sorted(i.first_seq for i in recalled)
+    assert {1, 2, 3, 4} <= {i.first_seq for i in recalled}
+    assert ctx.tokens <= 900
+    mem.close()
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(budget=st.integers(min_value=1, max_value=2500), query=st.text(min_size=0, max_size=80),
        n=st.integers(min_value=1, max_value=150))

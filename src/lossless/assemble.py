@@ -655,63 +655,72 @@ class Assembler:
 
     def _recall(self, cid: str, query: str, shown_from: int, room: int,
                 shown_ids: set[str] | frozenset[str] = frozenset()) -> list[_Piece]:
-        """Older messages that match the query, best first, each cut to a share of the room
-        (sentences that share the query's words kept first); a window hit brings its pairs."""
+        """Older messages that match the query. The best ``recall_depth`` (a window hit
+        brings its pairs) are packed in two passes: first, in rank order, each that fits
+        whole within ``recall_whole_share`` of the room; then the ones skipped, in rank
+        order, cut to a share of the room keeping the sentences that share the query's
+        words. Whole messages keep what was said verbatim; excerpts let the long ones in."""
         if room < _MIN_ABRIDGED or shown_from <= 1:
             return []
+        cfg = self.config
         spec = SearchSpec(query=query, conversation_ids=(cid,), kinds=("message",), max_seq=shown_from - 1,
-                          limit=max(24, room // 100), mode="hybrid")
+                          limit=max(24, cfg.recall_depth * 2 // 3, room // 100), mode="hybrid")
         candidates: list[tuple[tuple[str, ...], bool]] | None = None
         if self.recaller is not None and self.recaller.embedder is not None:
             try:
                 self.recaller.sync(cid)
-                hits = self.recaller.search(spec, windows=self.config.recall_windows)
+                hits = self.recaller.search(spec, windows=cfg.recall_windows)
                 candidates = [(h.message_ids, h.kind == "window") for h in hits]
             except EmbedderError as exc:  # a context recalled by keywords beats no context
                 log.warning("lossless: %s; recall falls back to keyword search", exc)
         if candidates is None:
             candidates = [((h.id,), False) for h in self.store.search(replace(spec, mode="fts"))]
-        pieces: list[_Piece] = []
-        included: set[str] = set()
-        spent = 0
-        per_item = max(_MIN_ABRIDGED * 2, min(int(room * self.config.recall_item_share),
-                                              self.config.recall_item_max_tokens))
+        ranked: dict[str, bool] = {}  # message id -> came with a window, in rank order
         for ids, is_window in candidates:
-            fresh = [i for i in ids if i not in included]
-            for mid in fresh:
-                if room - spent < _MIN_ABRIDGED:
-                    return pieces
-                if mid in shown_ids:
-                    continue
-                msg = self.store.get_message(mid)
-                if msg.seq >= shown_from:
-                    continue
-                if is_window and msg.role != "user" and self.config.recall_window_users_only:
-                    continue
-                # the best match may be shown whole: the first takes up to half the room
-                lead = max(per_item, int(room * self.config.recall_lead_share)) if not pieces else per_item
-                cap = min(lead // (2 if is_window else 1), room - spent)
-                whole = min(int(cap * self.config.recall_whole_factor), room - spent)
-                piece = self._recall_piece(msg, query, cap, whole)
-                if piece is None:
-                    continue
-                included.add(mid)
+            for mid in ids:
+                if mid not in shown_ids and mid not in ranked and len(ranked) < cfg.recall_depth:
+                    ranked[mid] = is_window
+        pieces: list[_Piece] = []
+        spent = 0
+        whole_cap = max(_MIN_ABRIDGED, int(room * cfg.recall_whole_share))
+        per_item = max(_MIN_ABRIDGED * 2, min(int(room * cfg.recall_item_share), cfg.recall_item_max_tokens))
+        skipped: list[tuple[Message, bool]] = []
+        for rank, (mid, is_window) in enumerate(ranked.items()):
+            if room - spent < _MIN_ABRIDGED:
+                return pieces
+            msg = self.store.get_message(mid)
+            if msg.seq >= shown_from:
+                continue
+            piece = self._recall_piece(msg, query, min(whole_cap, room - spent), whole_only=True)
+            if piece is None and rank < cfg.recall_lead_excerpts:  # the very best match is never crowded out
+                piece = self._recall_piece(msg, query, min(per_item // (2 if is_window else 1), room - spent))
+            if piece is None:
+                skipped.append((msg, is_window))
+                continue
+            pieces.append(piece)
+            spent += piece.tokens
+        for msg, is_window in skipped:
+            if room - spent < _MIN_ABRIDGED:
+                break
+            piece = self._recall_piece(msg, query, min(per_item // (2 if is_window else 1), room - spent))
+            if piece is not None:
                 pieces.append(piece)
                 spent += piece.tokens
         return pieces
 
-    def _recall_piece(self, msg: Message, query: str, cap: int, whole_cap: int | None = None) -> _Piece | None:
-        """One recalled message: whole when it fits ``whole_cap`` (default ``cap``), else
+    def _recall_piece(self, msg: Message, query: str, cap: int, *, whole_only: bool = False) -> _Piece | None:
+        """One recalled message: whole when it fits ``cap``, else (unless ``whole_only``)
         cut to ``cap`` keeping the sentences that share the query's words."""
         large = self._is_large(msg)
         body = neutralise_tags(self._large_text(msg) if large else message_text(msg))
         header = message_header(msg)
         header_cost = self._piece_cost(header)
         text = f"{header} {body}"
-        limit = whole_cap or cap
         # the stored count spares re-encoding a long message that cannot be shown whole
-        cost = self._piece_cost(text) if large or msg.token_count + header_cost <= limit + 8 else limit + 1
-        if cost > limit:
+        cost = self._piece_cost(text) if large or msg.token_count + header_cost <= cap + 8 else cap + 1
+        if cost > cap:
+            if whole_only:
+                return None
             room = cap - header_cost - 4
             short = fit_text(body, room, self.counter, focus=query,
                              tokens=None if large else msg.token_count) if room > 16 else ""

@@ -70,14 +70,17 @@ class Config:
     # recall
     vector_backend: str = "auto"  # "auto" (sqlite-vec if it loads, else numpy), "sqlite-vec", "numpy"
     fusion: str = "weighted"  # "weighted" (normalised score sum) or "rrf" (reciprocal rank)
-    vector_weight: float = 0.5  # the vector list's share in fusion
+    vector_weight: float = 0.7  # the vector list's share in fusion
     recency_half_life_days: float | None = None  # decay older recall hits; None: off
     mmr_lambda: float | None = None  # diversify recall hits (1 = relevance only); None: off
-    recall_item_share: float = 0.125  # one recalled message takes at most this share of the recall room
-    recall_lead_share: float = 0.0  # ... except the best match, which may take this share
-    recall_whole_factor: float = 3.0  # a message up to this many times the cap is shown whole
-    recall_item_max_tokens: int = 160  # the per-message cap never exceeds this
-    recall_window_users_only: bool = False  # a window hit brings only its user messages
+    # recall packs in two passes over the best ``recall_depth`` matches: first every one that
+    # fits whole within ``recall_whole_share`` of the recall room, then excerpts of the rest
+    # (each cut to ``recall_item_share`` of the room, at most ``recall_item_max_tokens``)
+    recall_depth: int = 60
+    recall_lead_excerpts: int = 1  # ... except the best N matches, which come (cut) in the first pass
+    recall_whole_share: float = 0.2
+    recall_item_share: float = 0.125
+    recall_item_max_tokens: int = 160
     recall_windows: bool = True  # recall QA-pair windows as well as single messages
     # what leaves the assembled context first (never the store): "summary" (the newest
     # raw messages, then summaries newest first, then the root), "selective" (raw messages
@@ -95,7 +98,8 @@ class Config:
             value = getattr(self, name)
             if not 0 < value <= 1:
                 raise ValidationError(f"{name} must be in (0, 1], got {value!r}")
-        for name in ("tail_share", "summaries_share", "root_share", "recall_share", "memory_share", "dynamic_share", "files_share"):
+        for name in ("tail_share", "summaries_share", "root_share", "recall_share", "memory_share", "dynamic_share",
+                     "files_share", "recall_whole_share", "recall_item_share"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValidationError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
         for name in (
@@ -107,6 +111,8 @@ class Config:
             "max_compaction_passes",
             "large_content_tokens",
             "large_content_summary_tokens",
+            "recall_depth",
+            "recall_item_max_tokens",
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -120,6 +126,9 @@ class Config:
         for name in ("compaction_cooldown_seconds", "tool_wait_seconds"):
             if not getattr(self, name) >= 0:
                 raise ValidationError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if isinstance(self.recall_lead_excerpts, bool) or not isinstance(self.recall_lead_excerpts, int) \
+                or self.recall_lead_excerpts < 0:
+            raise ValidationError(f"recall_lead_excerpts must be an integer >= 0, got {self.recall_lead_excerpts!r}")
         if self.vector_backend not in ("auto", "sqlite-vec", "numpy"):
             raise ValidationError(f"vector_backend must be auto, sqlite-vec or numpy, got {self.vector_backend!r}")
         if self.strategy not in ("summary", "selective", "hierarchical"):
