@@ -119,7 +119,10 @@ def pg_template(pg_server: str) -> Iterator[str]:
 # children before parents (foreign keys); tables a later migration adds are emptied last
 _EMPTY_ORDER = ("summary_sources", "memory_vectors", "vector_progress", "compaction_log", "compaction_leases",
                 "memory_flush", "recall_units", "recall_progress", "summaries", "messages", "memories", "settings",
-                "embedding_cache", "vector_indexes", "conversations")
+                "embedding_cache", "vector_indexes", "conversations", "file_chunks", "files", "file_vector_indexes",
+                "api_keys")
+_KEPT = ("schema_migrations", "files_generation")  # rows a migration wrote: kept (the counter's value is immaterial)
+_DROPPED = ("vec_", "file_vec_")  # tables made on first use (one per embedder)
 
 
 class _Recycled:
@@ -154,12 +157,12 @@ class _Recycled:
                 ).fetchall():
                     conn.execute(f'DROP SCHEMA "{schema}" CASCADE')  # a test's tenant schemas
                 tables = [r[0] for r in conn.execute(
-                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'"
-                ).fetchall()]
+                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+                ).fetchall() if r[0] not in _KEPT]
                 for table in tables:
-                    if table.startswith("vec_"):
+                    if table.startswith(_DROPPED):
                         conn.execute(f'DROP TABLE "{table}"')
-                rest = [t for t in tables if not t.startswith("vec_")]
+                rest = [t for t in tables if not t.startswith(_DROPPED)]
                 for table in sorted(rest, key=lambda t: (_EMPTY_ORDER.index(t) if t in _EMPTY_ORDER else -1)):
                     conn.execute(f'DELETE FROM "{table}"')
                 for (table,) in conn.execute(

@@ -1,5 +1,6 @@
 """Workspace files in the assembled context: a message that names an indexed file, or
-says /context, brings that file's best chunks, inside the budget."""
+says /context, brings that file's best chunks, inside the budget. On SQLite and on
+PostgreSQL (``backend_target``)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ def _tree(root: Path) -> None:
         (root / "src" / f"mod_{i}.py").write_text(f"def handler_{i}(event):\n    return {i}\n")
 
 
-def test_a_named_file_and_context_command_bring_chunks(tmp_path: Path) -> None:
+def test_a_named_file_and_context_command_bring_chunks(tmp_path: Path, backend_target: str) -> None:
     _tree(tmp_path / "ws")
-    mem = lossless.open(tmp_path / "f.db", embedder=None)
+    mem = lossless.open(backend_target, embedder=None)
     report = mem.files.index([tmp_path / "ws"])
     assert report.files_indexed == 22
     conv = mem.conversation("c")
@@ -41,15 +42,17 @@ def test_a_named_file_and_context_command_bring_chunks(tmp_path: Path) -> None:
     conv.add("user", "check src/retry.py please")
     text = "\n".join(str(m["content"]) for m in conv.assemble(query="check src/retry.py please").messages)
     assert "compute_backoff" in text
+    mem.close()
 
 
-def test_a_reopened_store_knows_its_index(tmp_path: Path) -> None:
+def test_a_reopened_store_knows_its_index(tmp_path: Path, backend_target: str) -> None:
     _tree(tmp_path / "ws")
-    mem = lossless.open(tmp_path / "r.db", embedder=None)
+    mem = lossless.open(backend_target, embedder=None)
     mem.files.index([tmp_path / "ws"])
     mem.close()
-    again = lossless.open(tmp_path / "r.db", embedder=None)
+    again = lossless.open(backend_target, embedder=None)
     conv = again.conversation("c")
     conv.add("user", "hi")
     text = "\n".join(str(m["content"]) for m in conv.assemble(budget_tokens=2000, query="open retry.py").messages)
     assert "compute_backoff" in text
+    again.close()

@@ -1,7 +1,8 @@
 """Workspace file memory (lossless.files): the chunker's invariants, indexing a generated
 source tree and finding the right file and lines, incremental re-indexing that touches
 only what changed, the embedding cache, every kind of bad input, mentions and /context,
-the CLI, migration 6."""
+the CLI, migration 6. Everything that touches a store runs on SQLite and on PostgreSQL
+(``backend``), apart from the SQLite-only vector matrix; pgvector is checked against it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import itertools
 import json
 import os
 import random
+import threading
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +24,7 @@ import lossless
 from lossless.cli import main
 from lossless.errors import NotFoundError, ValidationError
 from lossless.files import Files, context_request, kind_of, path_candidates, split_text
+from lossless.files.backend import files_backend
 from lossless.files.chunk import _lines
 from lossless.files.walk import decode, glob_match, read_file
 from lossless.store import migrations
@@ -157,7 +160,15 @@ def _line_of(text: str, needle: str) -> int:
 
 
 @pytest.fixture
-def mem(tmp_path: Path) -> Iterator[lossless.Memory]:
+def mem(backend_target: str) -> Iterator[lossless.Memory]:
+    """A store of each backend (SQLite, PostgreSQL)."""
+    m = lossless.open(backend_target, embedder=None)
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def sqlite_mem(tmp_path: Path) -> Iterator[lossless.Memory]:
     m = lossless.open(tmp_path / "files.db", embedder=None)
     yield m
     m.close()
@@ -174,18 +185,38 @@ def _files(mem: lossless.Memory, embedder: Any = None, **kw: Any) -> Files:
     return Files(mem.store, embedder, mem.counter, **kw)
 
 
+def _query(mem: lossless.Memory, sql: str, args: Any = ()) -> list[tuple[Any, ...]]:
+    """Rows of one ``?``-placeholder statement, on either backend."""
+    return files_backend(mem.store).query(sql, args)
+
+
 def _count(mem: lossless.Memory, sql: str, args: Any = ()) -> int:
-    return int(mem.store._query(sql, args)[0][0])
+    return int(_query(mem, sql, args)[0][0])
+
+
+def _vectors(mem: lossless.Memory) -> dict[int, Any]:
+    """chunk rowid → its vector as stored (SQLite: a blob; PostgreSQL: pgvector's text of
+    it), read straight from the tables."""
+    if mem.store.dialect == "sqlite":
+        return dict(_query(mem, "SELECT chunk_rowid, vector FROM file_chunk_vectors"))
+    out: dict[int, Any] = {}
+    for (table,) in _query(mem, "SELECT name FROM file_vector_indexes"):
+        out.update(_query(mem, f"SELECT chunk_rowid, embedding::text FROM {table}"))
+    return out
+
+
+def _vector_count(mem: lossless.Memory) -> int:
+    return len(_vectors(mem))
 
 
 def _chunk_rows(mem: lossless.Memory) -> dict[str, list[tuple[Any, ...]]]:
-    """path → [(chunk rowid, start, end, vector blob or None)] for every indexed file."""
-    rows = mem.store._query(
-        "SELECT f.path, c.rowid, c.start_line, c.end_line, v.vector FROM file_chunks c JOIN files f "
-        "ON f.rowid = c.file_rowid LEFT JOIN file_chunk_vectors v ON v.chunk_rowid = c.rowid ORDER BY c.rowid")
+    """path → [(chunk rowid, start, end, vector or None)] for every indexed file."""
+    rows = _query(mem, "SELECT f.path, c.rowid, c.start_line, c.end_line FROM file_chunks c JOIN files f "
+                       "ON f.rowid = c.file_rowid ORDER BY c.rowid")
+    vectors = _vectors(mem)
     out: dict[str, list[tuple[Any, ...]]] = {}
-    for path, *rest in rows:
-        out.setdefault(path, []).append(tuple(rest))
+    for path, rowid, start, end in rows:
+        out.setdefault(path, []).append((rowid, start, end, vectors.get(rowid)))
     return out
 
 
@@ -335,7 +366,7 @@ def test_vector_search_finds_by_meaning_through_the_cache(mem: lossless.Memory, 
     files = _files(mem, emb, vector_weight=0.7)
     report = files.index([tree])
     n = _count(mem, "SELECT count(*) FROM file_chunks")
-    assert _count(mem, "SELECT count(*) FROM file_chunk_vectors") == n
+    assert _vector_count(mem) == n
     assert report.chunks_embedded == len(emb.texts) == _count(mem, "SELECT count(DISTINCT text_sha256) FROM file_chunks")
     hit = files.search("backoff jitter exponential attempt", limit=1)[0]
     assert hit.path == "src/net/retry.py"
@@ -345,10 +376,12 @@ def test_vector_search_finds_by_meaning_through_the_cache(mem: lossless.Memory, 
     assert files.search("trip breaker failures", limit=1)[0].path == "src/net/circuit.py"
 
 
-def test_the_vector_matrix_catches_up_exactly(mem: lossless.Memory, tree: Path) -> None:
+def test_the_vector_matrix_catches_up_exactly(sqlite_mem: lossless.Memory, tree: Path) -> None:
     """After many edits, deletions and additions, the matrix kept up to date by segments
     answers exactly like one loaded from scratch."""
     from lossless.files.vectors import ChunkVectors
+
+    mem = sqlite_mem
 
     emb = HashEmbedder()
     files = _files(mem, emb)
@@ -367,8 +400,46 @@ def test_the_vector_matrix_catches_up_exactly(mem: lossless.Memory, tree: Path) 
         live = files.vectors.nearest(query, 20)  # type: ignore[union-attr]
         assert live == ChunkVectors(mem.store, emb).nearest(query, 20)
         matrix = files.vectors.matrix()  # type: ignore[union-attr]
-        assert sum(int(s.alive.sum()) for s in matrix.segments) == _count(mem, "SELECT count(*) FROM file_chunk_vectors")
+        assert sum(int(s.alive.sum()) for s in matrix.segments) == _vector_count(mem)
         assert len(matrix.segments) <= 8
+
+
+def test_pgvector_agrees_with_the_numpy_matrix(sqlite_mem: lossless.Memory, pg_url: str, tree: Path) -> None:
+    """The same tree indexed on PostgreSQL: pgvector finds the same nearest chunks, with
+    the same similarities, as SQLite's numpy matrix; exactly and through the HNSW index,
+    with and without the path and kind filters."""
+    emb = HashEmbedder()
+    on_sqlite = _files(sqlite_mem, emb)
+    on_sqlite.index([tree])
+    with lossless.open(pg_url, embedder=None) as pg:
+        on_pg = _files(pg, emb)
+        on_pg.index([tree])
+        assert on_pg.stats().vectors == on_sqlite.stats().vectors > 30
+
+        def where(mem: lossless.Memory, found: dict[int, float]) -> list[tuple[str, int, float]]:
+            spans = {r[0]: (r[1], r[2]) for r in _query(mem, "SELECT c.rowid, f.path, c.start_line FROM file_chunks c "
+                                                              "JOIN files f ON f.rowid = c.file_rowid")}
+            return [(*spans[rowid], round(sim, 5)) for rowid, sim in found.items()]
+
+        def file_ids(mem: lossless.Memory, prefix: str) -> set[int]:
+            return {r[0] for r in _query(mem, "SELECT rowid FROM files WHERE substr(path, 1, ?) = ?",
+                                         (len(prefix), prefix))}
+
+        pg_vectors, np_vectors = on_pg.vectors, on_sqlite.vectors
+        assert pg_vectors is not None and np_vectors is not None
+        for exact_below in (10**9, 0):  # an exact scan, then the HNSW index
+            pg_vectors.exact_below = exact_below  # type: ignore[attr-defined]
+            for query in ("ledger beacon harbor value scale", "backoff jitter exponential attempt",
+                          "refresh the access token"):
+                want = where(sqlite_mem, np_vectors.nearest(query, 8))
+                assert len(want) == 8 and where(pg, pg_vectors.nearest(query, 8)) == want
+                want = where(sqlite_mem, np_vectors.nearest(query, 5, kinds={"markdown"},
+                                                            files=file_ids(sqlite_mem, "docs/")))
+                got = where(pg, pg_vectors.nearest(query, 5, kinds={"markdown"}, files=file_ids(pg, "docs/")))
+                assert want and got == want and {p for p, _, _ in got} <= {"docs/deploy.md", "docs/retry-notes.md"}
+        # a question whose words no chunk holds is still answered by the vector side alone
+        hit = on_pg.search("jitter", limit=1)[0]
+        assert hit.path == on_sqlite.search("jitter", limit=1)[0].path == "src/net/retry.py"
 
 
 def test_reindex_touches_only_the_changed_file(mem: lossless.Memory, tree: Path) -> None:
@@ -418,11 +489,11 @@ def test_touch_and_reindex_embed_nothing(mem: lossless.Memory, tree: Path) -> No
 
 def test_keyword_index_gets_vectors_when_an_embedder_comes(mem: lossless.Memory, tree: Path) -> None:
     _files(mem).index([tree])
-    assert _count(mem, "SELECT count(*) FROM file_chunk_vectors") == 0
+    assert _vector_count(mem) == 0
     emb = HashEmbedder()
     report = _files(mem, emb).index([tree])
     assert report.files_unchanged == 30 and report.chunks_embedded > 0
-    assert _count(mem, "SELECT count(*) FROM file_chunk_vectors") == _count(mem, "SELECT count(*) FROM file_chunks")
+    assert _vector_count(mem) == _count(mem, "SELECT count(*) FROM file_chunks")
 
 
 def test_deleted_files_leave_the_index(mem: lossless.Memory, tree: Path) -> None:
@@ -434,9 +505,12 @@ def test_deleted_files_leave_the_index(mem: lossless.Memory, tree: Path) -> None
     assert (report.files_removed, report.chunks_removed) == (1, gone)
     assert "src/net/retry.py" not in _chunk_rows(mem)
     assert all(h.path != "src/net/retry.py" for h in files.search("compute backoff retry"))
-    # the FTS and vector rows went with the chunks
-    assert _count(mem, "SELECT count(*) FROM file_chunk_vectors") == _count(mem, "SELECT count(*) FROM file_chunks")
-    assert _count(mem, "SELECT count(*) FROM file_chunks_fts WHERE file_chunks_fts MATCH 'compute_backoff'") == 0
+    # the keyword index entries and vector rows went with the chunks
+    assert _vector_count(mem) == _count(mem, "SELECT count(*) FROM file_chunks")
+    if mem.store.dialect == "sqlite":
+        assert _count(mem, "SELECT count(*) FROM file_chunks_fts WHERE file_chunks_fts MATCH 'compute_backoff'") == 0
+    else:
+        assert _count(mem, "SELECT count(*) FROM file_chunks WHERE search @@ to_tsquery('english', 'backoff')") == 0
     # narrowing the filters does not remove files that still exist
     report = files.index([tree], include="*.md")
     assert report.files_removed == 0 and report.files_seen == 3
@@ -466,12 +540,35 @@ def test_each_file_is_written_in_one_transaction(mem: lossless.Memory, tree: Pat
     files = _files(mem, emb)
     report = files.index([tree])
     assert report.files_indexed == 30 and report.warnings and "provider down" in report.warnings[0]
-    counts = mem.store._query("SELECT f.chunk_count, (SELECT count(*) FROM file_chunks c WHERE c.file_rowid = f.rowid) "
-                              "FROM files f")
+    counts = _query(mem, "SELECT f.chunk_count, (SELECT count(*) FROM file_chunks c WHERE c.file_rowid = f.rowid) "
+                         "FROM files f")
     assert all(a == b for a, b in counts)
     emb.fail = False
     assert files.index([tree]).chunks_embedded > 0
-    assert _count(mem, "SELECT count(*) FROM file_chunk_vectors") == _count(mem, "SELECT count(*) FROM file_chunks")
+    assert _vector_count(mem) == _count(mem, "SELECT count(*) FROM file_chunks")
+
+
+def test_concurrent_indexers_store_each_file_once(mem: lossless.Memory, tree: Path) -> None:
+    """Indexers racing over one tree (threads here, processes or hosts on PostgreSQL) take
+    turns writing: every file is stored once, with all its chunks."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            _files(mem).index([tree])
+        except BaseException as exc:  # pragma: no cover - the assertion below shows it
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert _count(mem, "SELECT count(*) FROM files") == 30
+    assert _count(mem, "SELECT count(*) FROM files f WHERE chunk_count != "
+                       "(SELECT count(*) FROM file_chunks c WHERE c.file_rowid = f.rowid)") == 0
+    assert _files(mem).search("where is the retry backoff computed?", limit=1)[0].path == "src/net/retry.py"
 
 
 # -- bad input -----------------------------------------------------------------------------
@@ -692,7 +789,7 @@ def test_two_roots_with_the_same_relative_path(mem: lossless.Memory, tmp_path: P
 # -- CLI and migration ----------------------------------------------------------------------
 
 
-def _run(capsys: pytest.CaptureFixture[str], db: Path, *args: Any) -> tuple[int, str, str]:
+def _run(capsys: pytest.CaptureFixture[str], db: Path | str, *args: Any) -> tuple[int, str, str]:
     capsys.readouterr()
     status = main(["--db", str(db), *map(str, args)])
     out, err = capsys.readouterr()
@@ -700,8 +797,9 @@ def _run(capsys: pytest.CaptureFixture[str], db: Path, *args: Any) -> tuple[int,
     return status, out, err
 
 
-def test_cli_index_search_ls(tmp_path: Path, tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db = tmp_path / "cli.db"
+def test_cli_index_search_ls(tmp_path: Path, tree: Path, backend_target: str,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    db = backend_target
     status, out, err = _run(capsys, db, "index", tree)
     assert status == 0, err
     assert "30 files: 30 indexed" in out
@@ -733,7 +831,7 @@ def test_cli_index_search_ls(tmp_path: Path, tree: Path, capsys: pytest.CaptureF
     assert status == 1 and "no database" in err
 
 
-def test_cli_progress_bar_on_a_terminal(tmp_path: Path, tree: Path) -> None:
+def test_cli_progress_bar_on_a_terminal(backend_target: str, tree: Path) -> None:
     import io
 
     from rich.console import Console
@@ -742,7 +840,7 @@ def test_cli_progress_bar_on_a_terminal(tmp_path: Path, tree: Path) -> None:
     from lossless.cli.context import CommandContext
     from lossless.cli.main import build_parser
 
-    args = build_parser().parse_args(["--db", str(tmp_path / "p.db"), "index", str(tree)])
+    args = build_parser().parse_args(["--db", backend_target, "index", str(tree)])
     out, err = io.StringIO(), io.StringIO()
     ctx = CommandContext(args=args, out=Console(file=out, width=200),
                          err=Console(file=err, force_terminal=True, width=120))

@@ -225,6 +225,108 @@ def test_migrate_verification_catches_a_difference(tmp_path: Path, pg_url: str) 
     assert any(p.startswith("compaction_log:") for p in problems)
 
 
+class OtherHashEmbedder(HashEmbedder):
+    model = "hash-64-b"  # another embedder: its chunk vectors get a pgvector table of their own
+
+
+def test_migrate_round_trip_with_api_keys_and_indexed_files(tmp_path: Path, pg_url: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """API keys and the workspace file index come across: every key still verifies (the
+    revoked one stays refused), the files, chunks (same rowids) and their vectors of two
+    embedders are identical, nothing is embedded again, keyword and vector search work,
+    and new rows continue after the copied rowids."""
+    from lossless.files import Files
+    from lossless.server.keys import APIKeys
+
+    from .test_files import make_tree
+
+    tree = tmp_path / "proj"
+    make_tree(tree)
+    path = tmp_path / "files.db"
+    emb, other = HashEmbedder(), OtherHashEmbedder()
+    query = "ledger beacon harbor value scale"
+    with lossless.open(path, embedder=None) as src:
+        src.conversation("c").add_many(chat(20))
+        keys = APIKeys(src.store)
+        acme, acme_key = keys.create("acme", "ci")
+        assert keys.verify(acme_key) is not None  # sets last_used_at
+        bravo, bravo_key = keys.create("bravo")
+        keys.revoke(bravo.id)
+        listed = keys.ls()
+        files = Files(src.store, emb, src.counter)
+        files.index([tree])
+        Files(src.store, other, src.counter).index([tree / "docs"])  # docs/ chunks get the other's vectors
+        stats, ls = files.stats(), files.ls()
+        assert files.vectors is not None
+        nearest = files.vectors.nearest(query, 8)  # the query's vector is cached, and copied
+        for_path = files.for_path("retry.py", "backoff")
+        n_chunks = src.store._query("SELECT count(*) FROM file_chunks")[0][0]
+        by_model = dict(src.store._query("SELECT model, count(*) FROM file_chunk_vectors GROUP BY model"))
+        max_chunk = src.store._query("SELECT max(rowid) FROM file_chunks")[0][0]
+        docs = src.store._query("SELECT count(*) FROM file_chunks c JOIN files f ON f.rowid = c.file_rowid "
+                                "WHERE f.path LIKE 'docs/%'")[0][0]
+    assert by_model == {"hash-64": n_chunks - docs, "hash-64-b": docs} and docs > 0
+
+    assert main(["migrate", "--from", str(path), "--to", pg_url, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and report["problems"] == []
+    assert report["counts"]["api_keys"] == 2 and report["counts"]["files"] == 30
+    assert report["counts"]["file_chunks"] == n_chunks == report["counts"]["file_chunk_vectors"]
+
+    emb_pg = HashEmbedder()
+    with lossless.open(pg_url, embedder=None) as pg:
+        keys = APIKeys(pg.store)
+        assert keys.ls() == listed
+        assert keys.verify(acme_key) == keys.get(acme.id) and keys.verify(bravo_key) is None
+        files = Files(pg.store, emb_pg, pg.counter)
+        assert files.stats() == stats and files.ls() == ls
+        assert files.for_path("retry.py", "backoff") == for_path
+        assert files.vectors is not None and files.vectors.nearest(query, 8) == pytest.approx(nearest)
+        assert list(files.vectors.nearest(query, 8)) == list(nearest)
+        assert emb_pg.texts == []  # every chunk vector (and the query's) came across
+        assert files.search("where is the retry backoff computed?", limit=1)[0].path == "src/net/retry.py"
+        tables = pg.store._query("SELECT model, name FROM file_vector_indexes ORDER BY model")
+        assert [m for m, _ in tables] == ["hash-64", "hash-64-b"]
+        assert {m: pg.store._query(f"SELECT count(*) FROM {t}")[0][0] for m, t in tables} == by_model
+        # the index is current: nothing to read or embed again
+        again = files.index([tree / "src"])
+        assert (again.files_unchanged, again.files_indexed, again.chunks_embedded) == (26, 0, 0)
+        (tree / "src" / "new.py").write_text("def brand_new_function():\n    return 42\n")
+        assert files.index([tree / "src"]).files_indexed == 1
+        new_rowid = pg.store._query("SELECT c.rowid FROM file_chunks c JOIN files f ON f.rowid = c.file_rowid "
+                                    "WHERE f.path = 'src/new.py'")[0][0]
+        assert new_rowid > max_chunk and emb_pg.texts  # a new chunk after the copied ones, embedded
+
+
+def test_migrate_verification_catches_file_and_key_differences(tmp_path: Path, pg_url: str) -> None:
+    from lossless.files import Files
+    from lossless.server.keys import APIKeys
+    from lossless.store.sqlite import SQLiteStore
+    from lossless.store.transfer import copy_sqlite_to_postgres, verify_copy
+
+    from .test_files import make_tree
+
+    make_tree(tmp_path / "proj", filler=2)
+    path = tmp_path / "v.db"
+    with lossless.open(path, embedder=None) as mem:
+        APIKeys(mem.store).create("acme")
+        Files(mem.store, HashEmbedder(), mem.counter).index([tmp_path / "proj"])
+    assert copy_sqlite_to_postgres(str(path), pg_url).ok
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE file_chunks SET text = text || ' (edited)' WHERE rowid = 1")
+        conn.execute("UPDATE api_keys SET tenant = 'bravo'")
+        (table,) = conn.execute("SELECT name FROM file_vector_indexes").fetchone()
+        conn.execute(f"DELETE FROM {table} WHERE chunk_rowid = 2")
+    src, dst = SQLiteStore(path), PostgresStore(pg_url)
+    problems = verify_copy(src, dst)
+    src.close()
+    dst.close()
+    assert any(p.startswith("file_chunks: the rows differ") for p in problems)
+    assert any(p.startswith("api_keys: the rows differ") for p in problems)
+    assert any(p.startswith("file_chunk_vectors:") and "rows in SQLite" in p for p in problems)
+    assert not any(p.startswith("files:") for p in problems)
+
+
 # -- vectors --------------------------------------------------------------------------------
 
 

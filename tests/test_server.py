@@ -1,6 +1,7 @@
 """The HTTP API against a real server on 127.0.0.1: every endpoint once (requests and answers
 checked against /openapi.json), errors and their statuses, body limits, API keys and
-tenant isolation, and the `lossless keys` / `lossless serve` commands."""
+tenant isolation, and the `lossless keys` / `lossless serve` commands. The server's store is
+SQLite or PostgreSQL (``backend``): every test on a ``memory`` runs on both."""
 
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ from lossless.server.errors import HTTPError
 from lossless.server.keys import APIKeys
 from lossless.server.openapi import openapi_document
 from lossless.server.run import free_port
-from lossless.store import migrations
 from lossless.tools import TOOL_NAMES, openai_tools
 from tests.conftest import chat
 from tests.server_support import OpenAPIChecker, json_ready, served
@@ -34,8 +34,8 @@ PROXY_OPS = {"chatCompletions", "anthropicMessages"}  # exercised in test_server
 
 
 @pytest.fixture
-def memory(db_path: Path) -> Iterator[lossless.Memory]:
-    m = lossless.open(db_path, context_window=4096, tool_wait_seconds=0.2)
+def memory(backend_target: str) -> Iterator[lossless.Memory]:
+    m = lossless.open(backend_target, context_window=4096, tool_wait_seconds=0.2)
     yield m
     m.close()
 
@@ -257,7 +257,8 @@ def test_keys_are_stored_hashed(memory: lossless.Memory) -> None:
     assert keys.verify(key) is None and keys.ls(include_revoked=False) == [keys.get(other_row.id)]
     with pytest.raises(lossless.ValidationError):
         keys.create("no/slashes")
-    assert 7 in migrations.applied(memory.store.connection)  # type: ignore[attr-defined]
+    applied = {r[0] for r in memory.store._query("SELECT name FROM schema_migrations")}
+    assert "api_keys" in applied
 
 
 def test_tenants_are_isolated(memory: lossless.Memory) -> None:
@@ -358,26 +359,68 @@ def test_keys_and_serve_commands(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "without API keys" in capsys.readouterr().err
 
 
-def test_lossless_serve_runs_uvicorn(tmp_path: Path) -> None:
-    """The real command: a keyless server on loopback warns, serves, and stops on SIGTERM."""
+def _serve(db: str) -> tuple[subprocess.Popen[str], str]:
+    """``lossless --db DB serve`` on a free loopback port, once it answers /healthz."""
     port = free_port()
     env = {**os.environ, "LOSSLESS_EMBEDDER": "none"}
-    proc = subprocess.Popen([sys.executable, "-m", "lossless", "--db", str(tmp_path / "s.db"), "serve",
-                             "--port", str(port), "--log-level", "warning"],
+    proc = subprocess.Popen([sys.executable, "-m", "lossless", "--db", db, "serve", "--port", str(port),
+                             "--log-level", "warning"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        if proc.poll() is not None:
+            raise AssertionError(proc.communicate()[1])
+        try:
+            if httpx.get(f"{url}/healthz").status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError("lossless serve did not come up")
+        time.sleep(0.1)
+
+
+def test_lossless_serve_runs_uvicorn(tmp_path: Path) -> None:
+    """The real command: a keyless server on loopback warns, serves, and stops on SIGTERM."""
+    proc, url = _serve(str(tmp_path / "s.db"))
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, proc.communicate()[1]
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "lossless serve did not come up"
-            time.sleep(0.1)
-        assert httpx.get(f"http://127.0.0.1:{port}/v1/lossless/whoami").json()["implicit"] is True
+        assert httpx.get(f"{url}/v1/lossless/whoami").json()["implicit"] is True
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=15)
     assert "no API keys" in err and "loopback only" in err
+
+
+def test_keys_and_serve_on_postgresql(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`lossless keys` and `lossless serve --db postgresql://…`: keys the CLI makes in
+    PostgreSQL guard a real server process, and each tenant's conversations land there
+    under its namespace."""
+    assert main(["--db", pg_url, "--json", "keys", "create", "--tenant", "acme", "--name", "ci"]) == 0
+    acme = json.loads(capsys.readouterr().out)
+    assert main(["--db", pg_url, "--json", "keys", "create", "--tenant", "bravo"]) == 0
+    bravo = json.loads(capsys.readouterr().out)
+    assert main(["--db", pg_url, "keys", "revoke", bravo["id"]]) == 0
+    assert main(["--db", pg_url, "keys", "revoke", "key_nothing"]) == 1
+    assert "no API key" in capsys.readouterr().err
+    assert main(["--db", pg_url, "--json", "keys", "ls"]) == 0
+    listed = {k["id"]: (k["tenant"], k["name"], k["active"]) for k in json.loads(capsys.readouterr().out)}
+    assert listed == {acme["id"]: ("acme", "ci", True), bravo["id"]: ("bravo", None, False)}
+    proc, url = _serve(pg_url)
+    try:
+        c = f"{url}/v1/lossless/conversations"
+        assert httpx.get(c).status_code == 401  # keys exist: every request needs one
+        assert httpx.get(c, headers={"authorization": f"Bearer {bravo['key']}"}).status_code == 401  # revoked
+        good = {"authorization": f"Bearer {acme['key']}"}
+        assert httpx.get(f"{url}/v1/lossless/whoami", headers=good).json()["tenant"] == "acme"
+        added = httpx.post(f"{c}/support-1/messages", headers=good, json={"role": "user", "content": "hello"})
+        assert added.status_code == 201
+        assert [x["id"] for x in httpx.get(c, headers=good).json()["data"]] == ["support-1"]
+        assert httpx.get(f"{url}/v1/lossless/stats", headers=good).json()["messages"] == 1
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=15)
+    with lossless.open(pg_url) as mem:
+        assert [c.id for c in mem.conversations()] == ["@acme/support-1"]
+        assert APIKeys(mem.store).get(acme["id"]).last_used_at is not None

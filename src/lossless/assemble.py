@@ -205,6 +205,8 @@ class Assembler:
         frontier = self.store.frontier(conversation_id)
         covered = frontier[-1].last_seq if frontier else 0
         raw = self.store.get_messages(conversation_id, covered + 1)
+        if query and query.strip() and (covered > 0 or raw) and self.recaller is not None:
+            self.recaller.prefetch(query)  # the model embeds the query while the store is read
         pinned_msgs = self._pinned(conversation_id)
         raw = [m for m in raw if m.id not in {p.id for p in pinned_msgs}]
         if layout == "stable" or (layout == "auto" and self.config.cache_stable
@@ -664,7 +666,7 @@ class Assembler:
             return []
         cfg = self.config
         spec = SearchSpec(query=query, conversation_ids=(cid,), kinds=("message",), max_seq=shown_from - 1,
-                          limit=max(24, cfg.recall_depth * 2 // 3, room // 100), mode="hybrid")
+                          limit=max(24, cfg.recall_depth * 2 // 3, room // 100), mode="hybrid", snippets=False)
         candidates: list[tuple[tuple[str, ...], bool]] | None = None
         if self.recaller is not None and self.recaller.embedder is not None:
             try:

@@ -14,7 +14,7 @@ from lossless.compaction import Compactor
 from lossless.config import Config
 from lossless.conversation import Conversation
 from lossless.embed.base import Embedder
-from lossless.errors import StoreError, ValidationError
+from lossless.errors import ValidationError
 from lossless.memory import Memories, MemoryRecord
 from lossless.recall.hybrid import Recaller
 from lossless.recall.search import SearchMode, run_search
@@ -61,9 +61,9 @@ class Memory:
         counter: TokenCounter | None = None,
         embedder: Embedder | None = None,
     ) -> None:
-        # Typed as SQLiteStore for the SQLite-only features (file index, server API keys)
-        # that read it; every engine part uses only the Store protocol, which both
-        # SQLiteStore and PostgresStore implement (``store: Store`` above checks that).
+        # Typed as SQLiteStore for the code (tests, tools) that reaches into it; every engine
+        # part uses only the Store protocol, which both SQLiteStore and PostgresStore
+        # implement (``store: Store`` above checks that).
         self.store = cast("SQLiteStore", store)
         self.config = config
         self.counter = counter or get_counter(config.tokenizer)
@@ -74,7 +74,8 @@ class Memory:
         self.assembler = Assembler(store, config, self.counter, self.recaller)
         self.memories = Memories(store, embedder, self.counter)
         self.assembler.memories = self.memories
-        if isinstance(store, SQLiteStore) and store.has_files():
+        has_files = getattr(store, "has_files", None)  # SQLiteStore and PostgresStore have it
+        if callable(has_files) and has_files():
             self.files  # noqa: B018 - attaches the index to the assembler
         if config.memory_flush:
             self.compactor.before_leaf = self._flush
@@ -83,11 +84,9 @@ class Memory:
     def files(self) -> Files:
         """The workspace file index (``lossless index``): files and code chunked, embedded
         through the cache, searchable, and shown in assembly when a message names an
-        indexed file or says ``/context …``. SQLite stores only."""
+        indexed file or says ``/context …``. SQLite and PostgreSQL stores."""
         existing: Files | None = getattr(self, "_files", None)
         if existing is None:
-            if not isinstance(self.store, SQLiteStore):
-                raise StoreError("the workspace file index needs the SQLite store")
             from lossless.files import Files
 
             existing = self._files = Files(self.store, self.embedder, self.counter)
@@ -192,6 +191,7 @@ class Memory:
         return self.store.verify(conversation_id)
 
     def close(self) -> None:
+        self.recaller.close()
         self.store.close()
 
     def __enter__(self) -> Memory:

@@ -15,10 +15,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from lossless.cli.context import CommandContext, CommandError
+from lossless.cli.context import CommandContext
 from lossless.files import FILE_KINDS, MAX_FILE_BYTES, FileHit, Files, IndexReport
 from lossless.files.index import Progress as ProgressCallback
-from lossless.store.sqlite import SQLiteStore
 
 __all__ = ["cmd_files_ls", "cmd_files_rm", "cmd_files_search", "cmd_files_stats", "cmd_index", "files", "register"]
 
@@ -91,8 +90,6 @@ def files(ctx: CommandContext, *, create: bool = False) -> Files:
     attached = getattr(memory, "files", None)
     if isinstance(attached, Files):
         return attached
-    if not isinstance(memory.store, SQLiteStore):
-        raise CommandError("workspace file memory lives in a SQLite database; this store is not one")
     return Files(memory.store, memory.embedder, memory.counter)
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from lossless.errors import NotFoundError, ValidationError
 from lossless.files import walk as walker
+from lossless.files.backend import ChunkVectorIndex, files_backend
 from lossless.files.chunk import (
     CHUNK_TOKENS,
     FILE_KINDS,
@@ -34,18 +35,12 @@ from lossless.files.chunk import (
 from lossless.files.lookup import FILE_COLS, display, lookup, one
 from lossless.files.mentions import context_request, path_candidates
 from lossless.files.records import FileHit, FileStats, IndexedFile, IndexReport, Skip
-from lossless.files.search import (
-    keyword_candidates,
-    kind_prior,
-    path_boost,
-    query_terms,
-    recency_factor,
-)
-from lossless.files.vectors import ChunkVectors, bump_generation, text_sha256
+from lossless.files.search import kind_prior, path_boost, query_terms, recency_factor
+from lossless.files.vectors import text_sha256
 
 if TYPE_CHECKING:
     from lossless.embed.base import Embedder
-    from lossless.store.sqlite import SQLiteStore
+    from lossless.store.base import Store
     from lossless.tokens import TokenCounter
 
 __all__ = ["Files", "Progress"]
@@ -114,7 +109,7 @@ def _in_dir(column: str, directory: str) -> tuple[str, list[str]]:
 
 
 class Files:
-    """Indexed workspace files in one ``SQLiteStore``.
+    """Indexed workspace files in one store (SQLite or PostgreSQL: :mod:`lossless.files.backend`).
 
     ``embedder`` (optional) adds vector search; ``counter`` sizes chunks. ``roots``
     limits what may be indexed: paths (after resolving symlinks) must lie inside one of
@@ -122,11 +117,12 @@ class Files:
     inside it may not lead out of it.
     """
 
-    def __init__(self, store: SQLiteStore, embedder: Embedder | None, counter: TokenCounter, *,
+    def __init__(self, store: Store, embedder: Embedder | None, counter: TokenCounter, *,
                  roots: Sequence[str | os.PathLike[str]] | None = None, chunk_tokens: int = CHUNK_TOKENS,
                  overlap_tokens: int = OVERLAP_TOKENS, vector_weight: float = 0.5,
                  min_similarity: float = 0.1) -> None:
         self.store = store
+        self.db = files_backend(store)
         self.embedder = embedder
         self.counter = counter
         self.roots = walker.resolve_roots(roots)
@@ -139,16 +135,16 @@ class Files:
         self.vector_weight = float(vector_weight)
         # A vector search always has a nearest neighbour; one this far away is no match.
         self.min_similarity = float(min_similarity)
-        self._vectors: ChunkVectors | None = None
+        self._vectors: ChunkVectorIndex | None = None
 
     @property
-    def vectors(self) -> ChunkVectors | None:
+    def vectors(self) -> ChunkVectorIndex | None:
         """The vector side, for the current ``embedder`` (None: keyword search only)."""
         e = self.embedder
         if e is None:
             return None
         if self._vectors is None or self._vectors.embedder is not e:
-            self._vectors = ChunkVectors(self.store, e)
+            self._vectors = self.db.chunk_vectors(e)
         return self._vectors
 
     # -- indexing -------------------------------------------------------------------------
@@ -208,7 +204,7 @@ class Files:
     def _keep_roots(self, targets: Sequence[walker.Target]) -> list[walker.Target]:
         """Paths stay relative to the widest root they were indexed under: indexing
         ``proj/src`` after ``proj`` keeps ``src/app.py``, not ``app.py``."""
-        known = [r[0] for r in self.store._query("SELECT DISTINCT root FROM files")]
+        known = [r[0] for r in self.db.query("SELECT DISTINCT root FROM files")]
         out: list[walker.Target] = []
         for t in targets:
             wider = [r for r in known if walker.within(t.real, [r]) is not None and len(r) < len(t.root)]
@@ -221,12 +217,12 @@ class Files:
         out: dict[str, _Stored] = {}
         for d in dirs:
             where, args = _in_dir("abs_path", d)
-            for row in self.store._query(f"SELECT {cols} FROM files WHERE {where}", args):
+            for row in self.db.query(f"SELECT {cols} FROM files WHERE {where}", args):
                 out[row[0]] = _Stored(*row[1:])
         rest = [a for a in abs_paths if a not in out]
         for i in range(0, len(rest), 500):
             batch = rest[i : i + 500]
-            for row in self.store._query(
+            for row in self.db.query(
                     f"SELECT {cols} FROM files WHERE abs_path IN ({','.join('?' * len(batch))})", batch):
                 out[row[0]] = _Stored(*row[1:])
         return out
@@ -262,17 +258,13 @@ class Files:
         segment per table per commit), so a batch is stored whole or not at all."""
         batch = pending.files
         if pending.touches:
-            with self.store.transaction() as conn:
+            with self.db.transaction() as conn:
                 for root, path, name, size, mtime_ns, rowid in pending.touches:
                     old = conn.execute("SELECT path FROM files WHERE rowid = ?", (rowid,)).fetchone()
                     conn.execute("UPDATE files SET root = ?, path = ?, name = ?, size = ?, mtime_ns = ? "
                                  "WHERE rowid = ?", (root, path, name, size, mtime_ns, rowid))
-                    if old is not None and old[0] != path:  # the path words in the FTS index move too
-                        chunks = list(conn.execute("SELECT rowid, text FROM file_chunks WHERE file_rowid = ?",
-                                                   (rowid,)))
-                        conn.executemany("DELETE FROM file_chunks_fts WHERE rowid = ?", [(c,) for c, _ in chunks])
-                        conn.executemany("INSERT INTO file_chunks_fts (rowid, path, text) VALUES (?, ?, ?)",
-                                         [(c, path, text) for c, text in chunks])
+                    if old is not None and old[0] != path:  # the path words in the keyword index move too
+                        self.db.move_path(conn, rowid, path)
         if not batch:
             return
         vectors = self.vectors
@@ -288,10 +280,10 @@ class Files:
                     report.warnings.append(message)
         now = datetime.now(UTC).isoformat()
         removed = 0
-        with self.store.transaction() as conn:
+        with self.db.transaction() as conn:
             for p in batch:
                 removed += self._write(conn, p, now, embedded)
-            bump_generation(conn)
+            self.db.bump_generation(conn)
         report.chunks_removed += removed
         report.files_indexed += len(batch)
         report.files_changed += sum(p.changed for p in batch)
@@ -307,26 +299,15 @@ class Files:
                   len(p.chunks))
         if hit is not None:
             file_rowid = int(hit[0])
-            removed = self._drop_chunks(conn, [file_rowid])
+            removed = self.db.drop_chunks(conn, [file_rowid])
             conn.execute("UPDATE files SET root = ?, path = ?, name = ?, kind = ?, size = ?, mtime_ns = ?, "
                          "sha256 = ?, indexed_at = ?, chunk_count = ? WHERE rowid = ?", (*values, file_rowid))
         else:
-            conn.execute("INSERT INTO files (root, path, name, kind, size, mtime_ns, sha256, indexed_at, "
-                         "chunk_count, abs_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (*values, f.abs_path))
-            file_rowid = conn.last_insert_rowid()
+            file_rowid = self.db.insert_file(conn, (*values, f.abs_path))
         rows: list[tuple[int, str, np.ndarray]] = []
         for chunk in p.chunks:
             sha = text_sha256(chunk.text)
-            conn.execute(
-                "INSERT INTO file_chunks (file_rowid, ordinal, start_line, end_line, token_count, kind, text, "
-                "text_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (file_rowid, chunk.ordinal, chunk.start_line, chunk.end_line, chunk.token_count, kind, chunk.text,
-                 sha),
-            )
-            chunk_rowid = conn.last_insert_rowid()
-            conn.execute("INSERT INTO file_chunks_fts (rowid, path, text) VALUES (?, ?, ?)",
-                         (chunk_rowid, f.path, chunk.text))
-            conn.execute("INSERT INTO file_chunks_tri (rowid, text) VALUES (?, ?)", (chunk_rowid, chunk.text))
+            chunk_rowid = self.db.insert_chunk(conn, file_rowid, f.path, chunk, kind, sha)
             if embedded is not None:
                 rows.append((chunk_rowid, sha, embedded[sha]))
         vectors = self.vectors
@@ -334,28 +315,15 @@ class Files:
             vectors.write(conn, rows)
         return removed
 
-    @staticmethod
-    def _drop_chunks(conn: Any, file_rowids: Sequence[int]) -> int:
-        """Delete these files' chunks with their FTS entries and vectors; returns how many."""
-        marks = ",".join("?" * len(file_rowids))
-        ids = [(r[0],) for r in conn.execute(f"SELECT rowid FROM file_chunks WHERE file_rowid IN ({marks})",
-                                             list(file_rowids))]
-        # row by row: a rowid IN (subquery) on a contentless FTS5 table would scan all of it
-        conn.executemany("DELETE FROM file_chunks_fts WHERE rowid = ?", ids)
-        conn.executemany("DELETE FROM file_chunks_tri WHERE rowid = ?", ids)
-        conn.executemany("DELETE FROM file_chunk_vectors WHERE chunk_rowid = ?", ids)
-        conn.execute(f"DELETE FROM file_chunks WHERE file_rowid IN ({marks})", list(file_rowids))
-        return len(ids)
-
     def _remove_rows(self, file_rowids: Sequence[int], report: IndexReport) -> None:
         if not file_rowids:
             return
-        with self.store.transaction() as conn:
+        with self.db.transaction() as conn:
             for i in range(0, len(file_rowids), 500):
                 batch = list(file_rowids[i : i + 500])
-                report.chunks_removed += self._drop_chunks(conn, batch)
+                report.chunks_removed += self.db.drop_chunks(conn, batch)
                 conn.execute(f"DELETE FROM files WHERE rowid IN ({','.join('?' * len(batch))})", batch)
-            bump_generation(conn)
+            self.db.bump_generation(conn)
         report.files_removed += len(file_rowids)
 
     def _drop_gone(self, dirs: Sequence[str], found: dict[str, walker.Found], stored: dict[str, _Stored],
@@ -387,12 +355,12 @@ class Files:
                 report.warnings.append(f"embedding failed ({type(exc).__name__}: {exc}); some chunks have no vector")
                 return
             report.chunks_embedded += n
-            with self.store.transaction() as conn:
+            with self.db.transaction() as conn:
                 live = {r[0] for r in conn.execute(
                     f"SELECT rowid FROM file_chunks WHERE rowid IN ({','.join('?' * len(batch))})",
                     [r for r, _, _ in batch])}
                 vectors.write(conn, [(r, sha, embedded[sha]) for r, _, sha in batch if r in live])
-                bump_generation(conn)
+                self.db.bump_generation(conn)
 
     # -- finding files by name ------------------------------------------------------------
 
@@ -405,11 +373,11 @@ class Files:
         out: dict[str, None] = {}
         for candidate in path_candidates(text):
             try:
-                rows = lookup(self.store, candidate)
+                rows = lookup(self.db, candidate)
             except ValidationError:
                 continue
             if len(rows) == 1:
-                out.setdefault(display(self.store, rows[0]), None)
+                out.setdefault(display(self.db, rows[0]), None)
         return list(out)
 
     @staticmethod
@@ -423,12 +391,12 @@ class Files:
         file matches it) the file's first chunks. NotFoundError for a file not indexed,
         ValidationError for a name several indexed files share."""
         _limit(limit)
-        row = one(self.store, path_text)
+        row = one(self.db, path_text)
         if query is not None and query.strip():
             hits = self._search(query, limit, files={int(row[0])}, kinds=None)
             if hits:
                 return hits
-        rows = self.store._query(f"SELECT {_HIT_COLS} FROM file_chunks c JOIN files f ON f.rowid = c.file_rowid "
+        rows = self.db.query(f"SELECT {_HIT_COLS} FROM file_chunks c JOIN files f ON f.rowid = c.file_rowid "
                                  "WHERE c.file_rowid = ? ORDER BY c.ordinal LIMIT ?", (row[0], limit))
         return [self._hit(r, 0.0) for r in rows]
 
@@ -452,7 +420,7 @@ class Files:
         files: set[int] | None = None
         if paths is not None:
             globs = walker.GlobSet(_globs(paths, "paths"))
-            files = {int(r[0]) for r in self.store._query("SELECT rowid, path, abs_path, name FROM files")
+            files = {int(r[0]) for r in self.db.query("SELECT rowid, path, abs_path, name FROM files")
                      if globs.match(r[1], r[3]) or globs.match(r[2], r[3])}
             if not files:
                 return []
@@ -462,12 +430,13 @@ class Files:
         wide = max(limit * 3, 30)
         clauses, args = [], []
         if files is not None:
-            clauses.append("c.file_rowid IN (SELECT value FROM json_each(?))")
-            args.append("[" + ",".join(map(str, sorted(files))) + "]")
+            clause, clause_args = self.db.in_ids("c.file_rowid", files)
+            clauses.append(clause)
+            args.extend(clause_args)
         if kinds is not None:
             clauses.append(f"c.kind IN ({','.join('?' * len(kinds))})")
             args.extend(sorted(kinds))
-        keyword = keyword_candidates(self.store, query, " AND ".join(clauses) or "1", args, wide)
+        keyword = self.db.keyword_candidates(query, " AND ".join(clauses) or self.db.true, args, wide)
         vectors = self.vectors
         similar: dict[int, float] = {}
         if vectors is not None:
@@ -475,7 +444,7 @@ class Files:
         ids = list(dict.fromkeys([*keyword, *similar]))
         if not ids:
             return []
-        rows = self.store._query(f"SELECT {_HIT_COLS} FROM file_chunks c JOIN files f ON f.rowid = c.file_rowid "
+        rows = self.db.query(f"SELECT {_HIT_COLS} FROM file_chunks c JOIN files f ON f.rowid = c.file_rowid "
                                  f"WHERE c.rowid IN ({','.join('?' * len(ids))})", ids)
         stems, _ = query_terms(query)
         w = self.vector_weight if similar else 0.0
@@ -507,7 +476,7 @@ class Files:
     def ls(self, paths: str | Sequence[str] | None = None) -> list[IndexedFile]:
         """Indexed files (those matching any of the ``paths`` globs), by root and path."""
         globs = walker.GlobSet(_globs(paths, "paths"))
-        rows = self.store._query(f"SELECT {FILE_COLS} FROM files f ORDER BY f.root, f.path")
+        rows = self.db.query(f"SELECT {FILE_COLS} FROM files f ORDER BY f.root, f.path")
         files = [self._file(r) for r in rows]
         if globs:
             files = [f for f in files if globs.match(f.path) or globs.match(f.abs_path)]
@@ -523,16 +492,16 @@ class Files:
         rowids: dict[int, None] = {}
         missing: list[str] = []
         for p in paths:
-            rows = lookup(self.store, os.fspath(p))
+            rows = lookup(self.db, os.fspath(p))
             if len(rows) > 1:
                 raise ValidationError(f"{os.fspath(p)!r} names {len(rows)} indexed files; give more of the path")
             if not rows:
                 text = os.fspath(p).rstrip("/\\")
                 real = os.path.realpath(os.path.expanduser(text))
                 where, args = _in_dir("abs_path", real)
-                rows = self.store._query(f"SELECT rowid FROM files WHERE {where}", args)
+                rows = self.db.query(f"SELECT rowid FROM files WHERE {where}", args)
                 if not rows and not os.path.isabs(text):
-                    rows = self.store._query("SELECT rowid FROM files WHERE substr(path, 1, ?) = ?",
+                    rows = self.db.query("SELECT rowid FROM files WHERE substr(path, 1, ?) = ?",
                                              (len(text) + 1, text + "/"))
             if not rows:
                 missing.append(os.fspath(p))
@@ -546,15 +515,16 @@ class Files:
 
     def stats(self) -> FileStats:
         """How many files, chunks, bytes, tokens and vectors the index holds."""
-        q = self.store._query
+        q = self.db.query
         files, size = q("SELECT count(*), coalesce(sum(size), 0) FROM files")[0]
         chunks, tokens = q("SELECT count(*), coalesce(sum(token_count), 0) FROM file_chunks")[0]
-        vectors = q("SELECT count(*) FROM file_chunk_vectors")[0][0]
+        vectors = self.db.vector_count()
         roots = [r[0] for r in q("SELECT DISTINCT root FROM files ORDER BY root")]
-        by_kind = {k: n for k, n in q("SELECT kind, count(*) FROM files GROUP BY kind ORDER BY kind")}
+        by_kind = {k: int(n) for k, n in q("SELECT kind, count(*) FROM files GROUP BY kind ORDER BY kind")}
         last = q("SELECT max(indexed_at) FROM files")[0][0]
-        return FileStats(files=files, chunks=chunks, bytes=size, tokens=tokens, vectors=vectors, roots=roots,
-                         by_kind=by_kind, last_indexed_at=last)
+        # int(): PostgreSQL's sum of integers is a numeric (a Decimal)
+        return FileStats(files=int(files), chunks=int(chunks), bytes=int(size), tokens=int(tokens), vectors=vectors,
+                         roots=roots, by_kind=by_kind, last_indexed_at=last)
 
 
 def _touch(rowid: int, item: walker.Found, size: int, mtime_ns: int) -> tuple[str, str, str, int, int, int]:

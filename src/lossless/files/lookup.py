@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 from lossless.errors import NotFoundError, ValidationError
 
 if TYPE_CHECKING:
-    from lossless.store.sqlite import SQLiteStore
+    from lossless.store.runner import SQLRunner
 
 __all__ = ["FILE_COLS", "display", "lookup", "one"]
 
 FILE_COLS = "f.rowid, f.path, f.root, f.abs_path, f.kind, f.size, f.mtime_ns, f.sha256, f.chunk_count, f.indexed_at"
 
 
-def lookup(store: SQLiteStore, path_text: str) -> list[tuple[Any, ...]]:
+def lookup(db: SQLRunner, path_text: str) -> list[tuple[Any, ...]]:
     """Rows (:data:`FILE_COLS`) of the indexed files a path names; several when it is
     ambiguous (then the one under the working directory, if any, is kept)."""
     if not isinstance(path_text, str | os.PathLike):
@@ -27,7 +27,7 @@ def lookup(store: SQLiteStore, path_text: str) -> list[tuple[Any, ...]]:
         text = text[2:]
     if not text or "\x00" in text:
         raise ValidationError(f"not a usable path: {path_text!r}")
-    q = store._query
+    q = db.query
     if text.startswith("~"):
         text = os.path.expanduser(text)
     if os.path.isabs(text):
@@ -47,9 +47,9 @@ def lookup(store: SQLiteStore, path_text: str) -> list[tuple[Any, ...]]:
     return rows
 
 
-def one(store: SQLiteStore, path_text: str) -> tuple[Any, ...]:
+def one(db: SQLRunner, path_text: str) -> tuple[Any, ...]:
     """The one indexed file a path names: NotFoundError for none, ValidationError for several."""
-    rows = lookup(store, path_text)
+    rows = lookup(db, path_text)
     if not rows:
         raise NotFoundError(f"no indexed file {path_text!r}")
     if len(rows) > 1:
@@ -58,7 +58,7 @@ def one(store: SQLiteStore, path_text: str) -> tuple[Any, ...]:
     return rows[0]
 
 
-def display(store: SQLiteStore, row: Sequence[Any]) -> str:
+def display(db: SQLRunner, row: Sequence[Any]) -> str:
     """A file's relative path when no other indexed file has it, else its absolute one."""
-    n = store._query("SELECT count(*) FROM files WHERE path = ?", (row[1],))[0][0]
+    n = db.query("SELECT count(*) FROM files WHERE path = ?", (row[1],))[0][0]
     return str(row[1]) if n == 1 else str(row[3])

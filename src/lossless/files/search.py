@@ -23,7 +23,8 @@ from lossless.store.fts import cjk_runs, fts_terms, quote_fts
 if TYPE_CHECKING:
     from lossless.store.sqlite import SQLiteStore
 
-__all__ = ["keyword_candidates", "kind_prior", "path_boost", "query_terms", "recency_factor", "stem"]
+__all__ = ["keyword_candidates", "kind_prior", "path_boost", "query_terms", "query_words", "recency_factor",
+           "relevance", "stem", "substrings"]
 
 _BM25_SHARE = 0.3  # of keyword relevance; the rest is term coverage
 # bm25 column weights of file_chunks_fts (path, text): a path word counts, but a chunk is
@@ -62,6 +63,20 @@ def query_terms(query: str) -> tuple[list[str], list[str]]:
     return stems[:32], list(grams)[:32]
 
 
+def query_words(query: str) -> list[str]:
+    """The query's lower-cased words (stopwords dropped, unless it has nothing else)."""
+    return fts_terms(query) or [w.lower() for w in _TOKEN.findall(query) if not cjk_runs(w)]
+
+
+def substrings(query: str, words: Sequence[str]) -> list[str]:
+    """What is searched as a substring: Latin words of 3+ characters (inside identifiers)
+    and CJK trigrams, first-seen order."""
+    subs = [w for w in words if len(w) >= 3]
+    for run in cjk_runs(query):
+        subs.extend(run[i : i + 3] for i in range(len(run) - 2))
+    return list(dict.fromkeys(subs))
+
+
 def coverage(text: str, stems: Sequence[str], grams: Sequence[str]) -> float:
     total = len(stems) + len(grams)
     if not total:
@@ -85,19 +100,16 @@ def keyword_candidates(store: SQLiteStore, query: str, where: str, args: Sequenc
                        limit: int) -> dict[int, float]:
     """chunk rowid → keyword relevance in [0, 1] of the chunks (restricted by the SQL
     condition ``where`` on alias ``c``) that share a term with ``query``."""
-    words = fts_terms(query) or [w.lower() for w in _TOKEN.findall(query) if not cjk_runs(w)]
+    words = query_words(query)
     stems, grams = query_terms(query)
     bm25: dict[int, float] = {}
     if words:
         word_q = " OR ".join(quote_fts(w) for w in list(dict.fromkeys(words))[:64])
         for rowid, s in _match(store, "file_chunks_fts", _BM25, word_q, where, args, limit):
             bm25[rowid] = bm25.get(rowid, 0.0) + s
-    # substrings: Latin words of 3+ characters (inside identifiers) and CJK trigrams
-    subs = [w for w in words if len(w) >= 3]
-    for run in cjk_runs(query):
-        subs.extend(run[i : i + 3] for i in range(len(run) - 2))
+    subs = substrings(query, words)
     if subs:
-        tri_q = " OR ".join(quote_fts(s) for s in list(dict.fromkeys(subs))[:128])
+        tri_q = " OR ".join(quote_fts(s) for s in subs[:128])
         for rowid, s in _match(store, "file_chunks_tri", "bm25(file_chunks_tri)", tri_q, where, args, limit):
             bm25[rowid] = bm25.get(rowid, 0.0) + s
     if not bm25:
@@ -106,12 +118,19 @@ def keyword_candidates(store: SQLiteStore, query: str, where: str, args: Sequenc
     rows = store._query(
         "SELECT c.rowid, f.path, c.text FROM file_chunks c JOIN files f ON f.rowid = c.file_rowid "
         f"WHERE c.rowid IN ({','.join('?' * len(ids))})", ids)
-    top = max(bm25.values()) or 1.0
+    return relevance(rows, bm25, stems, grams)
+
+
+def relevance(rows: Sequence[Sequence[Any]], rank: dict[int, float], stems: Sequence[str],
+              grams: Sequence[str]) -> dict[int, float]:
+    """chunk rowid → keyword relevance from rows of (rowid, path, text) and each row's
+    index rank (bigger is better): mostly term coverage, partly the rank over the best."""
+    top = max(rank.values()) or 1.0
     out: dict[int, float] = {}
     for rowid, path, text in rows:
         cov = coverage(f"{path}\n{text}", stems, grams)
         if cov > 0:
-            out[int(rowid)] = (1 - _BM25_SHARE) * cov + _BM25_SHARE * max(0.0, bm25[rowid]) / top
+            out[int(rowid)] = (1 - _BM25_SHARE) * cov + _BM25_SHARE * max(0.0, rank[int(rowid)]) / top
     return out
 
 

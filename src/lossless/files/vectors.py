@@ -9,6 +9,8 @@ are loaded. At 100k chunks of 384 dimensions (bench/bench_files.py, 2 cores) a q
 takes ~6 ms, the first one of a process ~0.35 s (loading 146 MB), the first after
 re-indexing a file ~30 ms.
 Why not sqlite-vec's ``vec0`` is in migration 6; bench/bench_files.py measures both.
+That is SQLite's side; on PostgreSQL chunk vectors live in pgvector tables
+(:mod:`lossless.files.pg_vectors`), and both embed through :class:`CachedEmbeddings`.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from lossless.embed.base import Embedder
     from lossless.store.sqlite import SQLiteStore
 
-__all__ = ["ChunkVectors", "bump_generation", "generation", "text_sha256"]
+__all__ = ["CachedEmbeddings", "ChunkVectors", "bump_generation", "generation", "text_sha256"]
 
 EMBED_BATCH = 256
 
@@ -70,15 +72,12 @@ _MAX_SEGMENTS = 8
 _MAX_DEAD = 0.25  # share of deleted rows that makes a compaction worth one copy
 
 
-class ChunkVectors:
-    """Embeds chunks and finds the nearest ones for one embedder."""
+class CachedEmbeddings:
+    """Chunk texts embedded through the store's embedding cache (``_cache``: a recall
+    index, only its ``cached``/``cache_put`` half is used)."""
 
-    def __init__(self, store: SQLiteStore, embedder: Embedder) -> None:
-        self.store = store
-        self.embedder = embedder
-        self._cache = SQLiteRecall(store, "numpy")  # only its embedding-cache half is used
-        self._matrix: _Matrix | None = None
-        self._lock = threading.Lock()
+    embedder: Embedder
+    _cache: Any
 
     def vectors_for(self, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], int]:
         """sha256 → vector for each text, embedding only those the cache lacks (in
@@ -95,6 +94,23 @@ class ChunkVectors:
             self._cache.cache_put(e.provider, e.model, fresh)
             out.update(fresh)
         return out, len(missing)
+
+    def query_vector(self, query: str) -> np.ndarray:
+        """The query's vector, through the cache (agents repeat questions)."""
+        vectors, _ = self.vectors_for([query])
+        return vectors[text_sha256(query)]
+
+
+class ChunkVectors(CachedEmbeddings):
+    """Embeds chunks and finds the nearest ones for one embedder (SQLite: numpy over an
+    in-memory matrix)."""
+
+    def __init__(self, store: SQLiteStore, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+        self._cache = SQLiteRecall(store, "numpy")  # only its embedding-cache half is used
+        self._matrix: _Matrix | None = None
+        self._lock = threading.Lock()
 
     def write(self, conn: Any, rows: Sequence[tuple[int, str, np.ndarray]]) -> None:
         """Store (chunk rowid, text sha256, vector) rows; inside the caller's transaction."""
@@ -123,11 +139,6 @@ class ChunkVectors:
                 [*batch, e.provider, e.model, e.dim],
             ))
         return out
-
-    def query_vector(self, query: str) -> np.ndarray:
-        """The query's vector, through the cache (agents repeat questions)."""
-        vectors, _ = self.vectors_for([query])
-        return vectors[text_sha256(query)]
 
     def matrix(self) -> _Matrix:
         """The vectors of this embedder, caught up with the store. Chunk rowids are never

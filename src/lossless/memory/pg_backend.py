@@ -20,6 +20,7 @@ import psycopg
 
 from lossless.memory.search import query_terms, rank_by_coverage
 from lossless.store.postgres_search import keyword_tsquery, search_document
+from lossless.store.runner import QmarkConnection, qmark
 
 if TYPE_CHECKING:
     from lossless.store.base import RecallIndex
@@ -28,21 +29,6 @@ if TYPE_CHECKING:
 __all__ = ["PostgresMemoryBackend", "qmark"]
 
 _LOCK = "SELECT pg_advisory_xact_lock(hashtext('lossless.memories'), hashtext(current_schema()))"
-
-
-def qmark(sql: str) -> str:
-    """SQLite-style ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
-    return sql.replace("%", "%%").replace("?", "%s")
-
-
-class _QmarkConnection:
-    """A psycopg connection that takes ``?`` placeholders."""
-
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-
-    def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
-        return self.conn.execute(qmark(sql), list(args))
 
 
 class PostgresMemoryBackend:
@@ -59,7 +45,7 @@ class PostgresMemoryBackend:
     def transaction(self) -> Iterator[Any]:
         with self.store.transaction() as conn:
             conn.execute(_LOCK)
-            yield _QmarkConnection(conn)
+            yield QmarkConnection(conn)
 
     def forgetting(self, vacuum: bool) -> Any:
         return self.transaction()  # PostgreSQL frees space at VACUUM (see vacuum())

@@ -4,10 +4,12 @@ and MMR. Nothing crosses a conversation boundary unless the caller lists convers
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
@@ -75,6 +77,38 @@ class Recaller:
         self._index_name: str | None = None
         self._sync_lock = threading.Lock()
         self._synced: dict[str, int] = {}  # conversation -> last seq known to be indexed
+        # query vectors being computed ahead (see prefetch), by sha256 of the query
+        self._ahead: dict[str, Future[np.ndarray]] = {}
+        self._ahead_lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+
+    def prefetch(self, query: str) -> None:
+        """Start embedding ``query`` on a worker thread, so the model runs while the
+        caller reads the store (the model and SQLite both release the GIL). The search
+        that needs the vector then waits for it. A no-op without an embedder, for an
+        empty query, or when the vector is cached."""
+        if self.embedder is None or not query.strip():
+            return
+        e = self.embedder
+        sha = hashlib.sha256(query.encode("utf-8")).hexdigest()
+        with self._ahead_lock:
+            if sha in self._ahead:
+                return
+        if sha in self.index_store.cached(e.provider, e.model, [sha]):
+            return
+        with self._ahead_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="lossless-query-embed")
+            while len(self._ahead) >= 8:  # never collected: forget the oldest
+                self._ahead.pop(next(iter(self._ahead)))
+            self._ahead[sha] = self._pool.submit(lambda: embed_checked(e, [query])[0])
+
+    def close(self) -> None:
+        with self._ahead_lock:
+            pool, self._pool = self._pool, None
+            self._ahead.clear()
+        if pool is not None:
+            pool.shutdown(wait=True)
 
     # -- indexing -------------------------------------------------------------------------
 
@@ -150,7 +184,9 @@ class Recaller:
         wide = max(limit * 2, 30)  # each list is cut here before fusion
         keyword: list[GrepHit] = []
         if spec.mode != "semantic":
-            keyword = self.store.search(replace(spec, mode="fts", limit=wide, sort="relevance"))
+            # MMR compares snippets; plain fusion needs only ids and scores
+            keyword = self.store.search(replace(spec, mode="fts", limit=wide, sort="relevance",
+                                                snippets=spec.snippets or self.config.mmr_lambda is not None))
         vector: list[tuple[UnitRow, float]] = []
         if spec.mode in ("semantic", "hybrid") and self.embedder is not None and "message" in spec.kinds:
             vector = self._vector(spec, wide, windows)
@@ -238,13 +274,16 @@ class Recaller:
         """The query's vector, through the cache (agents repeat questions)."""
         assert self.embedder is not None
         e = self.embedder
-        import hashlib
-
         sha = hashlib.sha256(query.encode("utf-8")).hexdigest()
-        cached = self.index_store.cached(e.provider, e.model, [sha])
-        if sha in cached:
-            return cached[sha]
-        vec: np.ndarray = embed_checked(e, [query])[0]
+        with self._ahead_lock:
+            ahead = self._ahead.pop(sha, None)
+        if ahead is not None:
+            vec: np.ndarray = ahead.result()
+        else:
+            cached = self.index_store.cached(e.provider, e.model, [sha])
+            if sha in cached:
+                return cached[sha]
+            vec = embed_checked(e, [query])[0]
         self.index_store.cache_put(e.provider, e.model, [(sha, vec)])
         return vec
 

@@ -2,9 +2,11 @@
 
 A key looks like ``lsk_<id>_<secret>``: ``id`` (12 hex) names its row, ``secret`` is 256
 random bits. Only ``sha256(salt || secret)`` with a random per-key salt is stored (table
-``api_keys``, migration 7), never the key. Every key belongs to a *tenant*: the
-conversations and memories it can reach (see :mod:`lossless.server.tenancy`). Needs no
-server extra, so ``lossless keys`` works without starlette.
+``api_keys``, migration 7 on SQLite and on PostgreSQL), never the key. Every key belongs
+to a *tenant*: the conversations and memories it can reach (see
+:mod:`lossless.server.tenancy`). The SQL runs on either store
+(:mod:`lossless.store.runner`). Needs no server extra, so ``lossless keys`` works without
+starlette.
 """
 
 from __future__ import annotations
@@ -19,26 +21,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from lossless.errors import NotFoundError, StoreError, ValidationError
-from lossless.store.sqlite import SQLiteStore
+from lossless.errors import NotFoundError, ValidationError
+from lossless.store.runner import sql_runner
 
 if TYPE_CHECKING:
     from lossless.store.base import Store
 
-__all__ = ["KEY_PREFIX", "TENANT_PATTERN", "APIKey", "APIKeys", "check_tenant", "sqlite_store"]
+__all__ = ["KEY_PREFIX", "TENANT_PATTERN", "APIKey", "APIKeys", "check_tenant"]
 
 KEY_PREFIX = "lsk_"
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _KEY = re.compile(r"^lsk_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
 _TOUCH_EVERY = 60.0  # seconds between last_used_at writes for one key
-
-
-def sqlite_store(store: Store) -> SQLiteStore:
-    """The store, which must be SQLite: keys (migration 7) and the tenant queries are SQLite's."""
-    if not isinstance(store, SQLiteStore):
-        raise StoreError(f"the lossless server needs the SQLite store, not {type(store).__name__}; "
-                         "serve a SQLite file (lossless serve --db PATH)")
-    return store
 
 
 def check_tenant(tenant: object) -> str:
@@ -86,10 +80,11 @@ _COLS = "id, tenant, name, prefix, created_at, revoked_at, last_used_at"
 
 
 class APIKeys:
-    """The keys stored in one lossless database."""
+    """The keys stored in one lossless database (SQLite or PostgreSQL)."""
 
     def __init__(self, store: Store) -> None:
-        self.store = sqlite_store(store)
+        self.store = store
+        self.db = sql_runner(store)  # the SQL below runs as written on both
         self._touched: dict[str, float] = {}
         self._lock = threading.Lock()
 
@@ -111,7 +106,7 @@ class APIKeys:
         key = f"{KEY_PREFIX}{kid}_{secret}"
         salt = secrets.token_bytes(16)
         now = datetime.now(UTC).isoformat()
-        with self.store.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute(
                 "INSERT INTO api_keys (id, tenant, name, salt, hash, prefix, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (f"key_{kid}", tenant, name, salt.hex(), _digest(salt, secret), key[:12], now),
@@ -119,7 +114,7 @@ class APIKeys:
         return self.get(f"key_{kid}"), key
 
     def get(self, key_id: str) -> APIKey:
-        rows = self.store._query(f"SELECT {_COLS} FROM api_keys WHERE id = ?", (key_id,))
+        rows = self.db.query(f"SELECT {_COLS} FROM api_keys WHERE id = ?", (key_id,))
         if not rows:
             raise NotFoundError(f"no API key {key_id!r}")
         return self._row(rows[0])
@@ -132,11 +127,11 @@ class APIKeys:
         if not include_revoked:
             where.append("revoked_at IS NULL")
         sql = f"SELECT {_COLS} FROM api_keys {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY created_at, id"
-        return [self._row(r) for r in self.store._query(sql, args)]
+        return [self._row(r) for r in self.db.query(sql, args)]
 
     def revoke(self, key_id: str) -> APIKey:
         """Refuse this key from now on (its row stays, with ``revoked_at``)."""
-        with self.store.transaction() as conn:
+        with self.db.transaction() as conn:
             row = conn.execute("SELECT revoked_at FROM api_keys WHERE id = ?", (key_id,)).fetchone()
             if row is None:
                 raise NotFoundError(f"no API key {key_id!r}")
@@ -145,7 +140,7 @@ class APIKeys:
         return self.get(key_id)
 
     def any_active(self) -> bool:
-        return bool(self.store._query("SELECT 1 FROM api_keys WHERE revoked_at IS NULL LIMIT 1"))
+        return bool(self.db.query("SELECT 1 FROM api_keys WHERE revoked_at IS NULL LIMIT 1"))
 
     def verify(self, key: str) -> APIKey | None:
         """The active key ``key`` is, or None (unknown, malformed or revoked). Compares
@@ -154,7 +149,7 @@ class APIKeys:
         if match is None:
             return None
         kid, secret = f"key_{match.group(1)}", match.group(2)
-        rows = self.store._query("SELECT salt, hash, revoked_at FROM api_keys WHERE id = ?", (kid,))
+        rows = self.db.query("SELECT salt, hash, revoked_at FROM api_keys WHERE id = ?", (kid,))
         if not rows:
             return None
         salt, stored, revoked = rows[0]
@@ -169,5 +164,5 @@ class APIKeys:
             if now - self._touched.get(key_id, -_TOUCH_EVERY) < _TOUCH_EVERY:
                 return
             self._touched[key_id] = now
-        with self.store.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", (datetime.now(UTC).isoformat(), key_id))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lossless.errors import NotFoundError, ValidationError
-from lossless.server.keys import sqlite_store
+from lossless.store.runner import sql_runner
 from lossless.validate import check_conversation_id
 
 if TYPE_CHECKING:
@@ -75,20 +75,20 @@ class Tenant:
 
     def conversation_ids(self, memory: Memory) -> list[str]:
         """Every stored conversation id of this tenant (the implicit one: all)."""
-        store = sqlite_store(memory.store)
+        db = sql_runner(memory.store)
         if self.implicit:
-            return [r[0] for r in store._query("SELECT id FROM conversations ORDER BY id")]
-        return [r[0] for r in store._query("SELECT id FROM conversations WHERE id >= ? AND id < ? ORDER BY id",
-                                           (self.prefix, _upper(self.prefix)))]
+            return [r[0] for r in db.query("SELECT id FROM conversations ORDER BY id")]
+        return [r[0] for r in db.query(f"SELECT id FROM conversations WHERE {db.text_range('id')} ORDER BY id",
+                                       (self.prefix, _upper(self.prefix)))]
 
     def conversations(self, memory: Memory, limit: int, offset: int) -> list[ConversationInfo]:
         """This tenant's conversations, most recently updated first."""
         if self.implicit:
             return memory.conversations(limit=limit, offset=offset)
-        store = sqlite_store(memory.store)
-        rows = store._query(f"{store._CONV_SELECT} WHERE c.id >= ? AND c.id < ? "
-                            "ORDER BY c.updated_at DESC, c.id LIMIT ? OFFSET ?",
-                            (self.prefix, _upper(self.prefix), limit, offset))
+        store, db = memory.store, sql_runner(memory.store)
+        rows = db.query(f"{store._CONV_SELECT} WHERE {db.text_range('c.id')} "
+                        "ORDER BY c.updated_at DESC, c.id LIMIT ? OFFSET ?",
+                        (self.prefix, _upper(self.prefix), limit, offset))
         return [store._conv_row(r) for r in rows]
 
     def metadata_in(self, metadata: dict[str, Any] | None) -> dict[str, Any]:
@@ -144,14 +144,14 @@ class Tenant:
 
     def memory_ids(self, memory: Memory) -> list[str]:
         """Every memory id this tenant owns (the implicit one: all)."""
-        store = sqlite_store(memory.store)
+        db = sql_runner(memory.store)
         if self.implicit:
-            return [r[0] for r in store._query("SELECT id FROM memories ORDER BY rowid")]
+            return [r[0] for r in db.query("SELECT id FROM memories ORDER BY rowid")]
         lo, hi = self.prefix, _upper(self.prefix)
         # range scans on the owner columns rather than LIKE: '_' and '%' are legal in tenant names
-        rows = store._query("SELECT id FROM memories WHERE (user_id >= ? AND user_id < ?) OR agent_id = ? "
-                            "OR (agent_id >= ? AND agent_id < ?) ORDER BY rowid",
-                            (lo, hi, self.wide_owner, lo, hi))
+        rows = db.query(f"SELECT id FROM memories WHERE {db.text_range('user_id')} OR agent_id = ? "
+                        f"OR {db.text_range('agent_id')} ORDER BY rowid",
+                        (lo, hi, self.wide_owner, lo, hi))
         return [r[0] for r in rows]
 
     def owns_record(self, record: MemoryRecord) -> bool:

@@ -53,6 +53,7 @@ class SearchSpec:
     mode: Literal["fts", "raw", "regex", "semantic", "hybrid"] = "fts"
     sort: Literal["relevance", "recency"] = "relevance"
     limit: int = 20
+    snippets: bool = True  # False: hits carry no snippet (recall ranks ids; it needs no text)
 
 
 class RecallIndex(Protocol):

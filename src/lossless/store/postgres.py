@@ -360,6 +360,10 @@ class PostgresStore:
                            "GROUP BY role", (conversation_id, first_seq, last_seq))
         return {role: int(n) for role, n in rows}
 
+    def has_files(self) -> bool:
+        """Whether the workspace file index holds anything (one indexed lookup)."""
+        return bool(self._query("SELECT 1 FROM files LIMIT 1"))
+
     def first_message_ts(self, conversation_id: str) -> float | None:
         rows = self._query("SELECT min(created_ts) FROM messages WHERE conversation_id = %s", (conversation_id,))
         return float(rows[0][0]) if rows and rows[0][0] is not None else None

@@ -72,7 +72,7 @@ class SQLiteRecall:
         # a numpy product over them takes a few ms once the matrix is loaded.
         self.matrix_above = MATRIX_ABOVE if backend == "auto" else None
         self._counts: dict[tuple[str, str], tuple[int, int]] = {}
-        self._matrices: dict[tuple[str, str], tuple[int, np.ndarray, np.ndarray, list[str]]] = {}
+        self._matrices: dict[tuple[str, str], tuple[int, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
 
     # -- units ----------------------------------------------------------------------------
@@ -233,7 +233,7 @@ class SQLiteRecall:
             out.extend((int(r), 1.0 - float(d)) for r, d in rows)
         return out
 
-    def _matrix(self, index: str, provider: str, model: str, cid: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    def _matrix(self, index: str, provider: str, model: str, cid: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         upto = self.indexed_upto(index, cid)
         key = (index, cid)
         with self._lock:
@@ -247,7 +247,7 @@ class SQLiteRecall:
             (provider, model, cid, upto),
         )
         ids = np.array([r[0] for r in rows], dtype=np.int64)
-        kinds = [r[1] for r in rows]
+        kinds = np.array([r[1] for r in rows], dtype=str)
         mat = np.vstack([np.frombuffer(r[2], dtype="<f4") for r in rows]) if rows else np.zeros((0, 1), "<f4")
         with self._lock:
             if len(self._matrices) > 64:
@@ -263,8 +263,7 @@ class SQLiteRecall:
         sims = mat @ vec
         out: list[tuple[int, float]] = []
         for kind in kinds or (None,):
-            mask = np.ones(len(ids), bool) if kind is None else np.array([x == kind for x in unit_kinds])
-            idx = np.nonzero(mask)[0]
+            idx = np.arange(len(ids)) if kind is None else np.flatnonzero(unit_kinds == kind)
             if len(idx) == 0:
                 continue
             take = min(k, len(idx))

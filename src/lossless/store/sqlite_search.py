@@ -309,17 +309,21 @@ def run_search(store: SQLiteStore, spec: SearchSpec) -> list[GrepHit]:
         if not want:
             continue
         marks = ",".join("?" * len(want))
+        text = "content" if spec.snippets else "NULL"
         if kind == "message":
-            sql = ("SELECT rowid, id, conversation_id, seq, seq, role, created_at, content, content_is_json, "
-                   f"tool_calls, NULL FROM messages WHERE rowid IN ({marks})")
+            calls = "tool_calls" if spec.snippets else "NULL"
+            sql = (f"SELECT rowid, id, conversation_id, seq, seq, role, created_at, {text}, content_is_json, "
+                   f"{calls}, NULL FROM messages WHERE rowid IN ({marks})")
         else:
-            sql = ("SELECT rowid, id, conversation_id, first_seq, last_seq, NULL, earliest_at, content, 0, NULL, "
+            sql = (f"SELECT rowid, id, conversation_id, first_seq, last_seq, NULL, earliest_at, {text}, 0, NULL, "
                    f"depth FROM summaries WHERE rowid IN ({marks})")
         full.update(((kind, row[0]), row) for row in store._query(sql, want))
     out: list[GrepHit] = []
     for score, _ts, _id, hit_kind, rowid in top:
         (_r, hid, cid, first, last, role, created, content, is_json, calls, depth) = full[(hit_kind, rowid)]
-        if hit_kind == "message":
+        if not spec.snippets:
+            text = ""
+        elif hit_kind == "message":
             text = content_text(json.loads(content) if is_json else content, json.loads(calls) if calls else None)
         else:
             text = content
@@ -331,7 +335,9 @@ def _hit(kind: Any, hid: str, cid: str, first: int, last: int, role: str | None,
          text: str, spec: SearchSpec, score: float, depth: int | None) -> GrepHit:
     from datetime import datetime
 
-    if spec.mode == "regex":
+    if not spec.snippets:
+        snip = ""
+    elif spec.mode == "regex":
         m = re.search(spec.query, text)
         start = max(0, (m.start() if m else 0) - 50)
         snip = ("…" if start else "") + text[start : start + 160].replace("\n", " ")

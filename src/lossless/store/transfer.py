@@ -3,15 +3,19 @@
 Everything is copied as stored: conversations, messages (same ids, seqs, content hashes,
 ISO times and rowids), summaries and their sources (same ids), settings, long-term
 memories and their vectors, the memory-flush marks, the compaction log, the embedding
-cache, recall units and progress; pgvector tables are filled from the cached vectors of
-the units the SQLite index held. The target must be empty (a new database, or a new
-schema with ``?schema=…``): the copy is one transaction, so a failed run leaves it
-empty and can simply be run again. Not copied: compaction leases (transient) and the
-SQLite-only workspace-file index and server API keys.
+cache, recall units and progress, the HTTP server's API keys (hashes and salts: every key
+keeps working), and the workspace file index (files, chunks with the same rowids, and
+their vectors, one pgvector table per embedder: :mod:`lossless.store.transfer_files`);
+pgvector tables are filled from the cached vectors of the units the SQLite index held.
+The target must be empty (a new database, or a new schema with ``?schema=…``): the copy
+is one transaction, so a failed run leaves it empty and can simply be run again. Not
+copied: compaction leases (transient) and the file index's change counter (a fresh one
+serves as well).
 
 Verification reads every copied table back from both databases and compares the row
-count and an order-independent digest (the sum of the rows' SHA-256s) per table, then
-re-hashes every message on PostgreSQL and re-checks the DAG (``verify()``).
+count and an order-independent digest (the sum of the rows' SHA-256s) per table (the
+chunk vectors as SQLite's rows), then re-hashes every message on PostgreSQL and
+re-checks the DAG (``verify()``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,12 @@ from lossless.render import content_text
 from lossless.store.postgres import PostgresStore
 from lossless.store.postgres_search import search_document
 from lossless.store.sqlite import SQLiteStore
+from lossless.store.transfer_files import (
+    CHUNK_COLUMNS,
+    copy_file_chunks,
+    copy_file_vectors,
+    verify_file_vectors,
+)
 
 __all__ = ["TABLES", "TransferReport", "copy_sqlite_to_postgres", "verify_copy"]
 
@@ -59,10 +69,14 @@ TABLES: dict[str, tuple[str, ...]] = {
     "memory_flush": ("conversation_id", "last_seq"),
     "compaction_log": ("rowid", "conversation_id", "reason", "started_ts", "finished_ts", "tokens_before",
                        "tokens_after", "leaves", "condensed", "skipped", "owner"),
+    "api_keys": ("id", "tenant", "name", "salt", "hash", "prefix", "created_at", "revoked_at", "last_used_at"),
+    "files": ("rowid", "root", "path", "abs_path", "name", "kind", "size", "mtime_ns", "sha256", "indexed_at",
+              "chunk_count"),
+    "file_chunks": CHUNK_COLUMNS,  # written with its search vector (transfer_files.copy_file_chunks)
 }
 # written to PostgreSQL with a search document computed from the row (see _document)
 _INDEXED = {"messages", "summaries", "memories"}
-_IDENTITY = ("messages", "summaries", "recall_units", "memories", "compaction_log")
+_IDENTITY = ("messages", "summaries", "recall_units", "memories", "compaction_log", "files", "file_chunks")
 _BATCH = 2000
 # the units a SQLite vector index holds for one conversation, with their cached vectors
 _INDEXED_UNITS = ("SELECT u.rowid, u.kind, c.vector FROM recall_units u JOIN embedding_cache c ON c.provider = ? "
@@ -110,7 +124,7 @@ def _document(table: str, row: tuple[Any, ...]) -> str:
 
 
 def _target_rows(dst: PostgresStore) -> dict[str, int]:
-    tables = ("conversations", "memories", "settings", "embedding_cache")
+    tables = ("conversations", "memories", "settings", "embedding_cache", "api_keys", "files")
     row = dst._query("SELECT " + ", ".join(f"(SELECT count(*) FROM {t})" for t in tables))[0]
     return {t: int(n) for t, n in zip(tables, row, strict=True) if n}
 
@@ -140,10 +154,11 @@ def copy_sqlite_to_postgres(source: str, target: str, *, schema: str | None = No
                     report.vectors = _copy_vectors(src, dst, conn)
                     if progress is not None:
                         progress("vectors", report.vectors)
-                n = _copy_table(src, conn, table, columns)
+                n = copy_file_chunks(src, conn) if table == "file_chunks" else _copy_table(src, conn, table, columns)
                 report.counts[table] = n
                 if progress is not None:
                     progress(table, n)
+            report.counts["file_chunk_vectors"] = copy_file_vectors(src, dst, conn, progress)
             for table in _IDENTITY:
                 # later inserts continue after the copied rowids
                 conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'rowid'), "
@@ -251,5 +266,6 @@ def verify_copy(src: SQLiteStore, dst: PostgresStore) -> list[str]:
         held = int(dst._query(f"SELECT count(*) FROM {name}")[0][0])
         if held != n:
             problems.append(f"{name}: {n} vectors expected, {held} in PostgreSQL")
+    problems.extend(verify_file_vectors(src, dst, _digest))
     problems.extend(f"postgresql: {p}" for p in dst.verify())
     return problems

@@ -11,8 +11,8 @@ from starlette.routing import Route
 
 from lossless.errors import ValidationError
 from lossless.memory.records import KINDS, MemoryRecord
-from lossless.server.keys import sqlite_store
 from lossless.server.state import Call, Reply, endpoint
+from lossless.store.runner import sql_runner
 
 __all__ = ["routes"]
 
@@ -79,14 +79,15 @@ def ls(call: Call) -> dict[str, Any]:
     if tenant.implicit or user is not None or agent is not None:  # a named owner is inside the tenant already
         records = memories.ls(user=user, agent=agent, kind=kinds, limit=limit + 1, offset=offset, order=order)
     else:
+        db = sql_runner(call.memory.store)
         lo, hi = tenant.prefix, tenant.prefix[:-1] + "0"
-        where = "((user_id >= ? AND user_id < ?) OR agent_id = ? OR (agent_id >= ? AND agent_id < ?))"
+        where = f"({db.text_range('user_id')} OR agent_id = ? OR {db.text_range('agent_id')})"
         args: list[Any] = [lo, hi, tenant.wide_owner, lo, hi]
         if kinds:
             where += f" AND kind IN ({','.join('?' * len(kinds))})"
             args.extend(kinds)
-        rows = sqlite_store(call.memory.store)._query(f"SELECT id FROM memories WHERE {where} ORDER BY {_ORDERS[order]} "
-                                        "LIMIT ? OFFSET ?", [*args, limit + 1, offset])
+        rows = db.query(f"SELECT id FROM memories WHERE {where} ORDER BY {_ORDERS[order]} LIMIT ? OFFSET ?",
+                        [*args, limit + 1, offset])
         records = [memories.get(r[0]) for r in rows]
     more = len(records) > limit
     return {"data": [tenant.record_out(r) for r in records[:limit]], "limit": limit, "offset": offset,

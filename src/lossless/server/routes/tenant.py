@@ -7,10 +7,10 @@ from typing import Any
 from starlette.routing import Route
 
 from lossless.errors import NotFoundError
-from lossless.server.keys import sqlite_store
 from lossless.server.params import Fields
 from lossless.server.routes.conversations import search_hits
 from lossless.server.state import Call, endpoint
+from lossless.store.runner import SQLRunner, sql_runner
 
 __all__ = ["routes"]
 
@@ -33,25 +33,26 @@ def search(call: Call) -> dict[str, Any]:
     return search_hits(call, ids, ("conversations",))
 
 
-def _range(tenant_prefix: str) -> tuple[str, tuple[Any, ...]]:
+def _range(db: SQLRunner, column: str, tenant_prefix: str) -> tuple[str, tuple[Any, ...]]:
     if not tenant_prefix:
-        return "1", ()
-    return "conversation_id >= ? AND conversation_id < ?", (tenant_prefix, tenant_prefix[:-1] + "0")
+        return db.true, ()
+    return db.text_range(column), (tenant_prefix, tenant_prefix[:-1] + "0")
 
 
 def stats(call: Call) -> dict[str, Any]:
     """Totals over the tenant's conversations and memories."""
     tenant = call.tenant
-    store = sqlite_store(call.memory.store)
-    where, args = _range(tenant.prefix)
-    conv_where = where.replace("conversation_id", "id")
-    convs, messages = store._query(f"SELECT count(*), coalesce(sum(last_seq), 0) FROM conversations WHERE {conv_where}",
-                                   args)[0]
-    tokens = store._query(f"SELECT coalesce(sum(token_count), 0) FROM messages WHERE {where}", args)[0][0]
-    summaries, depth = store._query(f"SELECT count(*), coalesce(max(depth), -1) FROM summaries WHERE {where}",
-                                    args)[0]
-    return {"tenant": tenant.name, "conversations": convs, "messages": messages, "message_tokens": tokens,
-            "summaries": summaries, "max_depth": depth, "memories": len(tenant.memory_ids(call.memory))}
+    db = sql_runner(call.memory.store)
+    where, args = _range(db, "conversation_id", tenant.prefix)
+    conv_where, _ = _range(db, "id", tenant.prefix)
+    convs, messages = db.query(f"SELECT count(*), coalesce(sum(last_seq), 0) FROM conversations WHERE {conv_where}",
+                               args)[0]
+    tokens = db.query(f"SELECT coalesce(sum(token_count), 0) FROM messages WHERE {where}", args)[0][0]
+    summaries, depth = db.query(f"SELECT count(*), coalesce(max(depth), -1) FROM summaries WHERE {where}", args)[0]
+    # int(): PostgreSQL's sum of integers is a numeric (a Decimal)
+    return {"tenant": tenant.name, "conversations": int(convs), "messages": int(messages),
+            "message_tokens": int(tokens), "summaries": int(summaries), "max_depth": int(depth),
+            "memories": len(tenant.memory_ids(call.memory))}
 
 
 def verify(call: Call) -> dict[str, Any]:

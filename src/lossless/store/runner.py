@@ -1,0 +1,114 @@
+"""One SQL text for both stores, for features whose queries are plain SQL.
+
+The API keys, the tenant queries of the HTTP server and the workspace file index write
+their SQL once, in SQLite's dialect with ``?`` placeholders, and run it through a
+:class:`SQLRunner`: SQLite runs it as it is; PostgreSQL rewrites the placeholders to
+psycopg's ``%s`` (the SQL text is lossless's own and values are always parameters, so
+the rewrite never touches user text). What differs beyond placeholders is asked of the
+runner: :meth:`SQLRunner.text_range` (a prefix range that orders byte-wise whatever the
+column's collation) and :attr:`SQLRunner.true`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any, Protocol
+
+from lossless.errors import StoreError
+
+if TYPE_CHECKING:
+    from lossless.store.postgres import PostgresStore
+    from lossless.store.sqlite import SQLiteStore
+
+__all__ = ["PostgresRunner", "QmarkConnection", "SQLRunner", "SQLiteRunner", "qmark", "sql_runner"]
+
+
+def qmark(sql: str) -> str:
+    """SQLite-style ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class QmarkConnection:
+    """A psycopg connection that takes ``?`` placeholders (``conn`` is the connection itself)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        return self.conn.execute(qmark(sql), list(args))
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        rows = list(rows)
+        if rows:
+            with self.conn.cursor() as cur:
+                cur.executemany(qmark(sql), [list(r) for r in rows])
+
+
+class SQLRunner(Protocol):
+    dialect: str  # "sqlite" or "postgresql"
+    true: str  # a condition that always holds: 1 on SQLite, TRUE on PostgreSQL
+
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one ``?``-placeholder statement and return its rows (none for a write)."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """One write transaction; yields a connection whose ``execute(sql, args)`` and
+        ``executemany(sql, rows)`` take ``?`` placeholders."""
+        ...
+
+    def text_range(self, column: str) -> str:
+        """``column`` between two ``?`` bounds, compared byte-wise (a prefix range)."""
+        ...
+
+
+class SQLiteRunner:
+    dialect = "sqlite"
+    true = "1"
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.store._query(sql, args)
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        return self.store.transaction()
+
+    def text_range(self, column: str) -> str:
+        return f"({column} >= ? AND {column} < ?)"
+
+
+class PostgresRunner:
+    dialect = "postgresql"
+    true = "TRUE"
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.store = store
+
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.store._query(qmark(sql), list(args))
+
+    @contextmanager
+    def transaction(self) -> Iterator[QmarkConnection]:
+        with self.store.transaction() as conn:
+            yield QmarkConnection(conn)
+
+    def text_range(self, column: str) -> str:
+        # COLLATE "C": under a linguistic collation '@acme/x' may sort above '@acme0'
+        return f'({column} >= ? COLLATE "C" AND {column} < ? COLLATE "C")'
+
+
+def sql_runner(store: Any) -> SQLRunner:
+    """The runner for ``store``: a SQLiteStore or a PostgresStore (StoreError otherwise)."""
+    from lossless.store.sqlite import SQLiteStore
+
+    if isinstance(store, SQLiteStore):
+        return SQLiteRunner(store)
+    if getattr(store, "dialect", None) == "postgresql":
+        from lossless.store.postgres import PostgresStore
+
+        if isinstance(store, PostgresStore):
+            return PostgresRunner(store)
+    raise StoreError(f"this needs the SQLite or the PostgreSQL store, not {type(store).__name__}")
