@@ -3,6 +3,8 @@ query change that falls back to scanning a table fails here, not in production."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import lossless
@@ -47,3 +49,30 @@ def test_hot_statement_uses_an_index(store: lossless.Memory, name: str) -> None:
     assert "USING" in plan and ("INDEX" in plan or "PRIMARY KEY" in plan), f"{name}: {plan}"
     for table in ("messages", "summaries", "summary_sources", "conversations", "compaction_log", "recall_units"):
         assert f"SCAN {table}" not in plan.replace(f"SCAN {table} USING", ""), f"{name} scans {table}: {plan}"
+
+
+def test_a_leaf_reads_its_messages_by_id(tmp_path: Path) -> None:
+    """Writing a leaf looks its messages up by id. By the (conversation_id, seq) index
+    instead, SQLite walked every message of the conversation for each leaf, so the cost
+    of compaction grew with the length of the history."""
+    mem = lossless.open(tmp_path / "leaf.db", embedder=None, context_window=2048)
+    conv = mem.conversation("c")
+    conv.add_many(chat(200, words=20), compact=False)
+    conn = mem.store.connection  # no ANALYZE: a store does not run it, and with it SQLite guesses right
+    seen: list[tuple[str, tuple[object, ...]]] = []
+
+    def trace(cursor: object, sql: str, bindings: object) -> bool:
+        if "FROM messages" in sql and " IN (" in sql:
+            seen.append((sql, tuple(bindings) if isinstance(bindings, list | tuple) else ()))
+        return True
+
+    conn.exec_trace = trace
+    try:
+        assert conv.compact().leaves
+    finally:
+        conn.exec_trace = None
+    assert seen, "no leaf source lookup was traced"
+    for sql, args in seen:
+        plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", args))
+        assert "(id=?)" in plan, plan
+    mem.close()

@@ -318,7 +318,8 @@ class Compactor:
             if self.before_leaf is not None:
                 self.before_leaf(cid, chunk)  # e.g. the long-term memory flush
             items = tuple(_message_item(m) for m in chunk)
-            text, tokens, level, meta = self._write(items, depth=0, target=cfg.effective_leaf_target_tokens, previous=previous, cid=cid)
+            text, tokens, level, meta = self._write(items, depth=0, target=cfg.effective_leaf_target_tokens, previous=previous, cid=cid,
+                                                    input_tokens=sum(m.token_count for m in chunk))
             meta["trigger"] = report.reason
             node = self.store.insert_summary(
                 NewSummary(cid, 0, text, tokens, tuple(SourceRef("message", m.id) for m in chunk),
@@ -346,7 +347,8 @@ class Compactor:
             depth = max(s.depth for s in run) + 1
             index = frontier.index(run[0])
             previous = frontier[index - 1].content if index > 0 else None
-            text, tokens, level, meta = self._write(items, depth=depth, target=cfg.effective_condensed_target_tokens, previous=previous, cid=cid)
+            text, tokens, level, meta = self._write(items, depth=depth, target=cfg.effective_condensed_target_tokens, previous=previous, cid=cid,
+                                                    input_tokens=sum(s.token_count for s in run))
             meta["trigger"] = report.reason
             node = self.store.insert_summary(
                 NewSummary(cid, depth, text, tokens, tuple(SourceRef("summary", s.id) for s in run),
@@ -389,11 +391,14 @@ class Compactor:
         return self.summarizer.name if level < FALLBACK_EXTRACTIVE else f"{self.fallback.name}-fallback"
 
     def _write(
-        self, items: tuple[SummaryItem, ...], *, depth: int, target: int, previous: str | None, cid: str
+        self, items: tuple[SummaryItem, ...], *, depth: int, target: int, previous: str | None, cid: str,
+        input_tokens: int | None = None,
     ) -> tuple[str, int, int, dict[str, Any]]:
         """One summary that is shorter than its input: the configured summarizer, then an
-        aggressive retry, then deterministic extraction, which always fits."""
-        input_tokens = sum(self.counter.count(it.text) for it in items)
+        aggressive retry, then deterministic extraction, which always fits.
+        ``input_tokens``: the items' stored token counts, summed (counted when None)."""
+        if input_tokens is None:
+            input_tokens = sum(self.counter.count(it.text) for it in items)
         target = max(1, min(target, int(input_tokens * self.config.max_summary_ratio)))
         ceiling = max(1, min(int(target * 1.5), input_tokens - 1))
         meta: dict[str, Any] = {"input_tokens": input_tokens, "target_tokens": target}
@@ -436,9 +441,9 @@ class Compactor:
             meta["errors"] = errors
         level = FALLBACK_EXTRACTIVE if errors else FALLBACK_NORMAL
         meta["provider"] = self.fallback.name
-        meta["output_tokens"] = self.counter.count(text)
+        meta["output_tokens"] = tokens = self.counter.count(text)
         meta["fallback_level"] = level
-        return text, self.counter.count(text), level, meta
+        return text, tokens, level, meta
 
 
 # What a summarizer may report about its own work (see lossless.summarize.llm); copied

@@ -152,6 +152,7 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._depth = 0
         self._vec_loaded: bool | None = None
+        self._sources: dict[str, tuple[SourceRef, ...]] = {}  # summary id -> its sources (see _summary)
         conn = self._conn
         conn.setbusytimeout(busy_timeout_ms)
         conn.create_scalar_function("regexp", _regexp, 2, deterministic=True)
@@ -336,52 +337,79 @@ class SQLiteStore:
         this conversation is not added again; the stored one is returned in its place."""
         if len(messages) != len(token_counts):
             raise ValidationError("messages and token_counts differ in length")
-        out_ids: list[str] = []
+        # Each table gets one executemany, and the returned messages are built from the
+        # values written (as a read would give them back) instead of read back: per
+        # message, the Python around the inserts was costing more than SQLite.
+        out: list[Message | str] = []  # a new message, or the id of one stored earlier
+        rows: list[tuple[Any, ...]] = []
+        texts: list[tuple[int, str]] = []
         now = datetime.now(UTC).isoformat()
         with self.transaction() as conn:
             row = conn.execute("SELECT last_seq FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
             if row is None:
                 raise NotFoundError(f"no conversation {conversation_id!r}")
             seq = row[0]
+            # the rowids SQLite would pick (max + 1 on), given explicitly so the FTS rows
+            # can be written by executemany too; nothing else writes inside BEGIN IMMEDIATE
+            rowid = conn.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()[0]
+            batch: dict[str, Message] = {}  # external id -> the message of this batch that has it
             for msg, tokens in zip(messages, token_counts, strict=True):
                 if msg.external_id is not None:
+                    earlier = batch.get(msg.external_id)
+                    if earlier is not None:
+                        out.append(earlier)
+                        continue
                     hit = conn.execute(
                         "SELECT id FROM messages WHERE conversation_id = ? AND external_id = ?",
                         (conversation_id, msg.external_id),
                     ).fetchone()
                     if hit is not None:
-                        out_ids.append(hit[0])
+                        out.append(hit[0])
                         continue
                 seq += 1
+                rowid += 1
                 mid = message_id(conversation_id, seq)
-                is_json = isinstance(msg.content, list)
-                stored = _dumps(msg.content) if is_json else msg.content
+                content = msg.content
+                stored = _dumps(content) if isinstance(content, list) else content
                 calls = _dumps(list(msg.tool_calls)) if msg.tool_calls else None
-                conn.execute(
-                    "INSERT INTO messages (id, conversation_id, seq, role, name, content, content_is_json, "
-                    "tool_calls, tool_call_id, created_at, created_ts, token_count, metadata, external_id, "
-                    "content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        mid, conversation_id, seq, msg.role, msg.name, stored, int(is_json), calls,
-                        msg.tool_call_id, msg.created_at.isoformat(), timestamp(msg.created_at), tokens,
-                        _dumps(msg.metadata), msg.external_id,
-                        message_hash(msg.role, msg.content, msg.name, msg.tool_calls, msg.tool_call_id),
-                    ),
+                meta = _dumps(msg.metadata) if msg.metadata else "{}"
+                created = msg.created_at.isoformat()
+                rows.append((
+                    rowid, mid, conversation_id, seq, msg.role, msg.name, stored, int(isinstance(content, list)),
+                    calls, msg.tool_call_id, created, timestamp(msg.created_at), tokens, meta, msg.external_id,
+                    message_hash(msg.role, content, msg.name, msg.tool_calls, msg.tool_call_id),
+                ))
+                text = content_text(content, msg.tool_calls)
+                texts.append((rowid, f"{msg.name}: {text}" if msg.name else text))
+                new = Message(
+                    id=mid, conversation_id=conversation_id, seq=seq, role=msg.role,
+                    content=json.loads(stored) if isinstance(content, list) and stored is not None else content,
+                    created_at=datetime.fromisoformat(created), token_count=tokens, name=msg.name,
+                    tool_calls=tuple(json.loads(calls)) if calls else (), tool_call_id=msg.tool_call_id,
+                    metadata=json.loads(meta) if msg.metadata else {}, external_id=msg.external_id,
                 )
-                rowid = conn.last_insert_rowid()
-                text = content_text(msg.content, msg.tool_calls)
-                if msg.name:
-                    text = f"{msg.name}: {text}"
-                conn.execute("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", (rowid, text))
-                conn.execute("INSERT INTO messages_tri (rowid, text) VALUES (?, ?)", (rowid, text))
-                out_ids.append(mid)
+                if msg.external_id is not None:
+                    batch[msg.external_id] = new
+                out.append(new)
+            conn.executemany(
+                "INSERT INTO messages (rowid, id, conversation_id, seq, role, name, content, content_is_json, "
+                "tool_calls, tool_call_id, created_at, created_ts, token_count, metadata, external_id, "
+                "content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            conn.executemany("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", texts)
+            conn.executemany("INSERT INTO messages_tri (rowid, text) VALUES (?, ?)", texts)
             conn.execute(
                 "UPDATE conversations SET last_seq = ?, updated_at = ? WHERE id = ?", (seq, now, conversation_id)
             )
-            placeholders = ",".join("?" * len(out_ids))
-            rows = conn.execute(f"SELECT {_MSG_COLS} FROM messages WHERE id IN ({placeholders})", out_ids).fetchall() if out_ids else []
-        by_id = {r[1]: self._message(r) for r in rows}
-        return [by_id[i] for i in out_ids]
+            earlier_ids = [o for o in out if isinstance(o, str)]
+            by_id = {}
+            if earlier_ids:
+                found = conn.execute(
+                    f"SELECT {_MSG_COLS} FROM messages WHERE id IN ({','.join('?' * len(earlier_ids))})", earlier_ids
+                ).fetchall()
+                by_id = {r[1]: self._message(r) for r in found}
+        return [o if isinstance(o, Message) else by_id[o] for o in out]
 
     def get_messages(self, conversation_id: str, first_seq: int = 1, last_seq: int | None = None) -> list[Message]:
         hi = last_seq if last_seq is not None else 2**62
@@ -424,16 +452,22 @@ class SQLiteStore:
 
     # -- summaries ----------------------------------------------------------------------
 
-    def _summary(self, row: tuple[Any, ...], with_sources: bool = True) -> Summary:
+    def _summary(self, row: tuple[Any, ...], with_sources: bool = True, cached: bool = False) -> Summary:
+        """A Summary from a row of _SUM_COLS. ``cached``: its sources may come from the
+        cache of earlier reads (a summary's sources never change: its id hashes them)."""
         (sid, cid, depth, content, tokens, first, last, earliest, latest, desc, src_tokens, summarizer, level, created, meta) = row
-        sources: tuple[SourceRef, ...] = ()
-        if with_sources:
+        sources: tuple[SourceRef, ...] | None = () if not with_sources else self._sources.get(sid) if cached else None
+        if sources is None:
             sources = tuple(
                 SourceRef(kind=k, id=i)
                 for k, i in self._query(
                     "SELECT source_kind, source_id FROM summary_sources WHERE summary_id = ? ORDER BY ord", (sid,)
                 )
             )
+            if cached:
+                if len(self._sources) >= 4096:
+                    self._sources.clear()
+                self._sources[sid] = sources
         return Summary(
             id=sid, conversation_id=cid, depth=depth, content=content, token_count=tokens,
             first_seq=first, last_seq=last, earliest_at=datetime.fromisoformat(earliest),
@@ -459,8 +493,10 @@ class SQLiteStore:
         with self.transaction() as conn:
             if kinds == {"message"}:
                 ids = [s.id for s in new.sources]
+                # +conversation_id: not by that index, which made SQLite walk every message
+                # of the conversation (a leaf's write grew with its length); by id instead
                 rows = conn.execute(
-                    f"SELECT seq, created_at, created_ts, token_count FROM messages WHERE conversation_id = ? "
+                    f"SELECT seq, created_at, created_ts, token_count FROM messages WHERE +conversation_id = ? "
                     f"AND id IN ({','.join('?' * len(ids))}) ORDER BY seq",
                     [cid, *ids],
                 ).fetchall()
@@ -552,7 +588,8 @@ class SQLiteStore:
             f"SELECT {_SUM_COLS} FROM summaries WHERE conversation_id = ? AND parent_id IS NULL ORDER BY first_seq",
             (conversation_id,),
         )
-        return [self._summary(r) for r in rows]
+        # compaction reads the frontier several times a pass, assembly on every turn
+        return [self._summary(r, cached=True) for r in rows]
 
     def leaf_for(self, conversation_id: str, seq: int) -> Summary | None:
         rows = self._query(
