@@ -77,22 +77,26 @@ def run(size: int, repeats: int, budget: int, real: Any) -> dict[str, Any]:
         out["units"] = mem.store._query("SELECT count(*) FROM recall_units")[0][0]
         mem.close()
         real.embed(["warm"])
-        # both backends on the same file, interleaved query by query, so neither gets
-        # warmer caches than the other
+        # the backends on the same file, taking turns in blocks of 10 queries (order
+        # rotating), so none gets warmer caches than another; block-wise rather than query
+        # by query, because an agent talks to one memory, and three 100k-vector matrices
+        # interleaved call by call would evict each other from the CPU caches
         mems = {b: lossless.open(path, context_window=32768, embedder=TwinEmbedder(real), vector_backend=b)
                 for b in ("auto", "sqlite-vec", "numpy")}
         convs = {b: m.conversation("bench") for b, m in mems.items()}
         for c in convs.values():
             c.assemble(budget_tokens=budget, query="warm-up question")  # numpy: loads the matrix once
         times: dict[str, list[float]] = {b: [] for b in mems}
-        for k in range(repeats):
-            order = list(convs.items()) if k % 2 == 0 else list(convs.items())[::-1]
-            for b, c in order:
-                q = f"{QUERIES[k % len(QUERIES)]} #{k} {b}"  # never cached: the model runs every time
-                t = time.perf_counter()
-                ctx = c.assemble(budget_tokens=budget, query=q)
-                times[b].append((time.perf_counter() - t) * 1000)
-                assert ctx.tokens <= budget
+        items = list(convs.items())
+        for block in range(0, repeats, 10):
+            turn = (block // 10) % len(items)
+            for b, c in items[turn:] + items[:turn]:
+                for k in range(block, min(block + 10, repeats)):
+                    q = f"{QUERIES[k % len(QUERIES)]} #{k} {b}"  # never cached: the model runs every time
+                    t = time.perf_counter()
+                    ctx = c.assemble(budget_tokens=budget, query=q)
+                    times[b].append((time.perf_counter() - t) * 1000)
+                    assert ctx.tokens <= budget
         for b, m in mems.items():
             out[f"{b}_p50_ms"] = round(pct(times[b], 50), 1)
             out[f"{b}_p99_ms"] = round(pct(times[b], 99), 1)
