@@ -14,6 +14,7 @@ Peak RSS of the process is reported after ingest (no embedding model is loaded).
 
     python bench/bench_scale.py                           # 1k, 10k, 100k (~10 min)
     python bench/bench_scale.py --sizes 1000 10000 100000 1000000 --spread 1000 --json out.json --plot out.png
+    python bench/bench_scale.py --sizes 1000 --spread 1000 --spread-messages 1000000   # only the spread case
 """
 
 from __future__ import annotations
@@ -215,6 +216,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
     ap.add_argument("--spread", type=int, default=0, help="also N conversations sharing the largest size")
+    ap.add_argument("--spread-messages", type=int, default=None,
+                    help="messages shared by the --spread conversations (default: the largest size)")
     ap.add_argument("--repeats", type=int, default=40)
     ap.add_argument("--peer-max", type=int, default=100_000)
     ap.add_argument("--json", type=Path, default=None)
@@ -222,7 +225,8 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         rows = grow(sorted(args.sizes), args.repeats, args.peer_max, Path(tmp))
-        spread_row = spread(max(args.sizes), args.spread, args.repeats, Path(tmp)) if args.spread else None
+        spread_total = args.spread_messages or max(args.sizes)
+        spread_row = spread(spread_total, args.spread, args.repeats, Path(tmp)) if args.spread else None
     print(f"{'messages':>10} {'ingest/s (ref)':>20} {'assemble p50/p99':>18} {'+query p50/p99':>16} "
           f"{'grep p50/p99 (FTS5)':>24} {'naive':>8} {'LlamaIndex get':>15} {'RSS MB':>7}")
     for r in rows:
