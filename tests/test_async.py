@@ -28,7 +28,7 @@ def test_the_event_loop_never_stalls(tmp_path: Path) -> None:
         stop = asyncio.Event()
         beat = asyncio.create_task(heartbeat(stop))
         started = time.perf_counter()
-        await conv.aadd_many(chat(1500, words=40, tools_every=5))  # compacts as it goes
+        await conv.aadd_many(chat(2000, words=40, tools_every=5))  # compacts as it goes
         await conv.acompact(full=True)
         for i in range(20):
             await conv.aassemble(budget_tokens=2048, query=f"service-{i} port")
@@ -43,7 +43,7 @@ def test_the_event_loop_never_stalls(tmp_path: Path) -> None:
     # had the work run on the loop, one gap would be as long as the ingest (seconds); in
     # worker threads the loop only waits for GIL slices (5 ms switch interval), plus
     # whatever a loaded 2-core machine adds
-    assert busy[0] > 0.5  # there was real work to hide
+    assert busy[0] > 0.3  # there was real work to hide (ingest got faster: keep a margin)
     assert max(gaps) < busy[0] / 4, (max(gaps), busy[0])
     assert sum(gaps) / len(gaps) < 0.05
-    assert len(conv.messages()) == 1500 and mem.verify() == []
+    assert len(conv.messages()) == 2000 and mem.verify() == []
