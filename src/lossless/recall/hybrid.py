@@ -77,16 +77,18 @@ class Recaller:
         self._index_name: str | None = None
         self._sync_lock = threading.Lock()
         self._synced: dict[str, int] = {}  # conversation -> last seq known to be indexed
-        # query vectors being computed ahead (see prefetch), by sha256 of the query
-        self._ahead: dict[str, Future[np.ndarray]] = {}
+        # query vectors looked up or being computed ahead (see prefetch), by sha256 of the
+        # query, with whether the vector is new (not yet in the embedding cache)
+        self._ahead: dict[str, tuple[Future[np.ndarray], bool]] = {}
         self._ahead_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
 
     def prefetch(self, query: str) -> None:
         """Start embedding ``query`` on a worker thread, so the model runs while the
         caller reads the store (the model and SQLite both release the GIL). The search
-        that needs the vector then waits for it. A no-op without an embedder, for an
-        empty query, or when the vector is cached."""
+        that needs the vector then waits for it (a cached vector is handed over as is,
+        so the search does not look it up again). A no-op without an embedder or for an
+        empty query."""
         if self.embedder is None or not query.strip():
             return
         e = self.embedder
@@ -94,14 +96,18 @@ class Recaller:
         with self._ahead_lock:
             if sha in self._ahead:
                 return
-        if sha in self.index_store.cached(e.provider, e.model, [sha]):
-            return
+        cached = self.index_store.cached(e.provider, e.model, [sha]).get(sha)
         with self._ahead_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="lossless-query-embed")
             while len(self._ahead) >= 8:  # never collected: forget the oldest
                 self._ahead.pop(next(iter(self._ahead)))
-            self._ahead[sha] = self._pool.submit(lambda: embed_checked(e, [query])[0])
+            if cached is not None:
+                done: Future[np.ndarray] = Future()
+                done.set_result(cached)
+                self._ahead[sha] = (done, False)
+                return
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="lossless-query-embed")
+            self._ahead[sha] = (self._pool.submit(lambda: embed_checked(e, [query])[0]), True)
 
     def close(self) -> None:
         with self._ahead_lock:
@@ -278,7 +284,9 @@ class Recaller:
         with self._ahead_lock:
             ahead = self._ahead.pop(sha, None)
         if ahead is not None:
-            vec: np.ndarray = ahead.result()
+            vec: np.ndarray = ahead[0].result()
+            if not ahead[1]:
+                return vec
         else:
             cached = self.index_store.cached(e.provider, e.model, [sha])
             if sha in cached:

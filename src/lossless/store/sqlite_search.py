@@ -322,7 +322,7 @@ def run_search(store: SQLiteStore, spec: SearchSpec) -> list[GrepHit]:
     for score, _ts, _id, hit_kind, rowid in top:
         (_r, hid, cid, first, last, role, created, content, is_json, calls, depth) = full[(hit_kind, rowid)]
         if not spec.snippets:
-            text = ""
+            text = ""  # nothing was read: the hit gets an empty snippet
         elif hit_kind == "message":
             text = content_text(json.loads(content) if is_json else content, json.loads(calls) if calls else None)
         else:
@@ -335,9 +335,7 @@ def _hit(kind: Any, hid: str, cid: str, first: int, last: int, role: str | None,
          text: str, spec: SearchSpec, score: float, depth: int | None) -> GrepHit:
     from datetime import datetime
 
-    if not spec.snippets:
-        snip = ""
-    elif spec.mode == "regex":
+    if spec.mode == "regex":
         m = re.search(spec.query, text)
         start = max(0, (m.start() if m else 0) - 50)
         snip = ("…" if start else "") + text[start : start + 160].replace("\n", " ")
