@@ -123,6 +123,36 @@ def test_sqlite_vec_and_numpy_agree(tmp_path: Path) -> None:
     assert all(results["numpy"])
 
 
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.integers(1, 40), min_size=1, max_size=6))
+def test_the_numpy_matrix_catches_up_with_appended_units(tmp_path_factory: pytest.TempPathFactory,
+                                                         batches: list[int]) -> None:
+    """An agent adds turns between assemblies: the in-memory matrix grows by the new units
+    only, and after every step holds exactly what a matrix read afresh from the file holds."""
+    from lossless.store.sqlite_recall import SQLiteRecall
+
+    emb = HashEmbedder()
+    mem = _mem(tmp_path_factory.mktemp("grow") / "g.db", emb, vector_backend="numpy")
+    conv = mem.conversation("g")
+    live = mem.recaller.index_store
+    assert isinstance(live, SQLiteRecall)
+    index = mem.recaller.index_name()
+    assert index is not None
+    start = 1
+    for size in batches:
+        conv.add_many(chat(size, start=T0 + timedelta(minutes=start)))
+        start += size
+        conv.index()
+        ids, mat, kinds = live._matrix(index, emb.provider, emb.model, "g")
+        fresh = SQLiteRecall(mem.store, backend="numpy")._matrix(index, emb.provider, emb.model, "g")
+        assert ids.tolist() == fresh[0].tolist() and kinds.tolist() == fresh[2].tolist()
+        assert np.array_equal(mat, fresh[1])
+        query = emb.embed(["service port latency"])
+        assert (live.knn(index, emb.provider, emb.model, ["g"], query, 5)
+                == SQLiteRecall(mem.store, backend="numpy").knn(index, emb.provider, emb.model, ["g"], query, 5))
+    mem.close()
+
+
 def test_recall_brings_back_an_evicted_detail(backend_target: str) -> None:
     emb = HashEmbedder()
     mem = _mem(backend_target, emb, fresh_tail_count=8)

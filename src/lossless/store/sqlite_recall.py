@@ -8,6 +8,7 @@ import hashlib
 import json
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = ["MATRIX_ABOVE", "SQLiteRecall", "UnitRow"]
 
-MATRIX_ABOVE = 20_000  # units in one conversation; above it "auto" searches a numpy matrix
+MATRIX_ABOVE = 4_000  # units in one conversation; above it "auto" searches a numpy matrix
+MATRIX_BYTES = 512 * 2**20  # the in-memory matrices kept at once, least recently used dropped first
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,47 @@ def _index_name(provider: str, model: str, dim: int) -> str:
     return f"vec_{digest}"
 
 
+class _Matrix:
+    """One conversation's vectors, unit rowids and kinds, grown in place: rows are written
+    into spare capacity, and a full buffer is replaced by one half again as big (views
+    handed out earlier keep the old one alive and unchanged)."""
+
+    def __init__(self) -> None:
+        self.upto = 0
+        self.n = 0
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.kinds = np.zeros(0, dtype="<U16")
+        self.mat = np.zeros((0, 1), dtype="<f4")
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.mat.nbytes + self.ids.nbytes + self.kinds.nbytes)
+
+    def view(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.ids[: self.n], self.mat[: self.n], self.kinds[: self.n]
+
+    def extend(self, upto: int, rows: Sequence[Any]) -> None:
+        self.upto = upto
+        if not rows:
+            return
+        vecs = np.vstack([np.frombuffer(r[2], dtype="<f4") for r in rows])
+        if self.mat.shape[1] != vecs.shape[1]:
+            self.n = 0  # the first rows (the empty start has no width yet)
+            self.mat = np.zeros((0, vecs.shape[1]), dtype="<f4")
+        need = self.n + len(rows)
+        if need > len(self.mat):
+            cap = max(need, self.n + self.n // 2, 64)
+            ids, mat, kinds = self.view()
+            self.ids = np.zeros(cap, dtype=np.int64)
+            self.mat = np.zeros((cap, vecs.shape[1]), dtype="<f4")
+            self.kinds = np.zeros(cap, dtype="<U16")
+            self.ids[: self.n], self.mat[: self.n], self.kinds[: self.n] = ids, mat, kinds
+        self.mat[self.n : need] = vecs
+        self.ids[self.n : need] = [r[0] for r in rows]
+        self.kinds[self.n : need] = [r[1] for r in rows]
+        self.n = need
+
+
 class SQLiteRecall:
     """Units, cache and vectors for one :class:`SQLiteStore`."""
 
@@ -72,7 +115,8 @@ class SQLiteRecall:
         # a numpy product over them takes a few ms once the matrix is loaded.
         self.matrix_above = MATRIX_ABOVE if backend == "auto" else None
         self._counts: dict[tuple[str, str], tuple[int, int]] = {}
-        self._matrices: dict[tuple[str, str], tuple[int, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._matrices: OrderedDict[tuple[str, str], _Matrix] = OrderedDict()
+        self._matrix_bytes = 0
         self._lock = threading.Lock()
 
     # -- units ----------------------------------------------------------------------------
@@ -234,26 +278,40 @@ class SQLiteRecall:
         return out
 
     def _matrix(self, index: str, provider: str, model: str, cid: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The conversation's cached vectors as one matrix (with unit rowids and kinds).
+
+        Units are append-only and their rowids grow, so when more have been indexed since
+        the matrix was built, only the new rows are read and appended (into spare capacity,
+        so nothing is copied most turns): an agent that adds a turn and then assembles pays
+        for its new units, not for the whole conversation."""
         upto = self.indexed_upto(index, cid)
         key = (index, cid)
         with self._lock:
             hit = self._matrices.get(key)
-            if hit is not None and hit[0] == upto:
-                return hit[1], hit[2], hit[3]
+            if hit is not None:
+                self._matrices.move_to_end(key)
+                if hit.upto == upto:
+                    return hit.view()
+        since = hit.upto if hit is not None and hit.upto < upto else 0
         rows = self.store._query(
             "SELECT u.rowid, u.kind, c.vector FROM recall_units u JOIN embedding_cache c ON c.provider = ? "
-            "AND c.model = ? AND c.text_sha256 = u.text_sha256 WHERE u.conversation_id = ? AND u.rowid <= ? "
-            "ORDER BY u.rowid",
-            (provider, model, cid, upto),
+            "AND c.model = ? AND c.text_sha256 = u.text_sha256 WHERE u.conversation_id = ? AND u.rowid > ? "
+            "AND u.rowid <= ? ORDER BY u.rowid",
+            (provider, model, cid, since, upto),
         )
-        ids = np.array([r[0] for r in rows], dtype=np.int64)
-        kinds = np.array([r[1] for r in rows], dtype=str)
-        mat = np.vstack([np.frombuffer(r[2], dtype="<f4") for r in rows]) if rows else np.zeros((0, 1), "<f4")
         with self._lock:
-            if len(self._matrices) > 64:
-                self._matrices.clear()
-            self._matrices[key] = (upto, ids, mat, kinds)
-        return ids, mat, kinds
+            hit = self._matrices.get(key)
+            if hit is None or hit.upto != since or not since:
+                if hit is not None:
+                    self._matrix_bytes -= hit.nbytes
+                hit = self._matrices[key] = _Matrix()
+            before = hit.nbytes
+            hit.extend(upto, rows)
+            self._matrix_bytes += hit.nbytes - before
+            while self._matrix_bytes > MATRIX_BYTES and len(self._matrices) > 1:
+                _, dropped = self._matrices.popitem(last=False)
+                self._matrix_bytes -= dropped.nbytes
+            return hit.view()
 
     def _knn_numpy(self, index: str, provider: str, model: str, cid: str, vec: np.ndarray, k: int,
                    kinds: Sequence[str] | None) -> list[tuple[int, float]]:

@@ -335,7 +335,9 @@ def _hit(kind: Any, hid: str, cid: str, first: int, last: int, role: str | None,
          text: str, spec: SearchSpec, score: float, depth: int | None) -> GrepHit:
     from datetime import datetime
 
-    if spec.mode == "regex":
+    if not text:
+        snip = ""  # nothing was read (spec.snippets is off): no snippet to cut
+    elif spec.mode == "regex":
         m = re.search(spec.query, text)
         start = max(0, (m.start() if m else 0) - 50)
         snip = ("…" if start else "") + text[start : start + 160].replace("\n", " ")
