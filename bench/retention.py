@@ -26,6 +26,11 @@ Systems:
   vector    the same ranking by ``mode="semantic"`` (needs the local embedder;
             left out with ``--no-vectors``)
   full      the whole chat, unbudgeted: the upper bound of what any context could hold
+  evidence  a reference, not a baseline: the question's evidence messages themselves, whole,
+            in time order, the last one cut (by words) to fit B — what a perfect retriever
+            that shows nothing else would give. Its answer_recall says how much of the
+            reference's vocabulary the evidence holds at all; the rest comes from elsewhere
+            in the chat.
 
 Every context is a list of OpenAI-style messages; budgets are counted the way the API
 bills them (``lossless.tokens.count_chat_tokens``, cl100k_base). The baselines' messages
@@ -69,6 +74,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -88,6 +94,7 @@ from lossless.tokens import MESSAGE_OVERHEAD, NAME_OVERHEAD, REPLY_PRIMING, coun
 SYSTEMS = ("lossless", "recent", "bm25", "vector")
 BASELINES = ("recent", "bm25", "vector")
 FULL = "full"
+EVIDENCE = "evidence"  # the reference context of the evidence messages alone
 UNBUDGETED = "unbudgeted"
 METRICS = ("evidence_hit", "evidence_full", "answer_recall")
 TARGET_BUDGET = 4096
@@ -200,9 +207,12 @@ class TimedEmbedder:
         self.texts = 0
         self.cache_hits = 0
         self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
         if cache is not None:
             cache.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(cache)
+            # the library embeds queries on a worker thread (Recaller.prefetch): one
+            # connection shared across threads, its use serialised by the lock
+            self._db = sqlite3.connect(cache, check_same_thread=False)
             self._db.execute("CREATE TABLE IF NOT EXISTS vectors (provider TEXT, model TEXT, sha TEXT, vec BLOB, "
                              "PRIMARY KEY (provider, model, sha))")
 
@@ -211,6 +221,10 @@ class TimedEmbedder:
         return int(self.inner.dim)
 
     def embed(self, texts: Sequence[str]) -> Any:
+        with self._lock:
+            return self._embed(texts)
+
+    def _embed(self, texts: Sequence[str]) -> Any:
         t0 = time.perf_counter()
         shas = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
         found: dict[str, Any] = {}
@@ -344,6 +358,31 @@ BUILDERS: dict[str, Builder] = {
 }
 
 
+def build_evidence(run: ChatRun, seqs: Sequence[int], budget: int) -> Built:
+    """The evidence messages, whole and in time order, the first that does not fit cut by
+    words to what does (nothing after it)."""
+    picked: list[dict[str, Any]] = []
+    for seq in sorted(set(seqs)):
+        m = run.by_seq[seq]
+        chat = m.to_chat()
+        if count_chat_tokens(run.mem.counter, [*picked, chat]) <= budget:
+            picked.append(chat)
+            continue
+        words = m.text.split()
+        lo, hi = 0, len(words)
+        while lo < hi:  # the most words that fit
+            mid = (lo + hi + 1) // 2
+            cut = {"role": m.role, "content": " ".join(words[:mid])}
+            if count_chat_tokens(run.mem.counter, [*picked, cut]) <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo:
+            picked.append({"role": m.role, "content": " ".join(words[:lo])})
+        break
+    return Built(picked, count_chat_tokens(run.mem.counter, picked))
+
+
 def build_full(run: ChatRun) -> ContextView:
     t0 = time.perf_counter()
     msgs = [m.to_chat() for m in run.conv.messages()]
@@ -384,10 +423,12 @@ def evaluate_chat(run: ChatRun, systems: Sequence[str], budgets: Sequence[int], 
                 "reference_words": len(reference)}
         records.append({**base, "system": FULL, "budget": UNBUDGETED, "tokens": full.tokens, "ms": round(full.ms, 3),
                         **score(full, evidence, reference)})
+        seqs = [run.seq_of_id[i] for i in q.evidence_ids if i in run.seq_of_id]
         for budget in budgets:
-            for system in systems:
+            for system in (*systems, EVIDENCE):
                 t0 = time.perf_counter()
-                msgs, tokens, tiers = BUILDERS[system](run, q.question, budget)
+                msgs, tokens, tiers = (build_evidence(run, seqs, budget) if system == EVIDENCE
+                                       else BUILDERS[system](run, q.question, budget))
                 ms = (time.perf_counter() - t0) * 1000
                 billed = count_chat_tokens(run.mem.counter, msgs)
                 if billed > budget or tokens != billed:
@@ -450,7 +491,10 @@ def target_check(overall: dict[str, dict[str, dict[str, Any]]], systems: Sequenc
                 b = overall[base][str(budget)][metric]
                 if a is None or b is None or not a > b:
                     losses.append({"budget": budget, "baseline": base, "metric": metric, "lossless": a, base: b})
+    evidence = overall.get(EVIDENCE, {}).get(str(at), {}).get("answer_recall")
     return {"budget": at, "lossless_answer_recall": ours, "full_answer_recall": full, "ratio": ratio,
+            "evidence_answer_recall": evidence,
+            "evidence_ratio": round(evidence / full, 4) if evidence is not None and full else None,
             "ratio_goal": TARGET_RATIO, "ratio_met": ratio is not None and ratio >= TARGET_RATIO,
             "beats_every_baseline": not losses, "losses": losses}
 
@@ -476,7 +520,7 @@ def table(title: str, rows: dict[str, list[Any]], columns: Sequence[str]) -> str
 
 def report(result: dict[str, Any]) -> str:
     overall = result["overall"]
-    systems = [*result["config"]["systems"], FULL]
+    systems = [*result["config"]["systems"], EVIDENCE, FULL]
     budgets = [str(b) for b in result["config"]["budgets"]]
     columns = [*budgets, UNBUDGETED]
     parts = []
@@ -497,6 +541,9 @@ def report(result: dict[str, Any]) -> str:
         f"target: lossless answer_recall@{at} / full = {_fmt(target['lossless_answer_recall'])} / "
         f"{_fmt(target['full_answer_recall'])} = {_fmt(target['ratio'])} "
         f"(goal >= {TARGET_RATIO}: {'met' if target['ratio_met'] else 'NOT met'})",
+        f"reference: the evidence messages alone, answer_recall@{at} / full = "
+        f"{_fmt(target['evidence_answer_recall'])} / {_fmt(target['full_answer_recall'])} = "
+        f"{_fmt(target['evidence_ratio'])}",
         "lossless beats every baseline at every budget on evidence_hit and answer_recall: "
         + ("yes" if target["beats_every_baseline"] else "no"),
     ]
@@ -515,12 +562,14 @@ def plot(result: dict[str, Any], path: Path) -> None:
     overall = result["overall"]
     budgets = result["config"]["budgets"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    styles = {"lossless": ("C0", "o"), "recent": ("C1", "s"), "bm25": ("C2", "^"), "vector": ("C3", "D")}
+    styles = {"lossless": ("C0", "o"), "recent": ("C1", "s"), "bm25": ("C2", "^"), "vector": ("C3", "D"),
+              EVIDENCE: ("C7", "x")}
     for ax, metric in zip(axes, ("answer_recall", "evidence_hit"), strict=True):
-        for system in result["config"]["systems"]:
+        for system in [*result["config"]["systems"], *([EVIDENCE] if metric == "answer_recall" else [])]:
             ys = [overall[system][str(b)][metric] for b in budgets]
             color, marker = styles.get(system, ("C4", "x"))
-            ax.plot(budgets, ys, marker=marker, color=color, label=system)
+            ax.plot(budgets, ys, marker=marker, color=color, label=system,
+                    linestyle=":" if system == EVIDENCE else "-")
         full = overall[FULL][UNBUDGETED][metric]
         if full is not None:
             ax.axhline(full, linestyle="--", color="grey", label="full (unbudgeted)")

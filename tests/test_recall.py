@@ -153,6 +153,39 @@ def test_the_numpy_matrix_catches_up_with_appended_units(tmp_path_factory: pytes
     mem.close()
 
 
+def test_a_thread_bound_embedder_still_serves_recall(caplog: pytest.LogCaptureFixture) -> None:
+    """The query is embedded ahead on a worker thread; an embedder that only works on the
+    thread that made it (a sqlite3 cache, say) fails there, and the query is embedded
+    again on the caller's thread: recall keeps its vectors instead of falling back."""
+    import threading
+
+    class ThreadBound(HashEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.home = threading.get_ident()
+            self.refused = 0
+
+        def embed(self, texts: Sequence[str]) -> Vectors:
+            if threading.get_ident() != self.home:
+                self.refused += 1
+                raise RuntimeError("objects created in a thread can only be used in that same thread")
+            return super().embed(texts)
+
+    emb = ThreadBound()
+    mem = _mem(":memory:", emb, fresh_tail_count=8)
+    conv = mem.conversation("t")
+    conv.add(role="user", content="The staging database moved to port 6543 on the db-west host.", created_at=T0)
+    conv.add_many(chat(200, start=T0 + timedelta(hours=1)))
+    conv.index()
+    with caplog.at_level("WARNING", logger="lossless"):
+        ctx = conv.assemble(budget_tokens=600, query="Where does the staging database live now?")
+    assert emb.refused == 1  # the worker tried and failed
+    assert "Where does the staging database live now?" in emb.texts  # then this thread embedded it
+    assert not [r for r in caplog.records if "falls back" in r.getMessage()]
+    assert "6543" in str(ctx.messages)
+    mem.close()
+
+
 def test_recall_brings_back_an_evicted_detail(backend_target: str) -> None:
     emb = HashEmbedder()
     mem = _mem(backend_target, emb, fresh_tail_count=8)

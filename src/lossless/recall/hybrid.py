@@ -283,11 +283,16 @@ class Recaller:
         sha = hashlib.sha256(query.encode("utf-8")).hexdigest()
         with self._ahead_lock:
             ahead = self._ahead.pop(sha, None)
+        vec: np.ndarray | None = None
         if ahead is not None:
-            vec: np.ndarray = ahead[0].result()
-            if not ahead[1]:
-                return vec
-        else:
+            try:
+                vec = ahead[0].result()
+            except Exception as exc:  # e.g. an embedder bound to its thread: try again on this one
+                log.debug("lossless: the query embedding ahead failed (%s); embedding it here", exc)
+            else:
+                if not ahead[1]:
+                    return vec
+        if vec is None:
             cached = self.index_store.cached(e.provider, e.model, [sha])
             if sha in cached:
                 return cached[sha]
