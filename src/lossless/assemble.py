@@ -202,11 +202,11 @@ class Assembler:
             raise BudgetError(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
         if query is not None and not isinstance(query, str):
             raise BudgetError(f"query must be a string, got {type(query).__name__}")
+        if query and query.strip() and self.recaller is not None and self.store.last_seq(conversation_id) > 0:
+            self.recaller.prefetch(query)  # the model embeds the query while the store is read
         frontier = self.store.frontier(conversation_id)
         covered = frontier[-1].last_seq if frontier else 0
         raw = self.store.get_messages(conversation_id, covered + 1)
-        if query and query.strip() and (covered > 0 or raw) and self.recaller is not None:
-            self.recaller.prefetch(query)  # the model embeds the query while the store is read
         pinned_msgs = self._pinned(conversation_id)
         raw = [m for m in raw if m.id not in {p.id for p in pinned_msgs}]
         if layout == "stable" or (layout == "auto" and self.config.cache_stable

@@ -70,7 +70,7 @@ def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
 # dropped when rarer words are in the query (its weight would be near zero anyway); when
 # every word is that common, the newest rows holding all of them (else any) are taken,
 # newest first. Small stores never get here: nothing changes below WORK_CAP matches.
-WORK_CAP = 5_000
+WORK_CAP = 2_000
 
 
 def _capped_count(store: SQLiteStore, index: str, query: str, cap: int) -> int:
