@@ -153,6 +153,51 @@ def test_the_numpy_matrix_catches_up_with_appended_units(tmp_path_factory: pytes
     mem.close()
 
 
+def test_the_numpy_matrix_stays_exact_under_concurrent_readers(tmp_path: Path) -> None:
+    """Readers on several threads take the matrix while turns are added and indexed: each
+    view they get is a prefix of the rows in rowid order, and the final matrix is exactly
+    what a fresh read gives."""
+    import threading
+
+    from lossless.store.sqlite_recall import SQLiteRecall
+
+    emb = HashEmbedder()
+    mem = _mem(tmp_path / "c.db", emb, vector_backend="numpy")
+    conv = mem.conversation("c")
+    live = mem.recaller.index_store
+    assert isinstance(live, SQLiteRecall)
+    index = mem.recaller.index_name()
+    assert index is not None
+    conv.add_many(chat(30))
+    conv.index()
+    stop = threading.Event()
+    problems: list[str] = []
+
+    def read() -> None:
+        for _ in range(2_000):  # bounded
+            if stop.is_set():
+                return
+            ids, mat, kinds = live._matrix(index, emb.provider, emb.model, "c")
+            if len(ids) != len(mat) or len(ids) != len(kinds) or ids.tolist() != sorted(set(ids.tolist())):
+                problems.append(f"torn view: {len(ids)} ids, {len(mat)} rows")
+
+    readers = [threading.Thread(target=read) for _ in range(3)]
+    for t in readers:
+        t.start()
+    for turn in range(15):
+        conv.add_many(chat(4, start=T0 + timedelta(hours=turn + 1)))
+        conv.index()
+    stop.set()
+    for t in readers:
+        t.join(timeout=60)
+    assert not problems
+    ids, mat, kinds = live._matrix(index, emb.provider, emb.model, "c")
+    fresh = SQLiteRecall(mem.store, backend="numpy")._matrix(index, emb.provider, emb.model, "c")
+    assert ids.tolist() == fresh[0].tolist() and kinds.tolist() == fresh[2].tolist()
+    assert np.array_equal(mat, fresh[1])
+    mem.close()
+
+
 def test_a_thread_bound_embedder_still_serves_recall(caplog: pytest.LogCaptureFixture) -> None:
     """The query is embedded ahead on a worker thread; an embedder that only works on the
     thread that made it (a sqlite3 cache, say) fails there, and the query is embedded

@@ -277,7 +277,8 @@ class SQLiteRecall:
             out.extend((int(r), 1.0 - float(d)) for r, d in rows)
         return out
 
-    def _matrix(self, index: str, provider: str, model: str, cid: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _matrix(self, index: str, provider: str, model: str, cid: str,
+                attempt: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The conversation's cached vectors as one matrix (with unit rowids and kinds).
 
         Units are append-only and their rowids grow, so when more have been indexed since
@@ -292,7 +293,7 @@ class SQLiteRecall:
                 self._matrices.move_to_end(key)
                 if hit.upto == upto:
                     return hit.view()
-        since = hit.upto if hit is not None and hit.upto < upto else 0
+        since = hit.upto if hit is not None and hit.upto < upto and attempt < 3 else 0
         rows = self.store._query(
             "SELECT u.rowid, u.kind, c.vector FROM recall_units u JOIN embedding_cache c ON c.provider = ? "
             "AND c.model = ? AND c.text_sha256 = u.text_sha256 WHERE u.conversation_id = ? AND u.rowid > ? "
@@ -300,18 +301,25 @@ class SQLiteRecall:
             (provider, model, cid, since, upto),
         )
         with self._lock:
-            hit = self._matrices.get(key)
-            if hit is None or hit.upto != since or not since:
-                if hit is not None:
-                    self._matrix_bytes -= hit.nbytes
-                hit = self._matrices[key] = _Matrix()
-            before = hit.nbytes
-            hit.extend(upto, rows)
-            self._matrix_bytes += hit.nbytes - before
-            while self._matrix_bytes > MATRIX_BYTES and len(self._matrices) > 1:
-                _, dropped = self._matrices.popitem(last=False)
-                self._matrix_bytes -= dropped.nbytes
-            return hit.view()
+            now = self._matrices.get(key)
+            grow: _Matrix | None = None
+            if not since:
+                if now is not None:
+                    self._matrix_bytes -= now.nbytes
+                grow = self._matrices[key] = _Matrix()
+            elif now is not None and now is hit and now.upto == since:
+                grow = now
+            # else another thread moved the matrix meanwhile: these rows may not follow on
+            fresh = None
+            if grow is not None:
+                before = grow.nbytes
+                grow.extend(upto, rows)
+                self._matrix_bytes += grow.nbytes - before
+                fresh = grow.view()
+                while self._matrix_bytes > MATRIX_BYTES and len(self._matrices) > 1:
+                    _, dropped = self._matrices.popitem(last=False)
+                    self._matrix_bytes -= dropped.nbytes
+        return fresh if fresh is not None else self._matrix(index, provider, model, cid, attempt + 1)
 
     def _knn_numpy(self, index: str, provider: str, model: str, cid: str, vec: np.ndarray, k: int,
                    kinds: Sequence[str] | None) -> list[tuple[int, float]]:
