@@ -31,6 +31,8 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     home = tmp_path_factory.mktemp("lossless-home")
     monkeypatch.setenv("LOSSLESS_HOME", str(home))
     monkeypatch.delenv("LOSSLESS_DB", raising=False)
+    # files lossless may rebuild (the exported ONNX query model): one folder per session
+    monkeypatch.setenv("LOSSLESS_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "lossless-cache"))
     # keyword recall unless a test asks for vectors: the real model is exercised by the
     # recall tests, the rest stay fast
     monkeypatch.setenv("LOSSLESS_EMBEDDER", "none")

@@ -304,6 +304,51 @@ def test_local_model_loads_offline_and_understands_meaning(monkeypatch: pytest.M
     assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2] + 0.2
 
 
+_PROBES = ["Which port did the billing API move to?", "连接池太小, 测试覆盖率 2024-03-05",
+           "x", "a long message that is cut at the model's limit " * 60]
+
+
+def test_queries_run_through_onnx_with_the_torch_vectors(tmp_path: Path) -> None:
+    """One or two texts go through ONNX Runtime (exported once into the cache folder and
+    checked), and give the torch model's vectors; batches stay on torch."""
+    from lossless.embed.local import LocalEmbedder
+
+    fast, slow = LocalEmbedder(onnx_cache=tmp_path), LocalEmbedder(onnx=False, onnx_cache=tmp_path / "never")
+    for pair in ([_PROBES[0]], [_PROBES[1]], [_PROBES[2], _PROBES[3]], [_PROBES[3]]):
+        assert np.abs(fast.embed(pair) - slow.embed(pair)).max() < 1e-5
+    assert fast._onnx not in (None, False), "onnxruntime is in the embeddings extra"
+    exported = list(tmp_path.glob("*.onnx"))
+    assert len(exported) == 1 and not (tmp_path / "never").exists()
+    # another instance (another process, later) uses the file as it is
+    again = LocalEmbedder(onnx_cache=tmp_path)
+    again._export_onnx = None  # type: ignore[assignment,method-assign]  # would fail if called
+    assert np.abs(again.embed([_PROBES[0]]) - slow.embed([_PROBES[0]])).max() < 1e-5
+    assert again._onnx not in (None, False)
+    # a damaged file is exported again
+    exported[0].write_bytes(b"not a model")
+    healed = LocalEmbedder(onnx_cache=tmp_path)
+    assert np.abs(healed.embed([_PROBES[1]]) - slow.embed([_PROBES[1]])).max() < 1e-5
+    assert healed._onnx not in (None, False) and exported[0].stat().st_size > 1_000_000
+
+
+def test_without_onnxruntime_queries_stay_on_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    import sys
+
+    from lossless.embed.local import LocalEmbedder
+    from lossless.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails
+    emb = LocalEmbedder(onnx_cache=tmp_path)
+    with caplog.at_level("INFO", logger="lossless"):
+        vec = emb.embed([_PROBES[0]])
+    assert vec.shape == (1, 384) and emb._onnx is False
+    assert any("embedded by torch" in r.getMessage() and "onnxruntime" in r.getMessage() for r in caplog.records)
+    assert not list(tmp_path.glob("*.onnx"))
+    with pytest.raises(MissingDependencyError, match="onnxruntime"):
+        LocalEmbedder(onnx=True, onnx_cache=tmp_path).embed([_PROBES[0]])
+
+
 def test_openai_compatible_embedder_end_to_end(fake_openai: object) -> None:
     from lossless.embed.openai import OpenAIEmbedder
 
