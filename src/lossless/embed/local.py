@@ -118,10 +118,10 @@ class LocalEmbedder:
         model = self._load()
         import torch
 
-        # A query (a text or two) runs on one thread: as fast as on two here (12 against
-        # 11 ms), and it leaves the other core to the store reads that overlap it during
-        # assembly (bench_recall at 100k: 21 ms p50 against 44 ms with two spinning threads).
-        # Batches keep every thread. torch's setting is per process, hence the lock.
+        # A query (a text or two) goes through ONNX Runtime when it can (≈4 against ≈10 ms),
+        # else through torch on one thread: as fast as on two here, and it leaves the other
+        # core to the store reads that overlap it during assembly. Batches keep every
+        # thread. torch's setting is per process, hence the lock.
         if len(texts) <= SMALL_BATCH and self.onnx is not False:
             session = self._onnx_session(model)
             if session is not None:
@@ -156,7 +156,10 @@ class LocalEmbedder:
         return self._onnx if self._onnx is not False else None
 
     def _onnx_supported(self, model: Any) -> bool:
-        """A plain transformer with mean pooling (and normalisation): what is exported."""
+        """A plain transformer with mean pooling (and normalisation), on the CPU: what is
+        exported (a model on a GPU stays there)."""
+        if self.device != "cpu":
+            return False
         names = [type(m).__name__ for m in model]
         if names not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
             return False
