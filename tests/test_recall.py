@@ -309,12 +309,12 @@ _PROBES = ["Which port did the billing API move to?", "连接池太小, 测试�
 
 
 def test_queries_run_through_onnx_with_the_torch_vectors(tmp_path: Path) -> None:
-    """One or two texts go through ONNX Runtime (exported once into the cache folder and
-    checked), and give the torch model's vectors; batches stay on torch."""
+    """Up to 8 texts go through ONNX Runtime (exported once into the cache folder and
+    checked), and give the torch model's vectors; bigger batches stay on torch."""
     from lossless.embed.local import LocalEmbedder
 
     fast, slow = LocalEmbedder(onnx_cache=tmp_path), LocalEmbedder(onnx=False, onnx_cache=tmp_path / "never")
-    for pair in ([_PROBES[0]], [_PROBES[1]], [_PROBES[2], _PROBES[3]], [_PROBES[3]]):
+    for pair in ([_PROBES[0]], [_PROBES[1]], [_PROBES[2], _PROBES[3]], [_PROBES[3]], _PROBES * 2):
         assert np.abs(fast.embed(pair) - slow.embed(pair)).max() < 1e-5
     assert fast._onnx not in (None, False), "onnxruntime is in the embeddings extra"
     exported = list(tmp_path.glob("*.onnx"))
