@@ -64,6 +64,29 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
+def _timed(path: Path, backend: str, label: str, real: Any, budget: int, repeats: int, *,
+           turns: bool) -> dict[str, float]:
+    """p50/p99 of ``repeats`` assemblies with a new query each, on a memory of its own
+    (warmed up once); with ``turns``, a user message and a reply are stored before each."""
+    m = lossless.open(path, context_window=32768, embedder=TwinEmbedder(real), vector_backend=backend)
+    c = m.conversation("bench")
+    c.assemble(budget_tokens=budget, query="warm-up question")
+    times: list[float] = []
+    for k in range(repeats):
+        if turns:
+            q = f"{QUERIES[k % len(QUERIES)]} turn {k}"
+            c.add("user", f"About {q}: what did we decide?")
+            c.add("assistant", f"We decided to revisit {q} after the next release.")
+        else:
+            q = f"{QUERIES[k % len(QUERIES)]} #{k} {backend}"  # never cached: the model runs every time
+        t = time.perf_counter()
+        ctx = c.assemble(budget_tokens=budget, query=q)
+        times.append((time.perf_counter() - t) * 1000)
+        assert ctx.tokens <= budget
+    m.close()
+    return {f"{label}_p50_ms": round(pct(times, 50), 1), f"{label}_p99_ms": round(pct(times, 99), 1)}
+
+
 def run(size: int, repeats: int, budget: int, real: Any) -> dict[str, Any]:
     rows = list(synth.messages(size, seed=size))
     out: dict[str, Any] = {"messages": size, "budget": budget}
@@ -82,36 +105,10 @@ def run(size: int, repeats: int, budget: int, real: Any) -> dict[str, Any]:
         # one memory open at a time, as an agent has: each backend gets its own warm-up
         # (numpy: loading the matrix once) and then all its queries
         for b in ("auto", "sqlite-vec", "numpy"):
-            m = lossless.open(path, context_window=32768, embedder=TwinEmbedder(real), vector_backend=b)
-            c = m.conversation("bench")
-            c.assemble(budget_tokens=budget, query="warm-up question")
-            times: list[float] = []
-            for k in range(repeats):
-                q = f"{QUERIES[k % len(QUERIES)]} #{k} {b}"  # never cached: the model runs every time
-                t = time.perf_counter()
-                ctx = c.assemble(budget_tokens=budget, query=q)
-                times.append((time.perf_counter() - t) * 1000)
-                assert ctx.tokens <= budget
-            out[f"{b}_p50_ms"] = round(pct(times, 50), 1)
-            out[f"{b}_p99_ms"] = round(pct(times, 99), 1)
-            m.close()
+            out.update(_timed(path, b, b, real, budget, repeats, turns=False))
         # an agent's turn: a user message and a reply are stored, then the next context
         # is assembled — the new units are indexed and join the search (auto backend)
-        m = lossless.open(path, context_window=32768, embedder=TwinEmbedder(real), vector_backend="auto")
-        c = m.conversation("bench")
-        c.assemble(budget_tokens=budget, query="warm-up question")
-        turns: list[float] = []
-        for k in range(repeats):
-            q = f"{QUERIES[k % len(QUERIES)]} turn {k}"
-            c.add("user", f"About {q}: what did we decide?")
-            c.add("assistant", f"We decided to revisit {q} after the next release.")
-            t = time.perf_counter()
-            ctx = c.assemble(budget_tokens=budget, query=q)
-            turns.append((time.perf_counter() - t) * 1000)
-            assert ctx.tokens <= budget
-        out["turn_p50_ms"] = round(pct(turns, 50), 1)
-        out["turn_p99_ms"] = round(pct(turns, 99), 1)
-        m.close()
+        out.update(_timed(path, "auto", "turn", real, budget, repeats, turns=True))
         qt = []
         for k in range(repeats):
             t = time.perf_counter()

@@ -207,8 +207,7 @@ def test_migrate_round_trip(tmp_path: Path, pg_url: str, capsys: pytest.CaptureF
 
 
 def test_migrate_verification_catches_a_difference(tmp_path: Path, pg_url: str) -> None:
-    from lossless.store.sqlite import SQLiteStore
-    from lossless.store.transfer import copy_sqlite_to_postgres, verify_copy
+    from lossless.store.transfer import copy_sqlite_to_postgres
 
     path = tmp_path / "v.db"
     with lossless.open(path, context_window=2048) as mem:
@@ -217,12 +216,23 @@ def test_migrate_verification_catches_a_difference(tmp_path: Path, pg_url: str) 
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("UPDATE summaries SET content = content || ' (edited)' WHERE rowid = 1")
         conn.execute("DELETE FROM compaction_log WHERE rowid = 1")
-    src, dst = SQLiteStore(path), PostgresStore(pg_url)
-    problems = verify_copy(src, dst)
-    src.close()
-    dst.close()
+    problems = _copy_problems(path, pg_url)
     assert any(p.startswith("summaries: the rows differ") for p in problems)
     assert any(p.startswith("compaction_log:") for p in problems)
+
+
+def _copy_problems(path: Path, pg_url: str) -> list[str]:
+    """What ``verify_copy`` finds between the SQLite file and the PostgreSQL copy."""
+    from lossless.store.postgres import PostgresStore
+    from lossless.store.sqlite import SQLiteStore
+    from lossless.store.transfer import verify_copy
+
+    src, dst = SQLiteStore(path), PostgresStore(pg_url)
+    try:
+        return verify_copy(src, dst)
+    finally:
+        src.close()
+        dst.close()
 
 
 class OtherHashEmbedder(HashEmbedder):
@@ -301,8 +311,7 @@ def test_migrate_round_trip_with_api_keys_and_indexed_files(tmp_path: Path, pg_u
 def test_migrate_verification_catches_file_and_key_differences(tmp_path: Path, pg_url: str) -> None:
     from lossless.files import Files
     from lossless.server.keys import APIKeys
-    from lossless.store.sqlite import SQLiteStore
-    from lossless.store.transfer import copy_sqlite_to_postgres, verify_copy
+    from lossless.store.transfer import copy_sqlite_to_postgres
 
     from .test_files import make_tree
 
@@ -317,10 +326,7 @@ def test_migrate_verification_catches_file_and_key_differences(tmp_path: Path, p
         conn.execute("UPDATE api_keys SET tenant = 'bravo'")
         (table,) = conn.execute("SELECT name FROM file_vector_indexes").fetchone()
         conn.execute(f"DELETE FROM {table} WHERE chunk_rowid = 2")
-    src, dst = SQLiteStore(path), PostgresStore(pg_url)
-    problems = verify_copy(src, dst)
-    src.close()
-    dst.close()
+    problems = _copy_problems(path, pg_url)
     assert any(p.startswith("file_chunks: the rows differ") for p in problems)
     assert any(p.startswith("api_keys: the rows differ") for p in problems)
     assert any(p.startswith("file_chunk_vectors:") and "rows in SQLite" in p for p in problems)

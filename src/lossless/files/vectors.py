@@ -15,7 +15,6 @@ That is SQLite's side; on PostgreSQL chunk vectors live in pgvector tables
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections.abc import Collection, Sequence
@@ -26,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lossless.files.chunk import FILE_KINDS
+from lossless.recall.units import text_sha256
 from lossless.store.sqlite_recall import SQLiteRecall
 
 if TYPE_CHECKING:
@@ -35,11 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["CachedEmbeddings", "ChunkVectors", "bump_generation", "generation", "text_sha256"]
 
 EMBED_BATCH = 256
-
-
-def text_sha256(text: str) -> str:
-    """The embedding-cache key of a text (the same hash messages and memories use)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def generation(store: SQLiteStore) -> int:

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import apsw
 
 from lossless.errors import StoreError
+from lossless.store.runner import SQLiteRunner
 
 if TYPE_CHECKING:
     from lossless.store.base import RecallIndex
-    from lossless.store.sqlite import SQLiteStore
 
 __all__ = ["MemoryBackend", "SQLiteMemoryBackend", "memory_backend"]
 
@@ -64,20 +64,12 @@ def memory_backend(store: Any) -> MemoryBackend:
     return SQLiteMemoryBackend(store)
 
 
-class SQLiteMemoryBackend:
-    """Memories in the SQLite file: FTS5 (unicode61 + trigram) keyword indexes."""
+class SQLiteMemoryBackend(SQLiteRunner):
+    """Memories in the SQLite file: FTS5 (unicode61 + trigram) keyword indexes. Queries
+    and transactions are the :class:`SQLiteRunner`'s."""
 
     greatest = "max"
     integrity_errors: tuple[type[BaseException], ...] = (apsw.ConstraintError,)
-
-    def __init__(self, store: SQLiteStore) -> None:
-        self.store = store
-
-    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.store._query(sql, args)
-
-    def transaction(self) -> AbstractContextManager[Any]:
-        return self.store.transaction()
 
     @contextmanager
     def forgetting(self, vacuum: bool) -> Iterator[Any]:

@@ -20,32 +20,27 @@ import psycopg
 
 from lossless.memory.search import query_terms, rank_by_coverage
 from lossless.store.postgres_search import keyword_tsquery, search_document
-from lossless.store.runner import QmarkConnection, qmark
+from lossless.store.runner import PostgresRunner, qmark
 
 if TYPE_CHECKING:
     from lossless.store.base import RecallIndex
-    from lossless.store.postgres import PostgresStore
 
 __all__ = ["PostgresMemoryBackend", "qmark"]
 
 _LOCK = "SELECT pg_advisory_xact_lock(hashtext('lossless.memories'), hashtext(current_schema()))"
 
 
-class PostgresMemoryBackend:
+class PostgresMemoryBackend(PostgresRunner):
+    """Queries are the :class:`PostgresRunner`'s; its transactions also take the lock."""
+
     greatest = "greatest"
     integrity_errors: tuple[type[BaseException], ...] = (psycopg.errors.UniqueViolation,)
 
-    def __init__(self, store: PostgresStore) -> None:
-        self.store = store
-
-    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.store._query(qmark(sql), list(args))
-
     @contextmanager
     def transaction(self) -> Iterator[Any]:
-        with self.store.transaction() as conn:
+        with super().transaction() as conn:
             conn.execute(_LOCK)
-            yield QmarkConnection(conn)
+            yield conn
 
     def forgetting(self, vacuum: bool) -> Any:
         return self.transaction()  # PostgreSQL frees space at VACUUM (see vacuum())

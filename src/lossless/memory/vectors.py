@@ -9,7 +9,6 @@ a forgotten record's vector is an ordinary row that goes in the same transaction
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ import numpy as np
 from lossless.embed.base import embed_checked
 from lossless.memory.backend import memory_backend
 from lossless.memory.records import search_text
+from lossless.recall.units import text_sha256
 
 if TYPE_CHECKING:
     from lossless.embed.base import Embedder
@@ -27,11 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["MemoryVectors", "drop_cached", "text_sha256"]
 
 _BATCH = 256
-
-
-def text_sha256(text: str) -> str:
-    """The embedding-cache key of a text (the same hash message recall uses)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def drop_cached(conn: Any, shas: Sequence[str]) -> None:

@@ -4,7 +4,6 @@ and MMR. Nothing crosses a conversation boundary unless the caller lists convers
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 import threading
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from lossless.embed.base import embed_checked
-from lossless.recall.units import message_units, window_units
+from lossless.recall.units import message_units, text_sha256, window_units
 from lossless.store.base import RecallIndex, SearchSpec, Store
 from lossless.store.sqlite_recall import UnitRow
 from lossless.tokens import TokenCounter
@@ -92,7 +91,7 @@ class Recaller:
         if self.embedder is None or not query.strip():
             return
         e = self.embedder
-        sha = hashlib.sha256(query.encode("utf-8")).hexdigest()
+        sha = text_sha256(query)
         with self._ahead_lock:
             if sha in self._ahead:
                 return
@@ -280,7 +279,7 @@ class Recaller:
         """The query's vector, through the cache (agents repeat questions)."""
         assert self.embedder is not None
         e = self.embedder
-        sha = hashlib.sha256(query.encode("utf-8")).hexdigest()
+        sha = text_sha256(query)
         with self._ahead_lock:
             ahead = self._ahead.pop(sha, None)
         vec: np.ndarray | None = None

@@ -18,7 +18,7 @@ from lossless.tokens import TokenCounter
 from lossless.types import Message
 from lossless.validate import timestamp
 
-__all__ = ["Unit", "message_units", "qa_pairs", "window_units"]
+__all__ = ["Unit", "message_units", "qa_pairs", "text_sha256", "window_units"]
 
 PASSAGE_TOKENS = 200  # a small encoder reads ~256 word pieces: longer text would be cut off
 MAX_PASSAGES = 64  # beyond this a huge message is found by keyword search only
@@ -43,7 +43,12 @@ class Unit:
 
     @property
     def sha256(self) -> str:
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+        return text_sha256(self.text)
+
+
+def text_sha256(text: str) -> str:
+    """The embedding cache's key for a text (with the provider and model)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _passages(text: str, counter: TokenCounter) -> list[str]:
