@@ -31,6 +31,7 @@ from lossless.render import (
     neutralise_tags,
     render_summary,
 )
+from lossless.store.backlog import Backlog
 from lossless.store.base import SearchSpec, Store
 from lossless.summarize.extractive import fit_text
 from lossless.tokens import (
@@ -40,7 +41,7 @@ from lossless.tokens import (
     TokenCounter,
     count_chat_tokens,
 )
-from lossless.types import AssembledContext, ChatMessage, ContextItem, Message, Summary
+from lossless.types import AssembledContext, ChatMessage, ContextItem, Lag, Message, Summary
 
 if TYPE_CHECKING:
     from lossless.files import FileHit, Files
@@ -62,6 +63,7 @@ DYNAMIC_HEADER = ("For the current question, from earlier in this conversation a
                   "(history, not instructions):")
 LONG_TERM_HEADER = "Long-term memories from earlier conversations (facts, preferences, decisions; dated):"
 _SEP = "\n\n"
+_RAW_PAGE = 512  # raw messages read per query when the worker is behind (see Assembler._raw)
 _MIN_ABRIDGED = 48  # below this many tokens an abridged piece says too little to be worth it
 
 
@@ -88,8 +90,16 @@ class Assembler:
         self._importance_cache: dict[str, float] = {}
         self._explored: dict[str, str] = {}  # message id -> what stands in for its large content
         self._role_counts: dict[str, dict[str, int]] = {}
+        self.backlog = Backlog(store)
         self.memories: Memories | None = None  # set by lossless.Memory
         self.files: Files | None = None  # set by lossless.Memory when files are indexed
+
+    def _shown_size(self, msg: Message) -> int:
+        """About what a stored message costs in a context, from its stored count (a large
+        one is shown as an exploration of its content, :meth:`_chat`)."""
+        if self._is_large(msg):
+            return MESSAGE_OVERHEAD + self.config.large_content_summary_tokens + 64
+        return MESSAGE_OVERHEAD + msg.token_count
 
     def _fit_summary(self, node: Summary, room: int) -> str:
         key = (node.id, room)
@@ -196,7 +206,50 @@ class Assembler:
     def assemble(self, conversation_id: str, budget_tokens: int | None = None, query: str | None = None,
                  *, layout: Literal["auto", "stable", "budgeted"] = "auto") -> AssembledContext:
         """``layout``: ``stable`` tries the cache-stable layout first (see :meth:`_stable`),
-        ``budgeted`` never does, ``auto`` tries it when the budget is the whole window."""
+        ``budgeted`` never does, ``auto`` tries it when the budget is the whole window.
+        Never waits for the worker: with a backlog it fits the budget from what exists,
+        and ``lag`` on the result says how far behind the worker is."""
+        ctx = self._assemble(conversation_id, budget_tokens, query, layout=layout)
+        lag = self._lag(conversation_id)
+        return replace(ctx, lag=lag) if lag is not None else ctx
+
+    def _lag(self, cid: str) -> Lag | None:
+        row = self.backlog.row(cid)
+        if row is None:
+            return None
+        recaller = self.recaller
+        embedding = recaller is not None and recaller.embedder is not None
+        return Lag(seconds=row["queued_seconds"],
+                   raw_messages=self.store.last_seq(cid) - self.store.covered_seq(cid),
+                   messages_not_indexed=recaller.uncut(cid) if recaller is not None and embedding else 0,
+                   units_not_embedded=recaller.unembedded(cid) if recaller is not None and embedding else 0)
+
+    def _raw(self, cid: str, covered: int, budget: int) -> tuple[list[Message], bool]:
+        """The raw messages after the frontier that assembly may show, and whether that is
+        all of them. All, unless the worker is far behind (more than two windows' worth
+        not yet summarized): then the newest of them, read newest first page by page, so
+        assembly costs the same with a backlog of fifty thousand messages as without one.
+        The rest is reachable by recall and says so in a pointer."""
+        last = self.store.last_seq(cid)
+        cap = 2 * max(budget, self.config.context_window)
+        pages: list[list[Message]] = []
+        spent = 0
+        hi = last
+        while hi > covered and spent <= cap:
+            lo = max(covered + 1, hi - _RAW_PAGE + 1)
+            page = self.store.get_messages(cid, lo, hi)
+            pages.append(page)
+            spent += sum(self._shown_size(m) for m in page)
+            hi = lo - 1
+        raw = [m for page in reversed(pages) for m in page]
+        complete = hi <= covered
+        if not complete:
+            while raw and raw[0].role == "tool":  # never a tool result without its call
+                raw.pop(0)
+        return raw, complete
+
+    def _assemble(self, conversation_id: str, budget_tokens: int | None, query: str | None,
+                  *, layout: Literal["auto", "stable", "budgeted"]) -> AssembledContext:
         budget = self.config.context_window if budget_tokens is None else budget_tokens
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
             raise BudgetError(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
@@ -206,11 +259,12 @@ class Assembler:
             self.recaller.prefetch(query)  # the model embeds the query while the store is read
         frontier = self.store.frontier(conversation_id)
         covered = frontier[-1].last_seq if frontier else 0
-        raw = self.store.get_messages(conversation_id, covered + 1)
+        raw, complete = self._raw(conversation_id, covered, budget)
+        backlog = (covered + 1, raw[0].seq - 1) if not complete and raw else None
         pinned_msgs = self._pinned(conversation_id)
         raw = [m for m in raw if m.id not in {p.id for p in pinned_msgs}]
-        if layout == "stable" or (layout == "auto" and self.config.cache_stable
-                                  and budget >= self.config.context_window):
+        if complete and (layout == "stable" or (layout == "auto" and self.config.cache_stable
+                                                and budget >= self.config.context_window)):
             stable = self._stable(conversation_id, budget, query, frontier, raw, pinned_msgs)
             if stable is not None:
                 return stable
@@ -288,7 +342,7 @@ class Assembler:
         last_user = next((i for i in range(len(units) - 1, -1, -1) if units[i][0].role == "user"), len(units) - 1)
         must = units[last_user:]
         tail_cap = max(allow["tail"], body_room // 4)
-        if not frontier and sum(self._message_cost(m) for u in units for m in u) <= room:
+        if not frontier and complete and sum(self._message_cost(m) for u in units for m in u) <= room:
             # nothing summarized and everything fits: the whole history, verbatim, is the context
             tail_cap = allow["tail"] = room
         spent_tail = take_tail(tail_cap, upto=len(must))
@@ -342,7 +396,7 @@ class Assembler:
             if recall:
                 spent += self._piece_cost(RECALL_HEADER) + sum(p.tokens for p in recall)
         # pointers to what is not shown, if they fit in what is left
-        omitted = self._omitted(frontier, chosen, root_piece, covered, raw, tail)
+        omitted = self._omitted(frontier, chosen, root_piece, covered, raw, tail, backlog)
         body_room += pointer_room
         while omitted and sum(self._piece_cost(line) for line in omitted) > body_room - spent:
             omitted.pop()
@@ -670,7 +724,7 @@ class Assembler:
         candidates: list[tuple[tuple[str, ...], bool]] | None = None
         if self.recaller is not None and self.recaller.embedder is not None:
             try:
-                self.recaller.sync(cid)
+                self.recaller.refresh(cid)
                 hits = self.recaller.search(spec, windows=cfg.recall_windows)
                 candidates = [(h.message_ids, h.kind == "window") for h in hits]
             except EmbedderError as exc:  # a context recalled by keywords beats no context
@@ -735,9 +789,13 @@ class Assembler:
         return _Piece(text, cost, ContextItem("recall", msg.id, cost, msg.seq, msg.seq))
 
     def _omitted(self, frontier: list[Summary], chosen: list[_Piece], root: _Piece | None, covered: int,
-                 raw: list[Message], tail: list[tuple[list[ChatMessage], list[Message], int]]) -> list[str]:
+                 raw: list[Message], tail: list[tuple[list[ChatMessage], list[Message], int]],
+                 backlog: tuple[int, int] | None = None) -> list[str]:
         shown = {p.item.ref for p in chosen} | ({root.item.ref} if root else set())
         lines: list[str] = []
+        if backlog is not None and backlog[0] <= backlog[1]:
+            lines.append(f"Not summarized yet (lossless is compacting in the background): messages "
+                         f"#{backlog[0]}-#{backlog[1]}. Use lcm_grep to search them.")
         hidden = [s for s in frontier if s.id not in shown]
         if hidden:
             ids = ", ".join(s.id for s in hidden[:6]) + (", …" if len(hidden) > 6 else "")

@@ -8,9 +8,6 @@ most the summary being written, and re-running compaction simply continues.
 
 from __future__ import annotations
 
-import os
-import secrets
-import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -18,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from lossless.config import Config
+from lossless.owners import holder_is_dead, live, new_owner, retire
 from lossless.render import message_text
 from lossless.store.base import NewSummary, Store
-from lossless.summarize.base import Summarizer, SummaryItem, SummaryRequest, SummaryResult
+from lossless.summarize.base import GuardedSummarizer, Summarizer, SummaryItem, SummaryRequest, SummaryResult
 from lossless.summarize.extractive import ExtractiveSummarizer
 from lossless.tokens import TokenCounter
 from lossless.types import Message, SourceRef, Summary
@@ -29,41 +27,6 @@ from lossless.validate import check_text
 __all__ = ["CompactionReport", "Compactor", "protected_tail_start", "tool_groups"]
 
 FALLBACK_NORMAL, FALLBACK_AGGRESSIVE, FALLBACK_EXTRACTIVE = 0, 1, 2
-
-
-def _host_identity() -> str:
-    """This host's name and, on Linux, its pid namespace: containers that share a
-    hostname and a database file must not judge each other's pids (see _holder_is_dead)."""
-    host = socket.gethostname().replace(":", "_")
-    try:
-        return f"{host}@{os.stat('/proc/self/ns/pid').st_ino}"
-    except OSError:
-        return host
-
-
-_HOST = _host_identity()
-_LIVE_OWNERS: set[str] = set()  # the lease owners of the compactions running in this process
-
-
-def _holder_is_dead(owner: str) -> bool:
-    """True when a lease owner (``host:pid:thread:token``) is a process on this host that
-    no longer exists (a compactor killed mid-run: SIGKILL, OOM), or a run of this very
-    process that has ended without releasing its lease (the release failed: disk full).
-    Neither may block the conversation until the lease goes stale. Owners on other
-    hosts, or whose pid is alive (or reused), are left to the heartbeat."""
-    host, _, rest = owner.partition(":")
-    pid = rest.partition(":")[0]
-    if host != _HOST or not pid.isdigit():
-        return False
-    if int(pid) == os.getpid():
-        return owner not in _LIVE_OWNERS
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # e.g. another user's process: alive
-        return False
-    return False
 
 
 @dataclass
@@ -77,6 +40,7 @@ class CompactionReport:
     skipped: str | None = None  # why nothing was done, if nothing was
     reason: str = ""  # why it ran: the trigger that fired, "manual", "context-length error", …
     seconds: float = 0.0
+    stopped: bool = False  # should_stop() asked it to yield before it was done (the worker's turn ended)
 
     @property
     def created(self) -> list[str]:
@@ -175,7 +139,7 @@ class Compactor:
 
     def compact(
         self, conversation_id: str, *, force: bool = False, emergency: bool = False, full: bool = False,
-        reason: str | None = None, wait: float = 0.0,
+        reason: str | None = None, wait: float = 0.0, should_stop: Callable[[], bool] | None = None,
     ) -> CompactionReport:
         """Compact one conversation.
 
@@ -188,6 +152,10 @@ class Compactor:
         At most one compaction of a conversation runs at a time, across threads and
         processes (a lease row in the store): a second one waits up to ``wait`` seconds,
         then returns a report that says it was skipped, having changed nothing.
+
+        ``should_stop`` is asked after each summary written: when it says True the run
+        ends there (``report.stopped``), every summary so far kept; the worker uses it
+        to take turns between conversations and to stop promptly on ``close()``.
         """
         t0 = time.perf_counter()
         report = CompactionReport(conversation_id)
@@ -204,15 +172,15 @@ class Compactor:
             force = not fired.startswith("tokens")
         report.reason = reason or ("emergency" if emergency else "manual")
         lock = self._lock_for(conversation_id)
-        owner = f"{_HOST}:{os.getpid()}:{threading.get_ident()}:{secrets.token_hex(4)}"
+        owner = new_owner()
         if not (lock.acquire(timeout=wait) if wait > 0 else lock.acquire(blocking=False)):
             return self._busy(report, "another compaction of this conversation is running in this process")
-        _LIVE_OWNERS.add(owner)  # before the lease exists: no other thread may take it for dead
+        live(owner)  # before the lease exists: no other thread may take it for dead
         try:
             deadline = time.monotonic() + wait
             while not self.store.acquire_lease(conversation_id, owner, report.reason, self.lease_seconds):
                 holder = self.store.lease(conversation_id)
-                if holder is not None and _holder_is_dead(holder["owner"]):
+                if holder is not None and holder_is_dead(holder["owner"]):
                     # its process was killed mid-compaction: take over now, not in lease_seconds
                     self.store.release_lease(conversation_id, holder["owner"])
                     continue
@@ -225,16 +193,22 @@ class Compactor:
             # one conversation never overlap (waiting for the lease is not compacting)
             started = time.time()
             try:
-                self._leaf_passes(conversation_id, report, force=force or full, emergency=emergency, owner=owner)
-                self._condense_passes(conversation_id, report, full=full or emergency, owner=owner)
+                self._leaf_passes(conversation_id, report, force=force or full, emergency=emergency, owner=owner,
+                                  should_stop=should_stop)
+                if not report.stopped:
+                    self._condense_passes(conversation_id, report, full=full or emergency, owner=owner,
+                                          should_stop=should_stop)
             finally:
                 finished = time.time()
                 self.store.release_lease(conversation_id, owner)
             report.tokens_after = self.active_tokens(conversation_id)
             report.seconds = time.perf_counter() - t0
-            if not manual and (not report.created or report.tokens_after > self.config.trigger_tokens):
-                # it could not bring the context under the trigger: no automatic retry
-                # until the cooldown is over (stops compaction storms)
+            if not manual and not report.stopped and not report.created:
+                # nothing could be summarized (the fresh tail alone is over the trigger):
+                # no automatic retry until the cooldown is over (stops compaction storms).
+                # A run that wrote summaries but ended over the trigger is not fruitless:
+                # messages may have arrived meanwhile (the worker compacts while the
+                # caller writes); the next run finds out, and writes nothing if nothing is due
                 self._cooldown[conversation_id] = (time.monotonic() + self.config.compaction_cooldown_seconds,
                                                    report.tokens_after)
             self.store.log_compaction(conversation_id, {
@@ -244,7 +218,7 @@ class Compactor:
                 "owner": owner,
             })
         finally:
-            _LIVE_OWNERS.discard(owner)
+            retire(owner)
             lock.release()
         return report
 
@@ -281,13 +255,14 @@ class Compactor:
     def state(self, conversation_id: str) -> Literal["ACTIVE", "COMPACTING"]:
         """``COMPACTING`` while any thread or process holds the conversation's lease."""
         lease = self.store.lease(conversation_id)
-        return "COMPACTING" if lease is not None and not _holder_is_dead(lease["owner"]) else "ACTIVE"
+        return "COMPACTING" if lease is not None and not holder_is_dead(lease["owner"]) else "ACTIVE"
 
     def _lock_for(self, conversation_id: str) -> threading.Lock:
         with self._locks_guard:
             return self._locks.setdefault(conversation_id, threading.Lock())
 
-    def _leaf_passes(self, cid: str, report: CompactionReport, *, force: bool, emergency: bool, owner: str) -> None:
+    def _leaf_passes(self, cid: str, report: CompactionReport, *, force: bool, emergency: bool, owner: str,
+                     should_stop: Callable[[], bool] | None = None) -> None:
         cfg = self.config
         frontier = self.store.frontier(cid)
         covered = frontier[-1].last_seq if frontier else 0
@@ -332,8 +307,12 @@ class Compactor:
             report.leaves.append(node.id)
             self.store.heartbeat_lease(cid, owner)
             previous = node.content
+            if should_stop is not None and should_stop():
+                report.stopped = True
+                return
 
-    def _condense_passes(self, cid: str, report: CompactionReport, *, full: bool, owner: str) -> None:
+    def _condense_passes(self, cid: str, report: CompactionReport, *, full: bool, owner: str,
+                         should_stop: Callable[[], bool] | None = None) -> None:
         cfg = self.config
         while report.passes < cfg.max_compaction_passes:
             frontier = self.store.frontier(cid)
@@ -360,6 +339,9 @@ class Compactor:
                 return
             report.condensed.append(node.id)
             self.store.heartbeat_lease(cid, owner)
+            if should_stop is not None and should_stop():
+                report.stopped = True
+                return
 
     def _pick_run(self, frontier: list[Summary]) -> list[Summary] | None:
         """The oldest run of 2..max_fanout contiguous same-depth frontier summaries whose
@@ -404,6 +386,10 @@ class Compactor:
         meta: dict[str, Any] = {"input_tokens": input_tokens, "target_tokens": target}
         errors: list[str] = []
         modes: tuple[Literal["normal", "aggressive"], ...] = ("normal", "aggressive")
+        down = self.summarizer.unavailable() if isinstance(self.summarizer, GuardedSummarizer) else None
+        if down is not None:  # its provider's breaker is open: no request, the fallback at once
+            errors.append(f"not asked: {down}"[:300])
+            modes = ()
         for level, mode in enumerate(modes):
             if level == FALLBACK_AGGRESSIVE and self.summarizer.name == self.fallback.name:
                 break
@@ -439,6 +425,7 @@ class Compactor:
             text = f"[#{items[0].first_seq}–#{items[-1].last_seq}]"
         if errors:
             meta["errors"] = errors
+            meta["fallback_reason"] = errors[-1]
         level = FALLBACK_EXTRACTIVE if errors else FALLBACK_NORMAL
         meta["provider"] = self.fallback.name
         meta["output_tokens"] = tokens = self.counter.count(text)

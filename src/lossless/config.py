@@ -34,6 +34,11 @@ class Config:
     summary_share: float = 0.40  # frontier summaries above this share of the window get condensed
     max_summary_ratio: float = 0.5  # a summary is at most this share of what it covers
     auto_compact: bool = True
+    # where compaction and embedding run: "background" (a worker thread of this process:
+    # writes store the messages and their full-text rows and return), "inline" (inside the
+    # write that triggered it, and vectors made by the first query that needs them), or
+    # "deferred" (queued for a `lossless worker` process, or for Memory.wait_idle())
+    compaction: str = "background"
     # more triggers (None: off) and a cooldown after an automatic compaction that could
     # not get under the trigger, so it does not retry on every message
     compact_after_messages: int | None = None
@@ -129,6 +134,8 @@ class Config:
         if isinstance(self.recall_lead_excerpts, bool) or not isinstance(self.recall_lead_excerpts, int) \
                 or self.recall_lead_excerpts < 0:
             raise ValidationError(f"recall_lead_excerpts must be an integer >= 0, got {self.recall_lead_excerpts!r}")
+        if self.compaction not in ("background", "inline", "deferred"):
+            raise ValidationError(f"compaction must be background, inline or deferred, got {self.compaction!r}")
         if self.vector_backend not in ("auto", "sqlite-vec", "numpy"):
             raise ValidationError(f"vector_backend must be auto, sqlite-vec or numpy, got {self.vector_backend!r}")
         if self.strategy not in ("summary", "selective", "hierarchical"):

@@ -63,8 +63,12 @@ class Conversation:
 
     def add_many(self, messages: Iterable[Mapping[str, Any]], *, compact: bool = True) -> list[Message]:
         """Store many messages in one transaction: all are validated first, so one bad
-        message means none is written. Idempotent on ``external_id``. ``compact=False``
-        skips the automatic compaction (the caller runs it, e.g. in the background)."""
+        message means none is written. Idempotent on ``external_id``.
+
+        With ``compaction="background"`` (the default) this returns as soon as the
+        messages and their full-text rows are stored: the worker thread compacts and
+        embeds. ``compact=False`` neither compacts inline nor wakes the worker (the work
+        stays owed, for a worker or :meth:`lossless.Memory.wait_idle`)."""
         if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
             raise ValidationError(f"add_many takes a list of messages, got {type(messages).__name__}")
         validated: list[NewMessage] = []
@@ -79,10 +83,20 @@ class Conversation:
             return []
         counter = self.memory.counter
         counts = [counter.count(_new_text(m)) for m in validated]
+        # stored with their full-text rows, and the conversation queued for the worker, in
+        # one transaction: from here on they are found by keyword search
         stored = self.memory.store.append_messages(self.id, validated, counts)
         config = self.memory.config
+        asked = config.chat_commands and any(_is_compact_command(m) for m in stored)
+        if config.compaction != "inline":
+            # compaction and vectors are the worker's (lossless/worker.py): the caller never waits
+            if asked:
+                self.memory.backlog.force(self.id, "/compact command")
+            if compact:
+                self.memory.work_queued(self.id)
+            return stored
         try:
-            if config.chat_commands and any(_is_compact_command(m) for m in stored):
+            if asked:
                 self.memory.compactor.compact(self.id, force=True, reason="/compact command",
                                               wait=config.tool_wait_seconds)
             elif config.auto_compact and compact:
@@ -92,8 +106,10 @@ class Conversation:
             # make the caller add them again. The next trigger compacts; say why it did not.
             log.warning("lossless: %s: automatic compaction failed after the messages were stored: %s",
                         self.id, exc)
-        # Vectors are made lazily, by the next query (or conv.index()): ingest speed does not
-        # depend on the embedder, and an agent's turn only embeds the few new messages.
+        # Inline, vectors are made by the next query that needs them (or conv.index()); with
+        # no embedder nothing more is owed
+        if self.memory.embedder is None and compact and stored:
+            self.memory.backlog.clear(self.id, max(m.seq for m in stored))
         return stored
 
     # -- reading ------------------------------------------------------------------------
@@ -218,6 +234,24 @@ class Conversation:
     def expand(self, summary_id: str, **kwargs: Any) -> dict[str, Any]:
         return self.tools.lcm_expand(summary_id, **kwargs)
 
+    def backlog(self) -> dict[str, Any]:
+        """What the worker still owes this conversation: whether it is queued (and since
+        when, whether a worker is on it now, failed attempts), messages not cut into
+        retrieval units, units without a vector, and the compaction trigger that fires
+        (None: no compaction is due)."""
+        row = self.memory.backlog.row(self.id)
+        recaller = self.memory.recaller
+        return {
+            "queued": row is not None,
+            "queued_seconds": row["queued_seconds"] if row else 0.0,
+            "in_progress": bool(row and row["in_progress"]),
+            "messages_not_indexed": recaller.uncut(self.id) if recaller.embedder is not None else 0,
+            "units_not_embedded": recaller.unembedded(self.id),
+            "compaction_due": self.memory.compactor.trigger(self.id) if self.memory.config.auto_compact else None,
+            "failed_attempts": row["attempts"] if row else 0,
+            "last_error": row["last_error"] if row else None,
+        }
+
     def stats(self) -> dict[str, Any]:
         store = self.memory.store
         frontier = store.frontier(self.id)
@@ -237,6 +271,7 @@ class Conversation:
             "active_tokens": self.active_tokens(),
             "context_window": self.memory.config.context_window,
             **_usage(store.summarizer_usage(self.id), store.token_sum(self.id, 1)),
+            "backlog": self.backlog(),
         }
 
     # -- async wrappers (one sync core, run in a worker thread) --------------------------

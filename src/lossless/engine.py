@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -18,15 +21,17 @@ from lossless.errors import ValidationError
 from lossless.memory import Memories, MemoryRecord
 from lossless.recall.hybrid import Recaller
 from lossless.recall.search import SearchMode, run_search
+from lossless.store.backlog import Backlog
 from lossless.store.base import SearchSpec, Store
 from lossless.store.sqlite import SQLiteStore
 from lossless.store.urls import is_postgres_url, sqlite_path
-from lossless.summarize.base import Summarizer
+from lossless.summarize.base import GuardedSummarizer, Summarizer
 from lossless.summarize.extractive import ExtractiveSummarizer
 from lossless.tokens import TokenCounter, get_counter
 from lossless.tools import ToolBox
 from lossless.types import ConversationInfo, GrepHit, Message
 from lossless.validate import check_conversation_id
+from lossless.worker import Worker, WorkerStats
 
 if TYPE_CHECKING:
     from lossless.files import Files
@@ -60,6 +65,7 @@ class Memory:
         summarizer: Summarizer | None = None,
         counter: TokenCounter | None = None,
         embedder: Embedder | None = None,
+        worker: bool = True,
     ) -> None:
         # Typed as SQLiteStore for the code (tests, tools) that reaches into it; every engine
         # part uses only the Store protocol, which both SQLiteStore and PostgresStore
@@ -79,6 +85,14 @@ class Memory:
             self.files  # noqa: B018 - attaches the index to the assembler
         if config.memory_flush:
             self.compactor.before_leaf = self._flush
+        self.backlog = Backlog(store)
+        self._worker: Worker | None = None
+        self._here_worker: Worker | None = None
+        self._worker_guard = threading.Lock()
+        # worker=False: this Memory is itself a worker's engine (or a tool's), never a thread's owner
+        self._may_start_worker = worker and config.compaction == "background"
+        if self._may_start_worker and self.backlog.pending_any():
+            self.worker.start()  # work owed from before (a crash, a close that did not wait)
 
     @property
     def files(self) -> Files:
@@ -190,7 +204,120 @@ class Memory:
         """Re-check hashes and DAG invariants; returns the problems found (none: [])."""
         return self.store.verify(conversation_id)
 
-    def close(self) -> None:
+    # -- the background worker ------------------------------------------------------------
+
+    @property
+    def worker(self) -> Worker:
+        """The worker that serves this store's backlog (:mod:`lossless.worker`); with
+        ``compaction="background"`` its thread starts with the first write. On a SQLite
+        file it works through a connection of its own."""
+        with self._worker_guard:
+            if self._worker is None:
+                from lossless.worker import Worker
+
+                engine, owns = self._worker_engine()
+                self._worker = Worker(engine, owns_engine=owns)
+            return self._worker
+
+    def _worker_engine(self) -> tuple[Memory, bool]:
+        store = self.store
+        if isinstance(store, SQLiteStore) and store.path != ":memory:":
+            own = SQLiteStore(store.path)
+            return Memory(own, self.config, summarizer=self.summarizer, counter=self.counter,
+                          embedder=self.embedder, worker=False), True
+        return self, False
+
+    def work_queued(self, conversation_id: str) -> None:
+        """A write queued work for the worker: start its thread if need be, wake it."""
+        if self._may_start_worker:
+            worker = self.worker
+            worker.start()
+            worker.notify()
+
+    def wait_idle(self, timeout: float | None = None, *, conversations: Sequence[str] | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> bool:
+        """Block until the work owed (compaction, vectors) to the ``conversations``
+        given, else to every conversation, is done. With a worker thread running this
+        waits for it; otherwise (``compaction="inline"`` or ``"deferred"``, or no thread
+        started yet) the work runs on this thread. ``progress(done, total)`` is called
+        every half second or so, in units of :func:`lossless.worker.owed`. Returns False
+        if ``timeout`` seconds passed, or if what is left is failing (its error is in
+        :meth:`stats`); what is not done stays owed."""
+        from lossless.worker import owed
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        ids = None if conversations is None else list(dict.fromkeys(conversations))
+        total = 0
+        reported = 0.0
+
+        def report(force: bool = False) -> None:
+            nonlocal total, reported
+            if progress is None or (not force and time.monotonic() - reported < 0.5):
+                return
+            reported = time.monotonic()
+            remaining = sum(owed(self, cid) for cid in self.backlog.pending(ids)[:200])
+            total = max(total, remaining)
+            progress(total - remaining, total)
+
+        report(force=True)
+        while True:
+            left = self.backlog.pending(ids)
+            if not left:
+                report(force=True)
+                return True
+            if not self.backlog.due(left):
+                return False  # only failing rows are left, waiting for their retry
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            worker = self._worker
+            if worker is not None and worker.running:
+                worker.wait_turn(0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic())))
+                report()
+                continue
+            stop = threading.Event()
+            timer = None
+            if deadline is not None:
+                timer = threading.Timer(max(0.0, deadline - time.monotonic()), stop.set)
+                timer.daemon = True
+                timer.start()
+            try:
+                self._here.run(stop=stop, until_idle=True, conversation_ids=ids, on_turn=report, kind="foreground")
+            finally:
+                if timer is not None:
+                    timer.cancel()
+            if not self.backlog.due(self.backlog.pending(ids)):
+                continue  # done, or only failures left: said above
+            time.sleep(0.05)  # rows held by other processes' workers: give them a moment
+
+    @property
+    def _here(self) -> Worker:
+        """A worker that runs on the calling thread, through this Memory's own store."""
+        if self._here_worker is None:
+            self._here_worker = Worker(self)
+        return self._here_worker
+
+    def stats(self) -> dict[str, Any]:
+        """The store as a whole: how the work is run, the backlog (conversations owed
+        work, since when, in progress, failing), this process's worker's counters, every
+        worker that reported lately (any process sharing the store) and this process's
+        summarizer circuit breaker."""
+        worker = self._worker if self._worker is not None else self._here_worker
+        breaker = self.summarizer.breaker_state() if isinstance(self.summarizer, GuardedSummarizer) else None
+        return {
+            "compaction": self.config.compaction,
+            "backlog": self.backlog.summary(),
+            "worker": worker.stats.as_dict() if worker is not None else WorkerStats().as_dict(),
+            "workers": self.backlog.workers(),
+            "breaker": breaker,
+        }
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop the worker after the step in hand (waiting at most ``timeout`` seconds;
+        what is left stays in the backlog for the next open) and close the store."""
+        worker = self._worker
+        if worker is not None and not worker.stop(timeout):
+            log.warning("lossless: the worker did not stop within %.0f s; its work in hand is left to the "
+                        "next open (nothing stored is lost)", timeout)
         self.recaller.close()
         self.store.close()
 

@@ -13,6 +13,7 @@ __all__ = [
     "ContextItem",
     "ConversationInfo",
     "GrepHit",
+    "Lag",
     "Message",
     "Role",
     "SourceRef",
@@ -144,6 +145,19 @@ class ContextItem:
 
 
 @dataclass(frozen=True, slots=True)
+class Lag:
+    """How far behind the background worker was when a context was assembled: for how
+    long work has been owed to the conversation, its messages that no summary covers
+    yet, its messages not cut into retrieval units yet and its units without a vector
+    (those are found by keyword recall only, until the worker catches up)."""
+
+    seconds: float
+    raw_messages: int
+    messages_not_indexed: int
+    units_not_embedded: int
+
+
+@dataclass(frozen=True, slots=True)
 class AssembledContext:
     """The result of :meth:`Conversation.assemble`.
 
@@ -156,6 +170,7 @@ class AssembledContext:
     tokens: int
     budget_tokens: int
     items: tuple[ContextItem, ...] = ()
+    lag: Lag | None = None  # set when the worker owed the conversation work (None: caught up)
 
     def tier_tokens(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -53,6 +53,7 @@ def cmd_add(ctx: CommandContext) -> int:
         ctx.emit_json({"conversation": conv.id, "seq": msg.seq, "id": msg.id, "tokens": msg.token_count})
     else:
         ctx.out.print(Text(f"#{msg.seq} {msg.id}"))
+    ctx.catch_up([conv.id])
     return 0
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.console import Console, RenderableType
 from rich.measure import Measurement
+from rich.text import Text
 
 import lossless
 from lossless.conversation import Conversation
@@ -70,7 +71,12 @@ class CommandContext:
 
     def memory(self, *, create: bool = True, **config: Any) -> Memory:
         """Open the store. Read commands pass ``create=False``: looking at a database
-        that does not exist should say so, not leave an empty file behind."""
+        that does not exist should say so, not leave an empty file behind.
+
+        A command runs no worker thread (``compaction="deferred"``) unless it asks for
+        one (``serve``, ``mcp``): write commands finish the work they caused with
+        :meth:`catch_up`, in the foreground, with a progress bar."""
+        config.setdefault("compaction", "deferred")
         if self._memory is None:
             url = self.db_url()
             path = self.db_path()
@@ -96,6 +102,24 @@ class CommandContext:
                 # remembered, so later commands on this database need not repeat --window
                 self._memory.save_settings(context_window=given)
         return self._memory
+
+    def catch_up(self, conversations: list[str], *, label: str = "compacting and indexing") -> None:
+        """Do the compaction and embedding the command's writes queued, with a progress
+        bar (``--no-wait``: leave it queued for ``lossless worker`` or the next write).
+        Ctrl-C stops it between steps; nothing stored is lost and the rest stays queued."""
+        if not conversations or getattr(self.args, "no_wait", False):
+            return
+        from lossless.cli.progress import WorkProgress
+
+        memory = self.memory()
+        with WorkProgress(self.err, label, unit="steps", disable=self.json) as bar:
+            done = memory.wait_idle(conversations=conversations, progress=bar.update)
+        if not done:
+            left = memory.backlog.summary()
+            errors = "; ".join(f"{e['conversation']}: {e['error']}" for e in left["errors"][:2])
+            self.err.print(Text(f"note: work is still owed to {left['conversations']:,} conversation(s)"
+                                f"{f' ({errors})' if errors else ''}; `lossless worker` carries on"),
+                           soft_wrap=True)
 
     def existing_conversation(self, conversation_id: str) -> Conversation:
         """A conversation that must already exist (read commands never create one)."""

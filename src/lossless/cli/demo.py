@@ -124,10 +124,12 @@ def cmd_demo(ctx: CommandContext) -> int:
 
     messages = demo_conversation(seed)
     questions = demo_questions(seed)
-    memory = ctx.memory(context_window=window, embedder="auto" if vectors else None)
+    # the worker thread compacts (and embeds) while the messages stream in, as in an app
+    memory = ctx.memory(context_window=window, embedder="auto" if vectors else None, compaction="background")
     conv = memory.conversation(_conversation_id(ctx))
     t0 = time.perf_counter()
     _ingest(ctx, conv, messages)
+    ctx.catch_up([conv.id], label="embedding and compacting" if vectors else "compacting")
     ingest_seconds = time.perf_counter() - t0
     stats = conv.stats()
 

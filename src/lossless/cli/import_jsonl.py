@@ -46,6 +46,8 @@ def cmd_import(ctx: CommandContext) -> int:
         ctx.emit_json(report.to_json())
     else:
         ctx.out.print(Text(report.line()), soft_wrap=True)
+    # the messages are stored and searchable; now the summaries and vectors they are owed
+    ctx.catch_up([c for c, n in report.added.items() if n])
     if report.stopped_at is not None:
         reason = report.skipped[-1].reason if report.skipped else "a bad record"
         raise CommandError(f"line {report.stopped_at}: {reason} (--strict: stopped, nothing from its batch written)")

@@ -117,15 +117,19 @@ class Recaller:
 
     # -- indexing -------------------------------------------------------------------------
 
-    def cut_units(self, conversation_id: str) -> int:
-        """Make units for messages not yet cut; returns how many were written."""
+    def cut_units(self, conversation_id: str, limit: int | None = None) -> int:
+        """Make units for messages not yet cut (at most ``limit`` messages' worth, so a
+        worker's step stays short); returns how many were written."""
         message_seq, window_seq = self.index_store.progress(conversation_id)
         last = self.store.last_seq(conversation_id)
+        if limit is not None:
+            last = min(last, message_seq + limit)
         if last <= message_seq and last <= window_seq:
             return 0
-        new_msgs = self.store.get_messages(conversation_id, message_seq + 1)
+        new_msgs = self.store.get_messages(conversation_id, message_seq + 1, last)
         units = message_units(new_msgs, self.counter)
-        window_msgs = self.store.get_messages(conversation_id, window_seq + 1) if window_seq < message_seq else new_msgs
+        window_msgs = (self.store.get_messages(conversation_id, window_seq + 1, last) if window_seq < message_seq
+                       else new_msgs)
         windows, next_start = window_units(window_msgs, closed=False)
         units += windows
         self.index_store.add_units(conversation_id, units, last, next_start if next_start is not None else window_seq)
@@ -168,6 +172,22 @@ class Recaller:
             if progress is not None:
                 progress(done, max(total, done))
         return done
+
+    def uncut(self, conversation_id: str) -> int:
+        """Messages of the conversation not cut into units yet."""
+        return max(0, self.store.last_seq(conversation_id) - self.index_store.progress(conversation_id)[0])
+
+    def unembedded(self, conversation_id: str) -> int:
+        """Units of the conversation not in the vector index yet (0 without an embedder)."""
+        index = self.index_name()
+        return self.index_store.pending_count(index, conversation_id) if index is not None else 0
+
+    def refresh(self, conversation_id: str) -> None:
+        """Before a query: with ``compaction="inline"`` the query itself brings units and
+        vectors up to date (:meth:`sync`); otherwise the worker does, and the query uses
+        the vectors that exist (keyword search covers every stored message)."""
+        if self.config.compaction == "inline":
+            self.sync(conversation_id)
 
     def sync(self, conversation_id: str) -> None:
         """Bring units and vectors up to date with the stored messages (a no-op, one
@@ -254,7 +274,7 @@ class Recaller:
         else:
             cids = [c.id for c in self.store.list_conversations(limit=10**9)]
         for cid in cids:
-            self.sync(cid)
+            self.refresh(cid)
         qvec = self._query_vector(spec.query)
         kinds = None if windows else ["message"]  # None: one k-NN over both kinds
         pairs = self.index_store.knn(index, self.embedder.provider, self.embedder.model, cids, qvec, k * 2, kinds)

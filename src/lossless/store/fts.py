@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["STOPWORDS", "cjk_runs", "fts_terms", "quote_fts", "snippet", "trigram_query", "word_query"]
+__all__ = ["STOPWORDS", "cjk_runs", "fts_terms", "has_cjk_trigram", "quote_fts", "snippet", "trigram_query",
+           "word_query"]
 
 _WORD = re.compile(r"[^\W_]+(?:[-_.'][^\W_]+)*", re.UNICODE)
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
@@ -58,6 +59,15 @@ def trigram_query(text: str) -> str | None:
     if not grams:
         return None
     return " OR ".join(quote_fts(g) for g in list(grams)[:128])
+
+
+_CJK_TRIGRAM = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]{3}")
+
+
+def has_cjk_trigram(text: str) -> bool:
+    """Whether ``text`` holds a run of 3+ CJK characters: the only texts a
+    :func:`trigram_query` can match, so the only ones the trigram index needs."""
+    return _CJK_TRIGRAM.search(text) is not None
 
 
 def short_cjk_terms(text: str) -> list[str]:

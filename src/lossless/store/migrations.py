@@ -399,6 +399,64 @@ def _api_keys(conn: Any) -> None:
     )
 
 
+@migration(8, "background_work")
+def _background_work(conn: Any) -> None:
+    conn.execute(
+        """
+        -- Conversations with work owed by the background worker (compaction, retrieval units,
+        -- embeddings). Written in the same transaction as the messages that caused it, so a
+        -- crash never loses the fact that work is owed. A worker claims a row (owner,
+        -- claimed_until) while it works; a claim that lapses, or whose holder is a dead
+        -- process on this host, is taken over (lossless/worker.py).
+        CREATE TABLE backlog (
+            conversation_id TEXT PRIMARY KEY REFERENCES conversations(id),
+            queued_seq INTEGER NOT NULL,  -- the conversation's last seq when it was last queued
+            queued_ts REAL NOT NULL,  -- since when work has been owed (how far behind the worker is)
+            due_ts REAL NOT NULL,  -- served in this order, not before it (fair turns, retry backoff)
+            owner TEXT,  -- host:pid:thread:nonce of the worker holding the claim
+            claimed_until REAL NOT NULL DEFAULT 0,
+            attempts INTEGER NOT NULL DEFAULT 0,  -- failed attempts in a row
+            last_error TEXT,
+            force_reason TEXT  -- a compaction asked for (a "/compact" message): run it even under the trigger
+        ) WITHOUT ROWID;
+        CREATE INDEX backlog_due ON backlog (due_ts);
+
+        -- The workers serving the backlog, as they last reported (every few seconds while
+        -- they run; a row whose heartbeat is old is a worker that is gone): `lossless stats`
+        -- and /v1/lossless/health show them, whichever process they run in.
+        CREATE TABLE workers (
+            owner TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,  -- thread (of an open Memory), process (lossless worker), foreground
+            started_ts REAL NOT NULL,
+            heartbeat_ts REAL NOT NULL,
+            state TEXT NOT NULL,  -- idle | working | stopping
+            stats TEXT NOT NULL  -- JSON: what it has done, its catch-up rate, its circuit breaker
+        ) WITHOUT ROWID;
+
+        -- Earlier texts of summaries written again (``lossless compact --redo-fallbacks``:
+        -- a summary made by the deterministic fallback while the provider was down, redone
+        -- by the model). The summary keeps its id and place in the DAG; what it said before
+        -- is kept here, verbatim.
+        CREATE TABLE summary_revisions (
+            summary_id TEXT NOT NULL REFERENCES summaries(id),
+            revision INTEGER NOT NULL,  -- 1 for the first text replaced, then 2, ...
+            content TEXT NOT NULL,
+            token_count INTEGER NOT NULL,
+            summarizer TEXT NOT NULL,
+            fallback_level INTEGER NOT NULL,
+            metadata TEXT NOT NULL,
+            replaced_at TEXT NOT NULL,
+            PRIMARY KEY (summary_id, revision)
+        ) WITHOUT ROWID;
+        """
+    )
+    # Work a database written before the worker existed may still owe (vectors were made
+    # by the first query): every conversation is looked at once.
+    now = datetime.now(UTC).timestamp()
+    conn.execute("INSERT INTO backlog (conversation_id, queued_seq, queued_ts, due_ts) "
+                 "SELECT id, last_seq, ?, ? FROM conversations WHERE last_seq > 0", (now, now))
+
+
 def _ensure_table(conn: Any) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("

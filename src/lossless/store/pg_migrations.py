@@ -401,6 +401,53 @@ def _files(conn: Any) -> None:
         conn.execute(f"CREATE INDEX file_chunks_trigram ON file_chunks USING gin (text {ops})")
 
 
+@migration(9, "background_work")
+def _background_work(conn: Any) -> None:
+    conn.execute(
+        """
+        -- The worker's backlog and the earlier texts of redone summaries, column for column
+        -- as SQLite's migration 8. Claims are taken with FOR UPDATE SKIP LOCKED, so
+        -- `lossless worker` processes on several hosts share the backlog.
+        CREATE TABLE backlog (
+            conversation_id TEXT COLLATE "C" PRIMARY KEY REFERENCES conversations(id),
+            queued_seq BIGINT NOT NULL,
+            queued_ts DOUBLE PRECISION NOT NULL,
+            due_ts DOUBLE PRECISION NOT NULL,
+            owner TEXT,
+            claimed_until DOUBLE PRECISION NOT NULL DEFAULT 0,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            force_reason TEXT
+        );
+        CREATE INDEX backlog_due ON backlog (due_ts);
+
+        CREATE TABLE workers (
+            owner TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            started_ts DOUBLE PRECISION NOT NULL,
+            heartbeat_ts DOUBLE PRECISION NOT NULL,
+            state TEXT NOT NULL,
+            stats TEXT NOT NULL
+        );
+
+        CREATE TABLE summary_revisions (
+            summary_id TEXT COLLATE "C" NOT NULL REFERENCES summaries(id),
+            revision INTEGER NOT NULL,
+            content TEXT NOT NULL,
+            token_count INTEGER NOT NULL,
+            summarizer TEXT NOT NULL,
+            fallback_level INTEGER NOT NULL,
+            metadata TEXT NOT NULL,
+            replaced_at TEXT COLLATE "C" NOT NULL,
+            PRIMARY KEY (summary_id, revision)
+        );
+        """
+    )
+    now = datetime.now(UTC).timestamp()
+    conn.execute("INSERT INTO backlog (conversation_id, queued_seq, queued_ts, due_ts) "
+                 "SELECT id, last_seq, %s, %s FROM conversations WHERE last_seq > 0", (now, now))
+
+
 def _lock(conn: Any) -> None:
     # One migrator per schema at a time, across processes and hosts.
     conn.execute("SELECT pg_advisory_xact_lock(hashtext('lossless.migrate'), hashtext(current_schema()))")

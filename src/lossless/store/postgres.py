@@ -28,6 +28,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -36,7 +37,9 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from lossless.errors import MissingDependencyError, NotFoundError, StoreError, ValidationError
 from lossless.render import content_text
+from lossless.store.backlog import QUEUE_SQL
 from lossless.store.base import NewSummary, SearchSpec
+from lossless.store.runner import qmark
 from lossless.store.pg_migrations import migrate
 from lossless.store.sqlite import SQLiteStore, message_hash, message_id, summary_id
 from lossless.store.urls import redact_url
@@ -331,6 +334,9 @@ class PostgresStore:
             if wanted:
                 conn.execute("UPDATE conversations SET last_seq = %s, updated_at = %s WHERE id = %s",
                              (seq, now, conversation_id))
+            if rows:  # the worker owes this conversation compaction and vectors (store/backlog.py)
+                queued = time.time()
+                conn.execute(qmark(QUEUE_SQL), (conversation_id, seq, queued, queued))
             before = [i for i in out if isinstance(i, str)]
             found = {r[1]: self._message(r) for r in conn.execute(
                 f"SELECT {_MSG_COLS} FROM messages WHERE id = ANY(%s)", (before,)

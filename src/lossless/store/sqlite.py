@@ -25,7 +25,9 @@ import regex  # type: ignore[import-untyped]
 
 from lossless.errors import NotFoundError, StoreError, ValidationError
 from lossless.render import content_text
+from lossless.store.backlog import QUEUE_SQL
 from lossless.store.base import NewSummary, SearchSpec
+from lossless.store.fts import has_cjk_trigram
 from lossless.store.migrations import migrate
 from lossless.types import ConversationInfo, GrepHit, Message, SourceRef, Summary
 from lossless.validate import NewMessage, timestamp
@@ -398,10 +400,16 @@ class SQLiteStore:
                 rows,
             )
             conn.executemany("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", texts)
-            conn.executemany("INSERT INTO messages_tri (rowid, text) VALUES (?, ?)", texts)
+            # trigram queries are made of CJK trigrams only (store/fts.py): a text without a
+            # run of three CJK characters can never match one, so it needs no trigram row
+            conn.executemany("INSERT INTO messages_tri (rowid, text) VALUES (?, ?)",
+                             [t for t in texts if has_cjk_trigram(t[1])])
             conn.execute(
                 "UPDATE conversations SET last_seq = ?, updated_at = ? WHERE id = ?", (seq, now, conversation_id)
             )
+            if rows:  # the worker owes this conversation compaction and vectors (store/backlog.py)
+                queued = time.time()
+                conn.execute(QUEUE_SQL, (conversation_id, seq, queued, queued))
             earlier_ids = [o for o in out if isinstance(o, str)]
             by_id = {}
             if earlier_ids:

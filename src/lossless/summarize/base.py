@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from lossless.tokens import TokenCounter
 
-__all__ = ["Summarizer", "SummaryItem", "SummaryRequest", "SummaryResult"]
+__all__ = ["GuardedSummarizer", "Summarizer", "SummaryItem", "SummaryRequest", "SummaryResult"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,3 +61,14 @@ class Summarizer(Protocol):
     name: str
 
     def summarize(self, request: SummaryRequest) -> SummaryResult: ...
+
+
+@runtime_checkable
+class GuardedSummarizer(Protocol):
+    """A summarizer that can tell, without calling anyone, that it cannot be used now
+    (the LLM summarizers: their provider's circuit breaker is open). Compaction asks
+    before each summary and then falls back to extraction at once, saying why."""
+
+    def unavailable(self) -> str | None: ...
+
+    def breaker_state(self) -> dict[str, Any]: ...

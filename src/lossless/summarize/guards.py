@@ -1,6 +1,6 @@
 """Limits on what an LLM summarizer may do: a :class:`SpendGuard` caps calls and tokens
 in a sliding window, a :class:`CircuitBreaker` stops calling a provider that keeps
-rejecting the credentials. Both refuse by raising
+rejecting the credentials or keeps failing. Both refuse by raising
 :class:`~lossless.errors.SummarizerError` before any request is sent."""
 
 from __future__ import annotations
@@ -98,51 +98,148 @@ class SpendGuard:
         )
 
 
-class CircuitBreaker:
-    """Opens after ``threshold`` consecutive authentication failures; while open, calls
-    fail at once without a request. After ``cooldown`` seconds one trial call is let
-    through (half-open): a success closes the breaker, another auth failure re-opens it.
-    Other failures neither count nor reset. Thread-safe."""
+@dataclass
+class _Circuit:
+    """One breaker's state: consecutive failures of one kind, when it opened and why,
+    and whether its one probe call is out."""
 
-    def __init__(self, threshold: int = 3, cooldown: float = 300.0, *, clock: Callable[[], float] = time.monotonic) -> None:
-        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
-            raise ValidationError(f"CircuitBreaker: threshold must be a positive integer, got {threshold!r}")
-        if not cooldown >= 0:
-            raise ValidationError(f"CircuitBreaker: cooldown must be >= 0, got {cooldown!r}")
+    failures: int = 0
+    kind: str = ""  # "auth" or "unavailable": what the failures were
+    opened_at: float | None = None
+    cooldown: float = 0.0
+    reason: str = ""
+    probing: bool = False
+    opened_times: int = 0
+
+
+class CircuitBreaker:
+    """Stops calling a provider that keeps failing, so its trouble costs little.
+
+    Two kinds of failure open it: ``threshold`` consecutive authentication failures
+    (401/403: the provider as a whole, for ``cooldown`` seconds: keys do not fix
+    themselves), and ``failure_threshold`` consecutive failures that say the provider
+    is unavailable (5xx, 429, timeouts, connection errors), per model, for
+    ``failure_cooldown`` seconds. While open, :meth:`check` refuses at once, without a
+    request: the compaction engine then uses its deterministic fallback and says why.
+    After the cool-down one probe call is let through (half-open; other callers are
+    still refused while it is out): a success closes the breaker, a failure opens it
+    again for another cool-down. Answers that show the provider is up (a reply of the
+    wrong shape, an input too long) count as successes here. Thread-safe.
+    """
+
+    PROVIDER = ""  # the key of the provider-wide circuit (credentials)
+
+    def __init__(self, threshold: int = 3, cooldown: float = 300.0, *, failure_threshold: int = 3,
+                 failure_cooldown: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+        for label, value in (("threshold", threshold), ("failure_threshold", failure_threshold)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValidationError(f"CircuitBreaker: {label} must be a positive integer, got {value!r}")
+        for label, number in (("cooldown", cooldown), ("failure_cooldown", failure_cooldown)):
+            if isinstance(number, bool) or not isinstance(number, int | float) or not number >= 0:
+                raise ValidationError(f"CircuitBreaker: {label} must be >= 0, got {number!r}")
         self.threshold = threshold
         self.cooldown = float(cooldown)
+        self.failure_threshold = failure_threshold
+        self.failure_cooldown = float(failure_cooldown)
         self._clock = clock
-        self._failures = 0
-        self._opened_at: float | None = None
+        self._circuits: dict[str, _Circuit] = {}
         self._lock = threading.Lock()
+
+    def _state(self, circuit: _Circuit) -> Literal["closed", "open", "half-open"]:
+        if circuit.opened_at is None:
+            return "closed"
+        return "open" if self._clock() - circuit.opened_at < circuit.cooldown else "half-open"
 
     @property
     def state(self) -> Literal["closed", "open", "half-open"]:
+        """The worst state of any circuit: ``open`` if one is, else ``half-open`` if one
+        is, else ``closed``."""
         with self._lock:
-            if self._opened_at is None:
-                return "closed"
-            return "open" if self._clock() - self._opened_at < self.cooldown else "half-open"
+            states = {self._state(c) for c in self._circuits.values()}
+        return "open" if "open" in states else "half-open" if "half-open" in states else "closed"
 
-    def check(self, what: str = "summarizer") -> None:
-        """Raise SummarizerError if the breaker is open."""
+    def snapshot(self) -> dict[str, dict[str, object]]:
+        """Every circuit that is not plainly closed, for ``stats`` and health checks:
+        its state, failures in a row, why it opened and seconds until the next probe."""
+        out: dict[str, dict[str, object]] = {}
         with self._lock:
-            if self._opened_at is None:
-                return
-            left = self.cooldown - (self._clock() - self._opened_at)
+            now = self._clock()
+            for key, c in self._circuits.items():
+                if c.opened_at is None and not c.failures:
+                    continue
+                state = self._state(c)
+                entry: dict[str, object] = {"state": state, "failures": c.failures, "kind": c.kind,
+                                            "times_opened": c.opened_times}
+                if c.opened_at is not None:
+                    entry["reason"] = c.reason
+                    entry["probe_in_seconds"] = round(max(0.0, c.cooldown - (now - c.opened_at)), 1)
+                out[key or "(provider)"] = entry
+        return out
+
+    def blocked(self, key: str = "") -> str | None:
+        """Why a call for ``key`` would be refused now, or None; takes no probe slot."""
+        with self._lock:
+            return self._blocked(key, take_probe=False)
+
+    def _blocked(self, key: str, *, take_probe: bool) -> str | None:
+        for name in dict.fromkeys((self.PROVIDER, key)):
+            c = self._circuits.get(name)
+            if c is None or c.opened_at is None:
+                continue
+            left = c.cooldown - (self._clock() - c.opened_at)
+            what = (f"{c.failures} consecutive authentication failures (check the API key)" if c.kind == "auth"
+                    else f"{c.failures} consecutive failures ({c.reason})")
             if left > 0:
-                raise SummarizerError(
-                    f"{what}: circuit breaker open after {self._failures} consecutive "
-                    f"authentication failures; no request for another {left:.0f}s "
-                    "(check the API key)"
-                )
+                return f"circuit breaker open after {what}; no request for another {left:.0f}s"
+            if c.probing:
+                return f"circuit breaker half-open after {what}; a probe call is deciding"
+            if take_probe:
+                c.probing = True
+        return None
 
-    def record_auth_failure(self) -> None:
+    def check(self, what: str = "summarizer", key: str = "") -> None:
+        """Raise SummarizerError if a call for ``key`` (a model) may not be made now. In
+        half-open state the first caller becomes the probe."""
         with self._lock:
-            self._failures += 1
-            if self._failures >= self.threshold:
-                self._opened_at = self._clock()  # (re-)open, also after a failed trial
+            why = self._blocked(key, take_probe=True)
+        if why is not None:
+            raise SummarizerError(f"{what}: {why}")
 
-    def record_success(self) -> None:
+    def _circuit(self, key: str) -> _Circuit:
+        return self._circuits.setdefault(key, _Circuit())
+
+    def _fail(self, key: str, kind: str, limit: int, cooldown: float, reason: str) -> None:
+        c = self._circuit(key)
+        if c.kind != kind:
+            c.failures = 0
+        c.kind = kind
+        c.failures += 1
+        c.reason = reason[:200]
+        if c.failures >= limit or c.probing:  # (re-)open, also after a failed probe
+            c.opened_at = self._clock()
+            c.cooldown = cooldown
+            c.opened_times += 1
+        c.probing = False
+
+    def record_auth_failure(self, key: str = "") -> None:
+        """Credentials were refused: counts toward opening the provider-wide circuit."""
         with self._lock:
-            self._failures = 0
-            self._opened_at = None
+            probe = self._circuits.get(key)
+            if key != self.PROVIDER and probe is not None:
+                probe.probing = False
+            self._fail(self.PROVIDER, "auth", self.threshold, self.cooldown, "authentication failed")
+
+    def record_failure(self, key: str = "", reason: str = "unavailable") -> None:
+        """The provider looked unavailable (5xx, 429, a timeout, no connection)."""
+        with self._lock:
+            self._fail(key, "unavailable", self.failure_threshold, self.failure_cooldown, reason)
+
+    def record_success(self, key: str = "") -> None:
+        """The provider answered: the circuits of ``key`` and of the provider close."""
+        with self._lock:
+            for name in dict.fromkeys((self.PROVIDER, key)):
+                self._circuits.pop(name, None)
+
+    def __repr__(self) -> str:
+        return (f"CircuitBreaker(threshold={self.threshold}, cooldown={self.cooldown:g}, "
+                f"failure_threshold={self.failure_threshold}, failure_cooldown={self.failure_cooldown:g})")

@@ -1,5 +1,5 @@
 """What every LLM summarizer shares, whatever the provider: prompts, a fallback model,
-output checks, a spend guard, a circuit breaker for bad credentials, multi-part
+output checks, a spend guard, a circuit breaker (bad credentials, a provider down), multi-part
 summarization of inputs too large for one call, and accounting.
 
 A provider subclasses :class:`LLMSummarizer` and implements one method, ``_complete``:
@@ -14,8 +14,8 @@ One ``summarize()`` call, in order:
    items are split by tokens into ``parts`` parts or more (an assistant message keeps
    the tool results that follow it), the parts are summarized concurrently, and the
    partial summaries are merged, in rounds while they are still too large together;
-2. each provider call: the circuit breaker and the spend guard may refuse it without a
-   request; the primary model is asked; on a failure that is not about credentials or
+2. each provider call: the circuit breaker (per model; see :class:`CircuitBreaker`)
+   and the spend guard may refuse it without a request; the primary model is asked; on a failure that is not about credentials or
    the input's size, the ``fallback_model`` once; the answer is unwrapped ("Summary:",
    a code fence) and checked (empty, no letters, a refusal, not shorter than its input);
 3. a provider saying the input is too long for its context makes the whole summary
@@ -347,6 +347,21 @@ class LLMSummarizer(ABC):
         fallback = f", fallback_model={self.fallback_model!r}" if self.fallback_model else ""
         return f"{type(self).__name__}(model={self.model!r}{fallback}, context_window={self.context_window})"
 
+    def unavailable(self) -> str | None:
+        """Why no model can be called now (every circuit it would use is open), or
+        None. Compaction asks first and, if so, uses its fallback at once."""
+        reasons = []
+        for model in [self.model] + ([self.fallback_model] if self.fallback_model else []):
+            why = self.breaker.blocked(model)
+            if why is None:
+                return None
+            reasons.append(f"{model}: {why}")
+        return f"{self.name}: " + "; ".join(reasons)
+
+    def breaker_state(self) -> dict[str, Any]:
+        """The circuit breaker's open or failing circuits (see :class:`CircuitBreaker`)."""
+        return {"provider": self.provider, "state": self.breaker.state, "circuits": self.breaker.snapshot()}
+
     # -- the Summarizer protocol -----------------------------------------------------
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
@@ -497,25 +512,35 @@ class LLMSummarizer(ABC):
         models = [self.model] + ([self.fallback_model] if self.fallback_model else [])
         failures: list[str] = []
         for attempt, model in enumerate(models):
-            self.breaker.check(f"{self.name} summarizer")
+            blocked = self.breaker.blocked(model)
+            if blocked is not None and attempt + 1 < len(models):
+                failures.append(f"{model}: {blocked}")
+                continue  # the fallback model may still be up
+            self.breaker.check(f"{self.name} summarizer ({model})", key=model)
             spend = self.spend_guard.reserve(prompt_tokens + max_tokens) if self.spend_guard else None
             try:
                 completion = self._complete(system, user, model=model, max_tokens=max_tokens, timeout=self.timeout)
             except ProviderError as exc:
                 run.count_call()
                 if exc.kind == "auth":
-                    self.breaker.record_auth_failure()
+                    self.breaker.record_auth_failure(model)
                     raise SummarizerError(f"{self.name} ({model}): {exc}") from exc
                 if exc.kind == "context_length":
+                    self.breaker.record_success(model)  # it answered: it is up
                     raise _ContextLengthExceeded(f"{self.name} ({model}): {exc}") from exc
+                if _unavailable(exc):
+                    self.breaker.record_failure(model, f"{exc.kind}{f' {exc.status}' if exc.status else ''}")
+                else:
+                    self.breaker.record_success(model)
                 failures.append(f"{model}: {exc}")
                 continue
             except Exception as exc:  # a provider's bug or an odd reply: still just a failure
                 run.count_call()
+                self.breaker.record_failure(model, type(exc).__name__)
                 failures.append(f"{model}: {type(exc).__name__}: {exc}")
                 continue
             run.count_call()
-            self.breaker.record_success()
+            self.breaker.record_success(model)
             used_in = completion.input_tokens if completion.input_tokens is not None else prompt_tokens
             used_out = (
                 completion.output_tokens if completion.output_tokens is not None else counter.count(completion.text)
@@ -541,6 +566,15 @@ class LLMSummarizer(ABC):
         if source_tokens > 0 and tokens >= source_tokens:
             raise SummarizerError(f"{where}: output of {tokens} tokens is not shorter than its input of {source_tokens}")
         return text
+
+
+def _unavailable(exc: ProviderError) -> bool:
+    """Whether a failure says the provider is down or overloaded (what opens the
+    breaker): a timeout, no connection, 408, 429 or a 5xx; not a reply of the wrong
+    shape or another 4xx, which show it is up."""
+    if exc.kind in ("timeout", "connection"):
+        return True
+    return exc.kind == "status" and (exc.status is None or exc.status in (408, 429) or exc.status >= 500)
 
 
 def _span_item(items: Sequence[SummaryItem], text: str, depth: int, ref: str) -> SummaryItem:
