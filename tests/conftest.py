@@ -38,6 +38,17 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("LOSSLESS_EMBEDDER", "none")
 
 
+@pytest.fixture(autouse=True)
+def _stop_workers() -> Iterator[None]:
+    """A test that leaves its Memory open leaves its worker thread running: stop it, so it
+    does not poll a store (or a PostgreSQL server) that the next tests tear down."""
+    yield
+    from lossless.worker import running_workers
+
+    for worker in running_workers():
+        worker.stop(10)
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memory.db"

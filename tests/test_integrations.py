@@ -140,6 +140,7 @@ def test_langchain_runnable_with_history_stays_within_budget(store: lossless.Mem
     for i in range(1, 40):
         chain.invoke({"question": f"Question {i} about routes. " + "filler " * 40}, config=config)
     assert store.conversation("run").info.message_count == 80  # every turn stored
+    assert store.wait_idle(60)  # the worker condensed the older turns
     history = get_history("run")
     context = history.messages
     tokens = sum(store.counter.count(str(m.content)) for m in context)

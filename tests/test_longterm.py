@@ -22,7 +22,8 @@ def test_flush_before_compaction_keeps_durable_items(tmp_path: Path) -> None:
     conv.add("user", "I prefer metric units in every report.", created_at=T0)
     conv.add("assistant", "Noted: metric units from now on.", created_at=T0)
     conv.add_many(chat(80, start=T0 + timedelta(minutes=5), words=20))
-    assert conv.summaries()  # compaction ran ...
+    assert mem.wait_idle(30)
+    assert conv.summaries()  # compaction ran (in the worker) ...
     records = mem.memories.ls(user="ann")
     assert any("metric units" in r.content for r in records)  # ... after the flush kept it
     pref = next(r for r in records if "metric units" in r.content)
@@ -35,6 +36,7 @@ def test_no_flush_for_a_conversation_without_an_owner(tmp_path: Path) -> None:
     conv = mem.conversation("anon")
     conv.add("user", "I prefer metric units in every report.", created_at=T0)
     conv.add_many(chat(80, start=T0 + timedelta(minutes=5), words=20))
+    assert mem.wait_idle(30)
     assert conv.summaries()
     assert mem.memories.count() == 0  # it would have been global: seen by everyone
 

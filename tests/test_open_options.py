@@ -54,6 +54,7 @@ def test_summarizer_by_name_and_environment(tmp_path: Path, fake_openai: FakeOpe
     assert isinstance(mem.summarizer, OpenAISummarizer)
     conv = mem.conversation("c")
     conv.add_many(chat(60, words=20))
+    assert mem.wait_idle(30)
     assert conv.summaries()
     sent = fake_openai.chat_requests()
     assert sent and all(r.body["model"] == "tiny-summarizer" for r in sent)

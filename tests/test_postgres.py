@@ -167,6 +167,7 @@ def _rich_sqlite_store(path: Path) -> lossless.Memory:
     a.index()
     b = mem.conversation("b")
     b.add_many(chat(15))
+    assert mem.wait_idle(60)  # the worker's summaries and vectors, before the copy
     mem.memories.add("Ann prefers metric units", kind="preference", user="ann")
     a.end()
     return mem
@@ -212,6 +213,7 @@ def test_migrate_verification_catches_a_difference(tmp_path: Path, pg_url: str) 
     path = tmp_path / "v.db"
     with lossless.open(path, context_window=2048) as mem:
         mem.conversation("v").add_many(chat(80))
+        assert mem.wait_idle(60)
     assert copy_sqlite_to_postgres(str(path), pg_url).ok
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("UPDATE summaries SET content = content || ' (edited)' WHERE rowid = 1")
@@ -393,7 +395,8 @@ def test_search_document_holds_parts_and_bigrams() -> None:
 
 
 def _writer(url: str, conversation: str, writer: int, count: int, batch: int) -> None:
-    mem = lossless.open(url, context_window=2048, fresh_tail_count=6, embedder=None)
+    # inline: every write compacts at once, so the processes contend for the lease
+    mem = lossless.open(url, context_window=2048, fresh_tail_count=6, embedder=None, compaction="inline")
     conv = mem.conversation(conversation)
     for start in range(0, count, batch):
         conv.add_many([{"role": "user" if j % 2 == 0 else "assistant",

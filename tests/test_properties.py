@@ -117,14 +117,19 @@ def test_expand_returns_exact_originals(backend: str, pg_shared: str, events: li
        query=st.one_of(st.none(), text_st))
 def test_assembly_within_budget_and_keeps_tool_pairs(backend: str, pg_shared: str, events: list[tuple[str, Any]],
                                                      budget: int, query: str | None) -> None:
-    with open_backend(backend, pg_shared, context_window=1024, fresh_tail_count=6) as mem:
+    # deferred: the whole history is a backlog the worker has not touched yet (assembly must
+    # not wait for it), then the same checks once the worker has caught up
+    with open_backend(backend, pg_shared, context_window=1024, fresh_tail_count=6, compaction="deferred") as mem:
         conv = mem.conversation(_fresh("a"))
         _play(conv, events)
-        ctx = conv.assemble(budget_tokens=budget, query=query)
-        assert ctx.tokens <= budget
-        assert ctx.tokens == count_chat_tokens(get_counter("cl100k_base"), ctx.messages)
-        _check_tool_pairs(ctx.messages)
-        assert conv.assemble(budget_tokens=budget, query=query) == ctx  # deterministic
+        for _ in ("with a backlog", "caught up"):
+            ctx = conv.assemble(budget_tokens=budget, query=query)
+            assert ctx.tokens <= budget
+            assert ctx.tokens == count_chat_tokens(get_counter("cl100k_base"), ctx.messages)
+            _check_tool_pairs(ctx.messages)
+            assert conv.assemble(budget_tokens=budget, query=query) == ctx  # deterministic
+            assert mem.wait_idle(60)
+        assert conv.assemble(budget_tokens=budget, query=query).lag is None
 
 
 @on_both

@@ -95,12 +95,14 @@ def test_semantic_search_stays_in_its_conversation(backend_target: str) -> None:
     mem = _mem(backend_target, emb)
     mem.conversation("alice").add_many([{"role": "user", "content": "My cat Miso likes salmon."}] * 2)
     mem.conversation("bob").add_many([{"role": "user", "content": "Bob's cat Miso likes salmon too."}])
+    assert mem.wait_idle(30)  # the worker made the vectors
     for mode in ("semantic", "hybrid"):
         hits = mem.conversation("alice").search("cat salmon", mode=mode)  # type: ignore[arg-type]
         assert hits and {h.conversation_id for h in hits} == {"alice"}
     everywhere = mem.search("cat salmon", mode="semantic")
     assert {h.conversation_id for h in everywhere} == {"alice", "bob"}
     mem.conversation("carol", metadata={"user": "carol"}).add(role="user", content="carol's cat eats salmon")
+    assert mem.wait_idle(30)
     scoped = mem.search("cat salmon", mode="hybrid", where={"user": "carol"})
     assert scoped and {h.conversation_id for h in scoped} == {"carol"}
     mem.close()
@@ -217,11 +219,12 @@ def test_a_thread_bound_embedder_still_serves_recall(caplog: pytest.LogCaptureFi
             return super().embed(texts)
 
     emb = ThreadBound()
-    mem = _mem(":memory:", emb, fresh_tail_count=8)
+    # deferred: no worker thread (it could not use this embedder either); the work is done here
+    mem = _mem(":memory:", emb, fresh_tail_count=8, compaction="deferred")
     conv = mem.conversation("t")
     conv.add(role="user", content="The staging database moved to port 6543 on the db-west host.", created_at=T0)
     conv.add_many(chat(200, start=T0 + timedelta(hours=1)))
-    conv.index()
+    assert mem.wait_idle(60)
     with caplog.at_level("WARNING", logger="lossless"):
         ctx = conv.assemble(budget_tokens=600, query="Where does the staging database live now?")
     assert emb.refused == 1  # the worker tried and failed
@@ -237,6 +240,7 @@ def test_recall_brings_back_an_evicted_detail(backend_target: str) -> None:
     conv = mem.conversation("r")
     conv.add(role="user", content="The staging database moved to port 6543 on the db-west host.", created_at=T0)
     conv.add_many(chat(200, start=T0 + timedelta(hours=1)))
+    assert mem.wait_idle(60)
     assert conv.frontier() and conv.frontier()[0].first_seq == 1  # evicted into summaries
     ctx = conv.assemble(budget_tokens=600, query="Which port is the staging database on?")
     recalled = [i for i in ctx.items if i.tier == "recall"]
@@ -258,6 +262,7 @@ def test_recall_packs_short_matches_whole_and_cuts_long_ones(backend_target: str
     for k, text in enumerate(shorts):
         conv.add(role="user", content=text, created_at=T0 + timedelta(minutes=k + 1))
     conv.add_many(chat(120, start=T0 + timedelta(hours=1)))
+    assert mem.wait_idle(60)
     ctx = conv.assemble(budget_tokens=900, query="billing service port?")
     recalled = [i for i in ctx.items if i.tier == "recall"]
     text = str(ctx.messages)
@@ -365,7 +370,7 @@ def test_openai_compatible_embedder_end_to_end(fake_openai: object) -> None:
 
 def test_index_reports_progress_in_batches(backend_target: str) -> None:
     emb = HashEmbedder()
-    mem = _mem(backend_target, emb, auto_compact=False)  # nothing embedded before index()
+    mem = _mem(backend_target, emb, compaction="deferred")  # nothing embedded before index()
     conv = mem.conversation("p")
     conv.add_many(chat(40))
     seen: list[tuple[int, int]] = []

@@ -73,6 +73,7 @@ def test_every_endpoint_matches_the_openapi_document(api: httpx.Client, memory: 
     batch = {"messages": json_ready(chat(160, tools_every=5)[1:])}
     added = post(f"{c}/conv-1/messages", batch)
     assert added.status_code == 201 and added.json()["count"] == 159
+    assert memory.wait_idle(60)  # the server's worker compacted them
 
     listed = ok(api.get(c, params={"limit": 1})).json()
     assert [x["id"] for x in listed["data"]] == ["conv-1"] and listed["next_offset"] is None
@@ -214,6 +215,7 @@ def test_not_found_and_scoping(api: httpx.Client, memory: lossless.Memory) -> No
     c = "/v1/lossless/conversations"
     for cid in ("a", "b"):
         api.post(f"{c}/{cid}/messages", json={"messages": json_ready(chat(80))})
+    assert memory.wait_idle(60)
     leaf_a = memory.get_conversation("a").frontier()[0].id  # type: ignore[union-attr]
     assert "no conversation 'zzz'" in _error(api.get(f"{c}/zzz"), 404, "not_found")
     _error(api.get(f"{c}/zzz/messages"), 404, "not_found")
@@ -230,6 +232,7 @@ def test_not_found_and_scoping(api: httpx.Client, memory: lossless.Memory) -> No
 
 def test_compaction_busy_is_409(api: httpx.Client, memory: lossless.Memory) -> None:
     api.post("/v1/lossless/conversations/busy/messages", json={"messages": json_ready(chat(60))})
+    assert memory.wait_idle(60)
     owner = "another-host:4242:1:holder"  # a holder on another machine: alive until its lease goes stale
     assert memory.store.acquire_lease("busy", owner, "test", 60.0)  # type: ignore[attr-defined]
     try:
@@ -276,6 +279,7 @@ def test_tenants_are_isolated(memory: lossless.Memory) -> None:
 
         a.post(c, json={"id": "shared", "metadata": {"user": "ann"}})
         a.post(f"{c}/shared/messages", json={"messages": json_ready(chat(60))})
+        assert memory.wait_idle(60)
         a.post(f"{c}/a-only/messages", json={"role": "user", "content": "acme's secret plan: launch on May 5"})
         assert b.post(f"{c}/shared/messages", json={"role": "user", "content": "bravo's own"}).status_code == 201
 

@@ -29,6 +29,7 @@ def test_mcp_over_stdio(tmp_path: Path) -> None:
     with lossless.open(db, context_window=4096) as mem:
         conv = mem.conversation("c1", {"user": "ann"})
         conv.add_many(chat(120))
+        assert mem.wait_idle(60)
         leaf = next(s for s in conv.summaries() if s.depth == 0)
     params = StdioServerParameters(command=sys.executable, args=["-m", "lossless", "mcp", "--db", str(db)],
                                    env={"LOSSLESS_EMBEDDER": "none", "LOSSLESS_HOME": str(tmp_path)})

@@ -16,9 +16,11 @@ import openai
 import pytest
 
 import lossless
+from lossless.models import context_window
 from lossless.server.keys import APIKeys
 from lossless.server.run import free_port
 from lossless.server.state import Upstream
+from lossless.tokens import count_chat_tokens
 from tests.conftest import chat
 from tests.fake_openai import FakeOpenAIServer, fake_openai
 from tests.server_support import OpenAPIChecker, served
@@ -88,16 +90,26 @@ def test_chat_completions_stores_each_message_once(proxy: str, memory: lossless.
 def test_long_history_is_assembled_into_the_window(proxy: str, memory: lossless.Memory,
                                                    fake_openai: FakeOpenAIServer) -> None:
     """A client that keeps sending a chat far over the window: the provider gets a context
-    that fits, with the old part summarized and the newest turn verbatim."""
+    that fits, with the newest turn verbatim. The first request does not wait for the
+    summaries (the worker writes them): what is not summarized yet is pointed to; the
+    next request has the old part summarized."""
     history = [{k: v for k, v in m.items() if k != "created_at"} for m in chat(200, tools_every=6)]
     history.append({"role": "user", "content": "What did we decide about service-4?"})
     fake_openai.enqueue_chat("We kept it.")
     _client(proxy, "long").chat.completions.create(model=MODEL, messages=history)  # type: ignore[arg-type]
     sent = fake_openai.chat_requests()[-1].body["messages"]
     assert sent[-1]["content"] == "What did we decide about service-4?"
-    assert len(json.dumps(sent)) < len(json.dumps(history)) / 3
-    assert any("<summary" in str(m.get("content")) for m in sent)
+    # what the worker has summarized so far, and the raw rest, within the model's window
+    assert count_chat_tokens(memory.counter, sent) <= context_window(MODEL)
     assert len(_stored(memory, "long")) == 202
+    assert memory.wait_idle(60)
+    history += [{"role": "assistant", "content": "We kept it."}, {"role": "user", "content": "And service-5?"}]
+    fake_openai.enqueue_chat("Also kept.")
+    _client(proxy, "long").chat.completions.create(model=MODEL, messages=history)  # type: ignore[arg-type]
+    sent = fake_openai.chat_requests()[-1].body["messages"]
+    assert sent[-1]["content"] == "And service-5?"
+    assert any("<summary" in str(m.get("content")) for m in sent)
+    assert len(json.dumps(sent)) < len(json.dumps(history)) / 3
     assert memory.verify("long") == []
 
 

@@ -38,6 +38,7 @@ def test_token_trigger_records_its_reason(tmp_path: Path) -> None:
     mem = lossless.open(tmp_path / "t.db", embedder=None, context_window=2048)
     conv = mem.conversation("c")
     conv.add_many(chat(80, words=20))
+    assert mem.wait_idle(30)
     log = conv.compaction_log()
     assert log and log[-1]["reason"].startswith("tokens over threshold")
     assert log[-1]["tokens_before"] > mem.config.trigger_tokens
@@ -50,6 +51,7 @@ def test_message_count_trigger(tmp_path: Path) -> None:
     conv = mem.conversation("c")
     for msg in chat(41, words=5):
         conv.add_many([msg])
+    assert mem.wait_idle(30)
     log = conv.compaction_log()
     assert len(log) == 1 and log[0]["reason"] == "message count over limit (41 raw > 40)"
     assert conv.summaries() and conv.active_tokens() < 128_000 * 0.75
@@ -61,10 +63,12 @@ def test_interval_trigger(tmp_path: Path) -> None:
     conv = mem.conversation("c")
     # messages from yesterday: the interval since the first message has elapsed
     conv.add_many(chat(10, words=5))
+    assert mem.wait_idle(30)
     log = conv.compaction_log()
     assert log and log[0]["reason"].startswith("interval elapsed")
     # the next message is within the interval of that compaction: no new run
     conv.add("user", "one more")
+    assert mem.wait_idle(30)
     assert len(conv.compaction_log()) == 1
 
 
@@ -72,8 +76,10 @@ def test_manual_and_chat_command_triggers(tmp_path: Path) -> None:
     mem = lossless.open(tmp_path / "c.db", embedder=None, fresh_tail_count=4)
     conv = mem.conversation("c")
     conv.add_many(chat(20, words=5))
+    assert mem.wait_idle(30)
     assert conv.compaction_log() == []  # far under every trigger
-    conv.add("user", "/compact")
+    conv.add("user", "/compact")  # asks the worker for a compaction, trigger or not
+    assert mem.wait_idle(30)
     assert conv.compaction_log()[0]["reason"] == "/compact command"
     assert conv.messages()[-1].content == "/compact"  # the command is kept like any message
     conv.add_many(chat(20, words=5))
@@ -88,6 +94,7 @@ def test_chat_commands_can_be_switched_off(tmp_path: Path) -> None:
     conv = mem.conversation("c")
     conv.add_many(chat(20, words=5))
     conv.add("user", "/compact")
+    assert mem.wait_idle(30)
     assert conv.compaction_log() == []
 
 
@@ -96,11 +103,14 @@ def test_cooldown_stops_a_storm_but_new_material_rearms(tmp_path: Path) -> None:
     mem = lossless.open(tmp_path / "s.db", embedder=None, context_window=256, compaction_cooldown_seconds=3600)
     conv = mem.conversation("c")
     conv.add("user", "word " * 400)
+    assert mem.wait_idle(30)
     runs = len(conv.compaction_log())
     for _ in range(5):
         conv.add("user", "ok")  # tiny messages: no storm of fruitless runs
+        assert mem.wait_idle(30)
     assert len(conv.compaction_log()) == runs
     conv.add("assistant", "detail " * 400)  # a leaf's worth of new text re-arms it
+    assert mem.wait_idle(30)
     assert len(conv.compaction_log()) > runs
 
 

@@ -87,6 +87,7 @@ def test_the_memory_tools_answer_from_old_history(tmp_path: Path, fake_openai: F
     conv = mem.conversation("c")
     conv.add("user", "The staging password rotates on the 3rd; the vault path is kv/staging/db.")
     conv.add_many(chat(60, words=20))
+    assert mem.wait_idle(60)
     assert conv.summaries()
     fake_openai.respond_next(_completion(None, [_tool_call("lcm_grep", {"query": "vault path"})]))
     fake_openai.enqueue_chat("kv/staging/db")
@@ -202,6 +203,7 @@ def test_the_prefix_is_stable_between_compactions(tmp_path: Path) -> None:
     conv = mem.conversation("c")
     conv.add("system", "You are a helpful assistant.")
     conv.add_many(chat(200, words=60))  # some history gets summarized
+    assert mem.wait_idle(60)
     assert conv.summaries()
     sent: list[list[dict[str, Any]]] = []
 
@@ -213,6 +215,7 @@ def test_the_prefix_is_stable_between_compactions(tmp_path: Path) -> None:
     hits = 0
     for i in range(12):
         conv.turn(f"turn {i}: what about service-{i} on port {5000 + i}?", call=model, memory_tools=False)
+        assert mem.wait_idle(60)  # the worker's compaction, if the turn asked for one, lands before the count
         logged.append(len(conv.compaction_log()))
         if i == 0 or logged[-2] != logged[-3]:  # a compaction after the previous call changes the prefix
             continue

@@ -101,15 +101,15 @@ class Conversation:
                                               wait=config.tool_wait_seconds)
             elif config.auto_compact and compact:
                 self.memory.compactor.compact(self.id)
+            # Inline, vectors are made by the next query that needs them (or conv.index());
+            # with no embedder nothing more is owed
+            if self.memory.embedder is None and compact and stored:
+                self.memory.backlog.clear(self.id, max(m.seq for m in stored))
         except StoreError as exc:
             # The messages are stored (their transaction committed): an error here would
             # make the caller add them again. The next trigger compacts; say why it did not.
             log.warning("lossless: %s: automatic compaction failed after the messages were stored: %s",
                         self.id, exc)
-        # Inline, vectors are made by the next query that needs them (or conv.index()); with
-        # no embedder nothing more is owed
-        if self.memory.embedder is None and compact and stored:
-            self.memory.backlog.clear(self.id, max(m.seq for m in stored))
         return stored
 
     # -- reading ------------------------------------------------------------------------
@@ -217,8 +217,9 @@ class Conversation:
         """Cut retrieval units for new messages and embed them now (assembly and search
         otherwise do it lazily); ``progress(done, total)`` after each batch. Returns how
         many units were embedded."""
-        self.memory.recaller.cut_units(self.id)
-        return self.memory.recaller.embed_pending(self.id, progress=progress)
+        with self.memory.foreground(self.id):  # the worker leaves it alone meanwhile
+            self.memory.recaller.cut_units(self.id)
+            return self.memory.recaller.embed_pending(self.id, progress=progress)
 
     @property
     def tools(self) -> ToolBox:

@@ -6,7 +6,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -19,6 +20,7 @@ from lossless.conversation import Conversation
 from lossless.embed.base import Embedder
 from lossless.errors import ValidationError
 from lossless.memory import Memories, MemoryRecord
+from lossless.owners import live, new_owner, retire
 from lossless.recall.hybrid import Recaller
 from lossless.recall.search import SearchMode, run_search
 from lossless.store.backlog import Backlog
@@ -235,14 +237,16 @@ class Memory:
             worker.notify()
 
     def wait_idle(self, timeout: float | None = None, *, conversations: Sequence[str] | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> bool:
+                  progress: Callable[[int, int], None] | None = None, retry_failed: bool = False) -> bool:
         """Block until the work owed (compaction, vectors) to the ``conversations``
         given, else to every conversation, is done. With a worker thread running this
         waits for it; otherwise (``compaction="inline"`` or ``"deferred"``, or no thread
         started yet) the work runs on this thread. ``progress(done, total)`` is called
         every half second or so, in units of :func:`lossless.worker.owed`. Returns False
         if ``timeout`` seconds passed, or if what is left is failing (its error is in
-        :meth:`stats`); what is not done stays owed."""
+        :meth:`stats`; ``retry_failed`` retries each of those once, at once instead of
+        after its delay, e.g. once the embedding service is back); what is not done
+        stays owed."""
         from lossless.worker import owed
 
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -259,12 +263,18 @@ class Memory:
             total = max(total, remaining)
             progress(total - remaining, total)
 
+        retried: set[str] = set()  # retry_failed retries each failing row once per call
         report(force=True)
         while True:
             left = self.backlog.pending(ids)
             if not left:
                 report(force=True)
                 return True
+            if retry_failed:
+                again = [cid for cid in self.backlog.failing(left) if cid not in retried]
+                if again:
+                    self.backlog.retry_now(again)
+                    retried.update(again)
             if not self.backlog.due(left):
                 return False  # only failing rows are left, waiting for their retry
             if deadline is not None and time.monotonic() >= deadline:
@@ -288,6 +298,28 @@ class Memory:
             if not self.backlog.due(self.backlog.pending(ids)):
                 continue  # done, or only failures left: said above
             time.sleep(0.05)  # rows held by other processes' workers: give them a moment
+
+    @contextmanager
+    def foreground(self, conversation_id: str, wait: float = 60.0) -> Iterator[None]:
+        """Hold the conversation's backlog row while the caller does its work in the
+        foreground (``conv.index()``), so a worker does not do the same work at the same
+        time; waits (up to ``wait`` seconds) for a worker that holds it to end its turn."""
+        owner = new_owner()
+        live(owner)
+        claimed = False
+        deadline = time.monotonic() + wait
+        try:
+            while True:
+                claimed = bool(self.backlog.claim(owner, limit=1, conversation_ids=[conversation_id]))
+                row = None if claimed else self.backlog.row(conversation_id)
+                if claimed or row is None or not row["in_progress"] or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.05)
+            yield
+        finally:
+            if claimed:
+                self.backlog.release(conversation_id, owner)
+            retire(owner)
 
     @property
     def _here(self) -> Worker:

@@ -32,6 +32,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -42,13 +43,14 @@ from lossless.store.backlog import Backlog, Claim
 if TYPE_CHECKING:
     from lossless.engine import Memory
 
-__all__ = ["Worker", "WorkerStats", "owed"]
+__all__ = ["Worker", "WorkerStats", "owed", "running_workers"]
 
 log = logging.getLogger("lossless")
 
 CUT_BATCH = 500  # messages cut into units per step
 EMBED_BATCH = 64  # units embedded per step (a step is what close() may wait for)
 MAX_RETRY_SECONDS = 300.0
+SETTLE_SECONDS = 0.05  # a woken worker waits this long for the rest of a burst of writes
 REPORT_SECONDS = 5.0  # how often a worker writes its row in the workers table
 
 
@@ -105,6 +107,14 @@ def owed(memory: Memory, conversation_id: str) -> int:
     return total
 
 
+_THREADS: weakref.WeakSet[Worker] = weakref.WeakSet()  # workers whose thread was started
+
+
+def running_workers() -> list[Worker]:
+    """The workers of this process whose thread is running (tests stop them between tests)."""
+    return [w for w in list(_THREADS) if w.running]
+
+
 class Worker:
     """Serves the backlog of one store. ``engine`` is the :class:`~lossless.Memory` whose
     store, compactor and recaller it uses: for a worker thread on a SQLite file, a second
@@ -123,6 +133,9 @@ class Worker:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._done = threading.Condition()  # notified after every turn
+        # failures that could not be written (the store was failing too): written later, so a
+        # claim is never left to lapse on its own while this worker lives
+        self._unrecorded: dict[str, tuple[str, str, float]] = {}
 
     # -- a thread of its own -------------------------------------------------------------
 
@@ -136,6 +149,7 @@ class Worker:
         self._stop.clear()
         self._thread = threading.Thread(target=self._thread_main, name="lossless-worker", daemon=True)
         self._thread.start()
+        _THREADS.add(self)
 
     def notify(self) -> None:
         """Work was queued: wake the thread if it sleeps."""
@@ -186,11 +200,14 @@ class Worker:
             self.stats.started_ts = self.stats.started_ts or time.time()
         started = time.time()
         reported = 0.0
+        failures = 0
         try:
             while not stop.is_set():
                 if time.monotonic() - reported >= REPORT_SECONDS:
                     reported = time.monotonic()
                     self._report(owner, kind, started)
+                if self._unrecorded:
+                    self._record_failures()
                 try:
                     claims = self.backlog.claim(owner, limit=1, lease_seconds=self.lease_seconds,
                                                 conversation_ids=conversation_ids)
@@ -200,8 +217,10 @@ class Worker:
                     self._error(f"claiming work: {type(exc).__name__}: {exc}")
                     if until_idle:
                         raise
-                    stop.wait(self.poll_seconds)
+                    failures += 1  # the store is down: ask again less and less often
+                    stop.wait(min(MAX_RETRY_SECONDS / 10, self.poll_seconds * 2.0 ** min(failures, 5)))
                     continue
+                failures = 0
                 if not claims:
                     with self.stats.lock:
                         self.stats.state = "idle"
@@ -209,7 +228,10 @@ class Worker:
                     if until_idle:
                         return
                     if wake is not None:
-                        wake.wait(self.poll_seconds)
+                        if wake.wait(self.poll_seconds) and not stop.is_set():
+                            # woken by a write: let a burst of writes land first, so it
+                            # costs one turn rather than one per message
+                            stop.wait(SETTLE_SECONDS)
                         wake.clear()
                     else:
                         stop.wait(self.poll_seconds)
@@ -271,12 +293,8 @@ class Worker:
             message = f"{type(exc).__name__}: {exc}"
             self._error(f"{cid}: {message}")
             log.warning("lossless: worker: %s failed (%s); retrying in %.0f s", cid, message, retry)
-            try:
-                self.backlog.fail(cid, owner, message, retry_in=retry)
-            except Exception as inner:  # the store itself is failing: the claim lapses by itself
-                if _closed(inner):
-                    raise
-                log.warning("lossless: worker: could not record the failure of %s: %s", cid, inner)
+            self._unrecorded[cid] = (owner, message, retry)
+            self._record_failures()
             return
         finally:
             with self.stats.lock:
@@ -303,7 +321,13 @@ class Worker:
         def out_of_time(deadline: float) -> Callable[[], bool]:
             return lambda: (stop is not None and stop.is_set()) or time.monotonic() >= deadline
 
-        indexed = self._index(conversation_id, out_of_time(half), owner)
+        failure: Exception | None = None
+        try:
+            indexed = self._index(conversation_id, out_of_time(half), owner)
+        except Exception as exc:  # an embedder that fails must not hold compaction back
+            if _closed(exc):
+                raise
+            failure, indexed = exc, True
         busy = stopped = False
         if engine.config.auto_compact or forced:
             report = engine.compactor.compact(conversation_id, force=forced is not None, reason=forced,
@@ -314,6 +338,8 @@ class Worker:
             stopped = report.stopped
             if forced is not None and not busy and not stopped:
                 self.backlog.forced_done(conversation_id, owner)  # asked and done
+        if failure is not None:
+            raise failure  # the row is kept with the error and retried later
         if not indexed and not (stop is not None and stop.is_set()):
             indexed = self._index(conversation_id, out_of_time(end), owner)
         if busy:
@@ -338,6 +364,17 @@ class Worker:
             self.backlog.heartbeat(cid, owner, self.lease_seconds)
             if should_stop():
                 return recaller.uncut(cid) == 0 and recaller.unembedded(cid) == 0
+
+    def _record_failures(self) -> None:
+        for cid, (owner, message, retry) in list(self._unrecorded.items()):
+            try:
+                self.backlog.fail(cid, owner, message, retry_in=retry)
+            except Exception as exc:  # the store is failing too (a full disk): try again next time round
+                if _closed(exc):
+                    raise
+                log.warning("lossless: worker: could not record the failure of %s yet: %s", cid, exc)
+                return
+            del self._unrecorded[cid]
 
     def _error(self, message: str) -> None:
         with self.stats.lock:

@@ -158,6 +158,30 @@ class Backlog:
             return out
         return [r[0] for r in self.runner.query("SELECT conversation_id FROM backlog ORDER BY queued_ts")]
 
+    def failing(self, conversation_ids: Sequence[str] | None = None) -> dict[str, int]:
+        """The rows (of these conversations) waiting out a delay after a failure, with
+        their failed attempts."""
+        sql = "SELECT conversation_id, attempts FROM backlog WHERE attempts > 0 AND claimed_until < ?"
+        now = time.time()
+        if conversation_ids is None:
+            return {c: int(a) for c, a in self.runner.query(sql, (now,))}
+        out: dict[str, int] = {}
+        ids = list(conversation_ids)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            out.update({c: int(a) for c, a in self.runner.query(
+                f"{sql} AND conversation_id IN ({','.join('?' * len(chunk))})", [now, *chunk])})
+        return out
+
+    def retry_now(self, conversation_ids: Sequence[str]) -> None:
+        """Make the failing rows of these conversations due now, without their delay."""
+        now = time.time()
+        ids = list(conversation_ids)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            self.runner.query(f"UPDATE backlog SET due_ts = ? WHERE attempts > 0 AND claimed_until < ? "
+                              f"AND conversation_id IN ({','.join('?' * len(chunk))})", [now, now, *chunk])
+
     def pending_any(self) -> bool:
         """Whether any work is owed at all (one indexed lookup)."""
         return bool(self.runner.query("SELECT 1 FROM backlog LIMIT 1"))

@@ -231,8 +231,11 @@ class SQLiteRecall:
             return
         with self.store.transaction() as conn:
             if self.backend == "sqlite-vec":
+                # vec0 ignores OR REPLACE: a unit embedded twice (the worker and conv.index() at
+                # once) would break its primary key, so an earlier vector is deleted first
+                conn.executemany(f"DELETE FROM {index} WHERE rowid = ?", [(u.rowid,) for u, _ in rows])
                 conn.executemany(
-                    f"INSERT OR REPLACE INTO {index} (rowid, conversation_id, kind, embedding) VALUES (?, ?, ?, ?)",
+                    f"INSERT INTO {index} (rowid, conversation_id, kind, embedding) VALUES (?, ?, ?, ?)",
                     [(u.rowid, conversation_id, u.kind, np.asarray(v, dtype="<f4").tobytes()) for u, v in rows],
                 )
             conn.execute(

@@ -69,6 +69,10 @@ TABLES: dict[str, tuple[str, ...]] = {
     "memory_flush": ("conversation_id", "last_seq"),
     "compaction_log": ("rowid", "conversation_id", "reason", "started_ts", "finished_ts", "tokens_before",
                        "tokens_after", "leaves", "condensed", "skipped", "owner"),
+    # the work still owed comes along (not who was on it: a claim belongs to a process)
+    "backlog": ("conversation_id", "queued_seq", "queued_ts", "due_ts", "attempts", "last_error", "force_reason"),
+    "summary_revisions": ("summary_id", "revision", "content", "token_count", "summarizer", "fallback_level",
+                          "metadata", "replaced_at"),
     "api_keys": ("id", "tenant", "name", "salt", "hash", "prefix", "created_at", "revoked_at", "last_used_at"),
     "files": ("rowid", "root", "path", "abs_path", "name", "kind", "size", "mtime_ns", "sha256", "indexed_at",
               "chunk_count"),
