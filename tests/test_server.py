@@ -119,6 +119,9 @@ def test_every_endpoint_matches_the_openapi_document(api: httpx.Client, memory: 
     totals = ok(api.get("/v1/lossless/stats")).json()
     assert totals["conversations"] == 1 and totals["messages"] == 160 and totals["tenant"] is None
     assert ok(api.get("/v1/lossless/whoami")).json() == {"tenant": None, "key_id": None, "implicit": True}
+    health = ok(api.get("/v1/lossless/health")).json()
+    assert health["compaction"] == "background" and health["backlog"]["conversations"] == 0
+    assert health["worker"]["summaries_written"] > 0 and health["breaker"] is None
 
     m = "/v1/lossless/memories"
     record = post(m, {"content": "Ann prefers metric units", "kind": "preference", "user": "ann"}).json()

@@ -10,23 +10,44 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from lossless.config import Config
 from lossless.owners import holder_is_dead, live, new_owner, retire
 from lossless.render import message_text
-from lossless.store.base import NewSummary, Store
+from lossless.store.base import NewSummary, RevisedSummary, Store
 from lossless.summarize.base import GuardedSummarizer, Summarizer, SummaryItem, SummaryRequest, SummaryResult
 from lossless.summarize.extractive import ExtractiveSummarizer
 from lossless.tokens import TokenCounter
 from lossless.types import Message, SourceRef, Summary
 from lossless.validate import check_text
 
-__all__ = ["CompactionReport", "Compactor", "protected_tail_start", "tool_groups"]
+__all__ = ["Busy", "CompactionReport", "Compactor", "RedoReport", "protected_tail_start", "tool_groups"]
 
 FALLBACK_NORMAL, FALLBACK_AGGRESSIVE, FALLBACK_EXTRACTIVE = 0, 1, 2
+
+
+@dataclass
+class RedoReport:
+    """What :meth:`Compactor.redo_fallbacks` did: the fallback summaries it found, those
+    the model wrote again, those it still could not, and why it stopped early, if so."""
+
+    conversation_id: str
+    found: int = 0
+    redone: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    skipped: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Busy:
+    """Another compaction holds the conversation's lease (:meth:`Compactor.holding`)."""
+
+    why: str
 
 
 @dataclass
@@ -171,24 +192,10 @@ class Compactor:
             # message-count and interval triggers compact whatever lies outside the tail
             force = not fired.startswith("tokens")
         report.reason = reason or ("emergency" if emergency else "manual")
-        lock = self._lock_for(conversation_id)
-        owner = new_owner()
-        if not (lock.acquire(timeout=wait) if wait > 0 else lock.acquire(blocking=False)):
-            return self._busy(report, "another compaction of this conversation is running in this process")
-        live(owner)  # before the lease exists: no other thread may take it for dead
-        try:
-            deadline = time.monotonic() + wait
-            while not self.store.acquire_lease(conversation_id, owner, report.reason, self.lease_seconds):
-                holder = self.store.lease(conversation_id)
-                if holder is not None and holder_is_dead(holder["owner"]):
-                    # its process was killed mid-compaction: take over now, not in lease_seconds
-                    self.store.release_lease(conversation_id, holder["owner"])
-                    continue
-                if time.monotonic() >= deadline:
-                    holder = self.store.lease(conversation_id) or {}
-                    return self._busy(report, f"another compaction of this conversation is running "
-                                              f"({holder.get('owner', 'another process')})")
-                time.sleep(0.05)
+        with self.holding(conversation_id, report.reason, wait) as held:
+            if isinstance(held, Busy):
+                return self._busy(report, held.why)
+            owner = held
             # the log's time range is while this run held the lease, so the ranges of
             # one conversation never overlap (waiting for the lease is not compacting)
             started = time.time()
@@ -217,10 +224,103 @@ class Compactor:
                 "leaves": len(report.leaves), "condensed": len(report.condensed), "skipped": report.skipped,
                 "owner": owner,
             })
+        return report
+
+    @contextmanager
+    def holding(self, conversation_id: str, reason: str, wait: float = 0.0) -> Iterator[str | Busy]:
+        """Hold the conversation's compaction lease (and this process's lock for it) for
+        the block: yields the owner string (the block releases the lease when it is done
+        with it; a holder that dies leaves it to be taken over), or :class:`Busy` when
+        another compaction still holds it after ``wait`` seconds."""
+        lock = self._lock_for(conversation_id)
+        if not (lock.acquire(timeout=wait) if wait > 0 else lock.acquire(blocking=False)):
+            yield Busy("another compaction of this conversation is running in this process")
+            return
+        owner = new_owner()
+        live(owner)  # before the lease exists: no other thread may take it for dead
+        try:
+            deadline = time.monotonic() + wait
+            while not self.store.acquire_lease(conversation_id, owner, reason, self.lease_seconds):
+                holder = self.store.lease(conversation_id)
+                if holder is not None and holder_is_dead(holder["owner"]):
+                    # its process was killed mid-compaction: take over now, not in lease_seconds
+                    self.store.release_lease(conversation_id, holder["owner"])
+                    continue
+                if time.monotonic() >= deadline:
+                    holder = self.store.lease(conversation_id) or {}
+                    yield Busy(f"another compaction of this conversation is running "
+                               f"({holder.get('owner', 'another process')})")
+                    return
+                time.sleep(0.05)
+            try:
+                yield owner
+            finally:
+                self.store.release_lease(conversation_id, owner)  # (again: harmless)
         finally:
             retire(owner)
             lock.release()
+
+    # -- redoing fallbacks --------------------------------------------------------------
+
+    def redo_fallbacks(self, conversation_id: str, *, wait: float = 0.0,
+                       progress: Callable[[int, int], None] | None = None) -> RedoReport:
+        """Write again, with the summarizer's model, every summary of the conversation
+        that the deterministic fallback made (the provider was down, or its answers did
+        not fit): deepest last, so a condensed node is redone from its redone children.
+        Each keeps its id and place in the DAG; its earlier text is kept in the store
+        (``summary_revisions``). Stops, redoing nothing more, while the provider's breaker
+        is open; a summary the model still cannot write is left as it is."""
+        t0 = time.perf_counter()
+        report = RedoReport(conversation_id)
+        nodes = sorted((s for s in self.store.summaries(conversation_id) if s.fallback_level == FALLBACK_EXTRACTIVE),
+                       key=lambda s: (s.depth, s.first_seq))
+        report.found = len(nodes)
+        if not nodes:
+            return report
+        if self.summarizer.name == self.fallback.name:
+            report.skipped = "the summarizer is the offline extractive one: configure a model to redo them with"
+            return report
+        with self.holding(conversation_id, "redo fallbacks", wait) as held:
+            if isinstance(held, Busy):
+                report.skipped = held.why
+                return report
+            for done, node in enumerate(nodes):
+                down = self.summarizer.unavailable() if isinstance(self.summarizer, GuardedSummarizer) else None
+                if down is not None:
+                    report.skipped = f"the provider is still unavailable: {down}"
+                    break
+                redone = self._redo(node)
+                if redone is None:
+                    report.failed.append(node.id)
+                else:
+                    report.redone.append(node.id)
+                self.store.heartbeat_lease(conversation_id, held)
+                if progress is not None:
+                    progress(done + 1, len(nodes))
+        report.seconds = time.perf_counter() - t0
         return report
+
+    def _redo(self, node: Summary) -> Summary | None:
+        cfg = self.config
+        cid = node.conversation_id
+        if node.depth == 0:
+            messages = self.store.get_messages(cid, node.first_seq, node.last_seq)
+            items = tuple(_message_item(m) for m in messages)
+            target, tokens = cfg.effective_leaf_target_tokens, sum(m.token_count for m in messages)
+        else:
+            children = [self.store.get_summary(src.id) for src in node.sources]  # as redone just before
+            items = tuple(_summary_item(c) for c in children)
+            target, tokens = cfg.effective_condensed_target_tokens, sum(c.token_count for c in children)
+        written = self._write(items, depth=node.depth, target=target, previous=None, cid=cid, input_tokens=tokens,
+                              fallback=False)
+        if written is None:
+            return None
+        text, count, level, meta = written
+        meta["trigger"] = "redo fallbacks"
+        meta["redone"] = {"summarizer": node.summarizer, "fallback_reason": node.metadata.get("fallback_reason"),
+                          "first_trigger": node.metadata.get("trigger")}
+        return self.store.revise_summary(node.id, node.content,
+                                         RevisedSummary(text, count, self._name(level), level, meta))
 
     def _busy(self, report: CompactionReport, why: str) -> CompactionReport:
         report.skipped = why
@@ -372,13 +472,24 @@ class Compactor:
     def _name(self, level: int) -> str:
         return self.summarizer.name if level < FALLBACK_EXTRACTIVE else f"{self.fallback.name}-fallback"
 
+    @overload
+    def _write(self, items: tuple[SummaryItem, ...], *, depth: int, target: int, previous: str | None, cid: str,
+               input_tokens: int | None = None, fallback: Literal[True] = True) -> tuple[str, int, int, dict[str, Any]]:
+        ...
+
+    @overload
+    def _write(self, items: tuple[SummaryItem, ...], *, depth: int, target: int, previous: str | None, cid: str,
+               input_tokens: int | None = None, fallback: bool) -> tuple[str, int, int, dict[str, Any]] | None:
+        ...
+
     def _write(
         self, items: tuple[SummaryItem, ...], *, depth: int, target: int, previous: str | None, cid: str,
-        input_tokens: int | None = None,
-    ) -> tuple[str, int, int, dict[str, Any]]:
+        input_tokens: int | None = None, fallback: bool = True,
+    ) -> tuple[str, int, int, dict[str, Any]] | None:
         """One summary that is shorter than its input: the configured summarizer, then an
-        aggressive retry, then deterministic extraction, which always fits.
-        ``input_tokens``: the items' stored token counts, summed (counted when None)."""
+        aggressive retry, then deterministic extraction, which always fits (without
+        ``fallback``: None instead of extraction). ``input_tokens``: the items' stored
+        token counts, summed (counted when None)."""
         if input_tokens is None:
             input_tokens = sum(self.counter.count(it.text) for it in items)
         target = max(1, min(target, int(input_tokens * self.config.max_summary_ratio)))
@@ -417,6 +528,8 @@ class Compactor:
                     meta["errors"] = errors
                 return text, tokens, level, meta
             errors.append(f"{mode}: output of {tokens} tokens does not fit {ceiling}")
+        if not fallback:
+            return None
         request = SummaryRequest(items, depth, target, self.counter, "normal", previous, cid)
         started = time.perf_counter()
         text = self.fallback.summarize(request).text.strip()

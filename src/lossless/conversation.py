@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from lossless.agent import arun_turn, run_turn
-from lossless.compaction import CompactionReport
+from lossless.compaction import CompactionReport, RedoReport
 from lossless.emergency import RecoveryLog, call_with_recovery
 from lossless.errors import StoreError, ValidationError
 from lossless.recall.search import SearchMode
@@ -146,6 +146,14 @@ class Conversation:
         ``manual``)."""
         return self.memory.compactor.compact(self.id, force=force, full=full, emergency=emergency, reason=reason,
                                              wait=self.memory.config.tool_wait_seconds)
+
+    def redo_fallbacks(self, progress: Callable[[int, int], None] | None = None) -> RedoReport:
+        """Write again, with the summarizer's model, the summaries its deterministic
+        fallback made while the provider was down (see
+        :meth:`~lossless.compaction.Compactor.redo_fallbacks`); ``progress(done, total)``
+        after each one."""
+        return self.memory.compactor.redo_fallbacks(self.id, wait=self.memory.config.tool_wait_seconds,
+                                                    progress=progress)
 
     def call_with_recovery(self, call: Callable[[AssembledContext], T], *, budget_tokens: int | None = None,
                            query: str | None = None, max_compactions: int = 3,

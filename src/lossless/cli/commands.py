@@ -259,7 +259,44 @@ def _print_slice(ctx: CommandContext, result: dict[str, Any]) -> None:
     ctx.err.print(Text(where, style="dim"), soft_wrap=True)
 
 
+def _redo_fallbacks(ctx: CommandContext) -> int:
+    from lossless.cli.progress import WorkProgress
+
+    memory = ctx.memory(create=False)
+    if ctx.args.all:
+        convs = [Conversation(memory, c.id) for c in memory.conversations(limit=10**9)]
+    else:
+        convs = [ctx.existing_conversation(ctx.args.conversation)]
+    reports = []
+    with WorkProgress(ctx.err, "redoing fallback summaries", unit="summaries", disable=ctx.json) as bar:
+        offset = 0
+        for conv in convs:
+            report = conv.redo_fallbacks(progress=lambda done, total, base=offset: bar.update(base + done))
+            offset += report.found
+            reports.append(report)
+            if report.skipped and "unavailable" in report.skipped:
+                break  # the next conversation would find the provider down too
+    if ctx.json:
+        ctx.emit_json([dataclasses.asdict(r) for r in reports])
+    else:
+        for r in reports:
+            if not r.found:
+                continue
+            line = f"{r.conversation_id}: {len(r.redone)} of {r.found} fallback summaries written again by the model"
+            if r.failed:
+                line += f"; {len(r.failed)} still failed"
+            if r.skipped:
+                line += f"; stopped: {r.skipped}"
+            ctx.out.print(Text(line), soft_wrap=True)
+        if not any(r.found for r in reports):
+            ctx.out.print(Text("no fallback summaries: every summary was written by the summarizer itself"))
+    stopped = any(r.skipped for r in reports if r.found)
+    return 1 if stopped or any(r.failed for r in reports) else 0
+
+
 def cmd_compact(ctx: CommandContext) -> int:
+    if ctx.args.redo_fallbacks:
+        return _redo_fallbacks(ctx)
     conv = ctx.existing_conversation(ctx.args.conversation)
     report = conv.compact(full=ctx.args.full, emergency=ctx.args.emergency)
     if ctx.json:
@@ -343,17 +380,34 @@ def _total_stats(ctx: CommandContext) -> dict[str, Any]:
     totals["summarizer_cost_ratio"] = round(usage["summarizer_input_tokens"] / tokens, 4) if tokens else 0.0
     path = ctx.db_path()
     totals["database_bytes"] = path.stat().st_size if not isinstance(path, str) and path.exists() else 0
+    # the background work: what is owed, and the workers that reported lately (any process)
+    totals["backlog"] = memory.backlog.summary()
+    totals["workers"] = memory.backlog.workers()
     return totals
 
 
 def _stat_text(value: Any) -> Any:
     if isinstance(value, bool):
         return value
+    if isinstance(value, list):
+        if not value:
+            return "none"
+        if all(isinstance(v, dict) and "owner" in v for v in value):  # workers
+            return "; ".join(f"{w['kind']} {w['owner']} {w['state']}, {w.get('turns', 0):,} turns, "
+                             f"{w.get('summaries_written', 0):,} summaries, {w.get('units_embedded', 0):,} units"
+                             f"{_breaker_text(w.get('breaker'))}" for w in value)
+        return ", ".join(str(_stat_text(v)) for v in value)
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, dict):
         return ", ".join(f"{k}: {_stat_text(v)}" for k, v in value.items()) or "—"
     return value
+
+
+def _breaker_text(breaker: Any) -> str:
+    if not isinstance(breaker, dict) or breaker.get("state") in (None, "closed"):
+        return ""
+    return f", breaker {breaker['state']}"
 
 
 def cmd_stats(ctx: CommandContext) -> int:

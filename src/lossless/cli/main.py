@@ -16,6 +16,7 @@ from lossless.cli import (
     memory_cmd,
     migrate_cmd,
     serve_cmd,
+    worker_cmd,
 )
 from lossless.cli.context import DEFAULT_WINDOW, CommandContext, CommandError
 from lossless.cli.examples import add_examples
@@ -112,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--created-at", metavar="ISO", help="when it was said (default: now)")
     p.add_argument("--external-id", metavar="ID", help="your id for it; adding it again adds nothing")
     p.add_argument("--content", metavar="TEXT", help="the message text (default: read stdin, stored verbatim)")
+    _no_wait(p)
 
     p = command("import", import_jsonl.cmd_import,
                 "import a chat log: OpenAI messages (JSONL/JSON), Anthropic messages, Claude Code, Codex CLI, "
@@ -124,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "e.g. claude-code:<sessionId>; OpenAI lines name theirs in a 'conversation' field)")
     p.add_argument("--strict", action="store_true",
                    help="stop at the first bad line, writing nothing from its batch")
+    _no_wait(p)
 
     p = command("export", export_cmd.cmd_export,
                 "write a conversation out: OpenAI JSONL messages, or JSON with the whole summary DAG")
@@ -204,9 +207,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="messages: page N (from 1) of the pages `describe` reports, or of --max-chars pages")
 
     p = command("compact", commands.cmd_compact, "compact a conversation now")
-    p.add_argument("conversation", metavar="CONV")
+    p.add_argument("conversation", metavar="CONV", nargs="?", help="the conversation (or --all)")
+    p.add_argument("--all", action="store_true", help="every conversation (with --redo-fallbacks)")
     p.add_argument("--full", action="store_true", help="condense all the way to one root summary")
     p.add_argument("--emergency", action="store_true", help="keep only the newest turn raw")
+    p.add_argument("--redo-fallbacks", action="store_true",
+                   help="write again, with the summarizer model, the summaries made by the deterministic "
+                        "fallback while the provider was down (their earlier text is kept)")
 
     p = command("stats", commands.cmd_stats, "statistics for one conversation (with its compression), "
                 "or totals for the database")
@@ -229,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vectors", action="store_true",
                    help="hybrid keyword + vector recall with the local embedding model (slower: it embeds "
                         "every message; needs the embeddings extra)")
+    worker_cmd.register(sub, common)
     memory_cmd.register(sub, common)
     migrate_cmd.register(sub, common)
     files_cmd.register(sub, common)
@@ -237,8 +245,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _no_wait(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-wait", action="store_true",
+                   help="return once the messages are stored (searchable by keyword); leave compaction and "
+                        "embedding to `lossless worker` (default: do them now, with a progress bar)")
+
+
 def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Usage rules argparse cannot express; violations exit 2 like any usage error."""
+    if args.command == "compact":
+        if args.all and args.conversation is not None:
+            parser.error("compact: give a conversation or --all, not both")
+        if args.all and not args.redo_fallbacks:
+            parser.error("compact: --all goes with --redo-fallbacks")
+        if not args.all and args.conversation is None:
+            parser.error("compact: give a conversation (or --all --redo-fallbacks)")
+        if args.redo_fallbacks and (args.full or args.emergency):
+            parser.error("compact: --redo-fallbacks rewrites existing summaries; it does not go with --full "
+                         "or --emergency")
     if args.command == "embed" and args.all == (args.conversation is not None):
         parser.error("embed: give a conversation or --all")
     if args.command in ("grep", "search"):

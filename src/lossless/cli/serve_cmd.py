@@ -155,7 +155,8 @@ def cmd_serve(ctx: CommandContext) -> int:
         raise MissingDependencyError(f"lossless serve needs the server extra: pip install 'lossless[server]' "
                                      f"({exc})") from exc
     args = ctx.args
-    memory = ctx.memory(create=True)
+    # a worker thread compacts and embeds what requests store: no request waits for it
+    memory = ctx.memory(create=True, compaction="background")
     try:
         warning = check_bind(args.host, APIKeys(memory.store))
     except HTTPError as exc:
@@ -181,7 +182,7 @@ def cmd_mcp(ctx: CommandContext) -> int:
     if args.transport == "http" and not is_loopback(args.host):
         raise CommandError(f"lossless mcp --transport http has no API keys, so it binds loopback only, not "
                            f"{args.host}; for remote agents use `lossless serve`")
-    server = build_server(lambda: ctx.memory(create=True))
+    server = build_server(lambda: ctx.memory(create=True, compaction="background"))
     if args.transport == "stdio":
         server.run("stdio")
     else:

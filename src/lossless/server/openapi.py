@@ -143,6 +143,18 @@ def _schemas() -> dict[str, Any]:
                             ("tenant", "conversations", "messages", "summaries", "memories")),
         "WhoAmI": _obj({"tenant": _nullable(_STR), "key_id": _nullable(_STR), "implicit": _BOOL},
                        ("tenant", "key_id", "implicit")),
+        "Health": _obj({
+            "ok": _BOOL,
+            "compaction": {"type": "string", "enum": ["background", "inline", "deferred"]},
+            "backlog": _obj({"conversations": _INT, "oldest_seconds": _NUM, "in_progress": _INT, "failing": _INT},
+                            ("conversations", "oldest_seconds", "in_progress", "failing")),
+            "worker": _obj({"state": _STR, "turns": _INT, "summaries_written": _INT, "units_embedded": _INT,
+                            "errors": _INT, "last_error": _nullable(_STR), "units_per_busy_second": _NUM},
+                           ("state", "turns", "summaries_written", "units_embedded", "errors")),
+            "breaker": _nullable(_obj({"provider": _STR, "state": _STR, "circuits": _FREE}, ("state",))),
+            "workers": {"type": "array", "items": _FREE,
+                        "description": "every worker that reported lately (keyless server only)"},
+        }, ("ok", "compaction", "backlog", "worker", "breaker")),
         "MemoryIn": _obj({"content": _STR, "kind": {"type": "string", "enum": list(KINDS), "default": "fact"},
                           "user": _STR, "agent": _STR, "importance": {"type": "number", "minimum": 0, "maximum": 1},
                           "metadata": _FREE, "conversation_id": _STR, "task": _FREE,
@@ -260,6 +272,8 @@ def _paths() -> dict[str, Any]:
         "/v1/lossless/verify": {"get": _op("verify", "Verify every conversation of the tenant", "Verification",
                                            tag="tenant")},
         "/v1/lossless/whoami": {"get": _op("whoami", "The tenant of the key", "WhoAmI", tag="tenant")},
+        "/v1/lossless/health": {"get": _op("health", "The background work: backlog, worker, circuit breaker",
+                                           "Health", tag="tenant")},
         "/v1/lossless/memories": {
             "get": _op("listMemories", "The tenant's long-term memories", "MemoryList", tag="memories", params=[
                 _q("user", _STR), _q("agent", _STR), _q("kind", _STR, "comma-separated kinds"), *page,

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from lossless.recall.units import Unit
     from lossless.store.sqlite_recall import UnitRow
 
-__all__ = ["NewSummary", "RecallIndex", "SearchSpec", "Store"]
+__all__ = ["NewSummary", "RecallIndex", "RevisedSummary", "SearchSpec", "Store"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +34,18 @@ class NewSummary:
     sources: tuple[SourceRef, ...]
     summarizer: str
     fallback_level: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RevisedSummary:
+    """A summary's new text (``lossless compact --redo-fallbacks``): its id, span and
+    sources stay; the earlier text is kept in ``summary_revisions``."""
+
+    content: str
+    token_count: int
+    summarizer: str
+    fallback_level: int
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
@@ -107,6 +119,8 @@ class Store(Protocol):
 
     # the summary DAG
     def insert_summary(self, new: NewSummary) -> Summary | None: ...
+    def revise_summary(self, summary_id: str, expected: str, revision: RevisedSummary) -> Summary | None: ...
+    def summary_revisions(self, summary_id: str) -> list[dict[str, Any]]: ...
     def get_summary(self, summary_id: str) -> Summary: ...
     def parent_of(self, summary_id: str) -> str | None: ...
     def frontier(self, conversation_id: str) -> list[Summary]: ...

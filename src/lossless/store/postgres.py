@@ -38,7 +38,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 from lossless.errors import MissingDependencyError, NotFoundError, StoreError, ValidationError
 from lossless.render import content_text
 from lossless.store.backlog import QUEUE_SQL
-from lossless.store.base import NewSummary, SearchSpec
+from lossless.store.base import NewSummary, RevisedSummary, SearchSpec
 from lossless.store.runner import qmark
 from lossless.store.pg_migrations import migrate
 from lossless.store.sqlite import SQLiteStore, message_hash, message_id, summary_id
@@ -498,6 +498,37 @@ class PostgresStore:
             (conversation_id,),
         )
         return int(rows[0][0])
+
+    def revise_summary(self, summary_id: str, expected: str, revision: RevisedSummary) -> Summary | None:
+        """As :meth:`SQLiteStore.revise_summary`: the earlier text kept, the row updated
+        with its search document, or None if the text is no longer ``expected``."""
+        from lossless.store.postgres_search import search_document
+
+        with self.transaction() as conn:
+            row = conn.execute("SELECT content, token_count, summarizer, fallback_level, metadata FROM summaries "
+                               "WHERE id = %s FOR UPDATE", (summary_id,)).fetchone()
+            if row is None:
+                raise NotFoundError(f"no summary with id {summary_id!r}")
+            content, tokens, summarizer, level, meta = row
+            if content != expected:
+                return None
+            number = conn.execute("SELECT coalesce(max(revision), 0) + 1 FROM summary_revisions WHERE summary_id = %s",
+                                  (summary_id,)).fetchone()[0]
+            conn.execute("INSERT INTO summary_revisions (summary_id, revision, content, token_count, summarizer, "
+                         "fallback_level, metadata, replaced_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                         (summary_id, number, content, tokens, summarizer, level, meta, datetime.now(UTC).isoformat()))
+            conn.execute("UPDATE summaries SET content = %s, token_count = %s, summarizer = %s, fallback_level = %s, "
+                         "metadata = %s, search = to_tsvector('simple', %s) WHERE id = %s",
+                         (revision.content, revision.token_count, revision.summarizer, revision.fallback_level,
+                          _dumps(revision.metadata), search_document(revision.content), summary_id))
+        return self.get_summary(summary_id)
+
+    def summary_revisions(self, summary_id: str) -> list[dict[str, Any]]:
+        """The earlier texts of a summary, oldest first."""
+        rows = self._query("SELECT revision, content, token_count, summarizer, fallback_level, metadata, replaced_at "
+                           "FROM summary_revisions WHERE summary_id = %s ORDER BY revision", (summary_id,))
+        keys = ("revision", "content", "token_count", "summarizer", "fallback_level", "metadata", "replaced_at")
+        return [{**dict(zip(keys, r, strict=True)), "metadata": json.loads(r[5])} for r in rows]
 
     def get_summary(self, summary_id: str) -> Summary:
         rows = self._query(f"{_SUM_SELECT} WHERE s.id = %s", (summary_id,))

@@ -26,7 +26,7 @@ import regex  # type: ignore[import-untyped]
 from lossless.errors import NotFoundError, StoreError, ValidationError
 from lossless.render import content_text
 from lossless.store.backlog import QUEUE_SQL
-from lossless.store.base import NewSummary, SearchSpec
+from lossless.store.base import NewSummary, RevisedSummary, SearchSpec
 from lossless.store.fts import has_cjk_trigram
 from lossless.store.migrations import migrate
 from lossless.types import ConversationInfo, GrepHit, Message, SourceRef, Summary
@@ -578,6 +578,40 @@ class SQLiteStore:
     def covered_seq(self, conversation_id: str) -> int:
         with self._lock:
             return self._covered_seq(self._conn, conversation_id)
+
+    def revise_summary(self, summary_id: str, expected: str, revision: RevisedSummary) -> Summary | None:
+        """Replace a summary's text (``lossless compact --redo-fallbacks``) in one
+        transaction: its earlier text goes to ``summary_revisions``, its id, span and
+        place in the DAG stay. None (nothing written) if its text is no longer
+        ``expected`` (someone else revised it first)."""
+        with self.transaction() as conn:
+            row = conn.execute("SELECT rowid, content, token_count, summarizer, fallback_level, metadata "
+                               "FROM summaries WHERE id = ?", (summary_id,)).fetchone()
+            if row is None:
+                raise NotFoundError(f"no summary with id {summary_id!r}")
+            rowid, content, tokens, summarizer, level, meta = row
+            if content != expected:
+                return None
+            number = conn.execute("SELECT coalesce(max(revision), 0) + 1 FROM summary_revisions WHERE summary_id = ?",
+                                  (summary_id,)).fetchone()[0]
+            conn.execute("INSERT INTO summary_revisions (summary_id, revision, content, token_count, summarizer, "
+                         "fallback_level, metadata, replaced_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         (summary_id, number, content, tokens, summarizer, level, meta, datetime.now(UTC).isoformat()))
+            conn.execute("UPDATE summaries SET content = ?, token_count = ?, summarizer = ?, fallback_level = ?, "
+                         "metadata = ? WHERE id = ?",
+                         (revision.content, revision.token_count, revision.summarizer, revision.fallback_level,
+                          _dumps(revision.metadata), summary_id))
+            for table in ("summaries_fts", "summaries_tri"):  # contentless_delete=1: delete by rowid
+                conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
+                conn.execute(f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", (rowid, revision.content))
+        return self.get_summary(summary_id)
+
+    def summary_revisions(self, summary_id: str) -> list[dict[str, Any]]:
+        """The earlier texts of a summary, oldest first."""
+        rows = self._query("SELECT revision, content, token_count, summarizer, fallback_level, metadata, replaced_at "
+                           "FROM summary_revisions WHERE summary_id = ? ORDER BY revision", (summary_id,))
+        keys = ("revision", "content", "token_count", "summarizer", "fallback_level", "metadata", "replaced_at")
+        return [{**dict(zip(keys, r, strict=True)), "metadata": json.loads(r[5])} for r in rows]
 
     def get_summary(self, summary_id: str) -> Summary:
         rows = self._query(f"SELECT {_SUM_COLS} FROM summaries WHERE id = ?", (summary_id,))

@@ -1,7 +1,9 @@
-"""Tenant-wide endpoints: search every conversation, totals, verification, who am I."""
+"""Tenant-wide endpoints: search every conversation, totals, verification, who am I, and the
+health of the background work."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from starlette.routing import Route
@@ -65,6 +67,33 @@ def verify(call: Call) -> dict[str, Any]:
     return {"ok": not problems, "problems": problems}
 
 
+def health(call: Call) -> dict[str, Any]:
+    """The background work: how it runs in this server, what is owed to the tenant's
+    conversations (and since when), this server's worker and its summarizer's circuit
+    breaker; with the whole database as the tenant (keyless), every worker that reported
+    lately, from any process."""
+    memory = call.memory
+    tenant = call.tenant
+    db = sql_runner(memory.store)
+    where, args = _range(db, "conversation_id", tenant.prefix)
+    now = time.time()
+    count, oldest, working, failing = db.query(
+        "SELECT count(*), min(queued_ts), coalesce(sum(CASE WHEN claimed_until >= ? THEN 1 ELSE 0 END), 0), "
+        f"coalesce(sum(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), 0) FROM backlog WHERE {where}", (now, *args))[0]
+    stats = memory.stats()
+    out: dict[str, Any] = {
+        "ok": True,
+        "compaction": stats["compaction"],
+        "backlog": {"conversations": int(count), "oldest_seconds": round(now - float(oldest), 1) if oldest else 0.0,
+                    "in_progress": int(working), "failing": int(failing)},
+        "worker": stats["worker"],
+        "breaker": stats["breaker"],
+    }
+    if tenant.implicit:
+        out["workers"] = stats["workers"]
+    return out
+
+
 def whoami(call: Call) -> dict[str, Any]:
     return {"tenant": call.tenant.name, "key_id": call.tenant.key_id, "implicit": call.tenant.implicit}
 
@@ -75,4 +104,5 @@ def routes() -> list[Route]:
         Route(PREFIX + "/stats", endpoint(stats), methods=["GET"]),
         Route(PREFIX + "/verify", endpoint(verify), methods=["GET"]),
         Route(PREFIX + "/whoami", endpoint(whoami), methods=["GET"]),
+        Route(PREFIX + "/health", endpoint(health), methods=["GET"]),
     ]
