@@ -114,6 +114,7 @@ def _script(mem: lossless.Memory) -> dict[str, Any]:
     b = mem.conversation("b")
     a.add_many(chat(150, words=30, tools_every=5))
     b.add_many(chat(40, words=10, start=T0 + timedelta(days=1)))
+    assert mem.wait_idle(60, conversations=["a", "b"])  # the worker's passes, then the same full one on both
     a.compact(full=True)
     mem.memories.add("Prefers metric units", kind="preference", user="ann")
     out: dict[str, Any] = {}

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
-import time
 import os
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path

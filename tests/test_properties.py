@@ -128,7 +128,7 @@ def test_assembly_within_budget_and_keeps_tool_pairs(backend: str, pg_shared: st
             assert ctx.tokens == count_chat_tokens(get_counter("cl100k_base"), ctx.messages)
             _check_tool_pairs(ctx.messages)
             assert conv.assemble(budget_tokens=budget, query=query) == ctx  # deterministic
-            assert mem.wait_idle(60)
+            assert mem.wait_idle(60, conversations=[conv.id])  # (the PostgreSQL database is shared)
         assert conv.assemble(budget_tokens=budget, query=query).lag is None
 
 

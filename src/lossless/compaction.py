@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
@@ -19,7 +19,13 @@ from lossless.config import Config
 from lossless.owners import holder_is_dead, live, new_owner, retire
 from lossless.render import message_text
 from lossless.store.base import NewSummary, RevisedSummary, Store
-from lossless.summarize.base import GuardedSummarizer, Summarizer, SummaryItem, SummaryRequest, SummaryResult
+from lossless.summarize.base import (
+    GuardedSummarizer,
+    Summarizer,
+    SummaryItem,
+    SummaryRequest,
+    SummaryResult,
+)
 from lossless.summarize.extractive import ExtractiveSummarizer
 from lossless.tokens import TokenCounter
 from lossless.types import Message, SourceRef, Summary
@@ -28,6 +34,7 @@ from lossless.validate import check_text
 __all__ = ["Busy", "CompactionReport", "Compactor", "RedoReport", "protected_tail_start", "tool_groups"]
 
 FALLBACK_NORMAL, FALLBACK_AGGRESSIVE, FALLBACK_EXTRACTIVE = 0, 1, 2
+_PAGE = 1000  # raw messages read per query while cutting leaf chunks
 
 
 @dataclass
@@ -78,6 +85,20 @@ def tool_groups(messages: Sequence[Message]) -> list[list[Message]]:
         else:
             groups.append([msg])
     return groups
+
+
+def _streamed_groups(messages: Iterable[Message]) -> Iterator[list[Message]]:
+    """:func:`tool_groups` over a stream: each group once the message after it is seen."""
+    group: list[Message] = []
+    for msg in messages:
+        if msg.role == "tool" and group and group[0].tool_calls and group[-1].role in ("assistant", "tool"):
+            group.append(msg)
+            continue
+        if group:
+            yield group
+        group = [msg]
+    if group:
+        yield group
 
 
 def protected_tail_start(raw: Sequence[Message], config: Config, *, emergency: bool = False) -> int:
@@ -367,27 +388,13 @@ class Compactor:
         frontier = self.store.frontier(cid)
         covered = frontier[-1].last_seq if frontier else 0
         previous = frontier[-1].content if frontier else None
-        raw = self.store.get_messages(cid, covered + 1)
-        start = protected_tail_start(raw, cfg, emergency=emergency)
-        eligible = raw[:start]
-        eligible_tokens = sum(m.token_count for m in eligible)
+        tail_seq = self._tail_start_seq(cid, covered, emergency=emergency)
+        eligible_tokens = self.store.token_sum(cid, covered + 1, tail_seq - 1) if tail_seq > covered + 1 else 0
         # Below this a summary cannot be shorter than what it covers; wait for more.
         minimum = 64 if (force or emergency) else cfg.effective_leaf_target_tokens * 2
-        if not eligible or eligible_tokens < minimum:
+        if tail_seq <= covered + 1 or eligible_tokens < minimum:
             return
-        chunks: list[list[Message]] = []
-        current: list[Message] = []
-        current_tokens = 0
-        for group in tool_groups(eligible):
-            size = sum(m.token_count for m in group)
-            if current and current_tokens + size > cfg.effective_leaf_chunk_tokens:
-                chunks.append(current)
-                current, current_tokens = [], 0
-            current.extend(group)
-            current_tokens += size
-        if current:
-            chunks.append(current)
-        for chunk in chunks:
+        for chunk in self._chunks(cid, covered + 1, tail_seq - 1):
             if report.passes >= cfg.max_compaction_passes:
                 return
             if self.before_leaf is not None:
@@ -410,6 +417,45 @@ class Compactor:
             if should_stop is not None and should_stop():
                 report.stopped = True
                 return
+
+    def _tail_start_seq(self, cid: str, covered: int, *, emergency: bool) -> int:
+        """The seq where the protected fresh tail begins: what :func:`protected_tail_start`
+        says over every raw message, found from the newest ones only, read in growing
+        windows, so a backlog of many thousands is not read to protect a few dozen."""
+        last = self.store.last_seq(cid)
+        size = max(256, 2 * self.config.fresh_tail_count)
+        while last > covered:
+            lo = max(covered + 1, last - size + 1)
+            window = self.store.get_messages(cid, lo, last)
+            start = protected_tail_start(window, self.config, emergency=emergency)
+            # a suffix gives the same answer once it holds the newest user turn and the
+            # whole tail, and the tail does not begin at its very start
+            settled = start > 0 and len(window) >= self.config.fresh_tail_count and any(
+                m.role == "user" for m in window)
+            if lo == covered + 1 or settled:
+                return window[start].seq if start < len(window) else last + 1
+            size *= 4
+        return covered + 1
+
+    def _chunks(self, cid: str, first: int, last: int) -> Iterator[list[Message]]:
+        """Messages ``first..last`` in leaf chunks of at most ``effective_leaf_chunk_tokens``
+        (a tool call stays with its results), read a page at a time as they are needed."""
+        cap = self.config.effective_leaf_chunk_tokens
+        current: list[Message] = []
+        current_tokens = 0
+        for group in _streamed_groups(self._pages(cid, first, last)):
+            size = sum(m.token_count for m in group)
+            if current and current_tokens + size > cap:
+                yield current
+                current, current_tokens = [], 0
+            current.extend(group)
+            current_tokens += size
+        if current:
+            yield current
+
+    def _pages(self, cid: str, first: int, last: int) -> Iterator[Message]:
+        for lo in range(first, last + 1, _PAGE):
+            yield from self.store.get_messages(cid, lo, min(last, lo + _PAGE - 1))
 
     def _condense_passes(self, cid: str, report: CompactionReport, *, full: bool, owner: str,
                          should_stop: Callable[[], bool] | None = None) -> None:

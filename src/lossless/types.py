@@ -170,7 +170,9 @@ class AssembledContext:
     tokens: int
     budget_tokens: int
     items: tuple[ContextItem, ...] = ()
-    lag: Lag | None = None  # set when the worker owed the conversation work (None: caught up)
+    # set when the worker owed the conversation work (None: caught up); a measurement of
+    # when it was assembled, not part of the context: two equal contexts may differ in it
+    lag: Lag | None = field(default=None, compare=False)
 
     def tier_tokens(self) -> dict[str, int]:
         out: dict[str, int] = {}

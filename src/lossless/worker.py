@@ -28,6 +28,7 @@ Three ways to run it:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -88,8 +89,8 @@ class WorkerStats:
                 "current": self.current,
             }
         # the catch-up rate: what a busy second gets done
-        out["units_per_busy_second"] = round(out["units_embedded"] / busy, 1) if busy > 0 else 0.0
-        out["summaries_per_busy_second"] = round(out["summaries_written"] / busy, 2) if busy > 0 else 0.0
+        out["units_per_busy_second"] = round(self.units_embedded / busy, 1) if busy > 0 else 0.0
+        out["summaries_per_busy_second"] = round(self.summaries / busy, 2) if busy > 0 else 0.0
         return out
 
 
@@ -392,7 +393,5 @@ def _closed(exc: BaseException) -> bool:
 def _lower_priority() -> None:
     """A worker thread yields the CPU to its caller's threads (Linux: a thread's nice
     value is its own). Best effort; elsewhere a no-op."""
-    try:
+    with contextlib.suppress(AttributeError, OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-    except (AttributeError, OSError):
-        pass

@@ -271,7 +271,11 @@ def _redo_fallbacks(ctx: CommandContext) -> int:
     with WorkProgress(ctx.err, "redoing fallback summaries", unit="summaries", disable=ctx.json) as bar:
         offset = 0
         for conv in convs:
-            report = conv.redo_fallbacks(progress=lambda done, total, base=offset: bar.update(base + done))
+
+            def advance(done: int, total: int, base: int = offset) -> None:
+                bar.update(base + done)
+
+            report = conv.redo_fallbacks(progress=advance)
             offset += report.found
             reports.append(report)
             if report.skipped and "unavailable" in report.skipped:

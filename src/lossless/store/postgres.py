@@ -39,8 +39,8 @@ from lossless.errors import MissingDependencyError, NotFoundError, StoreError, V
 from lossless.render import content_text
 from lossless.store.backlog import QUEUE_SQL
 from lossless.store.base import NewSummary, RevisedSummary, SearchSpec
-from lossless.store.runner import qmark
 from lossless.store.pg_migrations import migrate
+from lossless.store.runner import qmark
 from lossless.store.sqlite import SQLiteStore, message_hash, message_id, summary_id
 from lossless.store.urls import redact_url
 from lossless.types import ConversationInfo, GrepHit, Message, SourceRef, Summary
