@@ -722,7 +722,7 @@ class Assembler:
         spec = SearchSpec(query=query, conversation_ids=(cid,), kinds=("message",), max_seq=shown_from - 1,
                           limit=max(24, cfg.recall_depth * 2 // 3, room // 100), mode="hybrid", snippets=False)
         candidates: list[tuple[tuple[str, ...], bool]] | None = None
-        if self.recaller is not None and self.recaller.embedder is not None:
+        if self.recaller is not None and self.recaller.embedder is not None and not self.recaller.warming():
             try:
                 self.recaller.refresh(cid)
                 hits = self.recaller.search(spec, windows=cfg.recall_windows)

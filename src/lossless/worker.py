@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lossless.embed.base import Warmable
 from lossless.owners import live, new_owner, retire
 from lossless.store.backlog import Backlog, Claim
 
@@ -51,7 +52,14 @@ log = logging.getLogger("lossless")
 CUT_BATCH = 500  # messages cut into units per step
 EMBED_BATCH = 64  # units embedded per step (a step is what close() may wait for)
 MAX_RETRY_SECONDS = 300.0
-SETTLE_SECONDS = 0.05  # a woken worker waits this long for the rest of a burst of writes
+# A worker thread shares the interpreter (and its GIL) with the code that writes: while
+# writes keep arriving it works in short turns and waits for a pause between them, so a
+# stream of writes is not slowed by compaction running beside it (the backlog waits;
+# assembly does not need it). Without a pause it still works BUSY_TURN_SECONDS in every
+# YIELD_SECONDS + BUSY_TURN_SECONDS, so a store that never rests is never left behind for good.
+SETTLE_SECONDS = 0.05  # no write for this long: a pause
+YIELD_SECONDS = 1.0
+BUSY_TURN_SECONDS = 0.25
 REPORT_SECONDS = 5.0  # how often a worker writes its row in the workers table
 
 
@@ -137,6 +145,7 @@ class Worker:
         # failures that could not be written (the store was failing too): written later, so a
         # claim is never left to lapse on its own while this worker lives
         self._unrecorded: dict[str, tuple[str, str, float]] = {}
+        self._last_write = 0.0
 
     # -- a thread of its own -------------------------------------------------------------
 
@@ -153,8 +162,18 @@ class Worker:
         _THREADS.add(self)
 
     def notify(self) -> None:
-        """Work was queued: wake the thread if it sleeps."""
+        """Work was queued by a write of this process: wake the thread if it sleeps."""
+        self._last_write = time.monotonic()
         self._wake.set()
+
+    def _writing(self) -> bool:
+        """Whether this process wrote in the last moment (its writer is in a stream)."""
+        return time.monotonic() - self._last_write < SETTLE_SECONDS
+
+    def _wait_for_a_pause(self, stop: threading.Event) -> None:
+        deadline = time.monotonic() + YIELD_SECONDS
+        while self._writing() and time.monotonic() < deadline and not stop.is_set():
+            stop.wait(SETTLE_SECONDS)
 
     def stop(self, timeout: float | None = 10.0) -> bool:
         """Ask the thread to stop after the step in hand and wait up to ``timeout``
@@ -172,6 +191,12 @@ class Worker:
 
     def _thread_main(self) -> None:
         _lower_priority()
+        embedder = self.engine.embedder
+        if isinstance(embedder, Warmable):
+            try:  # load the model here, so no query waits for it (they recall by keyword meanwhile)
+                embedder.warm()
+            except Exception as exc:  # it fails again, and says why, where it is used
+                log.debug("lossless: worker: warming the embedder failed: %s", exc)
         try:
             self.run(stop=self._stop, wake=self._wake, kind="thread")
         except Exception as exc:  # the store was closed under it: close() gave up waiting
@@ -204,6 +229,8 @@ class Worker:
         failures = 0
         try:
             while not stop.is_set():
+                if wake is not None:  # a thread: its writers go first (a burst lands as one turn)
+                    self._wait_for_a_pause(stop)
                 if time.monotonic() - reported >= REPORT_SECONDS:
                     reported = time.monotonic()
                     self._report(owner, kind, started)
@@ -229,10 +256,7 @@ class Worker:
                     if until_idle:
                         return
                     if wake is not None:
-                        if wake.wait(self.poll_seconds) and not stop.is_set():
-                            # woken by a write: let a burst of writes land first, so it
-                            # costs one turn rather than one per message
-                            stop.wait(SETTLE_SECONDS)
+                        wake.wait(self.poll_seconds)
                         wake.clear()
                     else:
                         stop.wait(self.poll_seconds)
@@ -320,7 +344,13 @@ class Worker:
         half = t0 + self.slice_seconds / 2
 
         def out_of_time(deadline: float) -> Callable[[], bool]:
-            return lambda: (stop is not None and stop.is_set()) or time.monotonic() >= deadline
+            def stop_now() -> bool:
+                now = time.monotonic()
+                if (stop is not None and stop.is_set()) or now >= deadline:
+                    return True
+                return now - t0 >= BUSY_TURN_SECONDS and self._writing()  # writers are waiting
+
+            return stop_now
 
         failure: Exception | None = None
         try:

@@ -157,6 +157,7 @@ def cmd_serve(ctx: CommandContext) -> int:
     args = ctx.args
     # a worker thread compacts and embeds what requests store: no request waits for it
     memory = ctx.memory(create=True, compaction="background")
+    memory.worker.start()  # now: it loads the embedding model before the first request needs it
     try:
         warning = check_bind(args.host, APIKeys(memory.store))
     except HTTPError as exc:

@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from lossless.errors import EmbedderError
 
-__all__ = ["Embedder", "Vectors", "embed_checked", "normalize"]
+__all__ = ["Embedder", "Vectors", "Warmable", "embed_checked", "normalize"]
 
 Vectors = npt.NDArray[np.float32]
 
@@ -30,6 +30,18 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Vectors:
         """One row per text, float32, L2-normalised. Must not reorder."""
         ...
+
+
+@runtime_checkable
+class Warmable(Protocol):
+    """An embedder with something heavy to load before its first vector (a local model).
+    ``warm()`` loads it now (the worker thread does, as it starts); ``warming()`` says
+    whether another thread is loading it right now: an assembly then recalls by keywords
+    rather than wait for it."""
+
+    def warm(self) -> None: ...
+
+    def warming(self) -> bool: ...
 
 
 def embed_checked(embedder: Embedder, texts: Sequence[str]) -> Vectors:

@@ -106,6 +106,16 @@ class LocalEmbedder:
                 self._dim = int(getter())
             return self._model
 
+    def warm(self) -> None:
+        """Load the model, and the ONNX Runtime session queries use, now."""
+        model = self._load()
+        if self.onnx is not False:
+            self._onnx_session(model)
+
+    def warming(self) -> bool:
+        """Whether a thread is loading the model or opening its ONNX session right now."""
+        return self._lock.locked()
+
     @property
     def dim(self) -> int:
         if self._dim is None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from lossless.embed.base import embed_checked
+from lossless.embed.base import Warmable, embed_checked
 from lossless.recall.units import message_units, text_sha256, window_units
 from lossless.store.base import RecallIndex, SearchSpec, Store
 from lossless.store.sqlite_recall import UnitRow
@@ -82,13 +82,22 @@ class Recaller:
         self._ahead_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
 
+    def warming(self) -> bool:
+        """Whether the embedder is being loaded by another thread (the worker, as it
+        starts): assembly then recalls by keywords instead of waiting for it."""
+        e = self.embedder
+        if isinstance(e, Warmable) and e.warming():
+            log.debug("lossless: the embedding model is still loading; this recall uses keywords")
+            return True
+        return False
+
     def prefetch(self, query: str) -> None:
         """Start embedding ``query`` on a worker thread, so the model runs while the
         caller reads the store (the model and SQLite both release the GIL). The search
         that needs the vector then waits for it (a cached vector is handed over as is,
         so the search does not look it up again). A no-op without an embedder or for an
         empty query."""
-        if self.embedder is None or not query.strip():
+        if self.embedder is None or not query.strip() or self.warming():
             return
         e = self.embedder
         sha = text_sha256(query)

@@ -30,11 +30,14 @@ from lossless.store.runner import SQLRunner, sql_runner
 
 __all__ = ["QUEUE_SQL", "Backlog", "Claim"]
 
-# Run by append_messages inside its transaction: queue the conversation, or, if it is
-# queued already, raise the seq the work must reach (its place in line stays).
+# Run by append_messages inside its transaction: queue the conversation unless it is
+# queued already (then nothing is written: a conversation written to message after message
+# costs its writers no page of this table). What the work must reach is the conversation's
+# last seq when a worker claims it, and a worker finishes a row only if no message came
+# after that (see Backlog.finish).
 QUEUE_SQL = (
     "INSERT INTO backlog (conversation_id, queued_seq, queued_ts, due_ts) VALUES (?, ?, ?, ?) "
-    "ON CONFLICT (conversation_id) DO UPDATE SET queued_seq = excluded.queued_seq"
+    "ON CONFLICT (conversation_id) DO NOTHING"
 )
 
 
@@ -45,7 +48,7 @@ class Claim:
     compaction asked for by a ``/compact`` message, if one was."""
 
     conversation_id: str
-    queued_seq: int
+    queued_seq: int  # the conversation's last seq when claimed: the work must reach it
     queued_ts: float
     attempts: int
     force_reason: str | None = None
@@ -70,20 +73,22 @@ class Backlog:
         """Claim up to ``limit`` due rows, oldest due first (optionally only of these
         conversations). Rows held by a live worker are left alone."""
         now = time.time()
-        where = "due_ts <= ? AND (claimed_until < ? OR substr(coalesce(owner, ''), 1, ?) = ?)"
+        where = "b.due_ts <= ? AND (b.claimed_until < ? OR substr(coalesce(b.owner, ''), 1, ?) = ?)"
         args: list[Any] = [now, now, len(HOST) + 1, f"{HOST}:"]
         if conversation_ids is not None:
             if not conversation_ids:
                 return []
-            where += f" AND conversation_id IN ({','.join('?' * len(conversation_ids))})"
+            where += f" AND b.conversation_id IN ({','.join('?' * len(conversation_ids))})"
             args += list(conversation_ids)
-        lock = " FOR UPDATE SKIP LOCKED" if self.runner.dialect == "postgresql" else ""
+        # PostgreSQL: lock the backlog rows read (not the conversations), skipping those
+        # another worker's claim transaction holds
+        lock = " FOR UPDATE OF b SKIP LOCKED" if self.runner.dialect == "postgresql" else ""
         claims: list[Claim] = []
         with self.runner.transaction() as conn:
             rows = conn.execute(
-                f"SELECT conversation_id, queued_seq, queued_ts, attempts, owner, claimed_until, force_reason "
-                f"FROM backlog "
-                f"WHERE {where} ORDER BY due_ts LIMIT ?{lock}", [*args, limit * 4],
+                f"SELECT b.conversation_id, c.last_seq, b.queued_ts, b.attempts, b.owner, b.claimed_until, "
+                f"b.force_reason FROM backlog b JOIN conversations c ON c.id = b.conversation_id "
+                f"WHERE {where} ORDER BY b.due_ts LIMIT ?{lock}", [*args, limit * 4],
             ).fetchall()
             for cid, seq, queued, attempts, holder, until, forced in rows:
                 if len(claims) >= limit:
@@ -117,8 +122,9 @@ class Backlog:
         since it was claimed (then it goes back in line). True when it was deleted."""
         now = time.time()
         with self.runner.transaction() as conn:
-            conn.execute("DELETE FROM backlog WHERE conversation_id = ? AND owner = ? AND queued_seq <= ?",
-                         (claim.conversation_id, owner, claim.queued_seq))
+            conn.execute("DELETE FROM backlog WHERE conversation_id = ? AND owner = ? AND "
+                         "(SELECT last_seq FROM conversations WHERE id = ?) <= ?",
+                         (claim.conversation_id, owner, claim.conversation_id, claim.queued_seq))
             left = conn.execute("SELECT 1 FROM backlog WHERE conversation_id = ?",
                                 (claim.conversation_id,)).fetchone()
             if left is not None:
@@ -131,8 +137,9 @@ class Backlog:
     def clear(self, conversation_id: str, upto_seq: int) -> None:
         """The work owed up to ``upto_seq`` was done by the caller (``compaction="inline"``
         without an embedder): drop the row unless a worker holds it or more was queued."""
-        self.runner.query("DELETE FROM backlog WHERE conversation_id = ? AND queued_seq <= ? AND claimed_until < ?",
-                          (conversation_id, upto_seq, time.time()))
+        self.runner.query("DELETE FROM backlog WHERE conversation_id = ? AND claimed_until < ? AND "
+                          "(SELECT last_seq FROM conversations WHERE id = ?) <= ?",
+                          (conversation_id, time.time(), conversation_id, upto_seq))
 
     def release(self, conversation_id: str, owner: str, *, delay: float = 0.0) -> None:
         """Give a row back unfinished: it waits behind every row due now (fair turns)."""

@@ -410,7 +410,7 @@ def _background_work(conn: Any) -> None:
         -- process on this host, is taken over (lossless/worker.py).
         CREATE TABLE backlog (
             conversation_id TEXT PRIMARY KEY REFERENCES conversations(id),
-            queued_seq INTEGER NOT NULL,  -- the conversation's last seq when it was last queued
+            queued_seq INTEGER NOT NULL,  -- the conversation's last seq when it was queued
             queued_ts REAL NOT NULL,  -- since when work has been owed (how far behind the worker is)
             due_ts REAL NOT NULL,  -- served in this order, not before it (fair turns, retry backoff)
             owner TEXT,  -- host:pid:thread:nonce of the worker holding the claim

@@ -347,13 +347,13 @@ class SQLiteStore:
         texts: list[tuple[int, str]] = []
         now = datetime.now(UTC).isoformat()
         with self.transaction() as conn:
-            row = conn.execute("SELECT last_seq FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+            # with the rowids SQLite would pick (max + 1 on), given explicitly so the FTS rows
+            # can be written by executemany too; nothing else writes inside BEGIN IMMEDIATE
+            row = conn.execute("SELECT last_seq, (SELECT coalesce(max(rowid), 0) FROM messages) FROM conversations "
+                               "WHERE id = ?", (conversation_id,)).fetchone()
             if row is None:
                 raise NotFoundError(f"no conversation {conversation_id!r}")
-            seq = row[0]
-            # the rowids SQLite would pick (max + 1 on), given explicitly so the FTS rows
-            # can be written by executemany too; nothing else writes inside BEGIN IMMEDIATE
-            rowid = conn.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()[0]
+            seq, rowid = row
             batch: dict[str, Message] = {}  # external id -> the message of this batch that has it
             for msg, tokens in zip(messages, token_counts, strict=True):
                 if msg.external_id is not None:
@@ -402,8 +402,9 @@ class SQLiteStore:
             conn.executemany("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", texts)
             # trigram queries are made of CJK trigrams only (store/fts.py): a text without a
             # run of three CJK characters can never match one, so it needs no trigram row
-            conn.executemany("INSERT INTO messages_tri (rowid, text) VALUES (?, ?)",
-                             [t for t in texts if has_cjk_trigram(t[1])])
+            cjk = [t for t in texts if has_cjk_trigram(t[1])]
+            if cjk:
+                conn.executemany("INSERT INTO messages_tri (rowid, text) VALUES (?, ?)", cjk)
             conn.execute(
                 "UPDATE conversations SET last_seq = ?, updated_at = ? WHERE id = ?", (seq, now, conversation_id)
             )
