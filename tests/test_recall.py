@@ -236,7 +236,7 @@ def test_a_thread_bound_embedder_still_serves_recall(caplog: pytest.LogCaptureFi
 
 def test_recall_brings_back_an_evicted_detail(backend_target: str) -> None:
     emb = HashEmbedder()
-    mem = _mem(backend_target, emb, fresh_tail_count=8)
+    mem = _mem(backend_target, emb, fresh_tail_count=8, compaction="deferred")
     conv = mem.conversation("r")
     conv.add(role="user", content="The staging database moved to port 6543 on the db-west host.", created_at=T0)
     conv.add_many(chat(200, start=T0 + timedelta(hours=1)))
@@ -254,7 +254,9 @@ def test_recall_packs_short_matches_whole_and_cuts_long_ones(backend_target: str
     in time order); it comes second, as an excerpt that keeps the sentence with the
     query's words, and the whole context stays within the budget."""
     emb = HashEmbedder()
-    mem = _mem(backend_target, emb, fresh_tail_count=6)
+    # deferred, then the work done in one go: the DAG (and so what is left to recall) does
+    # not depend on when a worker thread happened to run
+    mem = _mem(backend_target, emb, fresh_tail_count=6, compaction="deferred")
     conv = mem.conversation("p")
     filler = " ".join(f"Paragraph {i} rambles about scheduling and lunch menus." for i in range(120))
     conv.add(role="assistant", content=f"{filler} The billing service port is 7311. {filler}", created_at=T0)

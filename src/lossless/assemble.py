@@ -243,6 +243,13 @@ class Assembler:
             hi = lo - 1
         raw = [m for page in reversed(pages) for m in page]
         complete = hi <= covered
+        drop = 0
+        while spent > cap and drop < len(raw) - 1:  # the oldest beyond the cap stay unread by this call
+            spent -= self._shown_size(raw[drop])
+            drop += 1
+        if drop:
+            complete = False
+            raw = raw[drop:]
         if not complete:
             while raw and raw[0].role == "tool":  # never a tool result without its call
                 raw.pop(0)
@@ -306,6 +313,12 @@ class Assembler:
             pointer_room = 60 + (0 if (has_summaries or want_recall) else memory_overhead)
             pointer_room = min(pointer_room, body_room // 6)
         body_room -= pointer_room
+        # what the worker has not summarized yet is not shown: its pointer goes first
+        backlog_room = self._piece_cost(_backlog_line(backlog)) if backlog else 0
+        if backlog_room and backlog_room <= body_room // 4:
+            body_room -= backlog_room
+        else:
+            backlog_room = 0
         allow = {k: int(body_room * v / total_share) for k, v in shares.items()}
 
         # P0: tail units newest first: a contiguous suffix, or (selective) the units that
@@ -397,7 +410,7 @@ class Assembler:
                 spent += self._piece_cost(RECALL_HEADER) + sum(p.tokens for p in recall)
         # pointers to what is not shown, if they fit in what is left
         omitted = self._omitted(frontier, chosen, root_piece, covered, raw, tail, backlog)
-        body_room += pointer_room
+        body_room += pointer_room + backlog_room
         while omitted and sum(self._piece_cost(line) for line in omitted) > body_room - spent:
             omitted.pop()
         messages, items = self._compose(out_pinned, root_piece, chosen, omitted, recall, tail, memories)
@@ -794,8 +807,7 @@ class Assembler:
         shown = {p.item.ref for p in chosen} | ({root.item.ref} if root else set())
         lines: list[str] = []
         if backlog is not None and backlog[0] <= backlog[1]:
-            lines.append(f"Not summarized yet (lossless is compacting in the background): messages "
-                         f"#{backlog[0]}-#{backlog[1]}. Use lcm_grep to search them.")
+            lines.append(_backlog_line(backlog))
         hidden = [s for s in frontier if s.id not in shown]
         if hidden:
             ids = ", ".join(s.id for s in hidden[:6]) + (", …" if len(hidden) > 6 else "")
@@ -840,6 +852,11 @@ class Assembler:
         return messages, items
 
 
+
+
+def _backlog_line(span: tuple[int, int]) -> str:
+    return (f"Not summarized yet (lossless is compacting in the background): messages #{span[0]}-#{span[1]}. "
+            "Use lcm_grep to search them.")
 
 
 def _memory_blocks(pieces: list[_Piece]) -> list[str]:

@@ -115,8 +115,10 @@ class AnthropicSummarizer(LLMSummarizer):
         import anthropic
 
         where = self.base_url
+        # after a failure that says the provider is down, no SDK retries: fail fast toward the breaker
+        client = self._client.with_options(max_retries=0) if self.breaker.failing(model) else self._client
         try:
-            response = self._client.messages.create(
+            response = client.messages.create(
                 model=model,
                 max_tokens=max_tokens,
                 system=system,

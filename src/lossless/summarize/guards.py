@@ -176,6 +176,14 @@ class CircuitBreaker:
                 out[key or "(provider)"] = entry
         return out
 
+    def failing(self, key: str = "") -> bool:
+        """Whether the last call for ``key`` failed as unavailable (the circuit is not
+        closed yet): the SDK's own retries are then skipped, so an outage costs one
+        request per call until the breaker opens, not three with backoff."""
+        with self._lock:
+            c = self._circuits.get(key)
+            return c is not None and c.kind == "unavailable" and c.failures > 0
+
     def blocked(self, key: str = "") -> str | None:
         """Why a call for ``key`` would be refused now, or None; takes no probe slot."""
         with self._lock:

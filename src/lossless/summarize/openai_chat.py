@@ -127,8 +127,10 @@ class OpenAISummarizer(LLMSummarizer):
 
         limit: dict[str, Any] = {self.token_limit_param: max_tokens}
         where = f"{self.base_url}"
+        # after a failure that says the provider is down, no SDK retries: fail fast toward the breaker
+        client = self._client.with_options(max_retries=0) if self.breaker.failing(model) else self._client
         try:
-            response = self._client.chat.completions.create(
+            response = client.chat.completions.create(
                 model=model,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                 timeout=timeout,
