@@ -76,6 +76,7 @@ def run(size: int, window: int, budget: int, batch: int, repeats: int) -> dict[s
         t0 = time.perf_counter()
         for i in range(0, size, batch):
             conv.add_many(rows[i : i + batch])
+        mem.wait_idle()  # ingest as before: until the worker has compacted what was stored
         ingest_s = time.perf_counter() - t0
         stats = conv.stats()
         ref_s, ref = reference_store(Path(tmp) / "ref.db", rows, batch)

@@ -78,10 +78,13 @@ def run_import(path: Path, db: Path, window: int, compact: bool) -> dict[str, An
         mem.counter.count("warm up the tokenizer outside the timing")
         t0 = time.perf_counter()
         report = import_file(mem, path)
+        stored = time.perf_counter() - t0
+        mem.wait_idle()  # and until the worker has compacted it (store only: nothing to wait for)
         seconds = time.perf_counter() - t0
         added = sum(report.added.values())
         assert not report.skipped, report.skipped[:3]
         return {"added": added, "seconds": round(seconds, 2), "msgs_per_s": round(added / seconds),
+                "stored_msgs_per_s": round(added / stored),
                 "summaries": sum(len(mem.conversation(c).summaries()) for c in report.added)}
     finally:
         mem.close()

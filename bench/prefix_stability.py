@@ -39,7 +39,9 @@ def _prefix(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def replay(chat: beam.BeamChat, folder: Path, window: int, layout: str) -> dict[str, Any]:
-    mem = lossless.open(folder / f"{layout}-{chat.number}.db", context_window=window, embedder=None)
+    # inline: compaction between turns, deterministic (a worker thread keeps up the same way)
+    mem = lossless.open(folder / f"{layout}-{chat.number}.db", context_window=window, embedder=None,
+                        compaction="inline")
     conv = mem.conversation(f"beam-{chat.number}")
     by_id = chat.by_id()
     turns = 0

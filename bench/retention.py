@@ -275,7 +275,10 @@ class ChatRun:
 
 
 def ingest(chat: beam.BeamChat, folder: Path, window: int, embedder: Any, unit: str) -> ChatRun:
-    mem = lossless.open(folder / f"beam-{chat.number}.db", context_window=window, embedder=embedder)
+    # inline: the conversation grows turn by turn and compaction keeps up between turns (what
+    # a worker thread does in an agent's loop), the same DAG on every run
+    mem = lossless.open(folder / f"beam-{chat.number}.db", context_window=window, embedder=embedder,
+                        compaction="inline")
     conv = mem.conversation(f"beam-{chat.number}")
     by_id = chat.by_id()
     groups = chat.turns if unit == "turn" else _batches(chat)
