@@ -184,14 +184,18 @@ def test_aturn_with_an_async_client(tmp_path: Path, fake_openai: FakeOpenAIServe
     assert [m.content for m in conv.messages()] == ["hi", "async hello"]
 
 
-def test_background_compaction_and_end_task(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "b.db", embedder=None, context_window=2048)
+@pytest.mark.parametrize("mode", ["inline", "background"])
+def test_background_compaction_and_end_task(tmp_path: Path, mode: str) -> None:
+    mem = lossless.open(tmp_path / "b.db", embedder=None, context_window=2048, compaction=mode)
     conv = mem.conversation("c", metadata={"user": "ann"})
     conv.add_many(chat(40, words=20), compact=False)
     result = conv.turn("We decided to ship on Friday; remember that I prefer short answers.",
                        call=lambda messages: "Ok.", background_compaction=True, end_task=True)
-    assert result.compaction is not None
-    result.compaction.join(30)
+    if mode == "inline":  # a thread of its own for this turn's compaction
+        assert result.compaction is not None
+        result.compaction.join(30)
+    else:  # the worker's
+        assert result.compaction is None and mem.wait_idle(30)
     assert conv.summaries() and mem.verify() == []
     assert any("short answers" in r.content for r in mem.memories.ls(user="ann"))
 

@@ -12,7 +12,8 @@ OpenAI-style messages to a reply — and its tool calls are run (yours, and the 
 memory tools ``lcm_grep`` / ``lcm_describe`` / ``lcm_expand``) for at most
 ``max_tool_rounds`` rounds; (4) the user message, the tool calls and results and the reply
 are stored in one transaction, and compaction runs if a trigger fired (in a background
-thread when ``background_compaction``); (5) with ``end_task`` the session's durable items
+thread when ``background_compaction`` with ``compaction="inline"``; by default the worker
+does it); (5) with ``end_task`` the session's durable items
 are distilled into long-term memory. A context-length error from the provider compacts
 harder and retries (see :mod:`lossless.emergency`). A turn that fails stores nothing: the
 conversation is as it was before it.
@@ -309,6 +310,8 @@ def _store(conv: Conversation, messages: list[dict[str, Any]], background: bool,
     """The turn's messages in one transaction, then compaction if a trigger fired (in a
     daemon thread when ``background``)."""
     memory = conv.memory
+    if memory.config.compaction != "inline":  # the worker compacts: nothing to start here
+        return conv.add_many(messages)
     stored = conv.add_many(messages, compact=not background)
     if background and memory.config.auto_compact:
         thread = threading.Thread(target=memory.compactor.compact, args=(conv.id,), daemon=True,
