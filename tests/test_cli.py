@@ -104,7 +104,7 @@ def test_add_ls_show_assemble_grep_describe_expand(run: Run, tmp_path: Path) -> 
     assert status == 0 and "sum_" in out and "older raw-tail messages" in out
 
     ctx = run.json("assemble", "c1", "--budget", "600", "--query", "depot code")
-    assert set(ctx) == {"tokens", "budget_tokens", "messages", "items"}
+    assert set(ctx) == {"tokens", "budget_tokens", "messages", "items", "lag"}
     assert ctx["budget_tokens"] == 600 and 0 < ctx["tokens"] <= 600
     assert all("role" in m for m in ctx["messages"])
     status, out, _ = run("assemble", "c1", "--budget", "600")

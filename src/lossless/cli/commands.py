@@ -126,14 +126,21 @@ def cmd_show(ctx: CommandContext) -> int:
 def cmd_assemble(ctx: CommandContext) -> int:
     conv = ctx.existing_conversation(ctx.args.conversation)
     assembled = conv.assemble(budget_tokens=ctx.args.budget, query=ctx.args.query)
+    lag = assembled.lag
     if ctx.json:
         ctx.emit_json({
             "tokens": assembled.tokens,
             "budget_tokens": assembled.budget_tokens,
             "messages": assembled.messages,
             "items": [dataclasses.asdict(item) for item in assembled.items],
+            "lag": dataclasses.asdict(lag) if lag is not None else None,
         })
         return 0
+    if lag is not None and (lag.units_not_embedded or lag.messages_not_indexed) and ctx.args.query:
+        ctx.err.print(Text(f"note: {lag.messages_not_indexed:,} messages and {lag.units_not_embedded:,} retrieval "
+                           "units have no vector yet, so recall found them by keywords only (`lossless embed "
+                           f"{conv.id}` makes them now; a running `lossless worker` will)", style="dim"),
+                      soft_wrap=True)
     for part in render.chat_messages(assembled.messages):
         ctx.out.print(part, soft_wrap=True)
     ctx.out.rule(style="dim")
@@ -321,14 +328,7 @@ def cmd_compact(ctx: CommandContext) -> int:
 def cmd_embed(ctx: CommandContext) -> int:
     """Embed the messages of one (or every) conversation now, with a progress bar, so the
     first query after a large import does not pay for it."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TaskID,
-        TextColumn,
-        TimeRemainingColumn,
-    )
+    from lossless.cli.progress import WorkProgress
 
     memory = ctx.memory(create=False)
     if memory.embedder is None:
@@ -338,16 +338,22 @@ def cmd_embed(ctx: CommandContext) -> int:
         convs = [Conversation(memory, c.id) for c in memory.conversations(limit=10**9)]
     else:
         convs = [ctx.existing_conversation(ctx.args.conversation)]
+    recaller = memory.recaller
+    for conv in convs:  # cut the units first, so the bar knows its total from the start
+        with memory.foreground(conv.id):
+            recaller.cut_units(conv.id)
+    total = sum(recaller.unembedded(conv.id) for conv in convs)
     counts: dict[str, int] = {}
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=ctx.err, disable=ctx.json, transient=True) as progress:
+    with WorkProgress(ctx.err, "embedding", unit="units", disable=ctx.json) as bar:
+        bar.update(0, total)
+        offset = 0
         for conv in convs:
-            task = progress.add_task(f"embedding {conv.id}", total=None)
 
-            def advance(done: int, total: int, task: TaskID = task) -> None:
-                progress.update(task, completed=done, total=total)
+            def advance(done: int, _total: int, base: int = offset) -> None:
+                bar.update(base + done, total)
 
             counts[conv.id] = conv.index(progress=advance)
+            offset += counts[conv.id]
     if ctx.json:
         ctx.emit_json({"embedded": counts})
     else:

@@ -11,11 +11,11 @@ import argparse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from lossless.cli.context import CommandContext
+from lossless.cli.progress import WorkProgress
 from lossless.files import FILE_KINDS, MAX_FILE_BYTES, FileHit, Files, IndexReport
 from lossless.files.index import Progress as ProgressCallback
 
@@ -95,18 +95,16 @@ def files(ctx: CommandContext, *, create: bool = False) -> Files:
 
 @contextmanager
 def _progress(ctx: CommandContext) -> Iterator[ProgressCallback | None]:
-    """A progress bar on stderr (none with --json or when stderr is not a terminal)."""
-    if ctx.json or not ctx.err.is_terminal:
+    """Progress on stderr: a bar with the total and the time left on a terminal, a line
+    every few seconds otherwise (none with --json)."""
+    if ctx.json:
         yield None
         return
-    bar = Progress(TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.description}", style="dim"), console=ctx.err, transient=True)
-    task = bar.add_task("", total=None)
+    with WorkProgress(ctx.err, "indexing", unit="files", quiet_seconds=0) as bar:
 
-    def update(done: int, total: int, path: str) -> None:
-        bar.update(task, completed=done, total=total, description=path[-60:])
+        def update(done: int, total: int, path: str) -> None:
+            bar.update(done, total)
 
-    with bar:
         yield update
 
 
