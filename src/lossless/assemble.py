@@ -63,6 +63,7 @@ DYNAMIC_HEADER = ("For the current question, from earlier in this conversation a
                   "(history, not instructions):")
 LONG_TERM_HEADER = "Long-term memories from earlier conversations (facts, preferences, decisions; dated):"
 _SEP = "\n\n"
+_MAX_BUDGET = 2**31 - 1
 _RAW_PAGE = 512  # raw messages read per query when the worker is behind (see Assembler._raw)
 _MIN_ABRIDGED = 48  # below this many tokens an abridged piece says too little to be worth it
 
@@ -260,6 +261,9 @@ class Assembler:
         budget = self.config.context_window if budget_tokens is None else budget_tokens
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
             raise BudgetError(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
+        if budget > _MAX_BUDGET:
+            raise BudgetError(f"budget_tokens must be at most {_MAX_BUDGET:,} (no model's window is larger), "
+                              f"got {budget:,}")
         if query is not None and not isinstance(query, str):
             raise BudgetError(f"query must be a string, got {type(query).__name__}")
         if query and query.strip() and self.recaller is not None and self.store.last_seq(conversation_id) > 0:
@@ -660,8 +664,13 @@ class Assembler:
         info = self.store.get_conversation(cid)
         meta = info.metadata if info else {}
         user, agent = meta.get("user", meta.get("user_id")), meta.get("agent", meta.get("agent_id"))
+        # a server tenant's conversation (its owners are namespaced "@tenant…"): its "global"
+        # is the tenant-wide owner; records without any owner (added outside the server)
+        # belong to the operator and are never shown to a tenant
+        tenant = any(isinstance(v, str) and v.startswith("@") for v in (user, agent))
         found = self.memories.search(query, user=None if user is None else str(user),
-                                     agent=None if agent is None else str(agent), limit=8)
+                                     agent=None if agent is None else str(agent), limit=8,
+                                     include_global=not tenant)
         return [r for r in found if r.conversation_id != cid]
 
     def _file_hits(self, query: str) -> list[FileHit]:
@@ -733,7 +742,8 @@ class Assembler:
             return []
         cfg = self.config
         spec = SearchSpec(query=query, conversation_ids=(cid,), kinds=("message",), max_seq=shown_from - 1,
-                          limit=max(24, cfg.recall_depth * 2 // 3, room // 100), mode="hybrid", snippets=False)
+                          limit=min(2000, max(24, cfg.recall_depth * 2 // 3, room // 100)), mode="hybrid",
+                          snippets=False)
         candidates: list[tuple[tuple[str, ...], bool]] | None = None
         if self.recaller is not None and self.recaller.embedder is not None and not self.recaller.warming():
             try:

@@ -62,7 +62,14 @@ class NotFoundError(LosslessError, LookupError):
 
 
 class StoreError(LosslessError):
-    """The store failed, or refuses an operation that would damage it."""
+    """The store failed, or refuses an operation that would damage it. ``reason`` says what
+    happened without naming the database (what a server may tell its clients);
+    ``transient``: retrying soon may succeed (the database was locked, busy)."""
+
+    def __init__(self, message: str, *, reason: str | None = None, transient: bool = False) -> None:
+        super().__init__(message)
+        self.reason = reason or "the store failed"
+        self.transient = transient
 
 
 class MigrationError(StoreError):

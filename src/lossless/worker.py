@@ -50,7 +50,7 @@ __all__ = ["Worker", "WorkerStats", "owed", "running_workers"]
 log = logging.getLogger("lossless")
 
 CUT_BATCH = 500  # messages cut into units per step
-EMBED_BATCH = 64  # units embedded per step (a step is what close() may wait for)
+EMBED_BATCH = 16  # units embedded per step (a step is what close() and a turn's end may wait for)
 MAX_RETRY_SECONDS = 300.0
 # A worker thread shares the interpreter (and its GIL) with the code that writes: while
 # writes keep arriving it works in short turns and waits for a pause between them, so a
@@ -333,8 +333,10 @@ class Worker:
 
     def serve(self, conversation_id: str, *, owner: str, stop: threading.Event | None = None,
               started: float | None = None, forced: str | None = None) -> str:
-        """One turn on one conversation: vectors for half the slice, then compaction for
-        the rest (either takes it all when the other has nothing to do). Returns
+        """One turn on one conversation: compaction for half the slice, then vectors for the
+        rest (either takes it all when the other has nothing to do: a compaction that ends
+        early leaves its time to the vectors, and the vectors' steps are small, so neither
+        starves the other whatever the summarizer or the embedder costs). Returns
         ``done`` (nothing more is owed), ``more`` (out of time) or ``busy`` (another
         process is compacting it). ``forced``: the reason of a compaction asked for by a
         ``/compact`` message, run even under the trigger."""
@@ -352,27 +354,26 @@ class Worker:
 
             return stop_now
 
-        failure: Exception | None = None
-        try:
-            indexed = self._index(conversation_id, out_of_time(half), owner)
-        except Exception as exc:  # an embedder that fails must not hold compaction back
-            if _closed(exc):
-                raise
-            failure, indexed = exc, True
         busy = stopped = False
         if engine.config.auto_compact or forced:
             report = engine.compactor.compact(conversation_id, force=forced is not None, reason=forced,
-                                              should_stop=out_of_time(end))
+                                              should_stop=out_of_time(half))
             with self.stats.lock:
                 self.stats.summaries += len(report.created)
             busy = report.skipped is not None and "another compaction" in report.skipped
             stopped = report.stopped
             if forced is not None and not busy and not stopped:
                 self.backlog.forced_done(conversation_id, owner)  # asked and done
-        if failure is not None:
-            raise failure  # the row is kept with the error and retried later
-        if not indexed and not (stop is not None and stop.is_set()):
+        indexed = False
+        if not (stop is not None and stop.is_set()):
+            # an embedder that fails does not hold compaction back: it ran first
             indexed = self._index(conversation_id, out_of_time(end), owner)
+        if stopped and not (stop is not None and stop.is_set()) and time.monotonic() < end:
+            # the vectors left time over: compaction goes on with it
+            report = engine.compactor.compact(conversation_id, should_stop=out_of_time(end))
+            with self.stats.lock:
+                self.stats.summaries += len(report.created)
+            stopped = report.stopped
         if busy:
             return "busy"
         return "done" if indexed and not stopped else "more"

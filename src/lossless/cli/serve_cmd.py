@@ -71,6 +71,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
                         "line shows in the process list)")
     p.add_argument("--max-body-bytes", metavar="N", type=_bytes, default=8 * 1024 * 1024,
                    help="refuse larger request bodies with 413 (default: 8 MiB)")
+    p.add_argument("--allowed-host", metavar="NAME", action="append", default=[],
+                   help="also answer requests for this host name (a reverse proxy's public name); repeatable. "
+                        "A loopback server otherwise answers only loopback names (DNS-rebinding pages are refused)")
+    p.add_argument("--allowed-origin", metavar="ORIGIN", action="append", default=[],
+                   help="let web pages from this origin (https://app.example) write through the API; repeatable "
+                        "(default: only the server's own page)")
+    p.add_argument("--keyless", action="store_true",
+                   help="serve without keys a database whose API keys were all revoked (loopback only): once a "
+                        "key was created the server otherwise stays locked")
     p.add_argument("--log-level", choices=("critical", "error", "warning", "info", "debug"), default="info")
 
     p = subparsers.add_parser(
@@ -159,7 +168,7 @@ def cmd_serve(ctx: CommandContext) -> int:
     memory = ctx.memory(create=True, compaction="background")
     memory.worker.start()  # now: it loads the embedding model before the first request needs it
     try:
-        warning = check_bind(args.host, APIKeys(memory.store))
+        warning = check_bind(args.host, APIKeys(memory.store), keyless=args.keyless)
     except HTTPError as exc:
         raise CommandError(exc.message) from None
     if warning:
@@ -167,7 +176,8 @@ def cmd_serve(ctx: CommandContext) -> int:
     key = args.upstream_key or os.environ.get(UPSTREAM_KEY_ENV)
     upstream = Upstream(args.upstream, key) if args.upstream else None
     app = create_app(memory, upstream=upstream, max_body_bytes=args.max_body_bytes,
-                     allow_implicit_tenant=warning is not None)
+                     allow_implicit_tenant=warning is not None, host=args.host,
+                     allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin, keyless=args.keyless)
     ctx.err.print(Text(f"lossless: serving {ctx.db_path()} on http://{args.host}:{args.port} "
                        f"(web page at /, API docs at /openapi.json"
                        f"{', proxy to ' + args.upstream if args.upstream else ''})", style="dim"), soft_wrap=True)

@@ -19,11 +19,12 @@ from starlette.requests import Request
 
 from lossless.anthropic_format import anthropic_messages, block_text
 from lossless.errors import ValidationError
+from lossless.render import content_text
 from lossless.server.chat_match import storable
 from lossless.server.proxy import CONVERSATION_HEADER, default_reserve
 from lossless.server.sse import AnthropicStreamReply
 from lossless.server.state import Upstream
-from lossless.types import ChatMessage
+from lossless.types import ChatMessage, Message
 
 __all__ = ["AnthropicDialect", "anthropic_messages", "chat_messages"]
 
@@ -122,11 +123,56 @@ class AnthropicDialect:
         return out
 
     def reply(self, data: Any) -> dict[str, Any] | None:
+        """The assistant message of an Anthropic answer; ValueError when it is not one."""
         content = data.get("content") if isinstance(data, dict) else None
-        return _assistant(content) if isinstance(content, list) else None
+        if not isinstance(content, list):
+            raise ValueError("no 'content' list")
+        return _assistant(content)
 
     def stream_reply(self) -> AnthropicStreamReply:
         return AnthropicStreamReply()
 
     def streamed(self, acc: Any) -> dict[str, Any] | None:
         return _assistant(acc.content())
+
+    def replay_body(self, message: Message, model: str) -> dict[str, Any]:
+        """A stored reply as an Anthropic message (usage: what lossless counted of it)."""
+        blocks = _blocks(message)
+        return {"id": f"msg_{message.id}", "type": "message", "role": "assistant", "model": model,
+                "content": blocks, "stop_sequence": None,
+                "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn",
+                "usage": {"input_tokens": 0, "output_tokens": message.token_count}}
+
+    def replay_events(self, message: Message, model: str) -> list[bytes]:
+        """The same reply as Anthropic's stream of events."""
+        body = self.replay_body(message, model)
+        events: list[dict[str, Any]] = [{"type": "message_start", "message": {
+            **body, "content": [], "stop_reason": None, "usage": {"input_tokens": 0, "output_tokens": 0}}}]
+        for i, block in enumerate(body["content"]):
+            if block["type"] == "text":
+                events += [{"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                           {"type": "content_block_delta", "index": i,
+                            "delta": {"type": "text_delta", "text": block["text"]}}]
+            else:
+                events += [{"type": "content_block_start", "index": i,
+                            "content_block": {**block, "input": {}}},
+                           {"type": "content_block_delta", "index": i,
+                            "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}}]
+            events.append({"type": "content_block_stop", "index": i})
+        events += [{"type": "message_delta", "delta": {"stop_reason": body["stop_reason"], "stop_sequence": None},
+                    "usage": {"output_tokens": message.token_count}},
+                   {"type": "message_stop"}]
+        return [f"event: {e['type']}\ndata: {json.dumps(e, ensure_ascii=False)}\n\n".encode() for e in events]
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    text = message.content if isinstance(message.content, str) else content_text(message.content)
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    for call in message.tool_calls:
+        function = call.get("function") or {}
+        try:
+            arguments = json.loads(function.get("arguments") or "{}")
+        except ValueError:
+            arguments = {"arguments": function.get("arguments")}
+        blocks.append({"type": "tool_use", "id": call.get("id"), "name": function.get("name"), "input": arguments})
+    return blocks

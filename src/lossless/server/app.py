@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from importlib import resources
 from typing import TYPE_CHECKING
 
@@ -25,8 +25,9 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from lossless.server import proxy
-from lossless.server.auth import Authenticator
+from lossless.server.auth import Authenticator, is_loopback
 from lossless.server.errors import error_response
+from lossless.server.guard import Guard, GuardMiddleware, allowed_names
 from lossless.server.keys import APIKeys
 from lossless.server.openapi import openapi_document
 from lossless.server.routes import conversations, memories, tenant
@@ -72,18 +73,34 @@ def create_app(
     upstream: Upstream | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY,
     allow_implicit_tenant: bool = True,
+    host: str | None = "127.0.0.1",
+    allowed_hosts: Iterable[str] = (),
+    allowed_origins: Iterable[str] = (),
+    keyless: bool = False,
 ) -> Starlette:
     """The API over ``memory`` (or over the Memory that ``memory()`` opens at startup).
 
     ``upstream``: the model provider the proxy forwards to (None: the proxy answers 501).
     ``allow_implicit_tenant``: serve keyless requests as the whole database while no API
-    key is active (only ever from loopback clients); False: always require a key.
+    key was ever created (only ever from loopback clients); False: always require a key.
+    ``host`` (the address the server is bound to), ``allowed_hosts`` and
+    ``allowed_origins`` set the browser checks of :mod:`lossless.server.guard`: the Host
+    names answered (checked always without keys, and with keys when names are given) and
+    the origins, besides the server's own, whose pages may write. ``keyless``: serve a
+    database whose keys are all revoked without keys (``lossless serve --keyless``).
     """
+    # Host is checked when names were given, and on a loopback server (keyless or not: a
+    # public name reaches it only through a reverse proxy, which --allowed-host names); a
+    # server bound to a public address has keys (check_bind) and cannot know its names
+    explicit = any(n.strip() for n in allowed_hosts)
+    guard = Guard(allowed_names(host, allowed_hosts), allowed_origins,
+                  check_host=explicit or host is None or is_loopback(host))
     holder: dict[str, ServerState] = {}
 
     def state_for(mem: Memory) -> ServerState:
         keys = APIKeys(mem.store)
-        return ServerState(memory=mem, keys=keys, auth=Authenticator(keys, allow_implicit=allow_implicit_tenant),
+        return ServerState(memory=mem, keys=keys,
+                           auth=Authenticator(keys, allow_implicit=allow_implicit_tenant, keyless=keyless),
                            max_body_bytes=max_body_bytes, upstream=upstream)
 
     @contextlib.asynccontextmanager
@@ -114,4 +131,5 @@ def create_app(
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
     if not callable(memory):
         app.state.lossless = state_for(memory)
+    app.add_middleware(GuardMiddleware, guard=guard)
     return app

@@ -2,19 +2,27 @@
 lossless stores each message once.
 
 Every message is identified by the hash the store keeps for it (role, content, name, tool
-calls, tool call id: :func:`lossless.store.sqlite.message_hash`). The stored conversation's
-last message is the *anchor*: the request's messages after the anchor are new. When the
-anchor appears more than once in the request, the occurrence preceded by the longest run
-of stored messages wins, then the latest. A request that repeats none of the stored
-messages (apart from system prompts) only carries new ones (a client that lets lossless
-keep the history). A request that repeats stored messages but not the anchor has
-rewritten history (an edited or regenerated turn): lossless history is append-only, so
-that is refused (:class:`Diverged`, HTTP 409); use a new conversation id.
+calls, tool call id: :func:`lossless.store.sqlite.message_hash`), and a request is matched
+by content, position by position, against the stored conversation from its first message:
+
+* the request **extends** what is stored (every stored message in order, then more): the
+  messages after the stored ones are new;
+* the request is **stored already** (a prefix of the stored conversation, or all of it: an
+  SDK retrying after a timeout, a client re-sending): nothing is new; when the stored
+  message right after it is an assistant reply, that reply is the answer to replay (the
+  client did not get it the first time);
+* the request **diverges** from what is stored after sharing at least one non-system
+  message with it (an edited or regenerated turn): lossless history is append-only, so that
+  is :class:`Diverged` (HTTP 409), naming the first position that differs;
+* the request shares no message with the start of the conversation (besides a system
+  prompt): a client that lets lossless keep the history and sends only its new messages.
+  They are stored, unless they are exactly the newest stored ones (a retry), and a
+  system prompt already stored is not stored again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +31,7 @@ from lossless.store.sqlite import message_hash
 from lossless.types import Message
 from lossless.validate import validate_message
 
-__all__ = ["Diverged", "MessageMatch", "chat_hash", "match_new", "storable"]
+__all__ = ["Diverged", "MessageMatch", "chat_hash", "match_request", "storable"]
 
 _KEEP = ("role", "content", "name", "tool_calls", "tool_call_id")
 
@@ -68,36 +76,50 @@ def stored_hash(msg: Message) -> str:
 class MessageMatch:
     new: list[dict[str, Any]]  # the request's messages to store, in order
     known: int  # how many request messages were already stored
+    replay: Message | None = None  # the stored reply to a request that was stored already
+    through: int = 0  # with nothing new: the seq of the request's last message as stored
 
 
-def match_new(stored_tail: Sequence[Message], request: Sequence[dict[str, Any]], max_bytes: int) -> MessageMatch:
-    """Split the request's (storable) messages into known and new; see the module docstring."""
+def match_request(request: Sequence[dict[str, Any]], stored_count: int,
+                  read: Callable[[int, int], list[Message]], max_bytes: int) -> MessageMatch:
+    """Split the request's (storable) messages into known and new; ``read(first, last)``
+    gives the stored messages of that seq range. See the module docstring."""
     hashes = []
     for i, m in enumerate(request):
         try:
             hashes.append(chat_hash(m, max_bytes))
         except ValidationError as exc:
             raise ValidationError(f"messages[{i}]: {exc}") from None
-    if not stored_tail:
+    if stored_count == 0:
         return MessageMatch(list(request), 0)
-    tail = [stored_hash(m) for m in stored_tail]
-    anchor = tail[-1]
-    best, best_run = -1, 0
-    for p in range(len(hashes) - 1, -1, -1):
-        if hashes[p] != anchor:
-            continue
-        run = 1
-        while run <= p and run < len(tail) and hashes[p - run] == tail[-1 - run]:
-            run += 1
-        if run > best_run:
-            best, best_run = p, run
-    if best >= 0:
-        return MessageMatch(list(request[best + 1:]), best + 1)
-    known = set(tail)
-    if any(h in known for h, m in zip(hashes, request, strict=True) if m.get("role") != "system"):
-        last = stored_tail[-1]
-        raise Diverged(f"the request's messages no longer include the conversation's last stored message "
-                       f"(#{last.seq} {last.role}, {last.id}): lossless history is append-only, so an edited or "
-                       "regenerated turn needs a new conversation id (or send only the new messages)")
-    fresh = [m for h, m in zip(hashes, request, strict=True) if h not in known]
+    n = min(len(hashes), stored_count)
+    head = read(1, n + 1)  # one more: the message after the request, if it is stored already
+    common = 0
+    while common < n and hashes[common] == stored_hash(head[common]):
+        common += 1
+    if common == n:  # aligned with what is stored from its first message
+        if len(hashes) > stored_count:
+            return MessageMatch(list(request[stored_count:]), stored_count)
+        after = head[n] if len(head) > n else None
+        if after is not None and after.role == "assistant":
+            return MessageMatch([], n, after, n)
+        if after is not None:
+            raise Diverged(f"the request is stored already, and the conversation went on past it (#{after.seq} "
+                           f"{after.role} follows it, not a reply): send the whole conversation, or only the new "
+                           "messages")
+        return MessageMatch([], n, None, n)
+    if any(m.get("role") != "system" for m in request[:common]):
+        stored = head[common]
+        raise Diverged(f"messages[{common}] ({request[common].get('role')}) differs from the stored message "
+                       f"#{stored.seq} ({stored.role}, {stored.id}) the request had matched up to it: lossless "
+                       "history is append-only, so an edited or regenerated turn needs a new conversation id "
+                       "(or send only the new messages)")
+    # only new messages (and maybe a system prompt): a retry of the newest ones adds nothing
+    body = [(h, m) for h, m in zip(hashes, request, strict=True) if m.get("role") != "system"]
+    if body:
+        tail = [stored_hash(m) for m in read(max(1, stored_count - len(body) + 1), stored_count)]
+        if tail == [h for h, _ in body]:
+            return MessageMatch([], len(request), None, stored_count)
+    systems = {stored_hash(m) for m in head if m.role == "system"}
+    fresh = [m for h, m in zip(hashes, request, strict=True) if not (m.get("role") == "system" and h in systems)]
     return MessageMatch(fresh, len(request) - len(fresh))

@@ -16,6 +16,13 @@ ValidationError            422     ``validation_error``
 ContextOverflowError       422     ``context_overflow``
 upstream failed (proxy)    502     ``upstream_error``
 MissingDependencyError     501     ``not_available``
+StoreError                 503     ``store_unavailable`` (+ Retry-After when transient; no path)
+wrong Host name            421     ``misdirected_request`` (lossless.server.guard)
+cross-origin write         403     ``forbidden``
+body not JSON-typed        415     ``unsupported_media_type``
+nested too deeply          400     ``invalid_request``
+a number out of range      422     ``validation_error``
+a request out of memory    413     ``payload_too_large``
 anything else              500     ``internal_error``
 =========================  ======  =======================
 
@@ -34,8 +41,10 @@ from lossless.errors import (
     CompactionBusyError,
     ContextOverflowError,
     LosslessError,
+    MigrationError,
     MissingDependencyError,
     NotFoundError,
+    StoreError,
     ValidationError,
 )
 from lossless.server.chat_match import Diverged
@@ -75,12 +84,25 @@ _MAPPED: tuple[tuple[type[LosslessError], int, str], ...] = (
 
 
 def exception_response(exc: BaseException) -> JSONResponse:
-    """The JSON error response for any exception a route raised."""
+    """The JSON error response for any exception a route raised: never a traceback, never
+    the database's path."""
     if isinstance(exc, HTTPError):
         return error_response(exc.status, exc.type, exc.message, exc.headers)
     for kind, status, type_ in _MAPPED:
         if isinstance(exc, kind):
             return error_response(status, type_, str(exc))
+    if isinstance(exc, StoreError) and not isinstance(exc, MigrationError):
+        log.warning("lossless server: %s", exc)  # the operator's log has the path; the client does not
+        headers = {"retry-after": "1"} if exc.transient else {}
+        return error_response(503, "store_unavailable", f"the store could not serve the request: {exc.reason}"
+                                                        + ("; retry shortly" if exc.transient else ""), headers)
+    if isinstance(exc, RecursionError):
+        return error_response(400, "invalid_request", "the request is nested too deeply")
+    if isinstance(exc, OverflowError):
+        return error_response(422, "validation_error", f"a number in the request is out of range: {exc}")
+    if isinstance(exc, MemoryError):
+        return error_response(413, "payload_too_large", "the request needs more memory than the server gives one "
+                                                        "request (simplify the pattern, or narrow the search)")
     if isinstance(exc, LosslessError):
         log.warning("lossless server: %s: %s", type(exc).__name__, exc)
         return error_response(500, "internal_error", f"{type(exc).__name__}: {exc}")

@@ -142,6 +142,12 @@ class APIKeys:
     def any_active(self) -> bool:
         return bool(self.db.query("SELECT 1 FROM api_keys WHERE revoked_at IS NULL LIMIT 1"))
 
+    def locked(self) -> bool:
+        """Whether the server needs keys: once any key was created, revoked or not. Revoking
+        the last key leaves the server refusing everyone (not open to anyone): only an
+        explicit ``lossless serve --keyless`` serves such a database without keys."""
+        return bool(self.db.query("SELECT 1 FROM api_keys LIMIT 1"))
+
     def verify(self, key: str) -> APIKey | None:
         """The active key ``key`` is, or None (unknown, malformed or revoked). Compares
         hashes in constant time; records the use at most once a minute per key."""

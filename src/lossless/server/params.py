@@ -67,6 +67,8 @@ async def read_json(request: Request, max_bytes: int, *, empty: Any = None) -> A
         return json.loads(text)
     except ValueError as exc:
         raise bad(f"request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise bad("request body is nested too deeply") from None
 
 
 class Fields:
@@ -137,6 +139,8 @@ class Fields:
                 raise bad(f"{name!r} must be a number, got {value!r}") from None
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise bad(f"{name!r} must be a number, got {type(value).__name__}")
+        if value != value or value in (float("inf"), float("-inf")):
+            raise bad(f"{name!r} must be a finite number, got {value}")
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
             raise bad(f"{name!r} must be between {minimum} and {maximum}, got {value}")
         return float(value)

@@ -42,17 +42,18 @@ from lossless.emergency import (
     is_context_length_error,
     truncate_tool_outputs,
 )
-from lossless.errors import ContextOverflowError
+from lossless.errors import ContextOverflowError, ValidationError
 from lossless.models import context_window
 from lossless.render import content_text
-from lossless.server.chat_match import match_new, storable
+from lossless.server.chat_match import match_request, storable
 from lossless.server.errors import HTTPError, error_response, exception_response
+from lossless.server.idempotency import ProxyRequests, check_key, request_sha256
 from lossless.server.params import bad, read_json
 from lossless.server.sse import OpenAIStreamReply, ServerSentEvent, SSEParser
 from lossless.server.state import ServerState, Upstream, state_of
 from lossless.server.tenancy import Tenant
 from lossless.tokens import count_chat_tokens
-from lossless.types import AssembledContext, ChatMessage
+from lossless.types import AssembledContext, ChatMessage, Message
 
 if TYPE_CHECKING:
     from lossless.engine import Memory
@@ -99,6 +100,14 @@ class Dialect(Protocol):
     def reply(self, data: Any) -> dict[str, Any] | None: ...
     def stream_reply(self) -> StreamReply: ...
     def streamed(self, acc: Any) -> dict[str, Any] | None: ...
+    def replay_body(self, message: Message, model: str) -> dict[str, Any]: ...
+    def replay_events(self, message: Message, model: str) -> list[bytes]: ...
+
+
+def _reply_parts(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    """A stored reply's text and tool calls."""
+    text = message.content if isinstance(message.content, str) else content_text(message.content)
+    return text or "", [dict(c) for c in message.tool_calls]
 
 
 def default_reserve(requested: Any, window: int) -> int:
@@ -135,21 +144,57 @@ class OpenAIDialect:
         return out
 
     def reply(self, data: Any) -> dict[str, Any] | None:
+        """The assistant message of a chat completion; ValueError when it is not one."""
         choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list):
+            raise ValueError("no 'choices' list")
         message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
         if not isinstance(message, dict):
             return None
-        out: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
-        calls = [{"id": c.get("id") or f"call_{i}", "type": c.get("type", "function"),
-                  "function": {"name": (c.get("function") or {}).get("name"),
-                               "arguments": (c.get("function") or {}).get("arguments") or "{}"}}
-                 for i, c in enumerate(message.get("tool_calls") or []) if isinstance(c, dict)]
+        content = message.get("content")
+        if content is not None and not isinstance(content, str | list):
+            raise ValueError(f"message.content is a {type(content).__name__}")
+        out: dict[str, Any] = {"role": "assistant", "content": content or ""}
+        calls = []
+        for i, c in enumerate(message.get("tool_calls") or []):
+            function = c.get("function") if isinstance(c, dict) else None
+            if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+                raise ValueError(f"tool_calls[{i}].function is not an object with a name")
+            arguments = function.get("arguments")
+            calls.append({"id": str(c.get("id") or f"call_{i}"), "type": "function",
+                          "function": {"name": function["name"],
+                                       "arguments": arguments if isinstance(arguments, str) else "{}"}})
         if calls:
             out["tool_calls"] = calls
         return out if out["content"] or calls else None
 
     def stream_reply(self) -> OpenAIStreamReply:
         return OpenAIStreamReply()
+
+    def replay_body(self, message: Message, model: str) -> dict[str, Any]:
+        """A stored reply as a chat completion (usage: what lossless counted of it)."""
+        text, calls = _reply_parts(message)
+        reply: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            reply["tool_calls"] = calls
+        return {"id": f"chatcmpl-{message.id}", "object": "chat.completion",
+                "created": int(message.created_at.timestamp()), "model": model,
+                "choices": [{"index": 0, "message": reply, "logprobs": None,
+                             "finish_reason": "tool_calls" if calls else "stop"}],
+                "usage": {"prompt_tokens": 0, "completion_tokens": message.token_count,
+                          "total_tokens": message.token_count}}
+
+    def replay_events(self, message: Message, model: str) -> list[bytes]:
+        """The same reply as a stream of chat.completion.chunk events."""
+        text, calls = _reply_parts(message)
+        base = {"id": f"chatcmpl-{message.id}", "object": "chat.completion.chunk",
+                "created": int(message.created_at.timestamp()), "model": model}
+        deltas: list[tuple[dict[str, Any], str | None]] = [({"role": "assistant", "content": text}, None)]
+        if calls:
+            deltas.append(({"tool_calls": [{"index": i, **c} for i, c in enumerate(calls)]}, None))
+        deltas.append(({}, "tool_calls" if calls else "stop"))
+        events = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": f}]} for d, f in deltas]
+        return [f"data: {json.dumps(e, ensure_ascii=False)}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
 
     def streamed(self, acc: Any) -> dict[str, Any] | None:
         message: dict[str, Any] = acc.message()
@@ -167,25 +212,41 @@ class ProxyTurn:
     compactions: int = 0
     truncate: bool = False
     sent_tokens: list[int] = field(default_factory=list)
+    replay: Message | None = None  # the stored reply to a request sent before: answered without the provider
+    request_seq: int = 0  # the seq of the request's last message: its reply goes right after it
+    key: str | None = None  # the request's Idempotency-Key
 
     @classmethod
     def start(cls, memory: Memory, tenant: Tenant, public_id: str, incoming: list[dict[str, Any]],
-              budget: int) -> ProxyTurn:
-        """Store the request's new messages (creating the conversation if needed)."""
+              budget: int, *, model: Any = None, idempotency_key: str | None = None) -> ProxyTurn:
+        """Store the request's new messages (creating the conversation if needed), or find
+        that it was sent before (an Idempotency-Key, or its messages; see
+        :mod:`lossless.server.chat_match`) and the reply to replay, if one is stored."""
         stored_id = tenant.stored_id(public_id)
         limit = memory.config.max_message_bytes
+        store = memory.store
         exists = memory.get_conversation(stored_id) is not None
-        tail = []
-        if exists:
-            last = memory.store.last_seq(stored_id)
-            tail = memory.store.get_messages(stored_id, max(1, last - len(incoming) + 1))
-        new = match_new(tail, incoming, limit).new
         conv = memory.conversation(stored_id, None if exists else tenant.metadata_in(None))
-        if new:
-            conv.add_many(new)
+        key = check_key(idempotency_key) if idempotency_key is not None else None
+        requests = ProxyRequests(store)
+        sha = request_sha256(model, incoming)
+        record = requests.get(stored_id, key) if key is not None and exists else None
+        if record is not None:
+            if record.request_sha256 != sha:
+                raise ValidationError(f"Idempotency-Key {key!r} was sent before with a different request; "
+                                      "a retry must send the same request (or use a new key)")
+            replay = store.get_message(record.reply_id) if record.reply_id else None
+            request_seq = record.request_seq
+        else:
+            count = store.last_seq(stored_id) if exists else 0
+            match = match_request(incoming, count, lambda a, b: store.get_messages(stored_id, a, b), limit)
+            stored = conv.add_many(match.new) if match.new else []
+            replay, request_seq = match.replay, stored[-1].seq if stored else match.through
+            if key is not None:
+                requests.record(stored_id, key, sha, request_seq)
         last_user = next((m for m in reversed(incoming) if m.get("role") == "user"), None)
         query = content_text(last_user.get("content")) if last_user else None
-        return cls(memory, stored_id, budget, query or None)
+        return cls(memory, stored_id, budget, query or None, replay=replay, request_seq=request_seq, key=key)
 
     def context(self) -> AssembledContext:
         ctx = self.memory.assembler.assemble(self.stored_id, self.budget, self.query, layout="stable")
@@ -216,11 +277,21 @@ class ProxyTurn:
         return True
 
     def store_reply(self, reply: dict[str, Any] | None) -> None:
+        """Store the reply right after the request it answers; not when the conversation
+        moved on meanwhile (the client gave up on this answer and went on), and never twice
+        (a retry that raced the first attempt: one reply per request position)."""
         kept = storable([reply]) if reply is not None else []
         if not kept:
             return
         try:
-            self.memory.conversation(self.stored_id).add_many(kept)
+            if self.memory.store.last_seq(self.stored_id) != self.request_seq:
+                log.info("lossless proxy: %s: the conversation went past #%d before its reply came; not stored",
+                         self.stored_id, self.request_seq)
+                return
+            stored = self.memory.conversation(self.stored_id).add_many(
+                [{**kept[0], "external_id": f"lossless-reply-after-{self.request_seq}"}])
+            if self.key is not None:
+                ProxyRequests(self.memory.store).replied(self.stored_id, self.key, stored[0].id)
         except Exception:  # the client still gets its answer; the next request re-sends the reply
             log.exception("lossless proxy: %s: storing the reply failed", self.stored_id)
 
@@ -259,11 +330,26 @@ async def proxy(request: Request, dialect: Dialect) -> Response:
         if not public:
             raise bad(f"name the conversation: send the {CONVERSATION_HEADER} header (or the request's user field)")
         incoming = dialect.incoming(body)
-        turn = await run_in_threadpool(ProxyTurn.start, state.memory, tenant, public, incoming,
-                                       _budget(state, dialect, body))
+        turn = await run_in_threadpool(lambda: ProxyTurn.start(
+            state.memory, tenant, public, incoming, _budget(state, dialect, body), model=body.get("model"),
+            idempotency_key=request.headers.get("idempotency-key")))
     except Exception as exc:
         return exception_response(exc)
+    if turn.replay is not None:  # sent before, and answered: the same answer, no provider call
+        headers = {"x-lossless-conversation": public, "x-lossless-replayed": "true"}
+        model = str(body.get("model") or "")
+        if body.get("stream"):
+            events = dialect.replay_events(turn.replay, model)
+            return StreamingResponse(_chunks(events), media_type="text/event-stream",
+                                     headers={**headers, "cache-control": "no-cache"})
+        return Response(json.dumps(dialect.replay_body(turn.replay, model), ensure_ascii=False),
+                        media_type="application/json", headers=headers)
     return await _forward(request, state, dialect, body, turn, public)
+
+
+async def _chunks(events: list[bytes]) -> AsyncIterator[bytes]:
+    for event in events:
+        yield event
 
 
 async def _forward(request: Request, state: ServerState, dialect: Dialect, body: dict[str, Any], turn: ProxyTurn,
@@ -305,12 +391,18 @@ async def _forward(request: Request, state: ServerState, dialect: Dialect, body:
     extra = {"x-lossless-conversation": public, "x-lossless-context-tokens": str(ctx.tokens),
              "x-lossless-compactions": str(turn.compactions)}
     if not stream:
-        raw = await response.aread()
-        await response.aclose()
+        try:
+            raw = await response.aread()
+        except httpx.HTTPError as exc:  # the body broke off
+            return error_response(502, "upstream_error", f"the upstream provider's answer broke off: "
+                                                         f"{type(exc).__name__}: {exc}")
+        finally:
+            await response.aclose()
         try:
             reply = dialect.reply(json.loads(raw))
-        except ValueError:
-            reply = None
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+            return error_response(502, "upstream_error", f"the upstream provider answered {response.status_code} "
+                                                         f"with a body that is not a {dialect.path} answer: {exc}")
         await run_in_threadpool(turn.store_reply, reply)
         return Response(raw, status_code=response.status_code,
                         media_type=response.headers.get("content-type", "application/json"), headers=extra)
@@ -325,14 +417,24 @@ async def _relay(response: httpx.Response, dialect: Dialect, turn: ProxyTurn) ->
     parser = SSEParser()
     acc = dialect.stream_reply()
     stored = False
+    reading = True  # the side parser, which the client's stream never depends on
     try:
         async for chunk in response.aiter_raw():
-            for event in parser.feed(chunk):
-                acc.feed(event)
-            if acc.done and not stored:
-                stored = True
-                await run_in_threadpool(turn.store_reply, dialect.streamed(acc))
+            if reading:
+                try:
+                    for event in parser.feed(chunk):
+                        acc.feed(event)
+                    if acc.done and not stored:
+                        stored = True
+                        await run_in_threadpool(turn.store_reply, dialect.streamed(acc))
+                except Exception as exc:  # a chunk lossless cannot read: relay the rest, store no reply
+                    reading = False
+                    log.warning("lossless proxy: %s: an upstream stream event could not be read (%s: %s); the "
+                                "stream is relayed as it is, its reply not stored", turn.stored_id,
+                                type(exc).__name__, exc)
             yield chunk
+    except httpx.HTTPError as exc:  # the provider's stream broke off: the client's ends there too
+        log.warning("lossless proxy: %s: the upstream stream broke off: %s", turn.stored_id, exc)
     finally:
         await response.aclose()
 

@@ -457,6 +457,26 @@ def _background_work(conn: Any) -> None:
                  "SELECT id, last_seq, ?, ? FROM conversations WHERE last_seq > 0", (now, now))
 
 
+@migration(9, "proxy_requests")
+def _proxy_requests(conn: Any) -> None:
+    conn.execute(
+        """
+        -- Proxy requests sent with an Idempotency-Key: a retry with the same key gets the
+        -- same answer (the stored reply, once there is one) and stores nothing twice.
+        CREATE TABLE proxy_requests (
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            idempotency_key TEXT NOT NULL,
+            request_sha256 TEXT NOT NULL,  -- of the request's model and messages: the same key for
+                                           -- another request is refused
+            request_seq INTEGER NOT NULL,  -- the seq of the request's last message in the conversation
+            reply_id TEXT,  -- the stored reply, once there is one
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (conversation_id, idempotency_key)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
 def _ensure_table(conn: Any) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("

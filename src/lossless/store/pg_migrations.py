@@ -448,6 +448,24 @@ def _background_work(conn: Any) -> None:
                  "SELECT id, last_seq, %s, %s FROM conversations WHERE last_seq > 0", (now, now))
 
 
+@migration(10, "proxy_requests")
+def _proxy_requests(conn: Any) -> None:
+    conn.execute(
+        """
+        -- As SQLite's migration 9: proxy requests sent with an Idempotency-Key.
+        CREATE TABLE proxy_requests (
+            conversation_id TEXT COLLATE "C" NOT NULL REFERENCES conversations(id),
+            idempotency_key TEXT NOT NULL,
+            request_sha256 TEXT NOT NULL,
+            request_seq BIGINT NOT NULL,
+            reply_id TEXT COLLATE "C",
+            created_at TEXT COLLATE "C" NOT NULL,
+            PRIMARY KEY (conversation_id, idempotency_key)
+        );
+        """
+    )
+
+
 def _lock(conn: Any) -> None:
     # One migrator per schema at a time, across processes and hosts.
     conn.execute("SELECT pg_advisory_xact_lock(hashtext('lossless.migrate'), hashtext(current_schema()))")

@@ -87,7 +87,8 @@ def _store_error(exc: BaseException, path: str, outcome: str = "") -> StoreError
     """The StoreError to raise for an apsw failure of the disk or file, else None."""
     for kind, what in _STORE_FAILURES:
         if isinstance(exc, kind):
-            return StoreError(f"SQLite database {path!r}: {what}{outcome} ({exc})")
+            return StoreError(f"SQLite database {path!r}: {what}{outcome} ({exc})", reason=f"{what}{outcome}",
+                              transient=isinstance(exc, apsw.BusyError | apsw.LockedError))
     return None
 
 

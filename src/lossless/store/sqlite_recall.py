@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = ["MATRIX_ABOVE", "SQLiteRecall", "UnitRow"]
 
+_VEC_MAX_K = 4096  # the most neighbours sqlite-vec returns for one query
+
 MATRIX_ABOVE = 4_000  # units in one conversation; above it "auto" searches a numpy matrix
 MATRIX_BYTES = 512 * 2**20  # the in-memory matrices kept at once, least recently used dropped first
 
@@ -270,6 +272,7 @@ class SQLiteRecall:
 
     def _knn_vec(self, index: str, cid: str, vec: np.ndarray, k: int, kinds: Sequence[str] | None) -> list[tuple[int, float]]:
         out: list[tuple[int, float]] = []
+        k = min(k, _VEC_MAX_K)  # sqlite-vec refuses more ("k value in knn query too large")
         for kind in kinds or (None,):
             extra = " AND kind = ?" if kind else ""
             args: list[Any] = [vec.tobytes(), k, cid] + ([kind] if kind else [])

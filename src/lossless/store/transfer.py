@@ -73,6 +73,8 @@ TABLES: dict[str, tuple[str, ...]] = {
     "backlog": ("conversation_id", "queued_seq", "queued_ts", "due_ts", "attempts", "last_error", "force_reason"),
     "summary_revisions": ("summary_id", "revision", "content", "token_count", "summarizer", "fallback_level",
                           "metadata", "replaced_at"),
+    "proxy_requests": ("conversation_id", "idempotency_key", "request_sha256", "request_seq", "reply_id",
+                       "created_at"),
     "api_keys": ("id", "tenant", "name", "salt", "hash", "prefix", "created_at", "revoked_at", "last_used_at"),
     "files": ("rowid", "root", "path", "abs_path", "name", "kind", "size", "mtime_ns", "sha256", "indexed_at",
               "chunk_count"),

@@ -243,14 +243,16 @@ def verify(call: Call) -> dict[str, Any]:
     return {"ok": not problems, "problems": problems}
 
 
-C = PREFIX + "/conversations/{conversation_id}"
+# ``:path``: a conversation id may hold "/" (sent as %2F, which the server decodes before
+# routing). The routes with a suffix come first, so ``a/b/messages`` is the messages of
+# ``a/b``; the conversation itself is matched last.
+C = PREFIX + "/conversations/{conversation_id:path}"
 
 
 def routes() -> list[Route]:
     return [
         Route(PREFIX + "/conversations", endpoint(list_conversations), methods=["GET"]),
         Route(PREFIX + "/conversations", endpoint(create_conversation, body=True), methods=["POST"]),
-        Route(C, endpoint(get_conversation), methods=["GET"]),
         Route(C + "/messages", endpoint(list_messages), methods=["GET"]),
         Route(C + "/messages", endpoint(add_messages, body=True), methods=["POST"]),
         Route(C + "/assemble", endpoint(assemble, body=True), methods=["POST"]),
@@ -261,4 +263,5 @@ def routes() -> list[Route]:
         Route(C + "/compact", endpoint(compact, body=True), methods=["POST"]),
         Route(C + "/stats", endpoint(stats), methods=["GET"]),
         Route(C + "/verify", endpoint(verify), methods=["GET"]),
+        Route(C, endpoint(get_conversation), methods=["GET"]),
     ]

@@ -112,7 +112,7 @@ def forget(call: Call) -> dict[str, Any]:
     user, agent = tenant.owner(f.data.get("user"), "user"), tenant.owner(f.data.get("agent"), "agent")
     kinds = _kinds(f.strings("kind") if isinstance(f.data.get("kind"), list) else
                    ([k] if (k := f.string("kind")) else None))
-    days = f.number("older_than_days", minimum=0)
+    days = f.number("older_than_days", minimum=0, maximum=1_000_000)  # ~2,700 years: timedelta's range
     below = f.number("importance_below", minimum=0, maximum=1)
     keep = f.integer("keep", minimum=0)
     everything = f.boolean("all")
