@@ -154,7 +154,7 @@ def test_openapi_lists_every_route_and_resolves() -> None:
     app = create_app(lossless.open(":memory:"))
     doc = openapi_document()
     for route in app.routes:
-        path = getattr(route, "path", "")
+        path = re.sub(r"\{(\w+):\w+\}", r"{\1}", getattr(route, "path", ""))  # {id:path}: a converter, not in OpenAPI
         if path in ("/", "/web"):
             continue
         for method in sorted(getattr(route, "methods", None) or ()):
@@ -174,8 +174,10 @@ def test_openapi_lists_every_route_and_resolves() -> None:
 
 def test_malformed_requests_are_400_and_store_nothing(api: httpx.Client, memory: lossless.Memory) -> None:
     url = "/v1/lossless/conversations/c/messages"
-    assert "not valid JSON" in _error(api.post(url, content=b'{"role": "user", "content": '), 400, "invalid_request")
-    assert "UTF-8" in _error(api.post(url, content=b"\xff\xfe{}"), 400, "invalid_request")
+    as_json = {"content-type": "application/json"}  # (without it the guard answers 415 first)
+    assert "not valid JSON" in _error(api.post(url, content=b'{"role": "user", "content": ', headers=as_json), 400,
+                                      "invalid_request")
+    assert "UTF-8" in _error(api.post(url, content=b"\xff\xfe{}", headers=as_json), 400, "invalid_request")
     _error(api.post(url, json=[1, 2]), 400, "invalid_request")
     assert "messages" in _error(api.post(url, json={"messages": "hi"}), 400, "invalid_request")
     assert "unknown field" in _error(api.post(url, json={"messages": [], "extra": 1}), 400, "invalid_request")
@@ -205,7 +207,8 @@ def test_oversized_bodies_are_413_and_store_nothing(memory: lossless.Memory) -> 
                 yield b"y" * 4096
             yield b'"}'
 
-        _error(api.post(url, content=chunks()), 413, "payload_too_large")
+        _error(api.post(url, content=chunks(), headers={"content-type": "application/json"}), 413,
+               "payload_too_large")
         way_too_big = b"z" * (64 * 1024 * 5)  # beyond what is drained: refused from its Content-Length
         response = api.post(url, content=way_too_big, headers={"content-type": "application/json"})
         _error(response, 413, "payload_too_large")

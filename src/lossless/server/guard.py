@@ -26,7 +26,6 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
 
-
 __all__ = ["Guard", "GuardMiddleware", "allowed_names"]
 
 Scope = MutableMapping[str, Any]
@@ -95,10 +94,9 @@ class Guard:
         parts = urlsplit(origin)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             return False  # "null" (a sandboxed frame, a file), or not a URL at all
-        if parts.netloc == host.strip().lower():
-            return True  # the page this server itself served
-        # a loopback page of another port of this host is another origin: refused too
-        return False
+        # the page this server itself served; a page of another port of this host is another
+        # origin, refused too
+        return parts.netloc == host.strip().lower()
 
 
 def _has_body(headers: dict[str, str]) -> bool:
