@@ -210,9 +210,14 @@ class Assembler:
         ``budgeted`` never does, ``auto`` tries it when the budget is the whole window.
         Never waits for the worker: with a backlog it fits the budget from what exists,
         and ``lag`` on the result says how far behind the worker is."""
-        ctx = self._assemble(conversation_id, budget_tokens, query, layout=layout)
+        budget = self.config.context_window if budget_tokens is None else budget_tokens
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            raise BudgetError(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
+        # a budget beyond any model's window means "no limit": it is worked with as the
+        # largest one (arithmetic on 10**30 tokens would overflow SQLite's integers)
+        ctx = self._assemble(conversation_id, min(budget, _MAX_BUDGET), query, layout=layout)
         lag = self._lag(conversation_id)
-        return replace(ctx, lag=lag) if lag is not None else ctx
+        return replace(ctx, lag=lag, budget_tokens=budget)
 
     def _lag(self, cid: str) -> Lag | None:
         row = self.backlog.row(cid)
@@ -259,11 +264,6 @@ class Assembler:
     def _assemble(self, conversation_id: str, budget_tokens: int | None, query: str | None,
                   *, layout: Literal["auto", "stable", "budgeted"]) -> AssembledContext:
         budget = self.config.context_window if budget_tokens is None else budget_tokens
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-            raise BudgetError(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
-        if budget > _MAX_BUDGET:
-            raise BudgetError(f"budget_tokens must be at most {_MAX_BUDGET:,} (no model's window is larger), "
-                              f"got {budget:,}")
         if query is not None and not isinstance(query, str):
             raise BudgetError(f"query must be a string, got {type(query).__name__}")
         if query and query.strip() and self.recaller is not None and self.store.last_seq(conversation_id) > 0:
