@@ -399,3 +399,18 @@ def test_without_the_embeddings_extra_recall_is_keyword_only(monkeypatch: pytest
     conv.add(role="user", content="the deploy key lives in vault at secret/deploy")
     conv.add_many(chat(60))
     assert conv.assemble(budget_tokens=400, query="where is the deploy key?").tokens <= 400
+
+
+def test_semantic_search_over_many_conversations(tmp_path: Path) -> None:
+    """Past a couple of hundred conversations (a tenant-wide search) sqlite-vec is asked
+    once for all of them, not once each; the answers are those of the listed ones only."""
+    emb = HashEmbedder()
+    mem = _mem(tmp_path / "wide.db", emb, compaction="deferred")
+    for i in range(250):
+        mem.conversation(f"c{i}").add("user", f"conversation {i} talks about topic{i % 7} and cats")
+    assert mem.wait_idle(120)
+    listed = [f"c{i}" for i in range(240)]
+    hits = mem.search("cats topic3", mode="semantic", conversations=listed, limit=8)
+    assert len(hits) == 8 and all(h.conversation_id in listed for h in hits)
+    assert all(int(h.conversation_id[1:]) % 7 == 3 for h in hits[:3])
+    mem.close()

@@ -82,18 +82,28 @@ class Conversation:
         if not validated:
             return []
         counter = self.memory.counter
-        counts = [counter.count(_new_text(m)) for m in validated]
-        # stored with their full-text rows, and the conversation queued for the worker, in
-        # one transaction: from here on they are found by keyword search
-        stored = self.memory.store.append_messages(self.id, validated, counts)
         config = self.memory.config
+        background = config.compaction != "inline" and compact  # (then work_queued() ends the write)
+        if background:
+            self.memory.writing()  # the worker thread yields while this process writes
+        try:
+            counts = [counter.count(_new_text(m)) for m in validated]
+            # stored with their full-text rows, and the conversation queued for the worker,
+            # in one transaction: from here on they are found by keyword search
+            stored = self.memory.store.append_messages(self.id, validated, counts)
+        except BaseException:
+            if background:
+                self.memory.work_queued(self.id)  # (balances writing(); nothing new is queued)
+            raise
         asked = config.chat_commands and any(_is_compact_command(m) for m in stored)
         if config.compaction != "inline":
             # compaction and vectors are the worker's (lossless/worker.py): the caller never waits
-            if asked:
-                self.memory.backlog.force(self.id, "/compact command")
-            if compact:
-                self.memory.work_queued(self.id)
+            try:
+                if asked:
+                    self.memory.backlog.force(self.id, "/compact command")
+            finally:
+                if compact:
+                    self.memory.work_queued(self.id)
             return stored
         try:
             if asked:

@@ -202,9 +202,11 @@ class Memory:
         Config.from_kwargs(**{**self.store.get_settings(), **values})  # validate first
         self.store.set_settings(values)
 
-    def verify(self, conversation_id: str | None = None) -> list[str]:
-        """Re-check hashes and DAG invariants; returns the problems found (none: [])."""
-        return self.store.verify(conversation_id)
+    def verify(self, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
+        """Re-check hashes and DAG invariants; returns the problems found (none: []).
+        ``integrity``: also check the database file itself (SQLite's integrity_check, which
+        reads the whole file: skip it to verify conversations one by one)."""
+        return self.store.verify(conversation_id, integrity=integrity)
 
     # -- the background worker ------------------------------------------------------------
 
@@ -229,10 +231,20 @@ class Memory:
                           embedder=self.embedder, worker=False), True
         return self, False
 
-    def work_queued(self, conversation_id: str) -> None:
-        """A write queued work for the worker: start its thread if need be, wake it."""
+    def writing(self) -> None:
+        """A write is starting: the worker thread, if any, yields to it (see worker.py)."""
+        worker = self._worker
+        if worker is not None:
+            worker.writing()
+
+    def work_queued(self, conversation_id: str, *, started: bool = True) -> None:
+        """A write queued work for the worker (``started``: it said so with
+        :meth:`writing` before): start the thread if need be, wake it."""
         if self._may_start_worker:
+            fresh = self._worker is None
             worker = self.worker
+            if fresh and started:
+                worker.writing()  # balances this write's notify below
             worker.start()
             worker.notify()
 

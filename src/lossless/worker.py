@@ -146,6 +146,8 @@ class Worker:
         # claim is never left to lapse on its own while this worker lives
         self._unrecorded: dict[str, tuple[str, str, float]] = {}
         self._last_write = 0.0
+        self._writes = 0  # writes of this process in progress
+        self._writes_guard = threading.Lock()
 
     # -- a thread of its own -------------------------------------------------------------
 
@@ -161,14 +163,21 @@ class Worker:
         self._thread.start()
         _THREADS.add(self)
 
+    def writing(self) -> None:
+        """A write of this process is starting (a bulk add_many can take a while)."""
+        with self._writes_guard:
+            self._writes += 1
+
     def notify(self) -> None:
-        """Work was queued by a write of this process: wake the thread if it sleeps."""
+        """A write of this process ended and queued work: wake the thread if it sleeps."""
+        with self._writes_guard:
+            self._writes = max(0, self._writes - 1)
         self._last_write = time.monotonic()
         self._wake.set()
 
     def _writing(self) -> bool:
-        """Whether this process wrote in the last moment (its writer is in a stream)."""
-        return time.monotonic() - self._last_write < SETTLE_SECONDS
+        """Whether this process is writing, or wrote a moment ago (a stream of writes)."""
+        return self._writes > 0 or time.monotonic() - self._last_write < SETTLE_SECONDS
 
     def _wait_for_a_pause(self, stop: threading.Event) -> None:
         deadline = time.monotonic() + YIELD_SECONDS

@@ -84,6 +84,13 @@ class CommandContext:
                 raise CommandError(f"no database at {path} (add or import messages first, or pass --db)")
             if isinstance(path, Path) and path.is_dir():
                 raise CommandError(f"--db {path} is a directory, not a database file")
+            explicit = getattr(self.args, "db", None) or os.environ.get("LOSSLESS_DB")
+            if (isinstance(path, Path) and create and explicit and str(path) != ":memory:"
+                    and not path.parent.exists()):
+                # as read commands refuse a missing database, a write does not invent the
+                # folder a mistyped path names (only the default location is created)
+                raise CommandError(f"no directory {path.parent} for the database {path.name} (create it first, or "
+                                   "check --db / $LOSSLESS_DB)")
             given: int | None = getattr(self.args, "window", None)
             if given is not None:
                 config.setdefault("context_window", given)

@@ -60,6 +60,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "keys create": ("lossless keys create --tenant acme --name ci",),
     "keys ls": ("lossless keys ls --tenant acme",),
     "keys revoke": ("lossless keys revoke key_1a2b3c",),
+    "keys adopt": ("lossless keys adopt --tenant acme support-1 support-2", "lossless keys adopt --tenant acme --all-unowned"),
 }
 
 

@@ -20,7 +20,7 @@ from lossless.cli.context import CommandContext, CommandError
 from lossless.errors import MissingDependencyError
 from lossless.server.keys import APIKeys
 
-__all__ = ["cmd_keys_create", "cmd_keys_ls", "cmd_keys_revoke", "cmd_mcp", "cmd_serve", "register"]
+__all__ = ["cmd_keys_adopt", "cmd_keys_create", "cmd_keys_ls", "cmd_keys_revoke", "cmd_mcp", "cmd_serve", "register"]
 
 UPSTREAM_KEY_ENV = "LOSSLESS_UPSTREAM_KEY"
 
@@ -107,6 +107,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
     p = sub.add_parser("revoke", parents=common, help="revoke a key: refused from the next request on")
     p.set_defaults(run=cmd_keys_revoke)
     p.add_argument("id", metavar="ID", help="the key's id (key_…)")
+    p = sub.add_parser("adopt", parents=common, help="give existing conversations to a tenant (copied into its "
+                                                     "namespace, verbatim)",
+                       description="Conversations stored before the first key was created (or through the CLI) "
+                                   "belong to no tenant, so no key reaches them. adopt copies each one, every "
+                                   "message verbatim with its time and metadata, into the tenant's namespace "
+                                   "under the same id; the worker summarizes the copy. The original stays for "
+                                   "the operator. Running it again copies nothing twice.")
+    p.set_defaults(run=cmd_keys_adopt)
+    p.add_argument("--tenant", required=True, help="the tenant that gets them")
+    p.add_argument("conversations", metavar="CONV", nargs="*", help="the conversations (or --all-unowned)")
+    p.add_argument("--all-unowned", action="store_true", help="every conversation no tenant owns")
 
 
 def _keys(ctx: CommandContext, *, create: bool) -> APIKeys:
@@ -150,6 +161,47 @@ def cmd_keys_revoke(ctx: CommandContext) -> int:
         ctx.emit_json(key.to_dict())
     else:
         ctx.out.print(Text(f"revoked {key.id} (tenant {key.tenant!r})"))
+    return 0
+
+
+def cmd_keys_adopt(ctx: CommandContext) -> int:
+    from lossless.server.tenancy import Tenant
+
+    args = ctx.args
+    if bool(args.conversations) == bool(args.all_unowned):
+        raise CommandError("keys adopt: name the conversations, or --all-unowned")
+    memory = ctx.memory(create=False)
+    tenant = Tenant(args.tenant)
+    tenant.stored_id("x")  # the tenant name makes valid ids
+    if args.all_unowned:
+        ids = [c.id for c in memory.conversations(limit=10**9) if not c.id.startswith("@")]
+    else:
+        ids = list(args.conversations)
+        for cid in ids:
+            ctx.existing_conversation(cid)
+            if cid.startswith("@"):
+                raise CommandError(f"{cid!r} is in a tenant's namespace already")
+    copied: dict[str, int] = {}
+    for cid in ids:
+        source = memory.conversation(cid)
+        target = memory.conversation(tenant.stored_id(cid), tenant.metadata_in(source.info.metadata))
+        added = 0
+        for first in range(1, source.info.message_count + 1, 500):
+            batch = [{"role": m.role, "content": m.content, "name": m.name, "created_at": m.created_at,
+                      "tool_calls": list(m.tool_calls) or None, "tool_call_id": m.tool_call_id,
+                      "metadata": m.metadata or None, "external_id": f"adopted:{m.id}"}
+                     for m in source.messages(first, first + 499)]
+            before = target.info.message_count
+            target.add_many([{k: v for k, v in msg.items() if v is not None} for msg in batch])
+            added += target.info.message_count - before
+        copied[cid] = added
+    ctx.catch_up([tenant.stored_id(cid) for cid in ids])
+    if ctx.json:
+        ctx.emit_json({"tenant": args.tenant, "copied": copied})
+    else:
+        for cid, n in copied.items():
+            ctx.out.print(Text(f"{cid} → tenant {args.tenant!r}: {n:,} messages copied"
+                               + (" (copied before)" if n == 0 else "")))
     return 0
 
 

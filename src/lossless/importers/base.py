@@ -41,6 +41,8 @@ __all__ = [
 
 HEAD_BYTES = 1 << 16  # how much of a file format detection looks at
 
+MAX_LINE_BYTES = 80 * 1024 * 1024  # the longest line an importer reads (and parses whole)
+
 
 class Record(NamedTuple):
     """One message to store: ``(source conversation id, message dict, line number)``."""
@@ -90,9 +92,11 @@ class Source:
 
     @property
     def line_limit(self) -> int:
-        """Longer lines are refused unread: JSON escaping can make a message several
-        times its stored size, so this leaves room over ``max_message_bytes``."""
-        return 8 * self.max_message_bytes + (1 << 20)
+        """Longer lines are refused unread. Twice ``max_message_bytes`` (escaped JSON text
+        is longer than the text) plus room for the fields around it, and never over
+        ``MAX_LINE_BYTES``: a line is parsed whole, and parsing costs several times its size
+        in memory (8 × 32 MiB let one line take ~900 MB)."""
+        return min(2 * self.max_message_bytes + (1 << 20), MAX_LINE_BYTES)
 
 
 class ByteStream(Protocol):

@@ -282,8 +282,9 @@ class Recaller:
             cids: Sequence[str] = spec.conversation_ids
         else:
             cids = [c.id for c in self.store.list_conversations(limit=10**9)]
-        for cid in cids:
-            self.refresh(cid)
+        if len(cids) <= 200:  # (inline mode: a query refreshes what it searches; not thousands of them)
+            for cid in cids:
+                self.refresh(cid)
         qvec = self._query_vector(spec.query)
         kinds = None if windows else ["message"]  # None: one k-NN over both kinds
         pairs = self.index_store.knn(index, self.embedder.provider, self.embedder.model, cids, qvec, k * 2, kinds)

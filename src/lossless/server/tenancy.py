@@ -70,6 +70,10 @@ class Tenant:
     def owns(self, stored_id: str) -> bool:
         return self.implicit or stored_id.startswith(self.prefix)
 
+    def public_text(self, text: str) -> str:
+        """A message that names stored ids, with the tenant's ids as the tenant sees them."""
+        return text.replace(self.prefix, "") if self.prefix else text
+
     def public_id(self, stored_id: str) -> str:
         return stored_id[len(self.prefix):] if self.prefix and stored_id.startswith(self.prefix) else stored_id
 

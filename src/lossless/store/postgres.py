@@ -525,10 +525,9 @@ class PostgresStore:
 
     def summary_revisions(self, summary_id: str) -> list[dict[str, Any]]:
         """The earlier texts of a summary, oldest first."""
-        rows = self._query("SELECT revision, content, token_count, summarizer, fallback_level, metadata, replaced_at "
-                           "FROM summary_revisions WHERE summary_id = %s ORDER BY revision", (summary_id,))
-        keys = ("revision", "content", "token_count", "summarizer", "fallback_level", "metadata", "replaced_at")
-        return [{**dict(zip(keys, r, strict=True)), "metadata": json.loads(r[5])} for r in rows]
+        from lossless.store.revisions import summary_revisions
+
+        return summary_revisions(self, summary_id)
 
     def get_summary(self, summary_id: str) -> Summary:
         rows = self._query(f"{_SUM_SELECT} WHERE s.id = %s", (summary_id,))
@@ -656,7 +655,8 @@ class PostgresStore:
 
         return run_search(self, spec)
 
-    def verify(self, conversation_id: str | None = None) -> list[str]:
+    def verify(self, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
+        """``integrity`` is SQLite's file check; PostgreSQL checks its own pages."""
         from lossless.store.postgres_search import verify_store
 
         return verify_store(self, conversation_id)

@@ -12,9 +12,10 @@ import contextlib
 import hashlib
 import itertools
 import json
+import queue
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -92,6 +93,9 @@ def _store_error(exc: BaseException, path: str, outcome: str = "") -> StoreError
     return None
 
 
+READERS = 2  # read connections for long searches: at most this many run at once
+
+
 class RegexTimeout(Exception):
     """A regular expression search ran past its deadline (see ``regex_deadline``)."""
 
@@ -110,18 +114,23 @@ def regex_deadline(seconds: float) -> Iterator[None]:
         _DEADLINE.at = None
 
 
+REGEX_MAX_CHARS = 1 << 20  # a regex search reads the first MiB of each message: bounded memory per row
+
+
 def _regexp(*args: Any) -> int:
     pattern, value = args
     if not isinstance(value, str):
         return 0
+    value = value[:REGEX_MAX_CHARS]
     at = getattr(_DEADLINE, "at", None)
     if at is None:
         return int(_compiled(str(pattern)).search(value) is not None)
     left = at - time.monotonic()
     if left <= 0:
         raise RegexTimeout(str(pattern))
-    try:  # the regex module's search takes a timeout; re's cannot be interrupted
-        return int(_compiled(str(pattern)).search(value, timeout=left) is not None)
+    try:  # the regex module's search takes a timeout (re's cannot be interrupted) and lets
+        # other threads run while it matches (concurrent)
+        return int(_compiled(str(pattern)).search(value, timeout=left, concurrent=True) is not None)
     except TimeoutError:
         raise RegexTimeout(str(pattern)) from None
 
@@ -153,6 +162,8 @@ class SQLiteStore:
         except apsw.Error as exc:
             raise StoreError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
         self._lock = threading.RLock()
+        self._readers: queue.Queue[Any] = queue.Queue()  # idle read connections (see reader())
+        self._reader_slots = threading.BoundedSemaphore(READERS)
         self._depth = 0
         self._vec_loaded: bool | None = None
         self._sources: dict[str, tuple[SourceRef, ...]] = {}  # summary id -> its sources (see _summary)
@@ -182,6 +193,53 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+        while not self._readers.empty():
+            with contextlib.suppress(Exception):
+                self._readers.get_nowait().close()
+
+    @contextmanager
+    def reader(self, wait: float = 5.0) -> Iterator[Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]]:
+        """A query function on a read connection of its own, for a long read (a regex
+        scan): it holds neither the store's lock nor its connection, so other requests go
+        on meanwhile (WAL: readers do not block the writer). At most ``READERS`` at once;
+        a caller that waits ``wait`` seconds for one gets a transient StoreError."""
+        if self.path == ":memory:":  # one database, one connection
+            yield self._query
+            return
+        if not self._reader_slots.acquire(timeout=wait):
+            raise StoreError(f"SQLite database {self.path!r}: {READERS} long searches are running already",
+                             reason=f"{READERS} long searches are running already", transient=True)
+        try:
+            try:
+                conn = self._readers.get_nowait()
+            except queue.Empty:
+                conn = self._open_reader()
+
+            def run(sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+                try:
+                    return list(conn.execute(sql, tuple(args)))
+                except apsw.Error as exc:
+                    failure = _store_error(exc, self.path)
+                    if failure is None:
+                        raise
+                    raise failure from exc
+
+            try:
+                yield run
+            finally:
+                self._readers.put(conn)
+        finally:
+            self._reader_slots.release()
+
+    def _open_reader(self) -> Any:
+        try:
+            conn = apsw.Connection(str(Path(self.path).expanduser()), flags=apsw.SQLITE_OPEN_READONLY)
+        except apsw.Error as exc:
+            raise StoreError(f"cannot open SQLite database {self.path!r} to read: {exc}",
+                             reason="the database cannot be opened to read") from exc
+        conn.setbusytimeout(10_000)
+        conn.create_scalar_function("regexp", _regexp, 2, deterministic=True)
+        return conn
 
     @property
     def connection(self) -> Any:
@@ -610,10 +668,9 @@ class SQLiteStore:
 
     def summary_revisions(self, summary_id: str) -> list[dict[str, Any]]:
         """The earlier texts of a summary, oldest first."""
-        rows = self._query("SELECT revision, content, token_count, summarizer, fallback_level, metadata, replaced_at "
-                           "FROM summary_revisions WHERE summary_id = ? ORDER BY revision", (summary_id,))
-        keys = ("revision", "content", "token_count", "summarizer", "fallback_level", "metadata", "replaced_at")
-        return [{**dict(zip(keys, r, strict=True)), "metadata": json.loads(r[5])} for r in rows]
+        from lossless.store.revisions import summary_revisions
+
+        return summary_revisions(self, summary_id)
 
     def get_summary(self, summary_id: str) -> Summary:
         rows = self._query(f"SELECT {_SUM_COLS} FROM summaries WHERE id = ?", (summary_id,))
@@ -757,8 +814,8 @@ class SQLiteStore:
 
     # -- integrity ----------------------------------------------------------------------
 
-    def verify(self, conversation_id: str | None = None) -> list[str]:
+    def verify(self, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
         from lossless.store.sqlite_search import verify_store
 
-        return verify_store(self, conversation_id)
+        return verify_store(self, conversation_id, integrity=integrity)
 

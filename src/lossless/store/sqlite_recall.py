@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["MATRIX_ABOVE", "SQLiteRecall", "UnitRow"]
 
 _VEC_MAX_K = 4096  # the most neighbours sqlite-vec returns for one query
+_PER_CONVERSATION = 200  # up to this many conversations, one k-NN query each; beyond, one for all
 
 MATRIX_ABOVE = 4_000  # units in one conversation; above it "auto" searches a numpy matrix
 MATRIX_BYTES = 512 * 2**20  # the in-memory matrices kept at once, least recently used dropped first
@@ -251,11 +252,27 @@ class SQLiteRecall:
         """(unit rowid, cosine similarity) of the k nearest units, best first."""
         vec = np.asarray(query, dtype="<f4").reshape(-1)
         out: list[tuple[int, float]] = []
+        if self.backend == "sqlite-vec" and len(conversation_ids) > _PER_CONVERSATION:
+            return self._knn_wide(index, set(conversation_ids), vec, k, kinds)
         for cid in conversation_ids:
             if self.backend == "sqlite-vec" and not self._big(index, cid):
                 out.extend(self._knn_vec(index, cid, vec, k, kinds))
             else:
                 out.extend(self._knn_numpy(index, provider, model, cid, vec, k, kinds))
+        out.sort(key=lambda p: (-p[1], p[0]))
+        return out[:k]
+
+    def _knn_wide(self, index: str, wanted: set[str], vec: np.ndarray, k: int,
+                  kinds: Sequence[str] | None) -> list[tuple[int, float]]:
+        """Many conversations (a tenant-wide search): one k-NN over the whole index, kept
+        to the wanted conversations, instead of one query per conversation."""
+        out: list[tuple[int, float]] = []
+        for kind in kinds or (None,):
+            extra = " AND kind = ?" if kind else ""
+            rows = self.store._query(
+                f"SELECT rowid, distance, conversation_id FROM {index} WHERE embedding MATCH ? AND k = ?{extra}",
+                [vec.tobytes(), _VEC_MAX_K, *([kind] if kind else [])])
+            out.extend((int(r), 1.0 - float(d)) for r, d, cid in rows if cid in wanted)
         out.sort(key=lambda p: (-p[1], p[0]))
         return out[:k]
 

@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -32,12 +33,25 @@ __all__ = ["run_search", "verify_store"]
 _CANDIDATES = 2  # fetch this many times the limit from each index before merging
 
 
+_LISTED = 100  # more conversation ids than this go in as one JSON array (see _ids_in)
+
+
+def _ids_in(column: str, ids: Sequence[str]) -> tuple[str, list[Any]]:
+    """``column IN (…)`` for ``ids``: placeholders for a few; one JSON array read by
+    json_each for many (SQLite allows at most 32,766 variables in a statement, and a
+    tenant may have more conversations than that)."""
+    if len(ids) <= _LISTED:
+        return f"{column} IN ({','.join('?' * len(ids))})", list(ids)
+    return f"{column} IN (SELECT value FROM json_each(?))", [json.dumps(list(ids))]
+
+
 def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
     clauses: list[str] = []
     args: list[Any] = []
     if spec.conversation_ids is not None:
-        clauses.append(f"{alias}.conversation_id IN ({','.join('?' * len(spec.conversation_ids))})")
-        args.extend(spec.conversation_ids)
+        clause, ids = _ids_in(f"{alias}.conversation_id", spec.conversation_ids)
+        clauses.append(clause)
+        args.extend(ids)
     if kind == "message":
         if spec.roles:
             clauses.append(f"{alias}.role IN ({','.join('?' * len(spec.roles))})")
@@ -144,12 +158,13 @@ def _scope_rows(store: SQLiteStore, kind: str, spec: SearchSpec) -> int | None:
     """How many rows the conversation filter leaves (None: no conversation filter)."""
     if spec.conversation_ids is None:
         return None
-    marks = ",".join("?" * len(spec.conversation_ids))
     if kind == "message":
-        sql = f"SELECT coalesce(sum(last_seq), 0) FROM conversations WHERE id IN ({marks})"
+        clause, args = _ids_in("id", spec.conversation_ids)
+        sql = f"SELECT coalesce(sum(last_seq), 0) FROM conversations WHERE {clause}"
     else:
-        sql = f"SELECT count(*) FROM summaries WHERE conversation_id IN ({marks})"
-    return int(store._query(sql, list(spec.conversation_ids))[0][0])
+        clause, args = _ids_in("conversation_id", spec.conversation_ids)
+        sql = f"SELECT count(*) FROM summaries WHERE {clause}"
+    return int(store._query(sql, args)[0][0])
 
 
 def _small_scope(store: SQLiteStore, kind: str, spec: SearchSpec) -> bool:
@@ -235,8 +250,9 @@ def _regex(store: SQLiteStore, kind: str, spec: SearchSpec, limit: int) -> list[
     from lossless.store.sqlite import RegexTimeout, regex_deadline
 
     try:
-        with regex_deadline(REGEX_SECONDS):
-            return [(int(r[0]), 1.0) for r in store._query(sql, [spec.query, *args, limit])]
+        # on a read connection of its own: a slow pattern holds neither the store nor its lock
+        with store.reader() as run, regex_deadline(REGEX_SECONDS):
+            return [(int(r[0]), 1.0) for r in run(sql, [spec.query, *args, limit])]
     except RegexTimeout:
         raise QueryError(f"regular expression {spec.query!r} took longer than {REGEX_SECONDS:g} s; "
                          "simplify it (nested or overlapping repetitions backtrack exponentially)") from None
@@ -347,7 +363,7 @@ def _hit(kind: Any, hid: str, cid: str, first: int, last: int, role: str | None,
                    created_at=datetime.fromisoformat(created), snippet=snip, score=round(score, 6), depth=depth)
 
 
-def verify_store(store: SQLiteStore, conversation_id: str | None = None) -> list[str]:
+def verify_store(store: SQLiteStore, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
     """Re-check every invariant the design states; an empty list means all hold."""
     from lossless.store.sqlite import message_hash
 
@@ -388,7 +404,8 @@ def verify_store(store: SQLiteStore, conversation_id: str | None = None) -> list
                     problems.append(f"{cid}: {node.id} sources are not a contiguous cover of its span")
                 if any(store.parent_of(k.id) != node.id for k in kids):
                     problems.append(f"{cid}: a source of {node.id} has another parent")
-    (result,) = store._query("PRAGMA integrity_check")[0]
-    if result != "ok":
-        problems.append(f"integrity_check: {result}")
+    if integrity:
+        (result,) = store._query("PRAGMA integrity_check")[0]
+        if result != "ok":
+            problems.append(f"integrity_check: {result}")
     return problems
