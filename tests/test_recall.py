@@ -412,5 +412,10 @@ def test_semantic_search_over_many_conversations(tmp_path: Path) -> None:
     listed = [f"c{i}" for i in range(240)]
     hits = mem.search("cats topic3", mode="semantic", conversations=listed, limit=8)
     assert len(hits) == 8 and all(h.conversation_id in listed for h in hits)
-    assert all(int(h.conversation_id[1:]) % 7 == 3 for h in hits[:3])
+    # the same as ranking every listed conversation's message by cosine, by hand
+    texts = {cid: f"user: conversation {cid[1:]} talks about topic{int(cid[1:]) % 7} and cats" for cid in listed}
+    query = HashEmbedder().embed(["cats topic3"])[0]
+    vectors = HashEmbedder().embed(list(texts.values()))
+    best = sorted(zip(texts, vectors @ query, strict=True), key=lambda p: -p[1])[:3]
+    assert {h.conversation_id for h in hits[:3]} == {cid for cid, _ in best}
     mem.close()
