@@ -1,4 +1,4 @@
-"""Tests for the demo conversation generator (lossless.demo_data)."""
+"""Tests for the demo conversation generator (lossless.demo.conversation)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lossless.demo_data import DemoQuestion, demo_conversation, demo_questions
+from lossless.demo.conversation import DemoQuestion, demo_conversation, demo_questions
 
 ROLES = {"system", "user", "assistant", "tool"}
 KEYS = {"role", "content", "name", "created_at", "tool_calls", "tool_call_id"}

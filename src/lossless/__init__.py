@@ -1,5 +1,6 @@
 """lossless: a long-context memory engine for LLM agents."""
 
+from lossless import _moved  # noqa: F401  (first: old import paths of moved modules)
 from lossless.compaction import CompactionReport
 from lossless.config import Config
 from lossless.conversation import Conversation
@@ -55,4 +56,4 @@ __all__ = [
     "open",
 ]
 
-from lossless.summarize.base import Summarizer
+from lossless.summarize.base import Summarizer  # after __all__: it imports from lossless

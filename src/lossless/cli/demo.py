@@ -1,6 +1,6 @@
 """``lossless demo``: a multi-week team conversation through an 8k-token window.
 
-Offline and deterministic for a seed: the messages come from :mod:`lossless.demo_data`,
+Offline and deterministic for a seed: the messages come from :mod:`lossless.demo.conversation`,
 the summaries from the default extractive summarizer.
 """
 
@@ -101,7 +101,7 @@ def _clip(text: str, lines: int = 6, chars: int = 480) -> Text:
 
 def cmd_demo(ctx: CommandContext) -> int:
     try:
-        from lossless.demo_data import demo_conversation, demo_questions
+        from lossless.demo.conversation import demo_conversation, demo_questions
     except ImportError as exc:
         raise CommandError(f"the demo data is not available ({exc})") from None
     if ctx.json:

@@ -4,7 +4,7 @@ About three weeks of a small team building and launching a delivery-routing serv
 coding/planning assistant: decisions with reasons, numbers, people, tracebacks, code, tool
 calls with JSON results, facts that change later, stated preferences, some Chinese and a
 little Japanese, and plenty of small talk. The text is original, hand-written for this project
-(:mod:`lossless.demo_text`); a ``random.Random(seed)`` draws the names, numbers, dates,
+(:mod:`lossless.demo.text`, scenes as package data); a ``random.Random(seed)`` draws the names, numbers, dates,
 phrasings, optional scenes and timings, so every seed gives a different but equally coherent
 conversation and the same seed always gives the same one.
 
@@ -23,7 +23,7 @@ from datetime import UTC, date, datetime, timedelta
 from functools import cache, lru_cache
 from typing import Any
 
-from lossless.demo_text import (
+from lossless.demo.text import (
     ACKS,
     EXTRA,
     EXTRA2,
