@@ -1,8 +1,9 @@
-"""The CLI documents itself: every command in the README's CLI section, and an example at
-the end of every command's --help."""
+"""The CLI documents itself: every command and subcommand in docs/cli.md, with every option
+it takes, and an example at the end of every command's --help."""
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
@@ -12,21 +13,50 @@ from lossless.cli import main
 from lossless.cli.examples import walk_commands
 from lossless.cli.main import build_parser
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+CLI_DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+# options every command takes (from the shared parent parser): documented once, under
+# "Global options", not on every command's line
+SHARED = {"-h", "--help", "--db", "--window", "--model", "--summarizer", "--summarizer-model",
+          "--json", "--debug"}
 
 
-def _cli_section() -> str:
-    text = README.read_text(encoding="utf-8")
-    found = re.search(r"^## CLI\n(.*?)(?=^## )", text, re.MULTILINE | re.DOTALL)
-    assert found, "README.md has no '## CLI' section"
-    return found.group(1)
+def _cli_doc() -> str:
+    assert CLI_DOC.is_file(), "docs/cli.md is missing"
+    return CLI_DOC.read_text(encoding="utf-8")
 
 
-def test_every_command_and_subcommand_is_in_the_readme_cli_section() -> None:
-    section = _cli_section()
-    missing = [name for name, _ in walk_commands(build_parser())
-               if not re.search(rf"`lossless {re.escape(name)}(?=[ `])", section)]
-    assert not missing, f"README.md's CLI section does not mention: {', '.join(f'lossless {m}' for m in missing)}"
+def _mentions(name: str) -> re.Pattern[str]:
+    return re.compile(rf"`lossless {re.escape(name)}(?=[ `])")
+
+
+def test_every_command_and_subcommand_is_in_docs_cli() -> None:
+    text = _cli_doc()
+    missing = [name for name, _ in walk_commands(build_parser()) if not _mentions(name).search(text)]
+    assert not missing, f"docs/cli.md does not mention: {', '.join(f'lossless {m}' for m in missing)}"
+
+
+def _own_options(parser: argparse.ArgumentParser) -> list[list[str]]:
+    """Each option of this command but the shared ones, as its spellings (``-o``, ``--output``)."""
+    return [action.option_strings for action in parser._actions
+            if action.option_strings and not SHARED.intersection(action.option_strings)]
+
+
+def test_every_option_of_a_command_is_on_its_lines_in_docs_cli() -> None:
+    lines = _cli_doc().splitlines()
+    undocumented = []
+    for name, sub in walk_commands(build_parser()):
+        pattern = _mentions(name)
+        own = "\n".join(line for line in lines if pattern.search(line))
+        undocumented += [f"lossless {name} {'/'.join(spellings)}" for spellings in _own_options(sub)
+                         if not any(re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", own)
+                                    for flag in spellings)]
+    assert not undocumented, f"options missing from docs/cli.md: {', '.join(undocumented)}"
+
+
+def test_global_options_are_in_docs_cli() -> None:
+    text = _cli_doc()
+    missing = [flag for flag in sorted(SHARED - {"-h", "--help"}) if flag not in text]
+    assert not missing, f"docs/cli.md does not document: {', '.join(missing)}"
 
 
 def test_every_command_help_ends_with_examples() -> None:
