@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from lossless.embed.base import Vectors
     from lossless.recall.units import Unit
-    from lossless.store.sqlite_recall import UnitRow
+    from lossless.store.rows import UnitRow
 
 __all__ = ["NewSummary", "RecallIndex", "RevisedSummary", "SearchSpec", "Store"]
 
