@@ -195,6 +195,11 @@ class PostgresStore:
         except psycopg.OperationalError as exc:
             raise StoreError(f"PostgreSQL at {self.label}: {exc}".strip()) from exc
 
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement in this store's dialect (see :class:`~lossless.store.base.SQLAccess`):
+        the public way for plug-ins (``files/``, ``memory/``) to reach their tables."""
+        return self._query(sql, args)
+
     def recall_index(self, backend: str = "auto") -> PostgresRecall:
         """Retrieval units, the embedding cache and pgvector indexes in this database."""
         from lossless.store.postgres_recall import PostgresRecall
