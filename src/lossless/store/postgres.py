@@ -628,7 +628,9 @@ class PostgresStore:
         return run_search(self, spec)
 
     def verify(self, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
-        """``integrity`` is SQLite's file check; PostgreSQL checks its own pages."""
-        from lossless.store.postgres_search import verify_store
+        """Re-check every invariant the design states (:func:`lossless.core.dag.verify`);
+        empty when all hold. ``integrity`` is SQLite's file check; PostgreSQL checks its
+        own pages."""
+        from lossless.store.integrity import verify_conversations
 
-        return verify_store(self, conversation_id)
+        return verify_conversations(lambda sql, args: self._query(qmark(sql), list(args)), conversation_id)

@@ -1,4 +1,4 @@
-"""Search and integrity checks for the PostgreSQL store (kept apart from the write path).
+"""Search for the PostgreSQL store (kept apart from the write path).
 
 Keyword search is a ``tsvector`` column with a GIN index, ``simple`` configuration (no
 stemming, no stopwords: ``src/app.py`` and ``v2.3.1`` stay whole tokens). What the
@@ -28,7 +28,7 @@ from lossless.errors import QueryError
 from lossless.render import content_text
 from lossless.store.base import SearchSpec
 from lossless.store.fts import cjk_runs, fts_terms, short_cjk_terms
-from lossless.store.sqlite_search import _hit
+from lossless.store.rows import grep_hit as _hit
 from lossless.types import GrepHit
 from lossless.validate import timestamp
 
@@ -360,9 +360,5 @@ def run_search(store: PostgresStore, spec: SearchSpec) -> list[GrepHit]:
 # -- integrity -------------------------------------------------------------------------------
 
 def verify_store(store: PostgresStore, conversation_id: str | None = None) -> list[str]:
-    """Re-check every invariant the design states (:func:`lossless.core.dag.verify`); an
-    empty list means all hold. Reads each conversation in three queries."""
-    from lossless.store.integrity import verify_conversations
-    from lossless.store.runner import qmark
-
-    return verify_conversations(lambda sql, args: store._query(qmark(sql), list(args)), conversation_id)
+    """:meth:`PostgresStore.verify` (kept at its old import path)."""
+    return store.verify(conversation_id)

@@ -5,14 +5,17 @@ column, so one reader serves both (PostgreSQL's bigints arrive as ints already).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from lossless.core.dag import StoredMessage
-from lossless.types import Message
+from lossless.store.base import SearchSpec
+from lossless.store.fts import fts_terms, snippet
+from lossless.types import GrepHit, Message
 
-__all__ = ["MESSAGE_COLUMNS", "SOURCE_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "VERIFY_MESSAGE_COLUMNS", "UnitRow", "message_from_row", "stored_message_from_row"]
+__all__ = ["MESSAGE_COLUMNS", "SOURCE_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "VERIFY_MESSAGE_COLUMNS", "UnitRow", "grep_hit", "message_from_row", "stored_message_from_row"]
 
 # the columns message_from_row reads, in its order
 MESSAGE_COLUMNS = (
@@ -76,3 +79,18 @@ class UnitRow:
     start_ts: float
     end_ts: float
     text_sha256: str
+
+
+def grep_hit(kind: Any, hid: str, cid: str, first: int, last: int, role: str | None, created: str,
+             text: str, spec: SearchSpec, score: float, depth: int | None) -> GrepHit:
+    """A search hit as both stores return it, its snippet cut around what matched."""
+    if not text:
+        snip = ""  # nothing was read (spec.snippets is off): no snippet to cut
+    elif spec.mode == "regex":
+        m = re.search(spec.query, text)
+        start = max(0, (m.start() if m else 0) - 50)
+        snip = ("…" if start else "") + text[start : start + 160].replace("\n", " ")
+    else:
+        snip = snippet(text, spec.query if spec.mode == "fts" else " ".join(fts_terms(spec.query)))
+    return GrepHit(kind=kind, id=hid, conversation_id=cid, first_seq=first, last_seq=last, role=role,
+                   created_at=datetime.fromisoformat(created), snippet=snip, score=round(score, 6), depth=depth)

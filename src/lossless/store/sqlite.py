@@ -755,7 +755,13 @@ class SQLiteStore:
     # -- integrity ----------------------------------------------------------------------
 
     def verify(self, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
-        from lossless.store.sqlite_search import verify_store
+        """Re-check every invariant the design states (:func:`lossless.core.dag.verify`)
+        and, with ``integrity``, SQLite's own check of the file; empty when all hold."""
+        from lossless.store.integrity import verify_conversations
 
-        return verify_store(self, conversation_id, integrity=integrity)
-
+        problems = verify_conversations(self._query, conversation_id)
+        if integrity:
+            (result,) = self._query("PRAGMA integrity_check")[0]
+            if result != "ok":
+                problems.append(f"integrity_check: {result}")
+        return problems

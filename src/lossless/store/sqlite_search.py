@@ -1,4 +1,4 @@
-"""Search and integrity checks for the SQLite store (kept apart from the write path)."""
+"""Search for the SQLite store (kept apart from the write path)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from lossless.store.fts import (
     fts_terms,
     quote_fts,
     short_cjk_terms,
-    snippet,
     trigram_query,
     word_query,
 )
+from lossless.store.rows import grep_hit as _hit
 from lossless.types import GrepHit
 from lossless.validate import timestamp
 
@@ -346,30 +346,6 @@ def run_search(store: SQLiteStore, spec: SearchSpec) -> list[GrepHit]:
     return out
 
 
-def _hit(kind: Any, hid: str, cid: str, first: int, last: int, role: str | None, created: str,
-         text: str, spec: SearchSpec, score: float, depth: int | None) -> GrepHit:
-    from datetime import datetime
-
-    if not text:
-        snip = ""  # nothing was read (spec.snippets is off): no snippet to cut
-    elif spec.mode == "regex":
-        m = re.search(spec.query, text)
-        start = max(0, (m.start() if m else 0) - 50)
-        snip = ("…" if start else "") + text[start : start + 160].replace("\n", " ")
-    else:
-        snip = snippet(text, spec.query if spec.mode == "fts" else " ".join(fts_terms(spec.query)))
-    return GrepHit(kind=kind, id=hid, conversation_id=cid, first_seq=first, last_seq=last, role=role,
-                   created_at=datetime.fromisoformat(created), snippet=snip, score=round(score, 6), depth=depth)
-
-
 def verify_store(store: SQLiteStore, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
-    """Re-check every invariant the design states (:func:`lossless.core.dag.verify`), and
-    SQLite's own ``integrity_check`` of the file; an empty list means all hold."""
-    from lossless.store.integrity import verify_conversations
-
-    problems = verify_conversations(store._query, conversation_id)
-    if integrity:
-        (result,) = store._query("PRAGMA integrity_check")[0]
-        if result != "ok":
-            problems.append(f"integrity_check: {result}")
-    return problems
+    """:meth:`SQLiteStore.verify` (kept at its old import path)."""
+    return store.verify(conversation_id, integrity=integrity)
