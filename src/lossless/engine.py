@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from lossless.assemble import Assembler
 from lossless.compaction import Compactor
@@ -69,10 +69,7 @@ class Memory:
         embedder: Embedder | None = None,
         worker: bool = True,
     ) -> None:
-        # Typed as SQLiteStore for the code (tests, tools) that reaches into it; every engine
-        # part uses only the Store protocol, which both SQLiteStore and PostgresStore
-        # implement (``store: Store`` above checks that).
-        self.store = cast("SQLiteStore", store)
+        self.store: Store = store
         self.config = config
         self.counter = counter or get_counter(config.tokenizer)
         self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
@@ -82,8 +79,7 @@ class Memory:
         self.assembler = Assembler(store, config, self.counter, self.recaller)
         self.memories = Memories(store, embedder, self.counter)
         self.assembler.memories = self.memories
-        has_files = getattr(store, "has_files", None)  # SQLiteStore and PostgresStore have it
-        if callable(has_files) and has_files():
+        if store.has_files():
             self.files  # noqa: B018 - attaches the index to the assembler
         if config.memory_flush:
             self.compactor.before_leaf = self._flush

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from lossless.conversation import Conversation
+from lossless.core._canonical import message_hash
 from lossless.errors import ValidationError
-from lossless.store.sqlite import message_hash
 from lossless.types import Message, Summary
 
 __all__ = [

@@ -158,7 +158,7 @@ class SQLiteFilesBackend(SQLiteRunner):
         return ChunkVectors(self.store, embedder)
 
     def vector_count(self) -> int:
-        return int(self.store._query("SELECT count(*) FROM file_chunk_vectors")[0][0])
+        return int(self.store.query("SELECT count(*) FROM file_chunk_vectors")[0][0])
 
     def vector_rows(self) -> Iterator[VectorRow]:
         yield from self.store.connection.execute(

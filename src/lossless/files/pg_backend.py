@@ -108,7 +108,7 @@ class PostgresFilesBackend(PostgresRunner):
             sql = (f"SELECT c.rowid, ts_rank({_WEIGHTS}, c.search, q.q) AS score FROM file_chunks c, "
                    f"(SELECT ({expr}) AS q) q WHERE c.search @@ q.q AND {cond} ORDER BY score DESC, c.rowid DESC "
                    "LIMIT %s")
-            for rowid, score in self.store._query(sql, [*terms, *args, limit]):
+            for rowid, score in self.store.query(sql, [*terms, *args, limit]):
                 rank[int(rowid)] = rank.get(int(rowid), 0.0) + float(score)
         subs = substrings(query, words)[:_MAX_SUBSTRINGS]
         if subs:
@@ -118,11 +118,11 @@ class PostgresFilesBackend(PostgresRunner):
             any_of = " OR ".join(["c.text ILIKE %s"] * len(subs))
             sql = (f"SELECT c.rowid, {hits} AS hits FROM file_chunks c WHERE ({any_of}) AND {cond} "
                    "ORDER BY hits DESC, c.rowid DESC LIMIT %s")
-            for rowid, n in self.store._query(sql, [*patterns, *patterns, *args, limit]):
+            for rowid, n in self.store.query(sql, [*patterns, *patterns, *args, limit]):
                 rank[int(rowid)] = rank.get(int(rowid), 0.0) + int(n) / len(subs)
         if not rank:
             return {}
-        rows = self.store._query("SELECT c.rowid, f.path, c.text FROM file_chunks c JOIN files f "
+        rows = self.store.query("SELECT c.rowid, f.path, c.text FROM file_chunks c JOIN files f "
                                  "ON f.rowid = c.file_rowid WHERE c.rowid = ANY(%s)", (list(rank),))
         return relevance(rows, rank, stems, grams)
 

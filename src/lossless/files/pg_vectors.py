@@ -63,7 +63,7 @@ def _array(value: Any) -> np.ndarray:
 
 def vector_tables(store: PostgresStore) -> list[tuple[str, str, str, int]]:
     """(table, provider, model, dim) of every embedder's chunk vectors."""
-    rows = store._query("SELECT name, provider, model, dim FROM file_vector_indexes ORDER BY name")
+    rows = store.query("SELECT name, provider, model, dim FROM file_vector_indexes ORDER BY name")
     return [(_checked(r[0]), r[1], r[2], int(r[3])) for r in rows]
 
 
@@ -73,7 +73,7 @@ def vector_count(store: PostgresStore) -> int:
     if not tables:
         return 0
     union = " UNION ".join(f"SELECT chunk_rowid FROM {t}" for t in tables)
-    return int(store._query(f"SELECT count(*) FROM ({union}) AS u")[0][0])
+    return int(store.query(f"SELECT count(*) FROM ({union}) AS u")[0][0])
 
 
 def vector_rows(store: PostgresStore) -> Iterator[tuple[int, str, str, int, str, bytes]]:
@@ -133,7 +133,7 @@ class PgChunkVectors(CachedEmbeddings):
 
     def exists(self) -> bool:
         if not self._ready:
-            self._ready = bool(self.store._query("SELECT 1 FROM file_vector_indexes WHERE name = %s", (self.name,)))
+            self._ready = bool(self.store.query("SELECT 1 FROM file_vector_indexes WHERE name = %s", (self.name,)))
         return self._ready
 
     def ensure(self) -> str:
@@ -172,10 +172,10 @@ class PgChunkVectors(CachedEmbeddings):
         this embedder (indexed before it was configured, or their embedding failed)."""
         ids = list(file_rowids)
         if not self.exists():
-            rows = self.store._query("SELECT rowid, text, text_sha256 FROM file_chunks WHERE file_rowid = ANY(%s) "
+            rows = self.store.query("SELECT rowid, text, text_sha256 FROM file_chunks WHERE file_rowid = ANY(%s) "
                                      "ORDER BY rowid", (ids,))
         else:
-            rows = self.store._query(
+            rows = self.store.query(
                 f"SELECT c.rowid, c.text, c.text_sha256 FROM file_chunks c LEFT JOIN {self.name} v "
                 "ON v.chunk_rowid = c.rowid WHERE c.file_rowid = ANY(%s) AND v.chunk_rowid IS NULL ORDER BY c.rowid",
                 (ids,))
@@ -186,7 +186,7 @@ class PgChunkVectors(CachedEmbeddings):
     def size(self) -> int:
         gen = self._generation()
         if self._size is None or self._size[0] != gen:
-            self._size = (gen, int(self.store._query(f"SELECT count(*) FROM {self.name}")[0][0]))
+            self._size = (gen, int(self.store.query(f"SELECT count(*) FROM {self.name}")[0][0]))
         return self._size[1]
 
     def nearest(self, query: str, k: int, *, files: Collection[int] | None = None,

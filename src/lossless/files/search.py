@@ -91,7 +91,7 @@ def _match(store: SQLiteStore, table: str, rank: str, fts_query: str, where: str
     sql = (f"SELECT c.rowid, -{rank} FROM {table} CROSS JOIN file_chunks c ON c.rowid = {table}.rowid "
            f"WHERE {table} MATCH ? AND {where} ORDER BY {rank} LIMIT ?")
     try:
-        return [(int(r), float(s)) for r, s in store._query(sql, [fts_query, *args, limit])]
+        return [(int(r), float(s)) for r, s in store.query(sql, [fts_query, *args, limit])]
     except apsw.SQLError as exc:  # cannot happen with quoted terms; say so clearly if it does
         raise QueryError(f"invalid full-text query {fts_query!r}: {exc}") from None
 
@@ -115,7 +115,7 @@ def keyword_candidates(store: SQLiteStore, query: str, where: str, args: Sequenc
     if not bm25:
         return {}
     ids = list(bm25)
-    rows = store._query(
+    rows = store.query(
         "SELECT c.rowid, f.path, c.text FROM file_chunks c JOIN files f ON f.rowid = c.file_rowid "
         f"WHERE c.rowid IN ({','.join('?' * len(ids))})", ids)
     return relevance(rows, bm25, stems, grams)

@@ -38,7 +38,7 @@ EMBED_BATCH = 256
 
 
 def generation(store: SQLiteStore) -> int:
-    return int(store._query("SELECT value FROM files_generation WHERE id = 1")[0][0])
+    return int(store.query("SELECT value FROM files_generation WHERE id = 1")[0][0])
 
 
 def bump_generation(conn: Any) -> None:
@@ -126,7 +126,7 @@ class ChunkVectors(CachedEmbeddings):
         out: list[tuple[int, str, str]] = []
         for i in range(0, len(file_rowids), 500):
             batch = list(file_rowids[i : i + 500])
-            out.extend(self.store._query(
+            out.extend(self.store.query(
                 "SELECT c.rowid, c.text, c.text_sha256 FROM file_chunks c "
                 "LEFT JOIN file_chunk_vectors v ON v.chunk_rowid = c.rowid "
                 f"WHERE c.file_rowid IN ({','.join('?' * len(batch))}) "
@@ -152,7 +152,7 @@ class ChunkVectors(CachedEmbeddings):
             return built
         e = self.embedder
         key = (e.provider, e.model, e.dim)
-        live = self.store._query(
+        live = self.store.query(
             "SELECT chunk_rowid FROM file_chunk_vectors WHERE provider = ? AND model = ? AND dim = ? "
             "ORDER BY chunk_rowid", key)
         live_ids = np.fromiter((r[0] for r in live), dtype=np.int64, count=len(live))
@@ -180,14 +180,14 @@ class ChunkVectors(CachedEmbeddings):
         e = self.embedder
         rows: list[tuple[Any, ...]] = []
         if chunk_ids is None:
-            rows = self.store._query(
+            rows = self.store.query(
                 "SELECT v.chunk_rowid, c.file_rowid, c.kind, v.vector FROM file_chunk_vectors v "
                 "JOIN file_chunks c ON c.rowid = v.chunk_rowid WHERE v.provider = ? AND v.model = ? AND v.dim = ?",
                 (e.provider, e.model, e.dim))
             chunk_ids = np.zeros(0, dtype=np.int64)
         for i in range(0, len(chunk_ids), 5000):
             batch = json.dumps(chunk_ids[i : i + 5000].tolist())
-            rows.extend(self.store._query(
+            rows.extend(self.store.query(
                 "SELECT v.chunk_rowid, c.file_rowid, c.kind, v.vector FROM file_chunk_vectors v "
                 "JOIN file_chunks c ON c.rowid = v.chunk_rowid WHERE v.chunk_rowid IN (SELECT value FROM json_each(?)) "
                 "AND v.provider = ? AND v.model = ? AND v.dim = ?", (batch, e.provider, e.model, e.dim)))

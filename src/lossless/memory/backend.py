@@ -99,9 +99,9 @@ class SQLiteMemoryBackend(SQLiteRunner):
 
     def vacuum(self) -> None:
         try:
-            self.store._query("VACUUM")
+            self.store.query("VACUUM")
             if self.store.path != ":memory:":
-                self.store._query("PRAGMA wal_checkpoint(TRUNCATE)")
+                self.store.query("PRAGMA wal_checkpoint(TRUNCATE)")
         except apsw.Error as exc:
             raise StoreError(f"memories were forgotten, but VACUUM failed: {exc}") from exc
 

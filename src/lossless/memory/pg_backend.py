@@ -59,7 +59,7 @@ class PostgresMemoryBackend(PostgresRunner):
     def vacuum(self) -> None:
         # FULL rewrites the tables into new files and deletes the old ones, so forgotten
         # text leaves the table files (the WAL and backups keep it until they are recycled)
-        self.store._query("VACUUM FULL memories, memory_vectors, embedding_cache")
+        self.store.query("VACUUM FULL memories, memory_vectors, embedding_cache")
 
     def keyword_candidates(self, query: str, where: str, args: Sequence[Any], limit: int) -> dict[int, float]:
         words, grams = query_terms(query)
@@ -70,7 +70,7 @@ class PostgresMemoryBackend(PostgresRunner):
             expr, expr_args = built
             sql = (f"SELECT m.rowid, ts_rank(m.search, q.q) AS score FROM memories m, (SELECT {expr} AS q) q "
                    f"WHERE m.search @@ q.q AND {cond} ORDER BY score DESC, m.rowid DESC LIMIT %s")
-            for rowid, score in self.store._query(sql, [*expr_args, *args, limit]):
+            for rowid, score in self.store.query(sql, [*expr_args, *args, limit]):
                 scores[int(rowid)] = float(score)
         if grams:
             # the records holding the most bigrams (a one-character term is only found here)
@@ -78,11 +78,11 @@ class PostgresMemoryBackend(PostgresRunner):
             patterns = ["%" + g.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for g in grams]
             sql = (f"SELECT rowid FROM (SELECT m.rowid AS rowid, {hits} AS hits FROM memories m WHERE {cond}) AS h "
                    "WHERE hits > 0 ORDER BY hits DESC, rowid DESC LIMIT %s")
-            for (rowid,) in self.store._query(sql, [*patterns, *args, limit]):
+            for (rowid,) in self.store.query(sql, [*patterns, *args, limit]):
                 scores.setdefault(int(rowid), 0.0)
         if not scores:
             return {}
-        rows = self.store._query("SELECT rowid, content, result, patterns, errors FROM memories WHERE rowid = ANY(%s)",
+        rows = self.store.query("SELECT rowid, content, result, patterns, errors FROM memories WHERE rowid = ANY(%s)",
                                  (list(scores),))
         return rank_by_coverage(rows, scores, words, grams)
 

@@ -78,7 +78,7 @@ def _match(store: SQLiteStore, index: str, fts_query: str, where: str, args: Seq
     sql = (f"SELECT m.rowid, -bm25({index}) FROM {index} CROSS JOIN memories m ON m.rowid = {index}.rowid "
            f"WHERE {index} MATCH ? AND {where} ORDER BY bm25({index}) LIMIT ?")
     try:
-        return [(int(r), float(s)) for r, s in store._query(sql, [fts_query, *args, limit])]
+        return [(int(r), float(s)) for r, s in store.query(sql, [fts_query, *args, limit])]
     except apsw.SQLError as exc:  # cannot happen with quoted terms; say so clearly if it does
         raise QueryError(f"invalid full-text query {fts_query!r}: {exc}") from None
 
@@ -103,12 +103,12 @@ def keyword_candidates(store: SQLiteStore, query: str, where: str, args: Sequenc
         patterns = ["%" + g.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for g in grams]
         sql = (f"SELECT rowid FROM (SELECT m.rowid AS rowid, {hits} AS hits FROM memories m WHERE {where}) "
                "WHERE hits > 0 ORDER BY hits DESC, rowid DESC LIMIT ?")
-        for (rowid,) in store._query(sql, [*patterns, *args, limit]):
+        for (rowid,) in store.query(sql, [*patterns, *args, limit]):
             bm25.setdefault(int(rowid), 0.0)
     if not bm25:
         return {}
     ids = list(bm25)
-    rows = store._query(f"SELECT rowid, content, result, patterns, errors FROM memories "
+    rows = store.query(f"SELECT rowid, content, result, patterns, errors FROM memories "
                         f"WHERE rowid IN ({','.join('?' * len(ids))})", ids)
     return rank_by_coverage(rows, bm25, words, grams)
 

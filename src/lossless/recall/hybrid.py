@@ -17,7 +17,7 @@ import numpy as np
 from lossless.embed.base import Warmable, embed_checked
 from lossless.recall.units import message_units, text_sha256, window_units
 from lossless.store.base import RecallIndex, SearchSpec, Store
-from lossless.store.sqlite_recall import UnitRow
+from lossless.store.rows import UnitRow
 from lossless.tokens import TokenCounter
 from lossless.types import GrepHit
 

@@ -4,6 +4,7 @@ contract for many processes and hosts. Every write method is one transaction."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -16,9 +17,25 @@ if TYPE_CHECKING:
 
     from lossless.embed.base import Vectors
     from lossless.recall.units import Unit
-    from lossless.store.sqlite_recall import UnitRow
+    from lossless.store.rows import UnitRow
 
-__all__ = ["NewSummary", "RecallIndex", "RevisedSummary", "SearchSpec", "Store"]
+__all__ = [
+    "CompactionLeases",
+    "ConversationRows",
+    "FileIndex",
+    "MemoryWatermarks",
+    "MessageLog",
+    "NewSummary",
+    "RecallIndex",
+    "RecallUnits",
+    "RevisedSummary",
+    "SQLAccess",
+    "Search",
+    "SearchSpec",
+    "Settings",
+    "Store",
+    "SummaryDAG",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,24 +106,41 @@ class RecallIndex(Protocol):
             k: int, kinds: Sequence[str] | None = None) -> list[tuple[int, float]]: ...
 
 
-@runtime_checkable
-class Store(Protocol):
-    dialect: str  # "sqlite" or "postgresql": which SQL a plug-in (memory/) speaks to it
+class SQLAccess(Protocol):
+    """The one public way for a plug-in (``files/``, ``memory/``) to run SQL against the
+    store's database: statements in the store's own dialect and placeholder style
+    (``?`` on SQLite, ``%s`` on PostgreSQL; :mod:`lossless.store.runner` writes one
+    ``?`` text for both)."""
+
+    dialect: str  # "sqlite" or "postgresql": which SQL a plug-in speaks to it
+
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement (inside this thread's transaction, if one is open) and
+        return its rows; a write returns none."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """One write transaction (re-entrant: a nested one joins it); yields the
+        database connection, whose ``execute`` takes the store's placeholders."""
+        ...
+
+
+class Settings(Protocol):
+    """Per-database settings (JSON values), and closing the database."""
 
     def close(self) -> None: ...
-
-    # per-database settings (JSON values)
     def get_settings(self) -> dict[str, Any]: ...
     def set_settings(self, values: dict[str, Any]) -> None: ...
 
-    # conversations
+
+class MessageLog(Protocol):
+    """Conversations and their messages, kept verbatim and numbered 1, 2, 3…"""
+
     def ensure_conversation(
         self, conversation_id: str, metadata: dict[str, Any] | None = None
     ) -> ConversationInfo: ...
     def get_conversation(self, conversation_id: str) -> ConversationInfo | None: ...
     def list_conversations(self, limit: int = 100, offset: int = 0) -> list[ConversationInfo]: ...
-
-    # messages
     def append_messages(
         self, conversation_id: str, messages: Sequence[NewMessage], token_counts: Sequence[int]
     ) -> list[Message]: ...
@@ -116,8 +150,24 @@ class Store(Protocol):
     def get_message(self, message_id: str) -> Message: ...
     def last_seq(self, conversation_id: str) -> int: ...
     def token_sum(self, conversation_id: str, first_seq: int, last_seq: int | None = None) -> int: ...
+    def first_message_ts(self, conversation_id: str) -> float | None: ...
+    def role_counts(self, conversation_id: str, first_seq: int, last_seq: int) -> dict[str, int]: ...
 
-    # the summary DAG
+
+class ConversationRows(Protocol):
+    """How a conversations row is read: the SELECT and the row reader that
+    :meth:`MessageLog.list_conversations` uses, for queries of conversations by other
+    filters (the server's tenants, ``server/tenancy.py``)."""
+
+    _CONV_SELECT: str
+
+    @staticmethod
+    def _conv_row(row: tuple[Any, ...]) -> ConversationInfo: ...
+
+
+class SummaryDAG(Protocol):
+    """The summaries: written by compaction under :mod:`lossless.core.dag`'s rules."""
+
     def insert_summary(self, new: NewSummary) -> Summary | None: ...
     def revise_summary(self, summary_id: str, expected: str, revision: RevisedSummary) -> Summary | None: ...
     def summary_revisions(self, summary_id: str) -> list[dict[str, Any]]: ...
@@ -128,24 +178,49 @@ class Store(Protocol):
     def summaries(self, conversation_id: str) -> list[Summary]: ...
     def leaf_for(self, conversation_id: str, seq: int) -> Summary | None: ...
     def summarizer_usage(self, conversation_id: str | None = None) -> dict[str, Any]: ...
-    def first_message_ts(self, conversation_id: str) -> float | None: ...
-    def role_counts(self, conversation_id: str, first_seq: int, last_seq: int) -> dict[str, int]: ...
 
-    # compaction leases (one compactor per conversation) and the compaction log
+
+class CompactionLeases(Protocol):
+    """One compactor per conversation at a time, and the log of what compaction did."""
+
     def acquire_lease(self, conversation_id: str, owner: str, reason: str, stale_after: float) -> bool: ...
     def heartbeat_lease(self, conversation_id: str, owner: str) -> None: ...
     def release_lease(self, conversation_id: str, owner: str) -> None: ...
     def lease(self, conversation_id: str) -> dict[str, Any] | None: ...
     def log_compaction(self, conversation_id: str, entry: dict[str, Any]) -> None: ...
-    def flushed_seq(self, conversation_id: str) -> int: ...
-    def set_flushed_seq(self, conversation_id: str, last_seq: int) -> None: ...
     def compaction_log(self, conversation_id: str, limit: int = 100) -> list[dict[str, Any]]: ...
 
-    # search
-    def search(self, spec: SearchSpec) -> list[GrepHit]: ...
 
-    # integrity
+class MemoryWatermarks(Protocol):
+    """How far each conversation's messages were flushed to long-term memories (the
+    memories themselves are ``memory/``'s tables, reached through :class:`SQLAccess`)."""
+
+    def flushed_seq(self, conversation_id: str) -> int: ...
+    def set_flushed_seq(self, conversation_id: str, last_seq: int) -> None: ...
+
+
+class Search(Protocol):
+    """Keyword and regex search over messages and summaries, and the integrity check."""
+
+    def search(self, spec: SearchSpec) -> list[GrepHit]: ...
     def verify(self, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]: ...
 
-    # recall storage (units, embedding cache, vectors) in the same database
+
+class RecallUnits(Protocol):
+    """Recall storage (units, embedding cache, vectors) in the same database."""
+
     def recall_index(self, backend: str = "auto") -> RecallIndex: ...
+
+
+class FileIndex(Protocol):
+    """The workspace file index (``files/``; its tables are reached through :class:`SQLAccess`)."""
+
+    def has_files(self) -> bool: ...
+
+
+@runtime_checkable
+class Store(SQLAccess, Settings, MessageLog, ConversationRows, SummaryDAG, CompactionLeases, MemoryWatermarks,
+            Search, RecallUnits, FileIndex, Protocol):
+    """Everything the engine needs of a database: the role protocols above, together.
+    ``SQLiteStore`` and ``PostgresStore`` implement it; ``store/conformance.py`` makes
+    mypy prove it. Every write method is one transaction."""

@@ -2,29 +2,25 @@
 
 Each migration runs in its own transaction and is recorded in ``schema_migrations``;
 a database written by newer code (a version we do not know) is refused, not guessed at.
+The runner is :mod:`lossless.store.migrator`, shared with PostgreSQL; this module holds
+SQLite's schema and how SQLite takes a migration's transaction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from lossless.errors import MigrationError
+from lossless.store import migrator
+from lossless.store.migrator import Migration
 
 __all__ = ["MIGRATIONS", "applied", "migrate", "pending"]
 
-Migration = Callable[[Any], None]
-MIGRATIONS: list[tuple[int, str, Migration]] = []
-
-
-def migration(version: int, name: str) -> Callable[[Migration], Migration]:
-    def register(fn: Migration) -> Migration:
-        MIGRATIONS.append((version, name, fn))
-        MIGRATIONS.sort(key=lambda m: m[0])
-        return fn
-
-    return register
+_SCHEMA = migrator.Migrations()
+MIGRATIONS: list[tuple[int, str, Migration]] = _SCHEMA.steps
+migration = _SCHEMA.migration
 
 
 @migration(1, "core")
@@ -478,52 +474,31 @@ def _proxy_requests(conn: Any) -> None:
 
 
 def _ensure_table(conn: Any) -> None:
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-    )
+    conn.execute(migrator.TABLE)  # outside a transaction: opening takes no write lock
+
+
+@contextmanager
+def _transaction(conn: Any) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")  # the write lock first: one migrator at a time
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+DIALECT = migrator.Dialect(transaction=_transaction, ensure_table=_ensure_table, placeholder="?")
 
 
 def applied(conn: Any) -> list[int]:
-    _ensure_table(conn)
-    return [row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+    return migrator.applied(conn, DIALECT)
 
 
 def pending(conn: Any) -> list[tuple[int, str, Migration]]:
-    done = set(applied(conn))
-    return [m for m in MIGRATIONS if m[0] not in done]
+    return migrator.pending(conn, _SCHEMA, DIALECT)
 
 
 def migrate(conn: Any, upto: int | None = None) -> list[int]:
     """Apply every pending migration (up to ``upto``), each in its own transaction."""
-    known = {m[0] for m in MIGRATIONS}
-    newer = [v for v in applied(conn) if v not in known]
-    if newer:
-        raise MigrationError(
-            f"database schema version {max(newer)} is newer than this lossless knows "
-            f"({max(known)}); upgrade lossless"
-        )
-    done: list[int] = []
-    for version, name, fn in pending(conn):
-        if upto is not None and version > upto:
-            break
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            # Another process may have applied it while we waited for the write lock.
-            row = conn.execute(
-                "SELECT 1 FROM schema_migrations WHERE version = ?", (version,)
-            ).fetchone()
-            if row is None:
-                fn(conn)
-                conn.execute(
-                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                    (version, name, datetime.now(UTC).isoformat()),
-                )
-                done.append(version)
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            conn.execute("ROLLBACK")
-            if isinstance(exc, MigrationError):
-                raise
-            raise MigrationError(f"migration {version} ({name}) failed: {exc}") from exc
-    return done
+    return migrator.run(conn, _SCHEMA, DIALECT, upto)

@@ -14,25 +14,20 @@ a ``tsvector`` column with a GIN index instead of the FTS5 tables.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 from lossless.errors import MigrationError
+from lossless.store import migrator
+from lossless.store.migrator import Migration
 
 __all__ = ["MIGRATIONS", "applied", "migrate", "pending"]
 
-Migration = Callable[[Any], None]
-MIGRATIONS: list[tuple[int, str, Migration]] = []
-
-
-def migration(version: int, name: str) -> Callable[[Migration], Migration]:
-    def register(fn: Migration) -> Migration:
-        MIGRATIONS.append((version, name, fn))
-        MIGRATIONS.sort(key=lambda m: m[0])
-        return fn
-
-    return register
+_SCHEMA = migrator.Migrations()
+MIGRATIONS: list[tuple[int, str, Migration]] = _SCHEMA.steps
+migration = _SCHEMA.migration
 
 
 @migration(1, "core")
@@ -471,23 +466,27 @@ def _lock(conn: Any) -> None:
     conn.execute("SELECT pg_advisory_xact_lock(hashtext('lossless.migrate'), hashtext(current_schema()))")
 
 
-def _ensure_table(conn: Any) -> None:
+@contextmanager
+def _transaction(conn: Any) -> Iterator[None]:
     with conn.transaction():
         _lock(conn)
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations ("
-            " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-        )
+        yield
+
+
+def _ensure_table(conn: Any) -> None:
+    with _transaction(conn):
+        conn.execute(migrator.TABLE)
+
+
+DIALECT = migrator.Dialect(transaction=_transaction, ensure_table=_ensure_table, placeholder="%s")
 
 
 def applied(conn: Any) -> list[int]:
-    _ensure_table(conn)
-    return [row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY version").fetchall()]
+    return migrator.applied(conn, DIALECT)
 
 
 def pending(conn: Any) -> list[tuple[int, str, Migration]]:
-    done = set(applied(conn))
-    return [m for m in MIGRATIONS if m[0] not in done]
+    return migrator.pending(conn, _SCHEMA, DIALECT)
 
 
 def migrate(conn: Any, upto: int | None = None) -> list[int]:
@@ -495,30 +494,4 @@ def migrate(conn: Any, upto: int | None = None) -> list[int]:
     autocommit connection whose ``search_path`` names the target schema first."""
     if conn.execute("SELECT current_schema()").fetchone()[0] is None:
         raise MigrationError("no schema to migrate: the search_path names no existing schema")
-    known = {m[0] for m in MIGRATIONS}
-    newer = [v for v in applied(conn) if v not in known]
-    if newer:
-        raise MigrationError(
-            f"database schema version {max(newer)} is newer than this lossless knows "
-            f"({max(known)}); upgrade lossless"
-        )
-    done: list[int] = []
-    for version, name, fn in pending(conn):
-        if upto is not None and version > upto:
-            break
-        try:
-            with conn.transaction():
-                _lock(conn)
-                # Another process may have applied it while we waited for the lock.
-                if conn.execute("SELECT 1 FROM schema_migrations WHERE version = %s", (version,)).fetchone() is None:
-                    fn(conn)
-                    conn.execute(
-                        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
-                        (version, name, datetime.now(UTC).isoformat()),
-                    )
-                    done.append(version)
-        except MigrationError:
-            raise
-        except Exception as exc:
-            raise MigrationError(f"migration {version} ({name}) failed: {exc}") from exc
-    return done
+    return migrator.run(conn, _SCHEMA, DIALECT, upto)

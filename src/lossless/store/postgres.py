@@ -24,7 +24,6 @@ as pgvector live in ``public``).
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import threading
@@ -35,13 +34,20 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
+from lossless.core import dag
+from lossless.core._canonical import canonical_json, message_hash, message_id, summary_id
 from lossless.errors import MissingDependencyError, NotFoundError, StoreError, ValidationError
 from lossless.render import content_text
 from lossless.store.backlog import QUEUE_SQL
 from lossless.store.base import NewSummary, RevisedSummary, SearchSpec
 from lossless.store.pg_migrations import migrate
+from lossless.store.rows import (
+    MESSAGE_COLUMNS,
+    SOURCE_SUMMARY_COLUMNS,
+    SUMMARY_COLUMNS,
+    message_from_row,
+)
 from lossless.store.runner import qmark
-from lossless.store.sqlite import SQLiteStore, message_hash, message_id, summary_id
 from lossless.store.urls import redact_url
 from lossless.types import ConversationInfo, GrepHit, Message, SourceRef, Summary
 from lossless.validate import NewMessage, timestamp
@@ -60,15 +66,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresStore", "split_schema"]
 
-_MSG_COLS = (
-    "rowid, id, conversation_id, seq, role, name, content, content_is_json, tool_calls, "
-    "tool_call_id, created_at, token_count, metadata, external_id"
-)
-_SUM_COLS = (
-    "id, conversation_id, depth, content, token_count, first_seq, last_seq, earliest_at, "
-    "latest_at, descendant_count, source_token_count, summarizer, fallback_level, created_at, "
-    "metadata"
-)
+_MSG_COLS = MESSAGE_COLUMNS
+_SUM_COLS = SUMMARY_COLUMNS
 # a summary row with its sources as two arrays: one round trip for a frontier, not 1 + n
 _SUM_SELECT = (
     f"SELECT {_SUM_COLS}, "
@@ -81,8 +80,7 @@ _SEARCH_PATH = re.compile(r"-c\s*search_path\s*=\s*([^\s,]+)")
 _NOW = "extract(epoch from clock_timestamp())::float8"  # the server's clock, in Unix seconds
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+_dumps = canonical_json  # the JSON spelling every stored value uses
 
 
 def split_schema(url: str) -> tuple[str, str | None]:
@@ -197,6 +195,11 @@ class PostgresStore:
         except psycopg.OperationalError as exc:
             raise StoreError(f"PostgreSQL at {self.label}: {exc}".strip()) from exc
 
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement in this store's dialect (see :class:`~lossless.store.base.SQLAccess`):
+        the public way for plug-ins (``files/``, ``memory/``) to reach their tables."""
+        return self._query(sql, args)
+
     def recall_index(self, backend: str = "auto") -> PostgresRecall:
         """Retrieval units, the embedding cache and pgvector indexes in this database."""
         from lossless.store.postgres_recall import PostgresRecall
@@ -262,7 +265,7 @@ class PostgresStore:
 
     # -- messages -----------------------------------------------------------------------
 
-    _message = staticmethod(SQLiteStore._message)  # the same columns, the same Message
+    _message = staticmethod(message_from_row)  # the same columns as SQLite, the same Message
 
     def append_messages(
         self, conversation_id: str, messages: Sequence[NewMessage], token_counts: Sequence[int]
@@ -406,72 +409,41 @@ class PostgresStore:
 
         Returns None (writing nothing) if the state it was computed from has moved on:
         a leaf whose messages are no longer the oldest uncovered ones, or a condensed
-        node whose sources already have a parent. The conversation row is locked first,
-        so two compactors cannot both pass that check.
+        node whose sources already have a parent (the rules are
+        :mod:`lossless.core.dag`'s). The conversation row is locked first, so two
+        compactors cannot both pass that check.
         """
         from lossless.store.postgres_search import search_document
 
-        if not new.sources:
-            raise ValidationError("a summary needs at least one source")
-        kinds = {s.kind for s in new.sources}
-        if len(kinds) != 1:
-            raise ValidationError("a summary's sources are all messages or all summaries")
+        kind = dag.source_kind(new.sources)
         cid = new.conversation_id
         ids = [s.id for s in new.sources]
         with self.transaction() as conn:
             if conn.execute("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (cid,)).fetchone() is None:
                 raise NotFoundError(f"no conversation {cid!r}")
-            if kinds == {"message"}:
-                rows = conn.execute(
-                    "SELECT seq, created_at, created_ts, token_count FROM messages WHERE conversation_id = %s "
-                    "AND id = ANY(%s) ORDER BY seq",
-                    (cid, ids),
-                ).fetchall()
-                if len(rows) != len(ids):
-                    raise NotFoundError("a leaf source message does not exist in this conversation")
-                first, last = int(rows[0][0]), int(rows[-1][0])
-                if last - first + 1 != len(rows) or new.depth != 0:
-                    raise ValidationError("a leaf covers a contiguous run of messages and has depth 0")
-                if first != self._covered_seq(conn, cid) + 1:
+            span: dag.Span | None
+            if kind == "message":
+                rows = conn.execute("SELECT seq, created_at, created_ts, token_count FROM messages "
+                                    "WHERE conversation_id = %s AND id = ANY(%s) ORDER BY seq", (cid, ids)).fetchall()
+                span = dag.leaf_span(new.depth, len(ids), [dag.SourceMessage(*r) for r in rows])
+                if not dag.extends_frontier(span, self._covered_seq(conn, cid)):
                     return None
-                earliest = min(rows, key=lambda r: r[2])
-                latest = max(rows, key=lambda r: r[2])
-                desc = len(rows)
-                src_tokens = sum(int(r[3]) for r in rows)
             else:
-                rows = conn.execute(
-                    "SELECT id, depth, first_seq, last_seq, earliest_at, earliest_ts, latest_at, latest_ts, "
-                    "descendant_count, token_count, parent_id FROM summaries WHERE conversation_id = %s "
-                    "AND id = ANY(%s) ORDER BY first_seq",
-                    (cid, ids),
-                ).fetchall()
-                if len(rows) != len(ids):
-                    raise NotFoundError("a source summary does not exist in this conversation")
-                if any(r[10] is not None for r in rows):
+                rows = conn.execute(f"SELECT {SOURCE_SUMMARY_COLUMNS} FROM summaries WHERE conversation_id = %s "
+                                    "AND id = ANY(%s) ORDER BY first_seq", (cid, ids)).fetchall()
+                span = dag.condensed_span(new.depth, ids, [dag.SourceSummary(*r) for r in rows])
+                if span is None:
                     return None
-                if [r[0] for r in rows] != ids:
-                    raise ValidationError("condensed sources must be given in conversation order")
-                for a, b in itertools.pairwise(rows):
-                    if a[3] + 1 != b[2]:
-                        raise ValidationError("condensed sources must be contiguous")
-                if new.depth != max(r[1] for r in rows) + 1:
-                    raise ValidationError("a condensed summary's depth is one more than its deepest source")
-                first, last = int(rows[0][2]), int(rows[-1][3])
-                e = min(rows, key=lambda r: r[5])
-                la = max(rows, key=lambda r: r[7])
-                earliest = (None, e[4], e[5])
-                latest = (None, la[6], la[7])
-                desc = sum(int(r[8]) + 1 for r in rows)
-                src_tokens = sum(int(r[9]) for r in rows)
             sid = summary_id(cid, new.depth, new.sources, new.content)
             now = datetime.now(UTC).isoformat()
             conn.execute(
                 f"INSERT INTO summaries ({_SUM_COLS}, earliest_ts, latest_ts, search) VALUES "
                 "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, to_tsvector('simple', %s))",
                 (
-                    sid, cid, new.depth, new.content, new.token_count, first, last, earliest[1], latest[1],
-                    desc, src_tokens, new.summarizer, new.fallback_level, now, _dumps(new.metadata),
-                    earliest[2], latest[2], search_document(new.content),
+                    sid, cid, new.depth, new.content, new.token_count, span.first_seq, span.last_seq,
+                    span.earliest_at, span.latest_at, span.descendant_count, span.source_token_count,
+                    new.summarizer, new.fallback_level, now, _dumps(new.metadata), span.earliest_ts, span.latest_ts,
+                    search_document(new.content),
                 ),
             )
             with conn.cursor() as cur:
@@ -479,7 +451,7 @@ class PostgresStore:
                     "INSERT INTO summary_sources (summary_id, ord, source_kind, source_id) VALUES (%s, %s, %s, %s)",
                     [(sid, i, s.kind, s.id) for i, s in enumerate(new.sources)],
                 )
-            if kinds == {"summary"}:
+            if kind == "summary":
                 conn.execute("UPDATE summaries SET parent_id = %s WHERE id = ANY(%s)", (sid, ids))
             conn.execute("UPDATE conversations SET updated_at = %s WHERE id = %s", (now, cid))
         return self.get_summary(sid)
@@ -656,7 +628,9 @@ class PostgresStore:
         return run_search(self, spec)
 
     def verify(self, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
-        """``integrity`` is SQLite's file check; PostgreSQL checks its own pages."""
-        from lossless.store.postgres_search import verify_store
+        """Re-check every invariant the design states (:func:`lossless.core.dag.verify`);
+        empty when all hold. ``integrity`` is SQLite's file check; PostgreSQL checks its
+        own pages."""
+        from lossless.store.integrity import verify_conversations
 
-        return verify_store(self, conversation_id)
+        return verify_conversations(lambda sql, args: self._query(qmark(sql), list(args)), conversation_id)

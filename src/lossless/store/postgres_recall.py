@@ -25,7 +25,7 @@ import numpy as np
 from lossless.embed.base import Vectors
 from lossless.errors import StoreError
 from lossless.recall.units import Unit
-from lossless.store.sqlite_recall import UnitRow
+from lossless.store.rows import UnitRow
 
 if TYPE_CHECKING:
     from lossless.store.postgres import PostgresStore

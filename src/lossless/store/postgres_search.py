@@ -1,4 +1,4 @@
-"""Search and integrity checks for the PostgreSQL store (kept apart from the write path).
+"""Search for the PostgreSQL store (kept apart from the write path).
 
 Keyword search is a ``tsvector`` column with a GIN index, ``simple`` configuration (no
 stemming, no stopwords: ``src/app.py`` and ``v2.3.1`` stay whole tokens). What the
@@ -19,7 +19,6 @@ quoted FTS5 terms ranked by bm25. ``mode="raw"`` passes the text to ``to_tsquery
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import unicodedata
@@ -29,7 +28,7 @@ from lossless.errors import QueryError
 from lossless.render import content_text
 from lossless.store.base import SearchSpec
 from lossless.store.fts import cjk_runs, fts_terms, short_cjk_terms
-from lossless.store.sqlite_search import _hit
+from lossless.store.rows import grep_hit as _hit
 from lossless.types import GrepHit
 from lossless.validate import timestamp
 
@@ -361,61 +360,5 @@ def run_search(store: PostgresStore, spec: SearchSpec) -> list[GrepHit]:
 # -- integrity -------------------------------------------------------------------------------
 
 def verify_store(store: PostgresStore, conversation_id: str | None = None) -> list[str]:
-    """Re-check every invariant the design states; an empty list means all hold. Reads
-    each conversation in three queries (its messages, summaries and their sources)."""
-    from lossless.store.sqlite import message_hash
-
-    problems: list[str] = []
-    if conversation_id is not None:
-        convs = [(conversation_id, store.last_seq(conversation_id))]
-    else:
-        convs = [(r[0], int(r[1])) for r in store._query("SELECT id, last_seq FROM conversations ORDER BY id")]
-    for cid, last in convs:
-        rows = store._query(
-            "SELECT seq, id, role, content, content_is_json, name, tool_calls, tool_call_id, content_hash "
-            "FROM messages WHERE conversation_id = %s ORDER BY seq",
-            (cid,),
-        )
-        if [r[0] for r in rows] != list(range(1, last + 1)):
-            problems.append(f"{cid}: message seqs are not exactly 1..{last}")
-        seq_of: dict[str, int] = {}
-        for seq, mid, role, content, is_json, name, calls, tcid, digest in rows:
-            seq_of[mid] = seq
-            value = json.loads(content) if is_json else content
-            if message_hash(role, value, name, json.loads(calls) if calls else (), tcid) != digest:
-                problems.append(f"{cid}: message #{seq} does not match its content hash")
-        nodes = {r[0]: r for r in store._query(
-            "SELECT id, depth, first_seq, last_seq, parent_id FROM summaries WHERE conversation_id = %s "
-            "ORDER BY first_seq, depth", (cid,))}
-        sources: dict[str, list[tuple[str, str]]] = {}
-        for sid, _ord, skind, source in store._query(
-            "SELECT s.summary_id, s.ord, s.source_kind, s.source_id FROM summary_sources s JOIN summaries m "
-            "ON m.id = s.summary_id WHERE m.conversation_id = %s ORDER BY s.summary_id, s.ord", (cid,)
-        ):
-            sources.setdefault(sid, []).append((skind, source))
-        expect = 1
-        for node in sorted((n for n in nodes.values() if n[4] is None), key=lambda n: n[2]):
-            if node[2] != expect:
-                problems.append(f"{cid}: frontier gap or overlap at {node[0]} (starts #{node[2]}, expected #{expect})")
-            expect = node[3] + 1
-        if expect - 1 > last:
-            problems.append(f"{cid}: summaries cover #{expect - 1} but only {last} messages exist")
-        for sid, depth, first, last_seq, _parent in nodes.values():
-            refs = sources.get(sid, [])
-            if depth == 0:
-                seqs = [seq_of.get(ref, -1) for kind, ref in refs if kind == "message"]
-                if len(seqs) != len(refs) or seqs != list(range(first, last_seq + 1)):
-                    problems.append(f"{cid}: leaf {sid} does not cover exactly #{first}..#{last_seq}")
-                continue
-            kids = [nodes.get(ref) for _kind, ref in refs]
-            if not kids or any(k is None for k in kids):
-                problems.append(f"{cid}: {sid} has a source that is not a summary of this conversation")
-                continue
-            spans = [(k[2], k[3]) for k in kids if k is not None]
-            if spans[0][0] != first or spans[-1][1] != last_seq or any(
-                a[1] + 1 != b[0] for a, b in itertools.pairwise(spans)
-            ):
-                problems.append(f"{cid}: {sid} sources are not a contiguous cover of its span")
-            if any(k is not None and k[4] != sid for k in kids):
-                problems.append(f"{cid}: a source of {sid} has another parent")
-    return problems
+    """:meth:`PostgresStore.verify` (kept at its old import path)."""
+    return store.verify(conversation_id)

@@ -71,7 +71,7 @@ class SQLiteRunner:
         self.store = store
 
     def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.store._query(sql, args)
+        return self.store.query(sql, args)
 
     def transaction(self) -> AbstractContextManager[Any]:
         return self.store.transaction()
@@ -88,7 +88,7 @@ class PostgresRunner:
         self.store = store
 
     def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self.store._query(qmark(sql), list(args))
+        return self.store.query(qmark(sql), list(args))
 
     @contextmanager
     def transaction(self) -> Iterator[QmarkConnection]:

@@ -9,8 +9,6 @@ and a crash leaves either all of it or none.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import itertools
 import json
 import queue
 import threading
@@ -24,12 +22,20 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import regex  # type: ignore[import-untyped]
 
+from lossless.core import dag
+from lossless.core._canonical import canonical_json, message_hash, message_id, summary_id
 from lossless.errors import NotFoundError, StoreError, ValidationError
 from lossless.render import content_text
 from lossless.store.backlog import QUEUE_SQL
 from lossless.store.base import NewSummary, RevisedSummary, SearchSpec
 from lossless.store.fts import has_cjk_trigram
 from lossless.store.migrations import migrate
+from lossless.store.rows import (
+    MESSAGE_COLUMNS,
+    SOURCE_SUMMARY_COLUMNS,
+    SUMMARY_COLUMNS,
+    message_from_row,
+)
 from lossless.types import ConversationInfo, GrepHit, Message, SourceRef, Summary
 from lossless.validate import NewMessage, timestamp
 
@@ -38,35 +44,11 @@ if TYPE_CHECKING:
 
 __all__ = ["SQLiteStore", "message_hash", "message_id", "summary_id"]
 
-_MSG_COLS = (
-    "rowid, id, conversation_id, seq, role, name, content, content_is_json, tool_calls, "
-    "tool_call_id, created_at, token_count, metadata, external_id"
-)
-_SUM_COLS = (
-    "id, conversation_id, depth, content, token_count, first_seq, last_seq, earliest_at, "
-    "latest_at, descendant_count, source_token_count, summarizer, fallback_level, created_at, "
-    "metadata"
-)
+_MSG_COLS = MESSAGE_COLUMNS
+_SUM_COLS = SUMMARY_COLUMNS
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-
-def message_id(conversation_id: str, seq: int) -> str:
-    digest = hashlib.sha256(f"{conversation_id}\x00{seq}".encode()).hexdigest()
-    return f"msg_{digest[:20]}"
-
-
-def message_hash(role: str, content: Any, name: str | None, tool_calls: Any, tool_call_id: str | None) -> str:
-    canonical = _dumps([role, content, name, list(tool_calls or ()), tool_call_id])
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def summary_id(conversation_id: str, depth: int, sources: Sequence[SourceRef], content: str) -> str:
-    ids = ",".join(s.id for s in sources)
-    digest = hashlib.sha256(f"{conversation_id}\x00{depth}\x00{ids}\x00{content}".encode()).hexdigest()
-    return f"sum_{digest[:20]}"
+_dumps = canonical_json  # the JSON spelling every stored value uses
 
 
 # SQLite failures that are about the disk or the file, not the SQL: said in words a caller
@@ -294,6 +276,11 @@ class SQLiteStore:
                 raise ValidationError(f"not valid UTF-8 text: {exc.object[:80]!r} (a lone surrogate at "
                                       f"position {exc.start})") from None
 
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement in this store's dialect (see :class:`~lossless.store.base.SQLAccess`):
+        the public way for plug-ins (``files/``, ``memory/``) to reach their tables."""
+        return self._query(sql, args)
+
     def recall_index(self, backend: str = "auto") -> SQLiteRecall:
         """Retrieval units, the embedding cache and vector indexes in this file."""
         from lossless.store.sqlite_recall import SQLiteRecall
@@ -373,23 +360,7 @@ class SQLiteStore:
 
     # -- messages -----------------------------------------------------------------------
 
-    @staticmethod
-    def _message(row: tuple[Any, ...]) -> Message:
-        (_rowid, mid, cid, seq, role, name, content, is_json, tool_calls, tcid, created, tokens, meta, ext) = row
-        return Message(
-            id=mid,
-            conversation_id=cid,
-            seq=seq,
-            role=role,
-            content=json.loads(content) if is_json else content,
-            created_at=datetime.fromisoformat(created),
-            token_count=tokens,
-            name=name,
-            tool_calls=tuple(json.loads(tool_calls)) if tool_calls else (),
-            tool_call_id=tcid,
-            metadata=json.loads(meta),
-            external_id=ext,
-        )
+    _message = staticmethod(message_from_row)
 
     def append_messages(
         self, conversation_id: str, messages: Sequence[NewMessage], token_counts: Sequence[int]
@@ -550,69 +521,38 @@ class SQLiteStore:
         Returns None (writing nothing) if the state it was computed from has moved on:
         a leaf whose messages are no longer the oldest uncovered ones, or a condensed
         node whose sources already have a parent. That makes a re-run harmless and two
-        compactions of one conversation unable to both land.
+        compactions of one conversation unable to both land. The rules are
+        :mod:`lossless.core.dag`'s; BEGIN IMMEDIATE makes the check and the write atomic.
         """
-        if not new.sources:
-            raise ValidationError("a summary needs at least one source")
-        kinds = {s.kind for s in new.sources}
-        if len(kinds) != 1:
-            raise ValidationError("a summary's sources are all messages or all summaries")
+        kind = dag.source_kind(new.sources)
         cid = new.conversation_id
+        ids = [s.id for s in new.sources]
+        marks = ",".join("?" * len(ids))
         with self.transaction() as conn:
-            if kinds == {"message"}:
-                ids = [s.id for s in new.sources]
+            span: dag.Span | None
+            if kind == "message":
                 # +conversation_id: not by that index, which made SQLite walk every message
                 # of the conversation (a leaf's write grew with its length); by id instead
-                rows = conn.execute(
-                    f"SELECT seq, created_at, created_ts, token_count FROM messages WHERE +conversation_id = ? "
-                    f"AND id IN ({','.join('?' * len(ids))}) ORDER BY seq",
-                    [cid, *ids],
-                ).fetchall()
-                if len(rows) != len(ids):
-                    raise NotFoundError("a leaf source message does not exist in this conversation")
-                first, last = rows[0][0], rows[-1][0]
-                if last - first + 1 != len(rows) or new.depth != 0:
-                    raise ValidationError("a leaf covers a contiguous run of messages and has depth 0")
-                if first != self._covered_seq(conn, cid) + 1:
+                rows = conn.execute(f"SELECT seq, created_at, created_ts, token_count FROM messages "
+                                    f"WHERE +conversation_id = ? AND id IN ({marks}) ORDER BY seq", [cid, *ids])
+                span = dag.leaf_span(new.depth, len(ids), [dag.SourceMessage(*r) for r in rows])
+                if not dag.extends_frontier(span, self._covered_seq(conn, cid)):
                     return None
-                earliest = min(rows, key=lambda r: r[2])
-                latest = max(rows, key=lambda r: r[2])
-                desc = len(rows)
-                src_tokens = sum(r[3] for r in rows)
             else:
-                ids = [s.id for s in new.sources]
-                rows = conn.execute(
-                    f"SELECT id, depth, first_seq, last_seq, earliest_at, earliest_ts, latest_at, latest_ts, "
-                    f"descendant_count, token_count, parent_id FROM summaries WHERE conversation_id = ? "
-                    f"AND id IN ({','.join('?' * len(ids))}) ORDER BY first_seq",
-                    [cid, *ids],
-                ).fetchall()
-                if len(rows) != len(ids):
-                    raise NotFoundError("a source summary does not exist in this conversation")
-                if any(r[10] is not None for r in rows):
+                rows = conn.execute(f"SELECT {SOURCE_SUMMARY_COLUMNS} FROM summaries WHERE conversation_id = ? "
+                                    f"AND id IN ({marks}) ORDER BY first_seq", [cid, *ids])
+                span = dag.condensed_span(new.depth, ids, [dag.SourceSummary(*r) for r in rows])
+                if span is None:
                     return None
-                if [r[0] for r in rows] != ids:
-                    raise ValidationError("condensed sources must be given in conversation order")
-                for a, b in itertools.pairwise(rows):
-                    if a[3] + 1 != b[2]:
-                        raise ValidationError("condensed sources must be contiguous")
-                if new.depth != max(r[1] for r in rows) + 1:
-                    raise ValidationError("a condensed summary's depth is one more than its deepest source")
-                first, last = rows[0][2], rows[-1][3]
-                e = min(rows, key=lambda r: r[5])
-                la = max(rows, key=lambda r: r[7])
-                earliest = (None, e[4], e[5])
-                latest = (None, la[6], la[7])
-                desc = sum(r[8] + 1 for r in rows)
-                src_tokens = sum(r[9] for r in rows)
             sid = summary_id(cid, new.depth, new.sources, new.content)
             conn.execute(
                 f"INSERT INTO summaries ({_SUM_COLS}, earliest_ts, latest_ts) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    sid, cid, new.depth, new.content, new.token_count, first, last, earliest[1], latest[1],
-                    desc, src_tokens, new.summarizer, new.fallback_level, datetime.now(UTC).isoformat(),
-                    _dumps(new.metadata), earliest[2], latest[2],
+                    sid, cid, new.depth, new.content, new.token_count, span.first_seq, span.last_seq,
+                    span.earliest_at, span.latest_at, span.descendant_count, span.source_token_count,
+                    new.summarizer, new.fallback_level, datetime.now(UTC).isoformat(), _dumps(new.metadata),
+                    span.earliest_ts, span.latest_ts,
                 ),
             )
             rowid = conn.last_insert_rowid()
@@ -620,7 +560,7 @@ class SQLiteStore:
                 "INSERT INTO summary_sources (summary_id, ord, source_kind, source_id) VALUES (?, ?, ?, ?)",
                 [(sid, i, s.kind, s.id) for i, s in enumerate(new.sources)],
             )
-            if kinds == {"summary"}:
+            if kind == "summary":
                 conn.executemany("UPDATE summaries SET parent_id = ? WHERE id = ?", [(sid, s.id) for s in new.sources])
             conn.execute("INSERT INTO summaries_fts (rowid, text) VALUES (?, ?)", (rowid, new.content))
             conn.execute("INSERT INTO summaries_tri (rowid, text) VALUES (?, ?)", (rowid, new.content))
@@ -815,7 +755,13 @@ class SQLiteStore:
     # -- integrity ----------------------------------------------------------------------
 
     def verify(self, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
-        from lossless.store.sqlite_search import verify_store
+        """Re-check every invariant the design states (:func:`lossless.core.dag.verify`)
+        and, with ``integrity``, SQLite's own check of the file; empty when all hold."""
+        from lossless.store.integrity import verify_conversations
 
-        return verify_store(self, conversation_id, integrity=integrity)
-
+        problems = verify_conversations(self._query, conversation_id)
+        if integrity:
+            (result,) = self._query("PRAGMA integrity_check")[0]
+            if result != "ok":
+                problems.append(f"integrity_check: {result}")
+        return problems

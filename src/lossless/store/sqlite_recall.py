@@ -10,7 +10,6 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ import numpy as np
 from lossless.embed.base import Vectors
 from lossless.errors import StoreError
 from lossless.recall.units import Unit
+from lossless.store.rows import UnitRow  # re-exported: its old home
 
 if TYPE_CHECKING:
     from lossless.store.sqlite import SQLiteStore
@@ -30,22 +30,6 @@ _PER_CONVERSATION = 200  # up to this many conversations, one k-NN query each; b
 
 MATRIX_ABOVE = 4_000  # units in one conversation; above it "auto" searches a numpy matrix
 MATRIX_BYTES = 512 * 2**20  # the in-memory matrices kept at once, least recently used dropped first
-
-
-@dataclass(frozen=True, slots=True)
-class UnitRow:
-    rowid: int
-    conversation_id: str
-    kind: str
-    first_seq: int
-    last_seq: int
-    part: int
-    role: str | None
-    message_ids: tuple[str, ...]
-    text: str
-    start_ts: float
-    end_ts: float
-    text_sha256: str
 
 
 _UNIT_COLS = ("rowid, conversation_id, kind, first_seq, last_seq, part, role, message_ids, text, start_ts, end_ts, "

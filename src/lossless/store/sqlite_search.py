@@ -1,8 +1,7 @@
-"""Search and integrity checks for the SQLite store (kept apart from the write path)."""
+"""Search for the SQLite store (kept apart from the write path)."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
@@ -18,10 +17,10 @@ from lossless.store.fts import (
     fts_terms,
     quote_fts,
     short_cjk_terms,
-    snippet,
     trigram_query,
     word_query,
 )
+from lossless.store.rows import grep_hit as _hit
 from lossless.types import GrepHit
 from lossless.validate import timestamp
 
@@ -347,65 +346,6 @@ def run_search(store: SQLiteStore, spec: SearchSpec) -> list[GrepHit]:
     return out
 
 
-def _hit(kind: Any, hid: str, cid: str, first: int, last: int, role: str | None, created: str,
-         text: str, spec: SearchSpec, score: float, depth: int | None) -> GrepHit:
-    from datetime import datetime
-
-    if not text:
-        snip = ""  # nothing was read (spec.snippets is off): no snippet to cut
-    elif spec.mode == "regex":
-        m = re.search(spec.query, text)
-        start = max(0, (m.start() if m else 0) - 50)
-        snip = ("…" if start else "") + text[start : start + 160].replace("\n", " ")
-    else:
-        snip = snippet(text, spec.query if spec.mode == "fts" else " ".join(fts_terms(spec.query)))
-    return GrepHit(kind=kind, id=hid, conversation_id=cid, first_seq=first, last_seq=last, role=role,
-                   created_at=datetime.fromisoformat(created), snippet=snip, score=round(score, 6), depth=depth)
-
-
 def verify_store(store: SQLiteStore, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
-    """Re-check every invariant the design states; an empty list means all hold."""
-    from lossless.store.sqlite import message_hash
-
-    problems: list[str] = []
-    convs = [conversation_id] if conversation_id else [r[0] for r in store._query("SELECT id FROM conversations ORDER BY id")]
-    for cid in convs:
-        last = store.last_seq(cid)
-        rows = store._query(
-            "SELECT seq, role, content, content_is_json, name, tool_calls, tool_call_id, content_hash "
-            "FROM messages WHERE conversation_id = ? ORDER BY seq",
-            (cid,),
-        )
-        if [r[0] for r in rows] != list(range(1, last + 1)):
-            problems.append(f"{cid}: message seqs are not exactly 1..{last}")
-        for seq, role, content, is_json, name, calls, tcid, digest in rows:
-            value = json.loads(content) if is_json else content
-            if message_hash(role, value, name, json.loads(calls) if calls else (), tcid) != digest:
-                problems.append(f"{cid}: message #{seq} does not match its content hash")
-        frontier = store.frontier(cid)
-        expect = 1
-        for node in frontier:
-            if node.first_seq != expect:
-                problems.append(f"{cid}: frontier gap or overlap at {node.id} (starts #{node.first_seq}, expected #{expect})")
-            expect = node.last_seq + 1
-        if expect - 1 > last:
-            problems.append(f"{cid}: summaries cover #{expect - 1} but only {last} messages exist")
-        for node in store.summaries(cid):
-            if node.depth == 0:
-                seqs = [store.get_message(s.id).seq for s in node.sources]
-                if seqs != list(range(node.first_seq, node.last_seq + 1)):
-                    problems.append(f"{cid}: leaf {node.id} does not cover exactly #{node.first_seq}..#{node.last_seq}")
-            else:
-                kids = [store.get_summary(s.id) for s in node.sources]
-                spans = [(k.first_seq, k.last_seq) for k in kids]
-                if spans[0][0] != node.first_seq or spans[-1][1] != node.last_seq or any(
-                    a[1] + 1 != b[0] for a, b in itertools.pairwise(spans)
-                ):
-                    problems.append(f"{cid}: {node.id} sources are not a contiguous cover of its span")
-                if any(store.parent_of(k.id) != node.id for k in kids):
-                    problems.append(f"{cid}: a source of {node.id} has another parent")
-    if integrity:
-        (result,) = store._query("PRAGMA integrity_check")[0]
-        if result != "ok":
-            problems.append(f"integrity_check: {result}")
-    return problems
+    """:meth:`SQLiteStore.verify` (kept at its old import path)."""
+    return store.verify(conversation_id, integrity=integrity)

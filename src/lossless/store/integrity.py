@@ -1,0 +1,42 @@
+"""``verify`` for both stores: three reads per conversation (its messages, its summaries,
+their sources), checked by :func:`lossless.core.dag.verify`. The SQL is plain and
+written once with ``?`` placeholders; the caller passes a query function that runs it
+(PostgreSQL's rewrites the placeholders, see :func:`lossless.store.runner.qmark`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from lossless.core.dag import StoredNode, verify
+from lossless.store.rows import VERIFY_MESSAGE_COLUMNS, stored_message_from_row
+from lossless.types import SourceRef
+
+__all__ = ["verify_conversations"]
+
+Query = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+
+
+def verify_conversations(query: Query, conversation_id: str | None = None) -> list[str]:
+    """Every broken DAG invariant of one conversation (or of all), in words."""
+    if conversation_id is not None:
+        found = query("SELECT last_seq FROM conversations WHERE id = ?", (conversation_id,))
+        convs = [(conversation_id, int(found[0][0]) if found else 0)]
+    else:
+        convs = [(r[0], int(r[1])) for r in query("SELECT id, last_seq FROM conversations ORDER BY id", ())]
+    problems: list[str] = []
+    for cid, last in convs:
+        messages = [stored_message_from_row(r) for r in query(
+            f"SELECT {VERIFY_MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY seq", (cid,))]
+        # deepest first, then in conversation order: the order problems are reported in
+        nodes = [StoredNode(id=r[0], depth=int(r[1]), first_seq=int(r[2]), last_seq=int(r[3]), parent_id=r[4])
+                 for r in query("SELECT id, depth, first_seq, last_seq, parent_id FROM summaries "
+                                "WHERE conversation_id = ? ORDER BY depth DESC, first_seq", (cid,))]
+        sources: dict[str, list[SourceRef]] = {}
+        for sid, kind, source in query(
+            "SELECT s.summary_id, s.source_kind, s.source_id FROM summary_sources s JOIN summaries m "
+            "ON m.id = s.summary_id WHERE m.conversation_id = ? ORDER BY s.summary_id, s.ord", (cid,)
+        ):
+            sources.setdefault(sid, []).append(SourceRef(kind=kind, id=source))
+        problems += verify(cid, last, messages, nodes, sources)
+    return problems

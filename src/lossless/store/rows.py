@@ -1,0 +1,96 @@
+"""Row types and row readers both stores share: what a row of ``messages`` or of
+``retrieval_units`` becomes in Python. The two schemas mirror each other column for
+column, so one reader serves both (PostgreSQL's bigints arrive as ints already)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from lossless.core.dag import StoredMessage
+from lossless.store.base import SearchSpec
+from lossless.store.fts import fts_terms, snippet
+from lossless.types import GrepHit, Message
+
+__all__ = ["MESSAGE_COLUMNS", "SOURCE_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "VERIFY_MESSAGE_COLUMNS", "UnitRow", "grep_hit", "message_from_row", "stored_message_from_row"]
+
+# the columns message_from_row reads, in its order
+MESSAGE_COLUMNS = (
+    "rowid, id, conversation_id, seq, role, name, content, content_is_json, tool_calls, "
+    "tool_call_id, created_at, token_count, metadata, external_id"
+)
+# a summaries row as both stores read it into a Summary
+SUMMARY_COLUMNS = (
+    "id, conversation_id, depth, content, token_count, first_seq, last_seq, earliest_at, "
+    "latest_at, descendant_count, source_token_count, summarizer, fallback_level, created_at, "
+    "metadata"
+)
+# the columns of a condensed node's sources, in lossless.core.dag.SourceSummary's order
+SOURCE_SUMMARY_COLUMNS = ("id, depth, first_seq, last_seq, earliest_at, earliest_ts, latest_at, latest_ts, "
+                          "descendant_count, token_count, parent_id")
+# the columns stored_message_from_row reads: what verify re-hashes
+VERIFY_MESSAGE_COLUMNS = "seq, id, role, content, content_is_json, name, tool_calls, tool_call_id, content_hash"
+
+
+def message_from_row(row: tuple[Any, ...]) -> Message:
+    """A Message from a row of MESSAGE_COLUMNS (JSON columns parsed)."""
+    (_rowid, mid, cid, seq, role, name, content, is_json, tool_calls, tcid, created, tokens, meta, ext) = row
+    return Message(
+        id=mid,
+        conversation_id=cid,
+        seq=seq,
+        role=role,
+        content=json.loads(content) if is_json else content,
+        created_at=datetime.fromisoformat(created),
+        token_count=tokens,
+        name=name,
+        tool_calls=tuple(json.loads(tool_calls)) if tool_calls else (),
+        tool_call_id=tcid,
+        metadata=json.loads(meta),
+        external_id=ext,
+    )
+
+
+def stored_message_from_row(row: tuple[Any, ...]) -> StoredMessage:
+    """What :func:`lossless.core.dag.verify` needs of a message, from a row of
+    VERIFY_MESSAGE_COLUMNS."""
+    seq, mid, role, content, is_json, name, calls, tcid, digest = row
+    return StoredMessage(seq=int(seq), id=mid, role=role, content=json.loads(content) if is_json else content,
+                         name=name, tool_calls=tuple(json.loads(calls)) if calls else (), tool_call_id=tcid,
+                         content_hash=digest)
+
+
+@dataclass(frozen=True, slots=True)
+class UnitRow:
+    """One retrieval unit as stored (see :mod:`lossless.recall.units`)."""
+
+    rowid: int
+    conversation_id: str
+    kind: str
+    first_seq: int
+    last_seq: int
+    part: int
+    role: str | None
+    message_ids: tuple[str, ...]
+    text: str
+    start_ts: float
+    end_ts: float
+    text_sha256: str
+
+
+def grep_hit(kind: Any, hid: str, cid: str, first: int, last: int, role: str | None, created: str,
+             text: str, spec: SearchSpec, score: float, depth: int | None) -> GrepHit:
+    """A search hit as both stores return it, its snippet cut around what matched."""
+    if not text:
+        snip = ""  # nothing was read (spec.snippets is off): no snippet to cut
+    elif spec.mode == "regex":
+        m = re.search(spec.query, text)
+        start = max(0, (m.start() if m else 0) - 50)
+        snip = ("…" if start else "") + text[start : start + 160].replace("\n", " ")
+    else:
+        snip = snippet(text, spec.query if spec.mode == "fts" else " ".join(fts_terms(spec.query)))
+    return GrepHit(kind=kind, id=hid, conversation_id=cid, first_seq=first, last_seq=last, role=role,
+                   created_at=datetime.fromisoformat(created), snippet=snip, score=round(score, 6), depth=depth)
