@@ -32,8 +32,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from lossless.anthropic_format import anthropic_messages
-from lossless.emergency import is_context_length_error
 from lossless.errors import ContextOverflowError, LosslessError, ValidationError
+from lossless.providers.errors import is_context_length_error
 from lossless.tokens import count_chat_tokens
 from lossless.tools import openai_tools
 from lossless.types import AssembledContext, ChatMessage, Message

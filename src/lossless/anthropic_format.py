@@ -1,5 +1,5 @@
 """OpenAI-style chat messages as an Anthropic Messages request, shared by the turn loop
-(:mod:`lossless.agent`) and the proxy (:mod:`lossless.server.anthropic_wire`)."""
+(:mod:`lossless.agent`) and the proxy (:mod:`lossless.server.proxy.anthropic_wire`)."""
 
 from __future__ import annotations
 

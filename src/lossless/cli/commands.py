@@ -1,21 +1,26 @@
-"""The commands that read or change one store. Each takes the invocation's
-:class:`CommandContext` and returns the exit status; errors propagate to ``main``."""
+"""The commands that read or change one store. :func:`register` declares them; each
+takes the invocation's :class:`CommandContext` and returns the exit status; errors
+propagate to ``main``."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import sys
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from rich.table import Table
 from rich.text import Text
 
 from lossless.cli import render
+from lossless.cli.add_cmd import cmd_add  # re-exported: ``add`` has a module of its own now
 from lossless.cli.context import CommandContext, CommandError
+from lossless.cli.options import Subparsers, add_command, command_parents, non_negative, positive
 from lossless.conversation import Conversation
 from lossless.tools import hit_dict
-from lossless.types import ConversationInfo, Message
-from lossless.validate import check_conversation_id, parse_datetime, validate_message
+from lossless.types import ROLES, ConversationInfo, Message
+from lossless.validate import parse_datetime
 
 __all__ = [
     "cmd_add",
@@ -29,32 +34,157 @@ __all__ = [
     "cmd_stats",
     "cmd_verify",
     "raw_tail",
+    "register",
     "show_dag",
 ]
 
 
-def cmd_add(ctx: CommandContext) -> int:
-    args = ctx.args
-    content: str | None = args.content
-    if content is None:
-        if sys.stdin is None or sys.stdin.isatty():
-            raise CommandError("no content: pass --content TEXT or pipe the text on stdin")
-        content = sys.stdin.read()
-    fields = {"role": args.role, "content": content, "name": args.name, "created_at": args.created_at,
-              "external_id": args.external_id}
-    fields = {k: v for k, v in fields.items() if v is not None}
-    memory = ctx.memory()
-    # Check the message before get-or-create, so a refused message leaves no empty conversation.
-    check_conversation_id(args.conversation)
-    validate_message(fields, max_bytes=memory.config.max_message_bytes)
-    conv = memory.conversation(args.conversation)
-    msg = conv.add_many([fields])[0]
-    if ctx.json:
-        ctx.emit_json({"conversation": conv.id, "seq": msg.seq, "id": msg.id, "tokens": msg.token_count})
-    else:
-        ctx.out.print(Text(f"#{msg.seq} {msg.id}"))
-    ctx.catch_up([conv.id])
-    return 0
+def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] | None = None) -> None:
+    """Add the commands on one store: ls, show, assemble, grep, search, embed, describe,
+    expand, compact, stats and verify. ``parents`` are the parsers of the options every
+    command accepts (``--db``, ``--json`` …); by default the CLI's own."""
+    common = command_parents(parents)
+    _register_views(subparsers, common)
+    _register_searches(subparsers, common)
+    _register_reads_by_id(subparsers, common)
+    _register_upkeep(subparsers, common)
+
+
+def _register_views(sub: Subparsers, common: list[argparse.ArgumentParser]) -> None:
+    add_command(sub, "ls", cmd_ls, "list conversations with message and summary counts", common)
+
+    p = add_command(sub, "show", cmd_show, "show a conversation's summary DAG and its raw tail", common,
+                    check=_check_show)
+    p.add_argument("conversation", metavar="CONV")
+    p.add_argument("--messages", action="store_true", help="list the original messages under each leaf")
+    p.add_argument("--levels", metavar="N", type=int, help="show only N levels below each frontier root")
+    p.add_argument("--tail", metavar="N", type=int, help="show only the newest N raw-tail messages")
+
+    p = add_command(sub, "assemble", cmd_assemble, "print the context assembled for one model call", common)
+    p.add_argument("conversation", metavar="CONV")
+    p.add_argument("--budget", metavar="N", type=positive, help="token budget (default: --window)")
+    p.add_argument("--query", metavar="Q", help="recall older messages that match this question")
+
+
+def _register_searches(sub: Subparsers, common: list[argparse.ArgumentParser]) -> None:
+    p = add_command(sub, "grep", cmd_grep, "search messages and summaries (lcm_grep)", common,
+                    check=_check_search)
+    p.add_argument("conversation", metavar="CONV", nargs="?", help="the conversation (or --all)")
+    p.add_argument("query", metavar="QUERY")
+    p.add_argument("--all", action="store_true", help="search every conversation")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--regex", action="store_true", help="QUERY is a regular expression")
+    how.add_argument("--raw", action="store_true", help="pass QUERY to SQLite FTS5 unquoted (its own syntax)")
+    p.add_argument("--scope", choices=("all", "messages", "summaries"), default="all")
+    p.add_argument("--role", choices=ROLES)
+    p.add_argument("--since", metavar="ISO")
+    p.add_argument("--until", metavar="ISO")
+    p.add_argument("--sort", choices=("relevance", "recency"), default="relevance")
+    p.add_argument("--limit", metavar="N", type=positive, default=10)
+
+    p = add_command(sub, "search", cmd_search,
+                    "search by meaning and keywords (hybrid recall; --mode semantic or fts for one side)", common,
+                    check=_check_search)
+    p.add_argument("conversation", metavar="CONV", nargs="?", help="the conversation (or --all / --where)")
+    p.add_argument("query", metavar="QUERY")
+    p.add_argument("--all", action="store_true", help="search every conversation")
+    p.add_argument("--where", metavar="KEY=VALUE", action="append", default=[],
+                   help="only conversations whose metadata has KEY=VALUE (repeatable; implies --all)")
+    p.add_argument("--mode", choices=("hybrid", "semantic", "fts"), default="hybrid")
+    p.add_argument("--scope", choices=("all", "messages", "summaries"), default="messages")
+    p.add_argument("--role", choices=ROLES)
+    p.add_argument("--since", metavar="ISO")
+    p.add_argument("--until", metavar="ISO")
+    p.add_argument("--limit", metavar="N", type=positive, default=10)
+
+    p = add_command(sub, "embed", cmd_embed,
+                    "embed a conversation's messages now for vector recall (otherwise done by the first query)",
+                    common, check=_check_embed)
+    p.add_argument("conversation", metavar="CONV", nargs="?")
+    p.add_argument("--all", action="store_true", help="every conversation")
+
+
+def _register_reads_by_id(sub: Subparsers, common: list[argparse.ArgumentParser]) -> None:
+    p = add_command(sub, "describe", cmd_describe,
+                    "describe a summary or message by id (lcm_describe); a large message with an outline "
+                    "of its content and its page count", common)
+    p.add_argument("id", metavar="ID", help="sum_… or msg_…")
+
+    p = add_command(sub, "expand", cmd_expand,
+                    "expand a summary back to what it covers, or print a message's exact text, a slice at a "
+                    "time (lcm_expand)", common)
+    p.add_argument("id", metavar="ID", help="a summary id (sum_…) or a message id (msg_…)")
+    p.add_argument("--to", choices=("messages", "sources"), default="messages",
+                   help="summaries: the original messages (default) or the direct sources")
+    p.add_argument("--max-tokens", metavar="N", type=positive, default=4000,
+                   help="summaries: token budget of the items; messages: most tokens in the slice (default 4000)")
+    p.add_argument("--from-seq", metavar="N", type=positive, help="summaries: start at this message number")
+    p.add_argument("--offset", metavar="N", type=non_negative, default=0,
+                   help="messages: start at this character (continue with the next offset shown on stderr)")
+    p.add_argument("--max-chars", metavar="N", type=positive,
+                   help="messages: exactly N characters (fewer at the end) instead of --max-tokens")
+    p.add_argument("--page", metavar="N", type=positive,
+                   help="messages: page N (from 1) of the pages `describe` reports, or of --max-chars pages")
+
+
+def _register_upkeep(sub: Subparsers, common: list[argparse.ArgumentParser]) -> None:
+    p = add_command(sub, "compact", cmd_compact, "compact a conversation now", common, check=_check_compact)
+    p.add_argument("conversation", metavar="CONV", nargs="?", help="the conversation (or --all)")
+    p.add_argument("--all", action="store_true", help="every conversation (with --redo-fallbacks)")
+    p.add_argument("--full", action="store_true", help="condense all the way to one root summary")
+    p.add_argument("--emergency", action="store_true", help="keep only the newest turn raw")
+    p.add_argument("--redo-fallbacks", action="store_true",
+                   help="write again, with the summarizer model, the summaries made by the deterministic "
+                        "fallback while the provider was down (their earlier text is kept)")
+
+    p = add_command(sub, "stats", cmd_stats, "statistics for one conversation (with its compression), "
+                    "or totals for the database", common)
+    p.add_argument("conversation", metavar="CONV", nargs="?")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="draw the conversation's compression: raw vs active tokens, summaries per depth "
+                        "(needs matplotlib)")
+
+    p = add_command(sub, "verify", cmd_verify, "re-check stored hashes and DAG invariants", common)
+    p.add_argument("conversation", metavar="CONV", nargs="?")
+
+
+# -- usage rules argparse cannot express (each exits 2 through ``parser.error``) ----------
+
+
+def _check_show(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    for option in ("levels", "tail"):
+        if getattr(args, option) is not None and getattr(args, option) < 0:
+            parser.error(f"show: --{option} must be 0 or more")
+
+
+def _check_search(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """grep and search: one conversation, or all of them (--all, or --where for search)."""
+    everywhere = args.all or bool(getattr(args, "where", None))
+    if everywhere and args.conversation is not None:
+        parser.error(f"{args.command}: give a conversation or --all, not both")
+    if not everywhere and args.conversation is None:
+        parser.error(f"{args.command}: give a conversation ({args.command} CONV QUERY) "
+                     f"or --all ({args.command} --all QUERY)")
+    for item in getattr(args, "where", None) or []:
+        if "=" not in item:
+            parser.error(f"search: --where takes KEY=VALUE, got {item!r}")
+
+
+def _check_embed(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.all == (args.conversation is not None):
+        parser.error("embed: give a conversation or --all")
+
+
+def _check_compact(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.all and args.conversation is not None:
+        parser.error("compact: give a conversation or --all, not both")
+    if args.all and not args.redo_fallbacks:
+        parser.error("compact: --all goes with --redo-fallbacks")
+    if not args.all and args.conversation is None:
+        parser.error("compact: give a conversation (or --all --redo-fallbacks)")
+    if args.redo_fallbacks and (args.full or args.emergency):
+        parser.error("compact: --redo-fallbacks rewrites existing summaries; it does not go with --full "
+                     "or --emergency")
 
 
 def cmd_ls(ctx: CommandContext) -> int:

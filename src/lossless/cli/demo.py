@@ -6,6 +6,7 @@ the summaries from the default extractive summarizer.
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 import tempfile
@@ -21,10 +22,11 @@ from rich.text import Text
 from lossless.cli import render
 from lossless.cli.commands import raw_tail, show_dag
 from lossless.cli.context import CommandContext, CommandError
+from lossless.cli.options import Subparsers, add_command, command_parents, positive
 from lossless.conversation import Conversation
 from lossless.render import chat_message_text, message_text
 
-__all__ = ["DEMO_WINDOW", "cmd_demo"]
+__all__ = ["DEMO_WINDOW", "cmd_demo", "register"]
 
 DEMO_WINDOW = 8192
 _INGEST_BATCH = 25  # small batches, so auto-compaction runs as it would in a live chat
@@ -34,6 +36,24 @@ _STOPWORDS = frozenset((
     "than", "that", "their", "them", "then", "there", "these", "they", "this", "those", "through", "very",
     "were", "what", "when", "where", "which", "while", "will", "with", "would", "your",
 ))
+
+
+def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] | None = None) -> None:
+    """Add the ``demo`` command. ``parents`` are the parsers of the options every command
+    accepts (``--db``, ``--json`` …); by default the CLI's own."""
+    p = add_command(subparsers, "demo", cmd_demo,
+                    "ingest a built-in multi-week conversation and show what lossless does",
+                    command_parents(parents))
+    p.description = ("Feed a built-in three-week team conversation through a small context window "
+                     f"({DEMO_WINDOW} tokens unless --window is given) into a fresh temporary "
+                     "database (unless --db is given), then show the summary DAG, an assembled "
+                     "context, a search and an expansion. Offline; takes a few seconds.")
+    p.add_argument("--budget", metavar="N", type=positive, default=3000,
+                   help="token budget of the assembled context (default: 3000)")
+    p.add_argument("--seed", metavar="N", type=int, default=7, help="which generated conversation (default: 7)")
+    p.add_argument("--vectors", action="store_true",
+                   help="hybrid keyword + vector recall with the local embedding model (slower: it embeds "
+                        "every message; needs the embeddings extra)")
 
 
 def _fresh_path(ctx: CommandContext) -> tuple[Path, bool]:

@@ -2,17 +2,36 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.text import Text
 
 from lossless.cli.context import CommandContext, CommandError
+from lossless.cli.options import Subparsers, add_command, command_parents
 from lossless.conversation import Conversation
-from lossless.export import export_conversation, export_to_path, file_name_for
+from lossless.export import EXPORT_FORMATS, export_conversation, export_to_path, file_name_for
 
-__all__ = ["cmd_export"]
+__all__ = ["cmd_export", "register"]
+
+
+def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] | None = None) -> None:
+    """Add the ``export`` command. ``parents`` are the parsers of the options every
+    command accepts (``--db``, ``--json`` …); by default the CLI's own."""
+    p = add_command(subparsers, "export", cmd_export,
+                    "write a conversation out: OpenAI JSONL messages, or JSON with the whole summary DAG",
+                    command_parents(parents))
+    p.add_argument("conversation", metavar="CONV", nargs="?", help="the conversation (or --all)")
+    p.add_argument("--all", action="store_true", help="every conversation, one file each, into the directory -o")
+    p.add_argument("--format", choices=EXPORT_FORMATS, default="openai-jsonl",
+                   help="openai-jsonl (default; `lossless import` reads it back) or json (messages, "
+                        "summaries with their sources, metadata)")
+    p.add_argument("-o", "--output", metavar="FILE", default="-",
+                   help="where to write (default: - for stdout); with --all, a directory")
+    p.add_argument("--force", action="store_true", help="replace FILE if it exists")
 
 
 def cmd_export(ctx: CommandContext) -> int:

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from lossless.cli.context import CommandContext
+from lossless.cli.options import Subparsers, command_parents, positive
 from lossless.cli.progress import WorkProgress
 from lossless.files import FILE_KINDS, MAX_FILE_BYTES, FileHit, Files, IndexReport
 from lossless.files.index import Progress as ProgressCallback
@@ -25,25 +26,10 @@ _SHOWN_LINES = 12  # of each hit's text in the terminal (--json has it all)
 _SHOWN_SKIPS = 20
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-             parents: Sequence[argparse.ArgumentParser] | None = None) -> None:
+def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] | None = None) -> None:
     """Add ``index`` and ``files``. ``parents`` are the parsers of the options every
     command accepts (``--db``, ``--json`` …); by default the CLI's own."""
-    if parents is None:
-        from lossless.cli.main import _common_options  # here, not at import: main imports us
-
-        parents = [_common_options(True)]
-    common = list(parents)
+    common = command_parents(parents)
     p = subparsers.add_parser(
         "index", parents=common, help="index files and directories for retrieval (only what changed)",
         description="Chunk files and code under the given paths into the database for keyword (and, with "
@@ -57,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="also skip these (repeatable); .git, node_modules, build output … are always skipped "
                         "unless --no-default-excludes")
     p.add_argument("--no-default-excludes", action="store_true", help="do not skip the usual directories")
-    p.add_argument("--max-file-bytes", metavar="N", type=_positive, default=MAX_FILE_BYTES,
+    p.add_argument("--max-file-bytes", metavar="N", type=positive, default=MAX_FILE_BYTES,
                    help=f"skip bigger files (default: {MAX_FILE_BYTES})")
     p.add_argument("--root", metavar="DIR", action="append",
                    help="allowed root (repeatable): paths resolving outside every root are refused "
@@ -70,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
     p = sub.add_parser("search", parents=common, help="the chunks of indexed files that best match a query")
     p.set_defaults(run=cmd_files_search)
     p.add_argument("query", metavar="QUERY")
-    p.add_argument("--limit", metavar="N", type=_positive, default=10)
+    p.add_argument("--limit", metavar="N", type=positive, default=10)
     p.add_argument("--path", metavar="GLOB", action="append", help="only files matching (repeatable)")
     p.add_argument("--kind", choices=FILE_KINDS, action="append", help="only this kind (repeatable)")
     p = sub.add_parser("ls", parents=common, help="list indexed files")

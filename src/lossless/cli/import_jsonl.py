@@ -10,12 +10,17 @@ the other formats (ids from the source, or a hash of conversation, position and 
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Sequence
+
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
 from lossless.cli.context import CommandContext, CommandError
+from lossless.cli.options import Subparsers, add_command, command_parents, no_wait
 from lossless.importers import (
     BATCH_SIZE,
+    FORMATS,
     ImportReport,
     Problem,
     check_source,
@@ -23,7 +28,24 @@ from lossless.importers import (
     import_file,
 )
 
-__all__ = ["BATCH_SIZE", "ImportReport", "cmd_import"]
+__all__ = ["BATCH_SIZE", "ImportReport", "cmd_import", "register"]
+
+
+def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] | None = None) -> None:
+    """Add the ``import`` command. ``parents`` are the parsers of the options every
+    command accepts (``--db``, ``--json`` …); by default the CLI's own."""
+    p = add_command(subparsers, "import", cmd_import,
+                    "import a chat log: OpenAI messages (JSONL/JSON), Anthropic messages, Claude Code, Codex CLI, "
+                    "ChatGPT export, OpenClaw, or a User:/Assistant: transcript", command_parents(parents))
+    p.add_argument("file", metavar="PATH", help="the file, or - for stdin")
+    p.add_argument("--format", choices=tuple(FORMATS), metavar="FORMAT",
+                   help=f"the file's format (default: detected): {', '.join(FORMATS)}")
+    p.add_argument("--conversation", metavar="ID",
+                   help="put every message here (default: each source conversation keeps its own id, "
+                        "e.g. claude-code:<sessionId>; OpenAI lines name theirs in a 'conversation' field)")
+    p.add_argument("--strict", action="store_true",
+                   help="stop at the first bad line, writing nothing from its batch")
+    no_wait(p)
 
 
 def cmd_import(ctx: CommandContext) -> int:

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from lossless.cli import render
 from lossless.cli.context import CommandContext, CommandError
+from lossless.cli.options import Subparsers, command_parents
 from lossless.memory.records import KINDS, SCOPES, MemoryRecord
 from lossless.memory.store import Memories
 
@@ -70,15 +71,10 @@ def _non_negative(text: str) -> int:
     return _count(text, 0)
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-             parents: Sequence[argparse.ArgumentParser] | None = None) -> None:
+def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] | None = None) -> None:
     """Add ``memory`` and its sub-commands. ``parents`` are the parsers of the options
     every command accepts (``--db``, ``--json`` …); by default the CLI's own."""
-    if parents is None:
-        from lossless.cli.main import _common_options  # here, not at import: main imports us
-
-        parents = [_common_options(True)]
-    common = list(parents)
+    common = command_parents(parents)
     top = subparsers.add_parser("memory", parents=common, help="long-term memories that outlive a conversation",
                                 description="Add, search, list and forget long-term memory records: facts, "
                                             "preferences, errors, patterns and tasks, scoped to a user, an "

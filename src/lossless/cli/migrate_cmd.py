@@ -10,27 +10,29 @@ never mixes two stores (see :mod:`lossless.store.transfer`).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
 from lossless.cli.context import CommandContext, CommandError
+from lossless.cli.options import Subparsers, add_command, command_parents
 from lossless.store.urls import is_postgres_url, redact_url, sqlite_path
 
 __all__ = ["cmd_migrate", "register"]
 
 
-def register(sub: Any, common: list[argparse.ArgumentParser]) -> None:
-    """Add the ``migrate`` command to the top-level subparsers."""
-    help_text = "copy a SQLite store into an empty PostgreSQL database and verify the copy"
-    p = sub.add_parser("migrate", parents=common, help=help_text, description=help_text)
+def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] | None = None) -> None:
+    """Add the ``migrate`` command. ``parents`` are the parsers of the options every
+    command accepts (``--db``, ``--json`` …); by default the CLI's own."""
+    p = add_command(subparsers, "migrate", cmd_migrate,
+                    "copy a SQLite store into an empty PostgreSQL database and verify the copy",
+                    command_parents(parents))
     p.add_argument("--from", dest="source", metavar="SQLITE", required=True,
                    help="the SQLite store: sqlite:///path/to/file.db or a path")
     p.add_argument("--to", dest="target", metavar="URL", required=True,
                    help="the PostgreSQL store: postgresql://user:pass@host/db (?schema=NAME for a schema)")
-    p.set_defaults(run=cmd_migrate)
 
 
 def cmd_migrate(ctx: CommandContext) -> int:

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from lossless.cli import render
 from lossless.cli.context import CommandContext, CommandError
+from lossless.cli.options import Subparsers, command_parents
 from lossless.errors import MissingDependencyError
 from lossless.server.keys import APIKeys
 
@@ -45,15 +46,10 @@ def _bytes(text: str) -> int:
     return value
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-             parents: Sequence[argparse.ArgumentParser] | None = None) -> None:
+def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] | None = None) -> None:
     """Add ``serve``, ``mcp`` and ``keys``. ``parents`` are the parsers of the options every
     command accepts (``--db``, ``--model`` …); by default the CLI's own."""
-    if parents is None:
-        from lossless.cli.main import _common_options  # here, not at import: main imports us
-
-        parents = [_common_options(True)]
-    common = list(parents)
+    common = command_parents(parents)
 
     p = subparsers.add_parser(
         "serve", parents=common, help="serve the HTTP API, the context proxy and the web page (uvicorn)",

@@ -16,6 +16,7 @@ from typing import Any
 from rich.text import Text
 
 from lossless.cli.context import CommandContext
+from lossless.cli.options import Subparsers, command_parents
 
 __all__ = ["cmd_worker", "register"]
 
@@ -30,10 +31,11 @@ def _seconds(text: str) -> float:
     return value
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-             parents: Sequence[argparse.ArgumentParser]) -> None:
+def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] | None = None) -> None:
+    """Add the ``worker`` command. ``parents`` are the parsers of the options every
+    command accepts (``--db``, ``--json`` …); by default the CLI's own."""
     p = subparsers.add_parser(
-        "worker", parents=list(parents), help="compact and embed in the background, as a process of its own",
+        "worker", parents=command_parents(parents), help="compact and embed in the background, as a process of its own",
         description="Serve the store's backlog: cut retrieval units and embed them, and compact conversations "
                     "whose triggers fire, for every conversation written to by any process (lossless serve, "
                     "your app with compaction='deferred', imports with --no-wait). Runs until stopped (Ctrl-C or "

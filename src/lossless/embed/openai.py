@@ -8,22 +8,17 @@ import os
 from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 from lossless.embed.base import Vectors, normalize
 from lossless.errors import LosslessError, MissingDependencyError, ValidationError
+from lossless.providers.http import OPENAI_BASE_URL, PLACEHOLDER_API_KEY, public_url, status_detail
 
 if TYPE_CHECKING:
     import openai
 
 __all__ = ["OpenAIEmbedder"]
-
-OPENAI_BASE_URL = "https://api.openai.com/v1"
-
-# Sent as the API key to servers that ignore it; the SDK refuses to start without one.
-PLACEHOLDER_API_KEY = "not-needed"
 
 # Native sizes of OpenAI's own models, so the default embedder knows ``dim`` without a
 # probe request. Used only against api.openai.com: a local server may reuse the names.
@@ -35,20 +30,10 @@ _KNOWN_DIMS = {
 
 _PROBE_TEXT = "probe"
 
-
-def _public_url(url: str) -> str:
-    """``url`` without credentials (user:password@, query string, fragment), scheme and
-    host lower-cased and no trailing slash, so it can be shown and used as a cache key."""
-    parts = urlsplit(url.strip())
-    host = (parts.hostname or "").lower()
-    if ":" in host:  # an IPv6 literal keeps its brackets
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = f"{host}:{port}" if port is not None else host
-    return urlunsplit((parts.scheme.lower(), netloc, parts.path.rstrip("/"), "", ""))
+# Old private names of the shared HTTP helpers (now in lossless.providers.http), kept so
+# the path they were imported from still works.
+_public_url = public_url
+_status_detail = status_detail
 
 
 class OpenAIEmbedder:
@@ -117,8 +102,8 @@ class OpenAIEmbedder:
         # Empty environment variables count as unset, as they do for most tools.
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
-        public_url = _public_url(base_url) if base_url else OPENAI_BASE_URL
-        official = public_url == OPENAI_BASE_URL
+        shown_url = public_url(base_url) if base_url else OPENAI_BASE_URL
+        official = shown_url == OPENAI_BASE_URL
         if api_key is None:
             if official:
                 raise ValidationError(
@@ -128,8 +113,8 @@ class OpenAIEmbedder:
             api_key = PLACEHOLDER_API_KEY
 
         self.api_model = model
-        self.base_url = public_url
-        self.provider = "openai" if official else f"openai-compatible:{public_url}"
+        self.base_url = shown_url
+        self.provider = "openai" if official else f"openai-compatible:{shown_url}"
         self.model = model if dimensions is None else f"{model}[dimensions={dimensions}]"
         self.dimensions = dimensions
         self.batch_size = batch_size
@@ -219,7 +204,7 @@ class OpenAIEmbedder:
             raise self._error(f"cannot connect ({cause})") from exc
         except openai.APIStatusError as exc:
             hint = " (is base_url right? it usually ends in /v1)" if exc.status_code == 404 else ""
-            raise self._error(f"HTTP {exc.status_code}: {_status_detail(exc)}{hint}") from exc
+            raise self._error(f"HTTP {exc.status_code}: {status_detail(exc)}{hint}") from exc
         except openai.OpenAIError as exc:
             raise self._error(str(exc)) from exc
         except json.JSONDecodeError as exc:
@@ -269,18 +254,3 @@ class OpenAIEmbedder:
             self._dim = width
         return normalize(vectors)
 
-
-def _status_detail(exc: Any) -> str:
-    """The server's own error message when it sent the OpenAI error shape."""
-    body = exc.body  # the SDK has already unwrapped {"error": ...} when it could
-    if isinstance(body, str) and body.strip():
-        text = " ".join(body.split())  # may be a proxy's HTML page: keep the start
-        return text if len(text) <= 200 else text[:200] + "..."
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return str(inner["message"])
-        if isinstance(inner, str):
-            return inner
-    message = getattr(exc, "message", None)
-    return str(message) if message else type(exc).__name__

@@ -13,8 +13,8 @@ loopback only, since it has no keys: for remote agents use ``lossless serve``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
 import anyio
 from pydantic import Field
@@ -49,6 +49,12 @@ def _doc(tool: str, param: str) -> str:
 Kind = Literal["task", "fact", "preference", "error", "pattern"]
 
 
+class _Run(Protocol):
+    """Runs the sync core in a worker thread, lossless errors turned into tool errors."""
+
+    def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
+
+
 def build_server(memory: Memory | Callable[[], Memory], *, name: str = "lossless") -> MCPServer[Any]:
     """The MCP server over ``memory`` (or the Memory ``memory()`` opens on first use)."""
     opened: list[Memory] = []
@@ -69,6 +75,14 @@ def build_server(memory: Memory | Callable[[], Memory], *, name: str = "lossless
         name, instructions="Long-term memory of past conversations: every message kept verbatim, older history "
                            "as a DAG of summaries. lcm_grep to find, lcm_describe to inspect a node, lcm_expand to "
                            "read the originals; memory_search / memory_add for durable facts and preferences.")
+    _add_dag_tools(server, mem, run)
+    _add_memory_tools(server, mem, run)
+    _add_resources(server, mem, run)
+    return server
+
+
+def _add_dag_tools(server: MCPServer[Any], mem: Callable[[], Memory], run: _Run) -> None:
+    """lcm_grep, lcm_describe and lcm_expand: the agent tools of :mod:`lossless.tools`."""
 
     @server.tool(name="lcm_grep", description=_SPECS["lcm_grep"]["description"])
     async def lcm_grep(
@@ -108,6 +122,10 @@ def build_server(memory: Memory | Callable[[], Memory], *, name: str = "lossless
         args.update({k: v for k, v in extra.items() if v is not None})
         return await run(lambda: mem().tools(conversation).call("lcm_expand", args))
 
+
+def _add_memory_tools(server: MCPServer[Any], mem: Callable[[], Memory], run: _Run) -> None:
+    """memory_search and memory_add: long-term memory."""
+
     @server.tool(name="memory_search", description=(
         "Search long-term memories (facts, preferences, decisions, errors, tasks kept across conversations). "
         "Returns the records this user/agent may see that match, best first, each with its id, kind, date and "
@@ -136,6 +154,10 @@ def build_server(memory: Memory | Callable[[], Memory], *, name: str = "lossless
                                                       importance=importance))
         return record.to_dict()
 
+
+def _add_resources(server: MCPServer[Any], mem: Callable[[], Memory], run: _Run) -> None:
+    """The conversations, as a list and one by one."""
+
     @server.resource("lossless://conversations", name="conversations", mime_type="application/json",
                      description="Every conversation with its message and summary counts, newest first.")
     async def conversations() -> dict[str, Any]:
@@ -156,5 +178,3 @@ def build_server(memory: Memory | Callable[[], Memory], *, name: str = "lossless
             return {"stats": conv.stats(), "frontier": frontier, "summaries": nodes}
 
         return await run(read)
-
-    return server

@@ -67,7 +67,14 @@ _PAGE = {"limit": _INT, "offset": _INT, "next_offset": _nullable(_INT)}
 
 
 def _schemas() -> dict[str, Any]:
+    """Every component schema, in the order the document lists them."""
     tools = {t["function"]["name"]: t["function"]["parameters"] for t in openai_tools()}
+    return {**_conversation_schemas(), **_context_schemas(tools), **_tenant_schemas(), **_memory_schemas(),
+            **_proxy_schemas()}
+
+
+def _conversation_schemas() -> dict[str, Any]:
+    """The schemas of the conversations and their messages."""
     return {
         "Error": _obj({"error": _obj({"type": _STR, "message": _STR}, ("type", "message"))}, ("error",)),
         "Conversation": _obj({"id": _STR, "created_at": _TIME, "updated_at": _TIME, "messages": _INT,
@@ -93,6 +100,12 @@ def _schemas() -> dict[str, Any]:
                         ("id", "seq", "role", "content", "created_at", "tokens")),
         "MessageList": _obj({"data": {"type": "array", "items": schema_ref("Message")}, "after": _INT,
                              "limit": _INT, "next_after": _nullable(_INT)}, ("data", "after", "limit", "next_after")),
+    }
+
+
+def _context_schemas(tools: dict[str, Any]) -> dict[str, Any]:
+    """The schemas of assembling, searching, the tools, the DAG, compaction and checks."""
+    return {
         "AssembleRequest": _obj({"budget_tokens": {"type": "integer", "minimum": 1,
                                                    "description": "default: the context window"},
                                  "query": {**_STR, "description": "recall older messages that match it"}},
@@ -138,6 +151,12 @@ def _schemas() -> dict[str, Any]:
                                    "max_depth": _INT, "active_tokens": _INT, "context_window": _INT},
                                   ("conversation", "messages", "summaries", "active_tokens")),
         "Verification": _obj({"ok": _BOOL, "problems": {"type": "array", "items": _STR}}, ("ok", "problems")),
+    }
+
+
+def _tenant_schemas() -> dict[str, Any]:
+    """The schemas of a tenant's totals and checks, who is asking, the server's health."""
+    return {
         "TenantVerification": _obj({"ok": _BOOL, "problems": {"type": "array", "items": _STR}, "checked": _INT,
                                     "next_after": _nullable(_STR)}, ("ok", "problems", "checked", "next_after")),
         "TenantStats": _obj({"tenant": _nullable(_STR), "conversations": _INT, "messages": _INT,
@@ -157,6 +176,12 @@ def _schemas() -> dict[str, Any]:
             "workers": {"type": "array", "items": _FREE,
                         "description": "every worker that reported lately (keyless server only)"},
         }, ("ok", "compaction", "backlog", "worker", "breaker")),
+    }
+
+
+def _memory_schemas() -> dict[str, Any]:
+    """The schemas of long-term memories."""
+    return {
         "MemoryIn": _obj({"content": _STR, "kind": {"type": "string", "enum": list(KINDS), "default": "fact"},
                           "user": _STR, "agent": _STR, "importance": {"type": "number", "minimum": 0, "maximum": 1},
                           "metadata": _FREE, "conversation_id": _STR, "task": _FREE,
@@ -181,6 +206,12 @@ def _schemas() -> dict[str, Any]:
             "dry_run": {**_BOOL, "default": False}, "all": {**_BOOL, "default": False}}, strict=True),
         "ForgetResult": _obj({"dry_run": _BOOL, "count": _INT, "data": {"type": "array", "items": schema_ref("Memory")}},
                              ("count", "data")),
+    }
+
+
+def _proxy_schemas() -> dict[str, Any]:
+    """The schemas of the proxy's two wire formats (forwarded, so only loosely checked)."""
+    return {
         "ChatCompletionRequest": {**_obj({"model": _STR, "messages": {"type": "array", "items": _FREE},
                                           "stream": _BOOL, "user": _STR}, ("model", "messages")),
                                   "description": "OpenAI's chat completion request; forwarded with messages "

@@ -7,9 +7,9 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from lossless.embed.openai import PLACEHOLDER_API_KEY, _public_url, _status_detail
-from lossless.emergency import is_context_length_error
 from lossless.errors import MissingDependencyError, ValidationError
+from lossless.providers.errors import is_context_length_error
+from lossless.providers.http import PLACEHOLDER_API_KEY, public_url, status_detail
 from lossless.summarize.llm import (
     CircuitBreaker,
     Completion,
@@ -85,12 +85,12 @@ class AnthropicSummarizer(LLMSummarizer):
             raise ValidationError(f"AnthropicSummarizer: max_retries must be an integer >= 0, got {max_retries!r}")
         base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
-        public_url = _public_url(base_url) if base_url else ANTHROPIC_BASE_URL
-        official = public_url == ANTHROPIC_BASE_URL
+        shown_url = public_url(base_url) if base_url else ANTHROPIC_BASE_URL
+        official = shown_url == ANTHROPIC_BASE_URL
         if api_key is None and not official and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
             api_key = PLACEHOLDER_API_KEY  # a local server or gateway that wants no key
-        self.base_url = public_url
-        self._provider = "anthropic" if official else f"anthropic-compatible:{public_url}"
+        self.base_url = shown_url
+        self._provider = "anthropic" if official else f"anthropic-compatible:{shown_url}"
         self.max_retries = max_retries
         options: dict[str, Any] = {"timeout": self.timeout, "max_retries": max_retries}
         if base_url:
@@ -127,7 +127,7 @@ class AnthropicSummarizer(LLMSummarizer):
             )
         except (anthropic.AuthenticationError, anthropic.PermissionDeniedError) as exc:
             raise ProviderError(
-                f"HTTP {exc.status_code} from {where}: {_status_detail(exc)} "
+                f"HTTP {exc.status_code} from {where}: {status_detail(exc)} "
                 "(check ANTHROPIC_API_KEY or api_key=)",
                 kind="auth",
                 status=exc.status_code,
@@ -139,7 +139,7 @@ class AnthropicSummarizer(LLMSummarizer):
         except anthropic.APIStatusError as exc:
             too_long = exc.status_code in (400, 413) and is_context_length_error(exc)
             raise ProviderError(
-                f"HTTP {exc.status_code} from {where}: {_status_detail(exc)}",
+                f"HTTP {exc.status_code} from {where}: {status_detail(exc)}",
                 kind="context_length" if too_long else "status",
                 status=exc.status_code,
             ) from exc

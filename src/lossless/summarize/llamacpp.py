@@ -8,8 +8,8 @@ import os
 import threading
 from typing import Any
 
-from lossless.emergency import is_context_length_error
 from lossless.errors import MissingDependencyError, ValidationError
+from lossless.providers.errors import is_context_length_error
 from lossless.summarize.llm import (
     CircuitBreaker,
     Completion,

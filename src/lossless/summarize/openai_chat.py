@@ -7,9 +7,9 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from lossless.embed.openai import OPENAI_BASE_URL, PLACEHOLDER_API_KEY, _public_url, _status_detail
-from lossless.emergency import is_context_length_error
 from lossless.errors import MissingDependencyError, ValidationError
+from lossless.providers.errors import is_context_length_error
+from lossless.providers.http import OPENAI_BASE_URL, PLACEHOLDER_API_KEY, public_url, status_detail
 from lossless.summarize.llm import (
     CircuitBreaker,
     Completion,
@@ -90,8 +90,8 @@ class OpenAISummarizer(LLMSummarizer):
         # Empty environment variables count as unset, as they do for most tools.
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
-        public_url = _public_url(base_url) if base_url else OPENAI_BASE_URL
-        official = public_url == OPENAI_BASE_URL
+        shown_url = public_url(base_url) if base_url else OPENAI_BASE_URL
+        official = shown_url == OPENAI_BASE_URL
         if api_key is None:
             if official:
                 raise ValidationError(
@@ -99,8 +99,8 @@ class OpenAISummarizer(LLMSummarizer):
                     "pass api_key= or set OPENAI_API_KEY (or set base_url for a local server)"
                 )
             api_key = PLACEHOLDER_API_KEY
-        self.base_url = public_url
-        self._provider = "openai" if official else f"openai-compatible:{public_url}"
+        self.base_url = shown_url
+        self._provider = "openai" if official else f"openai-compatible:{shown_url}"
         self.token_limit_param = token_limit_param or ("max_completion_tokens" if official else "max_tokens")
         self.max_retries = max_retries
         try:
@@ -138,7 +138,7 @@ class OpenAISummarizer(LLMSummarizer):
             )
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             raise ProviderError(
-                f"HTTP {exc.status_code} from {where}: {_status_detail(exc)} "
+                f"HTTP {exc.status_code} from {where}: {status_detail(exc)} "
                 "(check OPENAI_API_KEY or api_key=)",
                 kind="auth",
                 status=exc.status_code,
@@ -150,7 +150,7 @@ class OpenAISummarizer(LLMSummarizer):
         except openai.APIStatusError as exc:
             too_long = exc.status_code in (400, 413, 422) and is_context_length_error(exc)
             raise ProviderError(
-                f"HTTP {exc.status_code} from {where}: {_status_detail(exc)}",
+                f"HTTP {exc.status_code} from {where}: {status_detail(exc)}",
                 kind="context_length" if too_long else "status",
                 status=exc.status_code,
             ) from exc

@@ -1,26 +1,10 @@
-"""The context proxy: ``POST /v1/chat/completions`` (OpenAI) and ``POST /v1/messages``
-(Anthropic, :mod:`lossless.server.anthropic_wire`) in front of a provider.
+"""The request flow every wire format of the context proxy shares: read the request,
+store what is new, assemble the context, forward it, recover from "context too long",
+relay the answer and store the reply.
 
-A client keeps sending its whole chat, as to the provider itself, naming the conversation
-in ``X-Lossless-Conversation`` (or the OpenAI request's ``user`` field, or Anthropic's
-``metadata.user_id``). For each request lossless
-
-1. stores the messages it has not seen yet (:mod:`lossless.server.chat_match`), which may
-   compact older history;
-2. assembles the context for the model's window (``lossless.models.context_window``, less
-   the reply's ``max_tokens`` and the tool schemas) with the last user message as the
-   recall query, in the cache-stable layout;
-3. forwards the request with ``messages`` replaced by that context, using the server's
-   upstream key (the client's key is lossless's own);
-4. returns the provider's answer unchanged — JSON, or the SSE stream relayed chunk by
-   chunk — and stores the assistant's reply (tool calls intact; a stream once it is
-   complete).
-
-When the provider says the context is too long, the conversation is compacted in
-emergency mode and the request retried with a smaller budget (``max_compactions`` times),
-then once more with the largest tool outputs cut; still too long is a 422
-``context_overflow``. Other provider errors are passed through as they came; an
-unreachable provider is a 502.
+What differs between wire formats is a :class:`Dialect`; one module each implements it
+(:mod:`~lossless.server.proxy.openai_wire`, :mod:`~lossless.server.proxy.anthropic_wire`)
+and imports this one, never the other way round.
 """
 
 from __future__ import annotations
@@ -37,19 +21,16 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from lossless.emergency import (
-    context_limit_from_error,
-    is_context_length_error,
-    truncate_tool_outputs,
-)
+from lossless.emergency import truncate_tool_outputs
 from lossless.errors import ContextOverflowError, ValidationError
 from lossless.models import context_window
+from lossless.providers.errors import context_limit_from_error, is_context_length_error
 from lossless.render import content_text
 from lossless.server.chat_match import match_request, storable
 from lossless.server.errors import HTTPError, error_response, exception_response
 from lossless.server.idempotency import ProxyRequests, check_key, request_sha256
 from lossless.server.params import bad, read_json
-from lossless.server.sse import OpenAIStreamReply, ServerSentEvent, SSEParser
+from lossless.server.sse import ServerSentEvent, SSEParser
 from lossless.server.state import ServerState, Upstream, state_of
 from lossless.server.tenancy import Tenant
 from lossless.tokens import count_chat_tokens
@@ -58,7 +39,8 @@ from lossless.types import AssembledContext, ChatMessage, Message
 if TYPE_CHECKING:
     from lossless.engine import Memory
 
-__all__ = ["CONVERSATION_HEADER", "Dialect", "OpenAIDialect", "ProxyTurn", "UpstreamError", "proxy_route", "routes"]
+__all__ = ["CONVERSATION_HEADER", "Dialect", "ProxyTurn", "StreamReply", "UpstreamError", "default_reserve", "proxy",
+           "proxy_route"]
 
 log = logging.getLogger("lossless.server")
 
@@ -104,101 +86,12 @@ class Dialect(Protocol):
     def replay_events(self, message: Message, model: str) -> list[bytes]: ...
 
 
-def _reply_parts(message: Message) -> tuple[str, list[dict[str, Any]]]:
-    """A stored reply's text and tool calls."""
-    text = message.content if isinstance(message.content, str) else content_text(message.content)
-    return text or "", [dict(c) for c in message.tool_calls]
-
-
 def default_reserve(requested: Any, window: int) -> int:
     """Room kept for the reply: what the request asks for, else an eighth of the window
     (at most 4096), never more than half the window."""
     if isinstance(requested, int) and not isinstance(requested, bool) and requested > 0:
         return min(requested, window // 2)
     return min(4096, window // 8)
-
-
-class OpenAIDialect:
-    path = "/chat/completions"
-
-    def conversation(self, request: Request, body: dict[str, Any]) -> str | None:
-        user = body.get("user")
-        return request.headers.get(CONVERSATION_HEADER) or (user if isinstance(user, str) else None)
-
-    def incoming(self, body: dict[str, Any]) -> list[dict[str, Any]]:
-        return storable(body.get("messages"))
-
-    def outgoing(self, body: dict[str, Any], messages: list[ChatMessage]) -> dict[str, Any]:
-        return {**body, "messages": messages}
-
-    def reserve(self, body: dict[str, Any], window: int) -> int:
-        return default_reserve(body.get("max_completion_tokens", body.get("max_tokens")), window)
-
-    def headers(self, request: Request, upstream: Upstream) -> dict[str, str]:
-        out = {"content-type": "application/json"}
-        if upstream.api_key:
-            out["authorization"] = f"Bearer {upstream.api_key}"
-        for name in ("openai-organization", "openai-project"):
-            if request.headers.get(name):
-                out[name] = request.headers[name]
-        return out
-
-    def reply(self, data: Any) -> dict[str, Any] | None:
-        """The assistant message of a chat completion; ValueError when it is not one."""
-        choices = data.get("choices") if isinstance(data, dict) else None
-        if not isinstance(choices, list):
-            raise ValueError("no 'choices' list")
-        message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
-        if not isinstance(message, dict):
-            return None
-        content = message.get("content")
-        if content is not None and not isinstance(content, str | list):
-            raise ValueError(f"message.content is a {type(content).__name__}")
-        out: dict[str, Any] = {"role": "assistant", "content": content or ""}
-        calls = []
-        for i, c in enumerate(message.get("tool_calls") or []):
-            function = c.get("function") if isinstance(c, dict) else None
-            if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-                raise ValueError(f"tool_calls[{i}].function is not an object with a name")
-            arguments = function.get("arguments")
-            calls.append({"id": str(c.get("id") or f"call_{i}"), "type": "function",
-                          "function": {"name": function["name"],
-                                       "arguments": arguments if isinstance(arguments, str) else "{}"}})
-        if calls:
-            out["tool_calls"] = calls
-        return out if out["content"] or calls else None
-
-    def stream_reply(self) -> OpenAIStreamReply:
-        return OpenAIStreamReply()
-
-    def replay_body(self, message: Message, model: str) -> dict[str, Any]:
-        """A stored reply as a chat completion (usage: what lossless counted of it)."""
-        text, calls = _reply_parts(message)
-        reply: dict[str, Any] = {"role": "assistant", "content": text or None}
-        if calls:
-            reply["tool_calls"] = calls
-        return {"id": f"chatcmpl-{message.id}", "object": "chat.completion",
-                "created": int(message.created_at.timestamp()), "model": model,
-                "choices": [{"index": 0, "message": reply, "logprobs": None,
-                             "finish_reason": "tool_calls" if calls else "stop"}],
-                "usage": {"prompt_tokens": 0, "completion_tokens": message.token_count,
-                          "total_tokens": message.token_count}}
-
-    def replay_events(self, message: Message, model: str) -> list[bytes]:
-        """The same reply as a stream of chat.completion.chunk events."""
-        text, calls = _reply_parts(message)
-        base = {"id": f"chatcmpl-{message.id}", "object": "chat.completion.chunk",
-                "created": int(message.created_at.timestamp()), "model": model}
-        deltas: list[tuple[dict[str, Any], str | None]] = [({"role": "assistant", "content": text}, None)]
-        if calls:
-            deltas.append(({"tool_calls": [{"index": i, **c} for i, c in enumerate(calls)]}, None))
-        deltas.append(({}, "tool_calls" if calls else "stop"))
-        events = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": f}]} for d, f in deltas]
-        return [f"data: {json.dumps(e, ensure_ascii=False)}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
-
-    def streamed(self, acc: Any) -> dict[str, Any] | None:
-        message: dict[str, Any] = acc.message()
-        return message if message.get("content") or message.get("tool_calls") else None
 
 
 @dataclass
@@ -445,10 +338,3 @@ def proxy_route(path: str, dialect: Dialect) -> Route:
 
     handle.__name__ = f"proxy_{dialect.__class__.__name__.lower()}"
     return Route(path, handle, methods=["POST"])
-
-
-def routes() -> list[Route]:
-    from lossless.server.anthropic_wire import AnthropicDialect
-
-    return [proxy_route("/v1/chat/completions", OpenAIDialect()), proxy_route("/v1/messages", AnthropicDialect())]
-

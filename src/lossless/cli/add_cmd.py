@@ -1,0 +1,54 @@
+"""``lossless add``: one message into a conversation (created if new)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from rich.text import Text
+
+from lossless.cli.context import CommandContext, CommandError
+from lossless.cli.options import Subparsers, add_command, command_parents, no_wait
+from lossless.types import ROLES
+from lossless.validate import check_conversation_id, validate_message
+
+__all__ = ["cmd_add", "register"]
+
+
+def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] | None = None) -> None:
+    """Add the ``add`` command. ``parents`` are the parsers of the options every command
+    accepts (``--db``, ``--json`` …); by default the CLI's own."""
+    p = add_command(subparsers, "add", cmd_add, "add one message to a conversation (created if new)",
+                    command_parents(parents))
+    p.add_argument("conversation", metavar="CONV")
+    p.add_argument("--role", required=True, choices=ROLES)
+    p.add_argument("--name", help="who spoke (for multi-party chats)")
+    p.add_argument("--created-at", metavar="ISO", help="when it was said (default: now)")
+    p.add_argument("--external-id", metavar="ID", help="your id for it; adding it again adds nothing")
+    p.add_argument("--content", metavar="TEXT", help="the message text (default: read stdin, stored verbatim)")
+    no_wait(p)
+
+
+def cmd_add(ctx: CommandContext) -> int:
+    args = ctx.args
+    content: str | None = args.content
+    if content is None:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise CommandError("no content: pass --content TEXT or pipe the text on stdin")
+        content = sys.stdin.read()
+    fields = {"role": args.role, "content": content, "name": args.name, "created_at": args.created_at,
+              "external_id": args.external_id}
+    fields = {k: v for k, v in fields.items() if v is not None}
+    memory = ctx.memory()
+    # Check the message before get-or-create, so a refused message leaves no empty conversation.
+    check_conversation_id(args.conversation)
+    validate_message(fields, max_bytes=memory.config.max_message_bytes)
+    conv = memory.conversation(args.conversation)
+    msg = conv.add_many([fields])[0]
+    if ctx.json:
+        ctx.emit_json({"conversation": conv.id, "seq": msg.seq, "id": msg.id, "tokens": msg.token_count})
+    else:
+        ctx.out.print(Text(f"#{msg.seq} {msg.id}"))
+    ctx.catch_up([conv.id])
+    return 0

@@ -1,0 +1,178 @@
+"""Anthropic's Messages API on the proxy (``POST /v1/messages``).
+
+lossless stores OpenAI-shaped messages, so a request is converted on the way in — the
+top-level ``system`` becomes a system message, ``tool_use`` blocks become tool calls
+(arguments as JSON text), ``tool_result`` blocks become tool messages, text blocks join
+into the message text, other blocks (images, documents) are kept as content parts,
+``thinking`` blocks are not stored — and the assembled context is converted back on the
+way out: system messages into ``system``, tool calls into ``tool_use`` blocks, tool
+messages into ``tool_result`` blocks of a user turn. The same conversion applied to the
+stored reply and to the reply the client sends back makes them match.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+
+from lossless.anthropic_format import anthropic_messages, block_text
+from lossless.errors import ValidationError
+from lossless.render import content_text
+from lossless.server.chat_match import storable
+from lossless.server.proxy.base import CONVERSATION_HEADER, default_reserve
+from lossless.server.sse import AnthropicStreamReply
+from lossless.server.state import Upstream
+from lossless.types import ChatMessage, Message
+
+__all__ = ["AnthropicDialect", "anthropic_messages", "chat_messages"]
+
+_SKIP = frozenset({"thinking", "redacted_thinking"})
+_text = block_text
+
+
+def _assistant(blocks: list[Any]) -> dict[str, Any] | None:
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for block in blocks:
+        if not isinstance(block, dict) or block.get("type") in _SKIP:
+            continue
+        if block.get("type") == "text":
+            texts.append(str(block.get("text", "")))
+        elif block.get("type") == "tool_use":
+            calls.append({"id": str(block.get("id") or f"toolu_{len(calls)}"), "type": "function",
+                          "function": {"name": str(block.get("name", "")),
+                                       "arguments": json.dumps(block.get("input") or {}, ensure_ascii=False,
+                                                               sort_keys=True)}})
+    out: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
+    if calls:
+        out["tool_calls"] = calls
+    return out if texts or calls else None
+
+
+def chat_messages(system: Any, messages: Any) -> list[dict[str, Any]]:
+    """An Anthropic request's ``system`` and ``messages`` as OpenAI-style messages."""
+    if not isinstance(messages, list) or not messages:
+        raise ValidationError("'messages' must be a non-empty list")
+    out: list[dict[str, Any]] = []
+    system_text = _text(system)
+    if system_text:
+        out.append({"role": "system", "content": system_text})
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            raise ValidationError(f"messages[{i}] must be an object with role user or assistant")
+        content = message.get("content")
+        if message["role"] == "assistant":
+            reply = _assistant(content if isinstance(content, list) else [{"type": "text", "text": content or ""}])
+            if reply is not None:
+                out.append(reply)
+            continue
+        if isinstance(content, str):
+            out.append({"role": "user", "content": content})
+            continue
+        if not isinstance(content, list):
+            raise ValidationError(f"messages[{i}].content must be a string or a list of blocks")
+        parts: list[dict[str, Any]] = []
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") in _SKIP:
+                continue
+            if block.get("type") == "tool_result":
+                result = block.get("content")
+                out.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id", "")),
+                            "content": result if isinstance(result, str) else _text(result)
+                            or json.dumps(result, ensure_ascii=False)})
+            else:
+                parts.append(block)
+        if parts and all(p.get("type") == "text" for p in parts):
+            out.append({"role": "user", "content": "\n".join(str(p.get("text", "")) for p in parts)})
+        elif parts:
+            out.append({"role": "user", "content": parts})
+    return storable(out)
+
+
+class AnthropicDialect:
+    path = "/messages"
+
+    def conversation(self, request: Request, body: dict[str, Any]) -> str | None:
+        meta = body.get("metadata")
+        user = meta.get("user_id") if isinstance(meta, dict) else None
+        return request.headers.get(CONVERSATION_HEADER) or (user if isinstance(user, str) else None)
+
+    def incoming(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        return chat_messages(body.get("system"), body.get("messages"))
+
+    def outgoing(self, body: dict[str, Any], messages: list[ChatMessage]) -> dict[str, Any]:
+        system, turns = anthropic_messages(messages)
+        out = {k: v for k, v in body.items() if k != "system"}
+        out["messages"] = turns
+        if system:
+            out["system"] = system
+        return out
+
+    def reserve(self, body: dict[str, Any], window: int) -> int:
+        return default_reserve(body.get("max_tokens"), window)
+
+    def headers(self, request: Request, upstream: Upstream) -> dict[str, str]:
+        out = {"content-type": "application/json",
+               "anthropic-version": request.headers.get("anthropic-version", "2023-06-01")}
+        if request.headers.get("anthropic-beta"):
+            out["anthropic-beta"] = request.headers["anthropic-beta"]
+        if upstream.api_key:
+            out["x-api-key"] = upstream.api_key
+        return out
+
+    def reply(self, data: Any) -> dict[str, Any] | None:
+        """The assistant message of an Anthropic answer; ValueError when it is not one."""
+        content = data.get("content") if isinstance(data, dict) else None
+        if not isinstance(content, list):
+            raise ValueError("no 'content' list")
+        return _assistant(content)
+
+    def stream_reply(self) -> AnthropicStreamReply:
+        return AnthropicStreamReply()
+
+    def streamed(self, acc: Any) -> dict[str, Any] | None:
+        return _assistant(acc.content())
+
+    def replay_body(self, message: Message, model: str) -> dict[str, Any]:
+        """A stored reply as an Anthropic message (usage: what lossless counted of it)."""
+        blocks = _blocks(message)
+        return {"id": f"msg_{message.id}", "type": "message", "role": "assistant", "model": model,
+                "content": blocks, "stop_sequence": None,
+                "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn",
+                "usage": {"input_tokens": 0, "output_tokens": message.token_count}}
+
+    def replay_events(self, message: Message, model: str) -> list[bytes]:
+        """The same reply as Anthropic's stream of events."""
+        body = self.replay_body(message, model)
+        events: list[dict[str, Any]] = [{"type": "message_start", "message": {
+            **body, "content": [], "stop_reason": None, "usage": {"input_tokens": 0, "output_tokens": 0}}}]
+        for i, block in enumerate(body["content"]):
+            if block["type"] == "text":
+                events += [{"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                           {"type": "content_block_delta", "index": i,
+                            "delta": {"type": "text_delta", "text": block["text"]}}]
+            else:
+                events += [{"type": "content_block_start", "index": i,
+                            "content_block": {**block, "input": {}}},
+                           {"type": "content_block_delta", "index": i,
+                            "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}}]
+            events.append({"type": "content_block_stop", "index": i})
+        events += [{"type": "message_delta", "delta": {"stop_reason": body["stop_reason"], "stop_sequence": None},
+                    "usage": {"output_tokens": message.token_count}},
+                   {"type": "message_stop"}]
+        return [f"event: {e['type']}\ndata: {json.dumps(e, ensure_ascii=False)}\n\n".encode() for e in events]
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    text = message.content if isinstance(message.content, str) else content_text(message.content)
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    for call in message.tool_calls:
+        function = call.get("function") or {}
+        try:
+            arguments = json.loads(function.get("arguments") or "{}")
+        except ValueError:
+            arguments = {"arguments": function.get("arguments")}
+        blocks.append({"type": "tool_use", "id": call.get("id"), "name": function.get("name"), "input": arguments})
+    return blocks

@@ -1,0 +1,113 @@
+"""OpenAI's Chat Completions API on the proxy (``POST /v1/chat/completions``).
+
+lossless stores OpenAI-shaped messages, so requests and replies pass through unconverted;
+this module only says where the conversation is named, how much room the reply asks for,
+which headers go upstream, and how a stored reply is answered again.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+
+from lossless.render import content_text
+from lossless.server.chat_match import storable
+from lossless.server.proxy.base import CONVERSATION_HEADER, default_reserve
+from lossless.server.sse import OpenAIStreamReply
+from lossless.server.state import Upstream
+from lossless.types import ChatMessage, Message
+
+__all__ = ["OpenAIDialect"]
+
+
+def _reply_parts(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    """A stored reply's text and tool calls."""
+    text = message.content if isinstance(message.content, str) else content_text(message.content)
+    return text or "", [dict(c) for c in message.tool_calls]
+
+
+
+
+class OpenAIDialect:
+    path = "/chat/completions"
+
+    def conversation(self, request: Request, body: dict[str, Any]) -> str | None:
+        user = body.get("user")
+        return request.headers.get(CONVERSATION_HEADER) or (user if isinstance(user, str) else None)
+
+    def incoming(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        return storable(body.get("messages"))
+
+    def outgoing(self, body: dict[str, Any], messages: list[ChatMessage]) -> dict[str, Any]:
+        return {**body, "messages": messages}
+
+    def reserve(self, body: dict[str, Any], window: int) -> int:
+        return default_reserve(body.get("max_completion_tokens", body.get("max_tokens")), window)
+
+    def headers(self, request: Request, upstream: Upstream) -> dict[str, str]:
+        out = {"content-type": "application/json"}
+        if upstream.api_key:
+            out["authorization"] = f"Bearer {upstream.api_key}"
+        for name in ("openai-organization", "openai-project"):
+            if request.headers.get(name):
+                out[name] = request.headers[name]
+        return out
+
+    def reply(self, data: Any) -> dict[str, Any] | None:
+        """The assistant message of a chat completion; ValueError when it is not one."""
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list):
+            raise ValueError("no 'choices' list")
+        message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
+        if not isinstance(message, dict):
+            return None
+        content = message.get("content")
+        if content is not None and not isinstance(content, str | list):
+            raise ValueError(f"message.content is a {type(content).__name__}")
+        out: dict[str, Any] = {"role": "assistant", "content": content or ""}
+        calls = []
+        for i, c in enumerate(message.get("tool_calls") or []):
+            function = c.get("function") if isinstance(c, dict) else None
+            if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+                raise ValueError(f"tool_calls[{i}].function is not an object with a name")
+            arguments = function.get("arguments")
+            calls.append({"id": str(c.get("id") or f"call_{i}"), "type": "function",
+                          "function": {"name": function["name"],
+                                       "arguments": arguments if isinstance(arguments, str) else "{}"}})
+        if calls:
+            out["tool_calls"] = calls
+        return out if out["content"] or calls else None
+
+    def stream_reply(self) -> OpenAIStreamReply:
+        return OpenAIStreamReply()
+
+    def replay_body(self, message: Message, model: str) -> dict[str, Any]:
+        """A stored reply as a chat completion (usage: what lossless counted of it)."""
+        text, calls = _reply_parts(message)
+        reply: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            reply["tool_calls"] = calls
+        return {"id": f"chatcmpl-{message.id}", "object": "chat.completion",
+                "created": int(message.created_at.timestamp()), "model": model,
+                "choices": [{"index": 0, "message": reply, "logprobs": None,
+                             "finish_reason": "tool_calls" if calls else "stop"}],
+                "usage": {"prompt_tokens": 0, "completion_tokens": message.token_count,
+                          "total_tokens": message.token_count}}
+
+    def replay_events(self, message: Message, model: str) -> list[bytes]:
+        """The same reply as a stream of chat.completion.chunk events."""
+        text, calls = _reply_parts(message)
+        base = {"id": f"chatcmpl-{message.id}", "object": "chat.completion.chunk",
+                "created": int(message.created_at.timestamp()), "model": model}
+        deltas: list[tuple[dict[str, Any], str | None]] = [({"role": "assistant", "content": text}, None)]
+        if calls:
+            deltas.append(({"tool_calls": [{"index": i, **c} for i, c in enumerate(calls)]}, None))
+        deltas.append(({}, "tool_calls" if calls else "stop"))
+        events = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": f}]} for d, f in deltas]
+        return [f"data: {json.dumps(e, ensure_ascii=False)}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
+
+    def streamed(self, acc: Any) -> dict[str, Any] | None:
+        message: dict[str, Any] = acc.message()
+        return message if message.get("content") or message.get("tool_calls") else None

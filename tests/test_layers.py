@@ -1,0 +1,117 @@
+"""Layers point down: read every module's imports (with ast, so nothing is imported) and
+fail on one that reaches up.
+
+- The store, the summarizers, the embedders and the provider helpers import nothing from
+  the facade (``lossless.Memory``, ``engine``, ``conversation``), the agent runtime
+  (``agent``, ``tools``, ``emergency``, ``worker``) or the interfaces (``cli``,
+  ``server``, ``integrations``) — not even under ``if TYPE_CHECKING:``.
+- The CLI and the server have no import cycles among their own modules, counting the
+  imports made inside functions too (a lazy import hides a cycle; it does not remove it).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+PACKAGE = SRC / "lossless"
+
+LOWER_PACKAGES = ("store", "summarize", "embed", "providers")
+
+# The package root counts as the facade: ``from lossless import Memory`` reaches up.
+UPPER = ("lossless", "lossless.engine", "lossless.conversation", "lossless.agent", "lossless.tools",
+         "lossless.emergency", "lossless.worker", "lossless.cli", "lossless.server", "lossless.integrations")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_module(name: str) -> bool:
+    relative = Path(*name.split("."))
+    return (SRC / relative).with_suffix(".py").is_file() or (SRC / relative / "__init__.py").is_file()
+
+
+def imported_modules(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, module) for every import in the file, at any depth. ``from a import b``
+    names ``a.b`` when that is a module of ours, else ``a``."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # a relative import: resolve it against this module's package
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                child = f"{base}.{alias.name}"
+                yield node.lineno, child if _is_module(child) else base
+
+
+def _reaches_up(name: str) -> bool:
+    return any(name == upper or (upper != "lossless" and name.startswith(upper + ".")) for upper in UPPER)
+
+
+def _lower_modules() -> list[Path]:
+    return sorted(path for package in LOWER_PACKAGES for path in (PACKAGE / package).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", _lower_modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_lower_layers_import_nothing_from_above(path: Path) -> None:
+    upward = [f"line {line}: {name}" for line, name in imported_modules(path) if _reaches_up(name)]
+    assert not upward, f"{path.relative_to(SRC)} imports from a higher layer: {'; '.join(upward)}"
+
+
+def _cycle(package: str) -> list[str] | None:
+    """One import cycle among the modules of ``package`` (as a list of names), or None."""
+    root = PACKAGE / package
+    graph: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        own = f"lossless.{package}"
+        graph[_module_name(path)] = {name for _, name in imported_modules(path)
+                                     if name.startswith(own + ".")}
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+    path_stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path_stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                return [*path_stack[path_stack.index(target):], target]
+            if target not in state and (found := visit(target)):
+                return found
+        path_stack.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)):
+            return found
+    return None
+
+
+@pytest.mark.parametrize("package", ["cli", "server", "providers"])
+def test_no_import_cycles_inside(package: str) -> None:
+    cycle = _cycle(package)
+    assert cycle is None, f"import cycle in lossless.{package}: {' -> '.join(cycle or [])}"
+
+
+def test_the_reader_sees_what_the_checks_rely_on() -> None:
+    """The checks above would pass on a reader that finds nothing; this proves it reads."""
+    agent = {name for _, name in imported_modules(PACKAGE / "agent.py")}
+    assert "lossless.tools" in agent and any(_reaches_up(name) for name in agent)
+    main = {name for _, name in imported_modules(PACKAGE / "cli" / "main.py")}
+    assert "lossless.cli.commands" in main  # ``from lossless.cli import commands`` names the module
+    assert _reaches_up("lossless") and _reaches_up("lossless.engine") and _reaches_up("lossless.server.app")
+    assert not _reaches_up("lossless.errors") and not _reaches_up("lossless.providers.http")
