@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from lossless.compaction import tool_groups
 from lossless.config import Config
+from lossless.core.textfit import fit_text
 from lossless.errors import BudgetError, EmbedderError, LosslessError
 from lossless.importance import score_message
 from lossless.render import (
@@ -33,7 +34,6 @@ from lossless.render import (
 )
 from lossless.store.backlog import Backlog
 from lossless.store.base import SearchSpec, Store
-from lossless.summarize.extractive import fit_text
 from lossless.tokens import (
     MESSAGE_OVERHEAD,
     NAME_OVERHEAD,
