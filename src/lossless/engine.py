@@ -190,7 +190,7 @@ class Memory:
                 return []
         spec = SearchSpec(query=query, conversation_ids=ids, kinds=kinds, roles=roles, since=since, until=until,
                           mode=mode, sort=sort, limit=limit)
-        return run_search(self, spec)
+        return run_search(self.store, self.recaller, spec)
 
     def tools(self, conversation_id: str | None) -> ToolBox:
         """The agent tools, scoped to one conversation (None: every conversation)."""
