@@ -13,9 +13,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from lossless.assemble import Assembler
 from lossless.compaction import Compactor
 from lossless.config import Config
+from lossless.context import Assembler
 from lossless.conversation import Conversation
 from lossless.embed.base import Embedder
 from lossless.errors import ValidationError
