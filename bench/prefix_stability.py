@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import beam
 
 import lossless
-from lossless.assemble import DYNAMIC_HEADER
+from lossless.context import DYNAMIC_HEADER
 from lossless.tokens import count_chat_tokens
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from lossless.assemble import Assembler
 from lossless.compaction import Compactor
 from lossless.config import Config
+from lossless.context import Assembler
 from lossless.conversation import Conversation
 from lossless.embed.base import Embedder
 from lossless.errors import ValidationError
@@ -186,7 +186,7 @@ class Memory:
                 return []
         spec = SearchSpec(query=query, conversation_ids=ids, kinds=kinds, roles=roles, since=since, until=until,
                           mode=mode, sort=sort, limit=limit)
-        return run_search(self, spec)
+        return run_search(self.store, self.recaller, spec)
 
     def tools(self, conversation_id: str | None) -> ToolBox:
         """The agent tools, scoped to one conversation (None: every conversation)."""

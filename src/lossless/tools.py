@@ -217,7 +217,7 @@ class ToolBox:
             sort=sort,  # type: ignore[arg-type]
             limit=limit,
         )
-        hits = run_search(self.memory, spec)
+        hits = run_search(self.memory.store, self.memory.recaller, spec)
         return {"query": query, "count": len(hits), "hits": [hit_dict(h) for h in hits]}
 
     def lcm_describe(self, id: str) -> dict[str, Any]:

@@ -7,12 +7,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from lossless.errors import EmbedderError, QueryError, ValidationError
-from lossless.store.base import SearchSpec
+from lossless.store.base import SearchSpec, Store
 from lossless.types import ROLES, GrepHit
 from lossless.validate import parse_datetime, timestamp
 
 if TYPE_CHECKING:
-    from lossless.engine import Memory
+    from lossless.recall.hybrid import Recaller
 
 __all__ = ["SEARCH_MODES", "SearchMode", "run_search"]
 
@@ -55,32 +55,35 @@ def checked_spec(spec: SearchSpec) -> SearchSpec:
     )
 
 
-def run_search(memory: Memory, spec: SearchSpec) -> list[GrepHit]:
+def run_search(store: Store, recaller: Recaller, spec: SearchSpec) -> list[GrepHit]:
+    """The hits for ``spec``: keyword modes from the store, ``semantic`` and ``hybrid``
+    from the recaller's vectors (``hybrid`` falls back to keywords without an embedder,
+    or when the embedder fails), each hit dated and, with ``sort="recency"``, newest first."""
     spec = checked_spec(spec)
     if spec.mode in ("fts", "raw", "regex"):
-        return memory.store.search(spec)
+        return store.search(spec)
     if not isinstance(spec.query, str) or not spec.query.strip():
         raise QueryError("search query is empty")
-    if memory.embedder is None:
+    if recaller.embedder is None:
         if spec.mode == "semantic":
             raise QueryError(
                 "semantic search needs an embedder: install the embeddings extra or pass embedder= to lossless.open"
             )
-        return memory.store.search(replace(spec, mode="fts"))
+        return store.search(replace(spec, mode="fts"))
     try:
-        hits = memory.recaller.search(spec)
+        hits = recaller.search(spec)
     except EmbedderError as exc:
         if spec.mode == "semantic":
             raise
         log.warning("lossless: %s; hybrid search falls back to keyword search", exc)
-        return memory.store.search(replace(spec, mode="fts"))
+        return store.search(replace(spec, mode="fts"))
     out: list[GrepHit] = []
     for h in hits:
         if h.kind == "summary":
-            node = memory.store.get_summary(h.id)
+            node = store.get_summary(h.id)
             created, role, depth = node.earliest_at, None, node.depth
         else:
-            msg = memory.store.get_message(h.id)
+            msg = store.get_message(h.id)
             created, role, depth = msg.created_at, (msg.role if h.kind == "message" else None), None
         out.append(GrepHit(kind=h.kind, id=h.id, conversation_id=h.conversation_id, first_seq=h.first_seq,
                            last_seq=h.last_seq, role=role, created_at=created, snippet=h.snippet, score=h.score,

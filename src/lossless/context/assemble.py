@@ -1,0 +1,161 @@
+"""Assembly: the context handed to the model for one call, built to fit a token budget.
+
+Tiers, in priority order (DESIGN.md, seed 000's budget table):
+  pinned  the conversation's opening system prompt, verbatim
+  P0      the fresh tail: the newest raw messages, verbatim, never splitting a tool call
+          from its results, always including the newest user turn (abridged if it alone
+          is larger than the budget)
+  P1      recent frontier summaries, newest first
+  P2      the root: the oldest frontier summary, covering the start of the history
+  P3      recall: older messages matching the query, with their dates
+Each tier first takes up to its share of the budget; what a tier leaves unused goes to the
+others in the same order. The result is checked against the budget with the configured
+tokenizer and trimmed from the lowest priority if joining pieces cost a token more
+(:mod:`lossless.context.budgeted`, the tiers in :mod:`lossless.context.tiers`). A call
+with the whole window tries the cache-stable layout first (:mod:`lossless.context.stable`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+from typing import TYPE_CHECKING, Literal
+
+from lossless.config import Config
+from lossless.context.budgeted import budgeted_layout
+from lossless.context.inputs import History, Sources
+from lossless.context.lookups import file_hits, memory_records
+from lossless.context.recalled import RecalledMessages
+from lossless.context.shown import AssemblyCaches, MessageView
+from lossless.context.stable import stable_layout
+from lossless.context.summaries import SummaryPieces
+from lossless.errors import BudgetError
+from lossless.store.backlog import Backlog
+from lossless.store.base import Store
+from lossless.tokens import TokenCounter
+from lossless.types import AssembledContext, Lag, Message
+
+if TYPE_CHECKING:
+    from lossless.files import Files
+    from lossless.memory import Memories
+    from lossless.recall.hybrid import Recaller
+
+__all__ = ["Assembler"]
+
+_MAX_BUDGET = 2**31 - 1
+_RAW_PAGE = 512  # raw messages read per query when the worker is behind (see Assembler._raw)
+
+Layout = Literal["auto", "stable", "budgeted"]
+
+
+class Assembler:
+    """Builds a conversation's context for a token budget from its store, recaller and
+    (set by :class:`lossless.Memory`) long-term memories and file index."""
+
+    def __init__(self, store: Store, config: Config, counter: TokenCounter, recaller: Recaller | None = None) -> None:
+        self.store = store
+        self.config = config
+        self.counter = counter
+        self.recaller = recaller
+        self.caches = AssemblyCaches()
+        self.backlog = Backlog(store)
+        self.memories: Memories | None = None  # set by lossless.Memory
+        self.files: Files | None = None  # set by lossless.Memory when files are indexed
+
+    def assemble(self, conversation_id: str, budget_tokens: int | None = None, query: str | None = None,
+                 *, layout: Layout = "auto") -> AssembledContext:
+        """``layout``: ``stable`` tries the cache-stable layout first (see
+        :mod:`lossless.context.stable`), ``budgeted`` never does, ``auto`` tries it when
+        the budget is the whole window. Never waits for the worker: with a backlog it
+        fits the budget from what exists, and ``lag`` on the result says how far behind
+        the worker is."""
+        budget = self.config.context_window if budget_tokens is None else budget_tokens
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            raise BudgetError(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
+        # a budget beyond any model's window means "no limit": it is worked with as the
+        # largest one (arithmetic on 10**30 tokens would overflow SQLite's integers)
+        ctx = self._assemble(conversation_id, min(budget, _MAX_BUDGET), query, layout=layout)
+        lag = self._lag(conversation_id)
+        return replace(ctx, lag=lag, budget_tokens=budget)
+
+    def _lag(self, cid: str) -> Lag | None:
+        row = self.backlog.row(cid)
+        if row is None:
+            return None
+        recaller = self.recaller
+        embedding = recaller is not None and recaller.embedder is not None
+        return Lag(seconds=row["queued_seconds"],
+                   raw_messages=self.store.last_seq(cid) - self.store.covered_seq(cid),
+                   messages_not_indexed=recaller.uncut(cid) if recaller is not None and embedding else 0,
+                   units_not_embedded=recaller.unembedded(cid) if recaller is not None and embedding else 0)
+
+    def _sources(self, cid: str) -> Sources:
+        """This call's view of messages under the current config (a benchmark may swap
+        it between calls), with the caches kept across calls."""
+        view = MessageView(self.config, self.counter, self.caches)
+        return Sources(view=view, summaries=SummaryPieces(view, self.store),
+                       recalled=RecalledMessages(view, self.store, self.recaller),
+                       records_for=partial(memory_records, self.store, self.memories, self.config, cid),
+                       hits_for=partial(file_hits, self.files))
+
+    def _raw(self, cid: str, covered: int, budget: int, view: MessageView) -> tuple[list[Message], bool]:
+        """The raw messages after the frontier that assembly may show, and whether that is
+        all of them. All, unless the worker is far behind (more than two windows' worth
+        not yet summarized): then the newest of them, read newest first page by page, so
+        assembly costs the same with a backlog of fifty thousand messages as without one.
+        The rest is reachable by recall and says so in a pointer."""
+        last = self.store.last_seq(cid)
+        cap = 2 * max(budget, self.config.context_window)
+        pages: list[list[Message]] = []
+        spent = 0
+        hi = last
+        while hi > covered and spent <= cap:
+            lo = max(covered + 1, hi - _RAW_PAGE + 1)
+            page = self.store.get_messages(cid, lo, hi)
+            pages.append(page)
+            spent += sum(view.shown_size(m) for m in page)
+            hi = lo - 1
+        raw = [m for page in reversed(pages) for m in page]
+        complete = hi <= covered
+        drop = 0
+        while spent > cap and drop < len(raw) - 1:  # the oldest beyond the cap stay unread by this call
+            spent -= view.shown_size(raw[drop])
+            drop += 1
+        if drop:
+            complete = False
+            raw = raw[drop:]
+        if not complete:
+            while raw and raw[0].role == "tool":  # never a tool result without its call
+                raw.pop(0)
+        return raw, complete
+
+    def _pinned(self, cid: str) -> list[Message]:
+        """The opening run of system messages: the agent's instructions stay in view."""
+        head = self.store.get_messages(cid, 1, 4)
+        out: list[Message] = []
+        for msg in head:
+            if msg.role != "system":
+                break
+            out.append(msg)
+        return out
+
+    def _assemble(self, conversation_id: str, budget: int, query: str | None, *, layout: Layout) -> AssembledContext:
+        if query is not None and not isinstance(query, str):
+            raise BudgetError(f"query must be a string, got {type(query).__name__}")
+        if query and query.strip() and self.recaller is not None and self.store.last_seq(conversation_id) > 0:
+            self.recaller.prefetch(query)  # the model embeds the query while the store is read
+        sources = self._sources(conversation_id)
+        frontier = self.store.frontier(conversation_id)
+        covered = frontier[-1].last_seq if frontier else 0
+        raw, complete = self._raw(conversation_id, covered, budget, sources.view)
+        backlog = (covered + 1, raw[0].seq - 1) if not complete and raw else None
+        pinned = self._pinned(conversation_id)
+        pinned_ids = {p.id for p in pinned}
+        history = History(conversation_id, frontier, [m for m in raw if m.id not in pinned_ids], complete, backlog,
+                          pinned)
+        if complete and (layout == "stable" or (layout == "auto" and self.config.cache_stable
+                                                and budget >= self.config.context_window)):
+            stable = stable_layout(history, budget, query, sources)
+            if stable is not None:
+                return stable
+        return budgeted_layout(history, budget, query, sources)

@@ -1,0 +1,172 @@
+"""The budgeted layout: each tier first takes up to its share of the budget; what the
+tail, summaries and root leave goes to them again in that order, the question-dependent
+tiers take theirs, and pointers say where the rest is. The result is then counted with
+the configured tokenizer and trimmed, lowest priority first, if joining the pieces cost
+a token more than the parts did."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lossless.compaction import tool_groups
+from lossless.context.inputs import History, Sources
+from lossless.context.pieces import MEMORY_HEADER, RECALL_HEADER, SEP, backlog_line, memory_blocks
+from lossless.context.tiers import (
+    FilesTier,
+    MemoriesTier,
+    NewestUnitTier,
+    PinnedTier,
+    PointersTier,
+    RecallTier,
+    RootTier,
+    SummariesTier,
+    TailTier,
+    Tier,
+)
+from lossless.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, count_chat_tokens
+from lossless.types import AssembledContext, ChatMessage, ContextItem
+
+if TYPE_CHECKING:
+    from lossless.files import FileHit
+    from lossless.memory import MemoryRecord
+
+__all__ = ["budgeted_layout"]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How the room left after the pinned messages is shared out."""
+
+    body_room: int  # for the tiers
+    pointer_room: int  # held back for pointers to the gaps a selective tail leaves
+    backlog_room: int  # held back for the pointer to what the worker has not summarized
+    allow: dict[str, int]  # each tier's share of body_room
+
+
+def _plan(history: History, sources: Sources, room: int, want_recall: bool, records: list[MemoryRecord],
+          hits: list[FileHit]) -> _Plan:
+    view = sources.view
+    config = view.config
+    has_summaries = bool(history.frontier)
+    shares = {
+        "tail": config.tail_share,
+        "summaries": config.summaries_share if has_summaries else 0.0,
+        "root": config.root_share if has_summaries else 0.0,
+        "recall": config.recall_share if want_recall else 0.0,
+        "memory": config.memory_share * max(config.recall_share, 0.1) if records else 0.0,
+        "files": config.files_share * max(config.recall_share, 0.1) if hits else 0.0,
+    }
+    total_share = sum(shares.values()) or 1.0
+    memory_overhead = MESSAGE_OVERHEAD + view.counter.count(MEMORY_HEADER) + 2
+    body_room = room - (memory_overhead if (has_summaries or want_recall or records or hits) else 0)
+    # selective leaves gaps in the raw messages: keep room to say where they are
+    pointer_room = 0
+    if config.strategy == "selective" and len(history.raw) > 1:
+        pointer_room = 60 + (0 if (has_summaries or want_recall) else memory_overhead)
+        pointer_room = min(pointer_room, body_room // 6)
+    body_room -= pointer_room
+    # what the worker has not summarized yet is not shown: its pointer goes first
+    backlog_room = view.piece_cost(backlog_line(history.backlog)) if history.backlog else 0
+    if backlog_room and backlog_room <= body_room // 4:
+        body_room -= backlog_room
+    else:
+        backlog_room = 0
+    allow = {k: int(body_room * v / total_share) for k, v in shares.items()}
+    if not history.frontier and history.complete and sum(map(view.unit_cost, tool_groups(history.raw))) <= room:
+        allow["tail"] = room  # nothing summarized and everything fits: the whole history, verbatim
+    return _Plan(body_room, pointer_room, backlog_room, allow)
+
+
+def budgeted_layout(history: History, budget: int, query: str | None, sources: Sources) -> AssembledContext:
+    """The context for ``budget`` tokens, built tier by tier (see the module docstring)."""
+    view = sources.view
+    room = budget - REPLY_PRIMING
+    if room <= MESSAGE_OVERHEAD:
+        return AssembledContext(messages=[], tokens=0, budget_tokens=budget)
+    pinned = PinnedTier(history.pinned, view)
+    room -= pinned.take(room)
+    asked = bool(query and query.strip())
+    want_recall = asked and (history.covered > 0 or len(history.raw) > 0)
+    records = sources.records_for(query) if query and asked else []
+    hits = sources.hits_for(query) if query and asked else []
+    plan = _plan(history, sources, room, want_recall, records, hits)
+    allow = plan.allow
+
+    frontier, raw = history.frontier, history.raw
+    tail = TailTier(tool_groups(raw), view, selective=view.config.strategy == "selective",
+                    turn_floor=plan.body_room // 4)
+    recent = frontier[1:] if len(frontier) > 1 else []
+    summaries = SummariesTier(recent, sources.summaries)
+    root = RootTier(frontier[0] if frontier else None, sources.summaries)
+    # the root is given the summaries' share too when it is the only summary
+    root_share = allow["root"] + max(0, allow["summaries"]) if not recent else allow["root"]
+    for tier, share in ((tail, allow["tail"]), (summaries, allow["summaries"]), (root, root_share)):
+        tier.take(share)
+    # what the shares left: the tail first, then summaries, then the root unabridged
+    leftover = (plan.body_room - tail.spent - summaries.spent - root.spent
+                - allow["recall"] - allow["memory"] - allow["files"])
+    for tier in (tail, summaries, root):
+        if leftover > 0:
+            leftover -= tier.take(leftover)
+
+    spent = tail.spent + summaries.spent + root.spent
+    memories, files = MemoriesTier(records, view), FilesTier(hits, view)
+    spent += memories.take(allow["memory"]) + files.take(allow["files"])
+    fallback = raw[-1].seq + 1 if raw else history.covered + 1
+    recall = RecallTier(sources.recalled, history.cid, query if want_recall else None, tail, fallback)
+    spent += recall.take(plan.body_room - spent)
+    pointers = PointersTier(view, frontier, raw, history.backlog, summaries=summaries, root=root, tail=tail)
+    pointers.take(plan.body_room + plan.pointer_room + plan.backlog_room - spent)
+
+    parts = _Parts(pinned, root, summaries, pointers, recall, tail, memories, files)
+    ladder: list[Tier] = sorted([pinned, tail, NewestUnitTier(tail), summaries, root, memories, files, recall,
+                                 pointers], key=lambda t: t.priority)
+    messages, items = parts.compose()
+    tokens = count_chat_tokens(view.counter, list(messages))
+    while tokens > budget and any(tier.shrink() for tier in ladder):
+        messages, items = parts.compose()
+        tokens = count_chat_tokens(view.counter, list(messages))
+    return AssembledContext(messages=messages, tokens=tokens, budget_tokens=budget, items=tuple(items))
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """The tiers, put together in the order the model reads them."""
+
+    pinned: PinnedTier
+    root: RootTier
+    summaries: SummariesTier
+    pointers: PointersTier
+    recall: RecallTier
+    tail: TailTier
+    memories: MemoriesTier
+    files: FilesTier
+
+    def compose(self) -> tuple[list[ChatMessage], list[ContextItem]]:
+        """The pinned messages, one memory block (memories and files, the root, pointers,
+        recent summaries oldest first, recalled messages in conversation order), then the
+        tail oldest first."""
+        messages: list[ChatMessage] = [c for c, _ in self.pinned.shown]
+        items: list[ContextItem] = [i for _, i in self.pinned.shown]
+        outside = self.memories.pieces + self.files.pieces
+        blocks: list[str] = memory_blocks(outside)
+        items.extend(p.item for p in outside)
+        root = self.root.piece
+        if root is not None:
+            blocks.append(root.text)
+            items.append(root.item)
+        blocks.extend(self.pointers.lines)
+        for piece in reversed(self.summaries.chosen):  # chosen newest first; show in conversation order
+            blocks.append(piece.text)
+            items.append(piece.item)
+        if self.recall.pieces:
+            ordered = sorted(self.recall.pieces, key=lambda p: p.item.first_seq)
+            blocks.append(RECALL_HEADER + "\n" + "\n".join(p.text for p in ordered))
+            items.extend(p.item for p in ordered)
+        if blocks:
+            messages.append({"role": "system", "content": MEMORY_HEADER + SEP + SEP.join(blocks)})
+        for chats, unit, cost in reversed(self.tail.shown):
+            messages.extend(chats)
+            items.append(ContextItem("fresh_tail", unit[0].id, cost, unit[0].seq, unit[-1].seq))
+        return messages, items

@@ -1,0 +1,105 @@
+"""What a question brings in from outside the conversation: long-term memory records of
+its user and agent, and chunks of the workspace files it names."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from lossless.config import Config
+from lossless.context.pieces import FILES_HEADER, LONG_TERM_HEADER, MIN_ABRIDGED, Piece
+from lossless.context.shown import MessageView
+from lossless.core.textfit import fit_text
+from lossless.errors import LosslessError
+from lossless.render import neutralise_tags
+from lossless.store.base import Store
+from lossless.types import ContextItem
+
+if TYPE_CHECKING:
+    from lossless.files import FileHit, Files
+    from lossless.memory import Memories, MemoryRecord
+
+__all__ = ["file_hits", "file_pieces", "memory_pieces", "memory_records"]
+
+log = logging.getLogger("lossless")
+
+
+def memory_records(store: Store, memories: Memories | None, config: Config, cid: str, query: str) -> list[MemoryRecord]:
+    """Long-term records of this conversation's user/agent scope (and global ones)
+    that match the query; records distilled from this very conversation are left to
+    recall, which shows their messages verbatim."""
+    if memories is None or config.memory_share <= 0:
+        return []
+    info = store.get_conversation(cid)
+    meta = info.metadata if info else {}
+    user, agent = meta.get("user", meta.get("user_id")), meta.get("agent", meta.get("agent_id"))
+    # a server tenant's conversation (its owners are namespaced "@tenant…"): its "global"
+    # is the tenant-wide owner; records without any owner (added outside the server)
+    # belong to the operator and are never shown to a tenant
+    tenant = any(isinstance(v, str) and v.startswith("@") for v in (user, agent))
+    found = memories.search(query, user=None if user is None else str(user),
+                            agent=None if agent is None else str(agent), limit=8,
+                            include_global=not tenant)
+    return [r for r in found if r.conversation_id != cid]
+
+
+def file_hits(files: Files | None, query: str) -> list[FileHit]:
+    """Chunks of indexed workspace files the message asks for: files it names (a path,
+    or a file name only one indexed file has), or what a ``/context …`` line asks."""
+    if files is None:
+        return []
+    try:
+        request = files.context_request(query)
+        if request is not None:
+            if request and files.mentioned(request):
+                return files.for_path(files.mentioned(request)[0], None, limit=4)
+            return files.search(request, limit=4) if request else []
+        hits: list[FileHit] = []
+        for path in files.mentioned(query)[:3]:
+            hits += files.for_path(path, query, limit=2)
+        return hits
+    except LosslessError as exc:  # an index problem must not cost the context
+        log.warning("lossless: file context skipped: %s", exc)
+        return []
+
+
+def file_pieces(view: MessageView, hits: list[FileHit], room: int) -> list[Piece]:
+    """File chunks within ``room`` (their header's cost included), cut where they do not fit."""
+    pieces: list[Piece] = []
+    spent = view.piece_cost(FILES_HEADER)
+    for hit in hits:
+        head = f"[{hit.path}:{hit.start_line}-{hit.end_line}]"
+        left = room - spent - view.piece_cost(head) - 4
+        if left < MIN_ABRIDGED:
+            break
+        body = neutralise_tags(hit.text)
+        if view.counter.count(body) > left:
+            body = fit_text(body, left, view.counter) + "\n…"
+        text = f"{head}\n{body}"
+        cost = view.piece_cost(text)
+        if spent + cost > room:
+            continue
+        pieces.append(Piece(text, cost, ContextItem("file", f"{hit.path}:{hit.start_line}", cost, 0, 0)))
+        spent += cost
+    return pieces
+
+
+def memory_pieces(view: MessageView, records: list[MemoryRecord], room: int) -> list[Piece]:
+    """Dated memory records within ``room`` (their header's cost included), the last cut to fit."""
+    pieces: list[Piece] = []
+    spent = view.piece_cost(LONG_TERM_HEADER)
+    for record in records:
+        when = record.created_at.strftime("%Y-%m-%d")
+        text = f"[{record.id} · {record.kind} · {when}] {neutralise_tags(record.content)}"
+        cost = view.piece_cost(text)
+        if spent + cost > room:
+            short = fit_text(neutralise_tags(record.content), room - spent - 24, view.counter) if room - spent > 64 else ""
+            if not short:
+                continue
+            text = f"[{record.id} · {record.kind} · {when}] {short} …"
+            cost = view.piece_cost(text)
+            if spent + cost > room:
+                continue
+        pieces.append(Piece(text, cost, ContextItem("memory", record.id, cost, 0, 0)))
+        spent += cost
+    return pieces

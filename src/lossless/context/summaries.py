@@ -1,0 +1,131 @@
+"""Frontier summaries as pieces of the memory block: whole when they fit, else abridged
+to their most important lines, and (hierarchical) the oldest history as statistics."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from lossless.context.pieces import MIN_ABRIDGED, Piece
+from lossless.context.shown import MessageView
+from lossless.core.textfit import fit_text
+from lossless.render import format_span, neutralise_tags, render_summary
+from lossless.store.base import Store
+from lossless.types import ContextItem, Summary
+
+__all__ = ["SummaryPieces"]
+
+
+class SummaryPieces:
+    """Summaries cut to the room a tier gives them, the way the config's strategy says."""
+
+    def __init__(self, view: MessageView, store: Store) -> None:
+        self.view = view
+        self.store = store
+
+    @property
+    def hierarchical(self) -> bool:
+        return self.view.config.strategy == "hierarchical"
+
+    def fit(self, node: Summary, room: int) -> str:
+        """The summary's text abridged to ``room`` tokens (remembered between calls)."""
+        cache = self.view.caches.abridged_summaries
+        key = (node.id, room)
+        text = cache.get(key)
+        if text is None:
+            text = fit_text(node.content, room, self.view.counter)
+            if len(cache) >= 4096:
+                cache.clear()
+            cache[key] = text
+        return text
+
+    def piece(self, node: Summary, tier: Literal["summary", "root"], allowance: int) -> Piece | None:
+        """The summary whole if it fits ``allowance``, else abridged, else None."""
+        piece_cost = self.view.piece_cost
+        text = render_summary(node)
+        cost = piece_cost(text)
+        if cost <= allowance:
+            return Piece(text, cost, ContextItem(tier, node.id, cost, node.first_seq, node.last_seq))
+        frame = piece_cost(render_summary(node, ""))
+        room = allowance - frame - 2
+        if room < MIN_ABRIDGED:
+            return None
+        short = self.fit(node, room)
+        if not short:
+            return None
+        text = render_summary(node, short, abridged=True)
+        cost = piece_cost(text)
+        if cost > allowance:
+            return None
+        return Piece(text, cost, ContextItem(tier, node.id, cost, node.first_seq, node.last_seq), True)
+
+    def take(self, recent: list[Summary], chosen: list[Piece], limit: int, already: int = 0) -> int:
+        """More of ``recent`` (oldest first) into ``chosen`` (newest first) within ``limit``
+        tokens, ``already`` of them spent; the tokens spent after."""
+        if self.hierarchical:
+            return self._take_key_points(recent, chosen, limit, already)
+        spent = already
+        if any(p.abridged for p in chosen):
+            return spent  # an abridged summary ends the run: older ones would leave a hole
+        while len(chosen) < len(recent):
+            node = recent[len(recent) - 1 - len(chosen)]
+            piece = self.piece(node, "summary", limit - spent)
+            if piece is None:
+                break
+            chosen.append(piece)
+            spent += piece.tokens
+            if piece.abridged:
+                break
+        return spent
+
+    def _take_key_points(self, recent: list[Summary], chosen: list[Piece], limit: int, already: int) -> int:
+        """Hierarchical: the newest summary (the active work) whole if it fits; each older
+        one cut to its key points, the room shared evenly among those left."""
+        spent = already
+        while len(chosen) < len(recent):
+            node = recent[len(recent) - 1 - len(chosen)]
+            left = limit - spent
+            share = left if not chosen else left // (len(recent) - len(chosen))
+            piece = self.piece(node, "summary", share)
+            if piece is None:
+                break
+            chosen.append(piece)
+            spent += piece.tokens
+        return spent
+
+    def root(self, root: Summary | None, allowance: int) -> Piece | None:
+        """The oldest frontier summary as the root piece: a summary, or (hierarchical) statistics."""
+        if root is None:
+            return None
+        if self.hierarchical:
+            return self._statistics(root, allowance)
+        return self.piece(root, "root", allowance)
+
+    def _role_counts(self, root: Summary) -> dict[str, int]:
+        cache = self.view.caches.role_counts
+        roles = cache.get(root.id)
+        if roles is None:
+            roles = self.store.role_counts(root.conversation_id, root.first_seq, root.last_seq)
+            if len(cache) >= 4096:
+                cache.clear()
+            cache[root.id] = roles
+        return roles
+
+    def _statistics(self, root: Summary, allowance: int) -> Piece | None:
+        """Hierarchical: the oldest history as statistics (how many messages of each kind,
+        over what time), with its key points if room is left."""
+        roles = self._role_counts(root)
+        mix = ", ".join(f"{n:,} {role}" for role, n in sorted(roles.items(), key=lambda kv: -kv[1]))
+        stats = (f"[{root.id} · history #{root.first_seq}-#{root.last_seq} · "
+                 f"{format_span(root.earliest_at, root.latest_at)}] {root.last_seq - root.first_seq + 1:,} messages "
+                 f"({mix}), {root.source_token_count:,} tokens, condensed {root.depth + 1} level(s).")
+        cost = self.view.piece_cost(stats)
+        if cost > allowance:
+            return None
+        room = allowance - cost - 2
+        if room >= MIN_ABRIDGED:
+            short = self.fit(root, room) if root.token_count > room else root.content
+            text = f"{stats}\nKey points: {neutralise_tags(short)}"
+            full = self.view.piece_cost(text)
+            if full <= allowance:
+                return Piece(text, full, ContextItem("root", root.id, full, root.first_seq, root.last_seq), True)
+        return Piece(stats, cost, ContextItem("root", root.id, cost, root.first_seq, root.last_seq), True)

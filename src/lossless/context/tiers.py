@@ -1,0 +1,431 @@
+"""The tiers of the budgeted layout. Each tier is an object with a ``priority``, a
+``take(room)`` that adds what fits in ``room`` more tokens (and says how many it spent),
+and a ``shrink()`` that drops its least valuable part. Filling asks the tiers in turn;
+trimming asks them in priority order, lowest first, until the context fits.
+
+Priorities, lowest (dropped first) to highest: pointers to what is not shown, workspace
+files, long-term memories, recall, recent summaries, the root, the older tail units,
+the pinned system prompt and, last of all, the newest tail unit.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from lossless.context.lookups import file_pieces, memory_pieces
+from lossless.context.pieces import (
+    LONG_TERM_HEADER,
+    MIN_ABRIDGED,
+    RECALL_HEADER,
+    Piece,
+    ShownUnit,
+    backlog_line,
+)
+from lossless.context.recalled import RecalledMessages
+from lossless.context.shown import MessageView
+from lossless.context.summaries import SummaryPieces
+from lossless.render import format_span
+from lossless.types import ChatMessage, ContextItem, Message, Summary
+
+if TYPE_CHECKING:
+    from lossless.files import FileHit
+    from lossless.memory import MemoryRecord
+
+__all__ = [
+    "FilesTier",
+    "MemoriesTier",
+    "NewestUnitTier",
+    "PinnedTier",
+    "PointersTier",
+    "RecallTier",
+    "RootTier",
+    "SummariesTier",
+    "TailTier",
+    "Tier",
+]
+
+
+class Tier(Protocol):
+    """One tier of the context: what it holds grows with :meth:`take`, and shrinks
+    (lowest ``priority`` first) when the composed context is over the budget."""
+
+    priority: int
+    spent: int  # tokens its parts cost, as :meth:`take` counted them
+
+    def take(self, room: int) -> int:
+        """Add what fits in ``room`` more tokens; the tokens added."""
+        ...
+
+    def shrink(self) -> bool:
+        """Drop the least valuable part; False when there is nothing this tier may drop."""
+        ...
+
+
+class PinnedTier:
+    """The conversation's opening system messages, verbatim (abridged past a quarter of the room)."""
+
+    priority = 80
+
+    def __init__(self, messages: list[Message], view: MessageView) -> None:
+        self.messages = messages
+        self.view = view
+        self.shown: list[tuple[ChatMessage, ContextItem]] = []
+        self.spent = 0
+
+    def take(self, room: int) -> int:
+        added = 0
+        for msg in self.messages:
+            chat = msg.to_chat()
+            cost = self.view.chat_cost(chat)
+            cap = max(room // 4, 1)
+            if cost > cap:
+                abridged = self.view.abridge(msg, cap)
+                if abridged is None:
+                    continue
+                chat, cost = abridged, self.view.chat_cost(abridged)
+            self.shown.append((chat, ContextItem("pinned", msg.id, cost, msg.seq, msg.seq)))
+            room -= cost
+            added += cost
+        self.spent += added
+        return added
+
+    def shrink(self) -> bool:
+        if not self.shown:
+            return False
+        self.shown.pop()
+        return True
+
+
+class TailTier:
+    """P0, the fresh tail: the newest raw messages, verbatim, in units that never split a
+    tool call from its results. The newest user turn (and what followed it) comes first,
+    abridged if it does not fit; then older units newest first, or (``selective``) by
+    importance blended with recency, leaving gaps that recall can fill."""
+
+    priority = 70
+
+    def __init__(self, units: list[list[Message]], view: MessageView, *, selective: bool, turn_floor: int) -> None:
+        self.units = units
+        self.view = view
+        self.selective = selective
+        self.turn_floor = turn_floor  # the newest turn gets at least this much room
+        self.shown: list[ShownUnit] = []  # newest first
+        self.taken: set[int] = set()
+        self.spent = 0
+        self.last_user = next((i for i in range(len(units) - 1, -1, -1) if units[i][0].role == "user"), len(units) - 1)
+        self.turn_placed = False
+
+    def take(self, room: int) -> int:
+        if not self.turn_placed:
+            self.turn_placed = True
+            added = self._take_newest_turn(room)
+        else:
+            added = self._take_units(room)
+        self.spent += added
+        return added
+
+    def _take_newest_turn(self, share: int) -> int:
+        """The newest user turn first: it is what the model must answer. It gets the
+        tail's ``share`` (at least ``turn_floor``) and is abridged where it does not fit;
+        whole, the rest of the share goes to older units."""
+        must = self.units[self.last_user:]
+        cap = max(share, self.turn_floor)
+        spent = self._take_units(cap, upto=len(must))
+        if len(self.shown) < len(must):
+            self.shown.clear()
+            self.taken.update(range(self.last_user, len(self.units)))
+            self._abridged_turn(must, cap)
+            return sum(c for _, _, c in self.shown)
+        return spent + self._take_units(max(0, share - spent))
+
+    def _take_units(self, limit: int, upto: int | None = None) -> int:
+        """Whole units within ``limit``, newest first (the newest ``upto`` only, if given)."""
+        units, selective = self.units, self.selective and upto is None
+        spent = 0
+        newest_first = range(len(units) - 1, -1, -1)
+        order = list(newest_first)[: len(units) if upto is None else upto]
+        if selective:
+            order = sorted(order, key=lambda i: -self.view.unit_value(units[i], i, len(units)))
+        for i in order:
+            if i in self.taken:
+                continue
+            unit = units[i]
+            cost = self.view.unit_cost(unit)
+            if cost > limit - spent:
+                if selective:
+                    continue  # a smaller, less important unit may still fit
+                break
+            self.shown.append(([self.view.chat(m) for m in unit], unit, cost))
+            self.taken.add(i)
+            spent += cost
+        self.shown.sort(key=lambda t: -t[1][0].seq)
+        return spent
+
+    def _abridged_turn(self, must: list[list[Message]], cap: int) -> None:
+        """The newest turn cut to ``cap``: its user message (whole if it takes at most a
+        third, else abridged), then its newest replies, whole or abridged, while room lasts."""
+        head, replies = must[0], must[1:]
+        user_cap = cap // 3 if replies else cap
+        first: list[ShownUnit] = []
+        cost = self.view.unit_cost(head)
+        if cost <= user_cap:
+            first.append(([self.view.chat(m) for m in head], head, cost))
+        else:
+            self._abridged_unit(head, first, user_cap)
+        left = cap - sum(c for _, _, c in first)
+        for unit in reversed(replies):
+            whole = self.view.unit_cost(unit)
+            if whole <= left:
+                self.shown.append(([self.view.chat(m) for m in unit], unit, whole))
+                left -= whole
+                continue
+            before = len(self.shown)
+            if left >= MIN_ABRIDGED:
+                self._abridged_unit(unit, self.shown, left)
+            if len(self.shown) > before:
+                left -= self.shown[-1][2]
+            break
+        self.shown.extend(first)
+
+    def _abridged_unit(self, unit: list[Message], into: list[ShownUnit], allowance: int) -> None:
+        view = self.view
+        if len(unit) == 1:
+            chat = view.abridge(unit[0], allowance)
+            if chat is not None:
+                into.append(([chat], unit, view.chat_cost(chat)))
+            return
+        # a tool call with its results: keep the call whole, share the rest among results
+        call = unit[0].to_chat()
+        cost = view.chat_cost(call)
+        per = (allowance - cost) // max(1, len(unit) - 1)
+        chats: list[ChatMessage] = [call]
+        for msg in unit[1:]:
+            chat = view.abridge(msg, per)
+            if chat is None:
+                return
+            chats.append(chat)
+            cost += view.chat_cost(chat)
+        if cost <= allowance:
+            into.append((chats, unit, cost))
+
+    def shown_ids(self) -> set[str]:
+        return {m.id for _, unit, _ in self.shown for m in unit}
+
+    def recall_from(self, fallback: int) -> int:
+        """The first seq recall leaves to the tail: where the shown tail starts (the
+        newest turn, when ``selective`` left gaps that recall may fill)."""
+        shown_from = self.shown[-1][1][0].seq if self.shown else fallback
+        if self.selective:
+            shown_from = self.units[self.last_user][0].seq if self.units else shown_from
+        return shown_from
+
+    def shrink(self) -> bool:
+        """Drop the oldest unit shown, never the newest (:class:`NewestUnitTier` does that)."""
+        if len(self.shown) <= 1:
+            return False
+        self.shown.pop()
+        return True
+
+
+class NewestUnitTier:
+    """The tail's newest unit as a tier of its own: the very last thing trimming drops."""
+
+    priority = 90
+    spent = 0
+
+    def __init__(self, tail: TailTier) -> None:
+        self.tail = tail
+
+    def take(self, room: int) -> int:
+        return 0  # the tail tier places it
+
+    def shrink(self) -> bool:
+        if not self.tail.shown:
+            return False
+        self.tail.shown.clear()
+        return True
+
+
+class SummariesTier:
+    """P1: recent frontier summaries, newest first (abridged ones end the run)."""
+
+    priority = 50
+
+    def __init__(self, recent: list[Summary], summaries: SummaryPieces) -> None:
+        self.recent = recent
+        self.summaries = summaries
+        self.chosen: list[Piece] = []  # newest first
+        self.spent = 0
+
+    def take(self, room: int) -> int:
+        spent = self.summaries.take(self.recent, self.chosen, self.spent + room, already=self.spent)
+        added, self.spent = spent - self.spent, spent
+        return added
+
+    def shrink(self) -> bool:
+        if not self.chosen:
+            return False
+        self.chosen.pop()
+        return True
+
+
+class RootTier:
+    """P2: the oldest frontier summary, covering the start of the history. Given more
+    room, an abridged root is made again from the whole of it."""
+
+    priority = 60
+
+    def __init__(self, node: Summary | None, summaries: SummaryPieces) -> None:
+        self.node = node
+        self.summaries = summaries
+        self.piece: Piece | None = None
+        self.spent = 0
+
+    def take(self, room: int) -> int:
+        if self.node is None or (self.piece is not None and not self.piece.abridged):
+            return 0
+        better = self.summaries.root(self.node, self.spent + room)
+        if better is None:
+            return 0
+        added, self.piece, self.spent = better.tokens - self.spent, better, better.tokens
+        return added
+
+    def shrink(self) -> bool:
+        if self.piece is None:
+            return False
+        self.piece = None
+        return True
+
+
+class MemoriesTier:
+    """Long-term memory records of this user/agent that match the question."""
+
+    priority = 30
+
+    def __init__(self, records: list[MemoryRecord], view: MessageView) -> None:
+        self.records = records
+        self.view = view
+        self.pieces: list[Piece] = []
+        self.spent = 0
+
+    def take(self, room: int) -> int:
+        self.pieces = memory_pieces(self.view, self.records, room) if self.records else []
+        if self.pieces:
+            self.spent = self.view.piece_cost(LONG_TERM_HEADER) + sum(p.tokens for p in self.pieces)
+        return self.spent
+
+    def shrink(self) -> bool:
+        if not self.pieces:
+            return False
+        self.pieces.pop()
+        return True
+
+
+class FilesTier:
+    """Chunks of the workspace files the question names."""
+
+    priority = 20
+
+    def __init__(self, hits: list[FileHit], view: MessageView) -> None:
+        self.hits = hits
+        self.view = view
+        self.pieces: list[Piece] = []
+        self.spent = 0
+
+    def take(self, room: int) -> int:
+        self.pieces = file_pieces(self.view, self.hits, room) if self.hits else []
+        self.spent = sum(p.tokens for p in self.pieces)  # its header is not counted here
+        return self.spent
+
+    def shrink(self) -> bool:
+        if not self.pieces:
+            return False
+        self.pieces.pop()
+        return True
+
+
+class RecallTier:
+    """P3: older messages matching the question that the tail does not already show."""
+
+    priority = 40
+
+    def __init__(self, recalled: RecalledMessages, cid: str, query: str | None, tail: TailTier,
+                 fallback_from: int) -> None:
+        self.recalled = recalled
+        self.cid = cid
+        self.query = query
+        self.tail = tail
+        self.fallback_from = fallback_from  # where recall stops when the tail shows nothing
+        self.pieces: list[Piece] = []
+        self.spent = 0
+
+    def take(self, room: int) -> int:
+        if not self.query:
+            return 0
+        header = self.recalled.view.piece_cost(RECALL_HEADER)
+        self.pieces = self.recalled.pieces(self.cid, self.query, self.tail.recall_from(self.fallback_from),
+                                           room - header, self.tail.shown_ids())
+        self.spent = header + sum(p.tokens for p in self.pieces) if self.pieces else 0
+        return self.spent
+
+    def shrink(self) -> bool:
+        if not self.pieces:
+            return False
+        self.pieces.pop()
+        return True
+
+
+class PointersTier:
+    """Where what is not shown is: summaries and raw messages left out for space, and the
+    messages the worker has not summarized yet. Only the pointers that fit are kept."""
+
+    priority = 10
+
+    def __init__(self, view: MessageView, frontier: list[Summary], raw: list[Message],
+                 backlog: tuple[int, int] | None, *, summaries: SummariesTier, root: RootTier, tail: TailTier) -> None:
+        self.view = view
+        self.frontier = frontier
+        self.raw = raw
+        self.backlog = backlog
+        self.summaries = summaries
+        self.root = root
+        self.tail = tail
+        self.lines: list[str] = []
+        self.spent = 0
+
+    def take(self, room: int) -> int:
+        self.lines = self._lines()
+        while self.lines and sum(self.view.piece_cost(line) for line in self.lines) > room:
+            self.lines.pop()
+        self.spent = sum(self.view.piece_cost(line) for line in self.lines)
+        return self.spent
+
+    def _lines(self) -> list[str]:
+        shown = {p.item.ref for p in self.summaries.chosen}
+        if self.root.piece is not None:
+            shown.add(self.root.piece.item.ref)
+        lines: list[str] = []
+        if self.backlog is not None and self.backlog[0] <= self.backlog[1]:
+            lines.append(backlog_line(self.backlog))
+        hidden = [s for s in self.frontier if s.id not in shown]
+        if hidden:
+            ids = ", ".join(s.id for s in hidden[:6]) + (", …" if len(hidden) > 6 else "")
+            lines.append(
+                f"Not shown for space: {len(hidden)} summaries covering #{hidden[0].first_seq}-#{hidden[-1].last_seq} "
+                f"({format_span(hidden[0].earliest_at, hidden[-1].latest_at)}): {ids}. Use lcm_expand or lcm_grep."
+            )
+        shown_ids = self.tail.shown_ids()
+        gap = [m for m in self.raw if m.id not in shown_ids]
+        if gap:
+            some = "" if gap[-1].seq - gap[0].seq + 1 == len(gap) else f"{len(gap)} of the "
+            lines.append(
+                f"Not shown for space: {some}messages #{gap[0].seq}-#{gap[-1].seq} "
+                f"({format_span(gap[0].created_at, gap[-1].created_at)}), not yet summarized. Use lcm_grep to search them."
+            )
+        return lines
+
+    def shrink(self) -> bool:
+        if not self.lines:
+            return False
+        self.lines.pop()
+        return True
