@@ -34,21 +34,32 @@ import lossless
 __all__ = [
     "BACKENDS",
     "PG_URL_ENV",
+    "STORE_MODES",
+    "StoreTarget",
     "backend",
     "backend_target",
     "create_database",
     "drop_database",
+    "lasting_store_target",
     "open_backend",
     "pg_server",
     "pg_shared",
     "pg_template",
     "pg_url",
+    "shared_target",
     "store_backend",
+    "store_mode",
+    "store_target",
     "with_database",
 ]
 
 PG_URL_ENV = "LOSSLESS_TEST_PG_URL"
-BACKENDS = ("sqlite", "postgres")
+# the SQLite side of a test run on both is SQLite-only (it runs in the default mode), the
+# PostgreSQL side needs PostgreSQL (it runs with ``--store=postgres``)
+BACKENDS = (
+    pytest.param("sqlite", marks=pytest.mark.sqlite_only),
+    pytest.param("postgres", marks=pytest.mark.postgres),
+)
 
 
 def with_database(url: str, name: str) -> str:
@@ -126,58 +137,72 @@ _DROPPED = ("vec_", "file_vec_")  # tables made on first use (one per embedder)
 
 
 class _Recycled:
-    """One database reused by every test that asks for ``pg_url``, emptied before each
-    (a few ms, where cloning the template takes ~0.2 s); a fresh clone when emptying fails."""
+    """A pool of databases reused by the tests, each emptied when a test borrows it (a few
+    ms, where cloning the template takes ~0.2 s); a fresh clone when emptying fails (a test
+    changed the schema, or left a lock behind)."""
 
     def __init__(self, server: str, template: str) -> None:
         self.server, self.template = server, template
-        self.names: list[str] = []
-        self._fresh()
+        self.names: list[str] = []  # every database made, dropped at the end
+        self.free: list[str] = []  # given back by finished tests, not yet emptied
 
-    def _fresh(self) -> None:
+    def _fresh(self) -> str:
         name = f"lossless_t_{uuid.uuid4().hex[:12]}"
         create_database(self.server, name, template=self.template)
         self.names.append(name)
+        return name
 
-    def url(self) -> str:
+    def borrow(self) -> str:
+        """The name of an empty, migrated database that no running test holds."""
         import psycopg
 
-        from lossless.store import pg_migrations
+        while self.free:
+            name = self.free.pop()
+            try:
+                _empty(with_database(self.server, name))
+            except psycopg.Error:
+                continue  # left for close() to drop
+            return name
+        return self._fresh()
 
-        url = with_database(self.server, self.names[-1])
-        try:
-            with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
-                conn.execute("SET LOCAL lock_timeout = '5s'")
-                versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
-                if versions != [m[0] for m in pg_migrations.MIGRATIONS]:
-                    raise psycopg.DataError("a test changed the schema: start from a fresh clone")
-                for (schema,) in conn.execute(
-                    "SELECT nspname FROM pg_namespace WHERE nspname NOT IN ('public', 'information_schema') "
-                    "AND nspname NOT LIKE 'pg\\_%'"
-                ).fetchall():
-                    conn.execute(f'DROP SCHEMA "{schema}" CASCADE')  # a test's tenant schemas
-                tables = [r[0] for r in conn.execute(
-                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
-                ).fetchall() if r[0] not in _KEPT]
-                for table in tables:
-                    if table.startswith(_DROPPED):
-                        conn.execute(f'DROP TABLE "{table}"')
-                rest = [t for t in tables if not t.startswith(_DROPPED)]
-                for table in sorted(rest, key=lambda t: (_EMPTY_ORDER.index(t) if t in _EMPTY_ORDER else -1)):
-                    conn.execute(f'DELETE FROM "{table}"')
-                for (table,) in conn.execute(
-                    "SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' "
-                    "AND column_name = 'rowid' AND is_identity = 'YES'"
-                ).fetchall():
-                    conn.execute(f'ALTER TABLE "{table}" ALTER COLUMN rowid RESTART')
-        except psycopg.Error:
-            self._fresh()
-            url = with_database(self.server, self.names[-1])
-        return url
+    def give_back(self, names: list[str]) -> None:
+        self.free.extend(reversed(names))
 
     def close(self) -> None:
         for name in self.names:
             drop_database(self.server, name)
+
+
+def _empty(url: str) -> None:
+    """Delete every row a test wrote (and the tables and schemas it made), keeping the schema."""
+    import psycopg
+
+    from lossless.store import pg_migrations
+
+    with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+        conn.execute("SET LOCAL lock_timeout = '5s'")
+        versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+        if versions != [m[0] for m in pg_migrations.MIGRATIONS]:
+            raise psycopg.DataError("a test changed the schema: start from a fresh clone")
+        for (schema,) in conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname NOT IN ('public', 'information_schema') "
+            "AND nspname NOT LIKE 'pg\\_%'"
+        ).fetchall():
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')  # a test's tenant schemas
+        tables = [r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+        ).fetchall() if r[0] not in _KEPT]
+        for table in tables:
+            if table.startswith(_DROPPED):
+                conn.execute(f'DROP TABLE "{table}"')
+        rest = [t for t in tables if not t.startswith(_DROPPED)]
+        for table in sorted(rest, key=lambda t: (_EMPTY_ORDER.index(t) if t in _EMPTY_ORDER else -1)):
+            conn.execute(f'DELETE FROM "{table}"')
+        for (table,) in conn.execute(
+            "SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' "
+            "AND column_name = 'rowid' AND is_identity = 'YES'"
+        ).fetchall():
+            conn.execute(f'ALTER TABLE "{table}" ALTER COLUMN rowid RESTART')
 
 
 @pytest.fixture(scope="session")
@@ -187,10 +212,29 @@ def _pg_recycled(pg_server: str, pg_template: str) -> Iterator[_Recycled]:
     recycled.close()
 
 
+class _Borrowed:
+    """The databases one test borrowed from the pool, given back when it ends."""
+
+    def __init__(self, pool: _Recycled) -> None:
+        self.pool = pool
+        self.names: list[str] = []
+
+    def url(self) -> str:
+        self.names.append(self.pool.borrow())
+        return with_database(self.pool.server, self.names[-1])
+
+
 @pytest.fixture
-def pg_url(_pg_recycled: _Recycled) -> str:
+def _pg_borrowed(_pg_recycled: _Recycled) -> Iterator[_Borrowed]:
+    borrowed = _Borrowed(_pg_recycled)
+    yield borrowed
+    _pg_recycled.give_back(borrowed.names)
+
+
+@pytest.fixture
+def pg_url(_pg_borrowed: _Borrowed) -> str:
     """An empty, migrated PostgreSQL database for one test."""
-    return _pg_recycled.url()
+    return _pg_borrowed.url()
 
 
 @pytest.fixture(scope="session")
@@ -227,3 +271,68 @@ def open_backend(backend: str, shared_url: str, **config: Any) -> lossless.Memor
     """A Memory for one hypothesis example: SQLite in memory, or the shared PostgreSQL
     database (the caller uses a conversation id of its own)."""
     return lossless.open(":memory:" if backend == "sqlite" else shared_url, **config)
+
+
+@pytest.fixture
+def shared_target(backend: str, request: pytest.FixtureRequest) -> str:
+    """For tests that open a store per hypothesis example: ``":memory:"`` on SQLite, the
+    session's shared database on PostgreSQL (the server is started only when needed)."""
+    return ":memory:" if backend == "sqlite" else str(request.getfixturevalue("pg_shared"))
+
+
+# --- the suite's store mode (``pytest --store=postgres``) -----------------------------------
+
+STORE_MODES = ("sqlite", "postgres")
+
+
+def store_mode(config: pytest.Config) -> str:
+    """``sqlite`` (the default) or ``postgres``: where the suite's per-test stores live."""
+    return str(config.getoption("--store"))
+
+
+class StoreTarget:
+    """Where a test's stores live, by name: ``store_target("a")`` is ``<tmp>/a.db`` in
+    SQLite mode and an empty PostgreSQL database in PostgreSQL mode; the same name gives
+    the same store again within one test (so a test can close and reopen it)."""
+
+    def __init__(self, mode: str, folder: Path, new_database: Any) -> None:
+        self.mode, self.folder, self._new_database = mode, folder, new_database
+        self._databases: dict[str, str] = {}
+
+    @property
+    def on_postgres(self) -> bool:
+        return self.mode == "postgres"
+
+    def __call__(self, name: str = "memory") -> str:
+        if not self.on_postgres:
+            return str(self.folder / f"{name}.db")
+        if name not in self._databases:
+            self._databases[name] = str(self._new_database())
+        return self._databases[name]
+
+
+@pytest.fixture
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> StoreTarget:
+    """Targets for this test's stores in the suite's store mode (see :class:`StoreTarget`)."""
+    mode = store_mode(request.config)
+    borrowed = request.getfixturevalue("_pg_borrowed") if mode == "postgres" else None
+    return StoreTarget(mode, tmp_path, lambda: borrowed.url())
+
+
+@pytest.fixture(scope="session")
+def lasting_store_target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                         ) -> Iterator[StoreTarget]:
+    """Like ``store_target`` for module- or session-scoped fixtures: each name is a store of
+    its own (a file, or a database cloned from the template) kept until the session ends."""
+    mode = store_mode(request.config)
+    server = request.getfixturevalue("pg_server") if mode == "postgres" else ""
+    template = request.getfixturevalue("pg_template") if mode == "postgres" else ""
+    made: list[str] = []
+
+    def clone() -> str:
+        made.append(f"lossless_l_{uuid.uuid4().hex[:12]}")
+        return create_database(server, made[-1], template=template)
+
+    yield StoreTarget(mode, tmp_path_factory.mktemp("lasting"), clone)
+    for name in made:
+        drop_database(server, name)

@@ -21,25 +21,11 @@ from lossless.embed.base import Vectors
 from lossless.summarize.base import SummaryRequest, SummaryResult
 from lossless.summarize.llm import LLMSummarizer
 from lossless.summarize.openai_chat import OpenAISummarizer
+from lossless.testing import HashEmbedder, ScriptedSummarizer
 from tests.conftest import chat
 from tests.fake_openai import FakeOpenAIServer, _Failure
-from tests.test_recall import HashEmbedder
 
 # -- an in-process summarizer that misbehaves on cue ------------------------------------
-
-
-class ScriptedSummarizer:
-    """Answers each call by ``behave(call_number, request)``; counts its calls."""
-
-    name = "scripted"
-
-    def __init__(self, behave: Callable[[int, SummaryRequest], Any]) -> None:
-        self.behave = behave
-        self.calls = 0
-
-    def summarize(self, request: SummaryRequest) -> Any:
-        self.calls += 1
-        return self.behave(self.calls, request)
 
 
 def _good(request: SummaryRequest) -> SummaryResult:

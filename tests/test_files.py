@@ -28,9 +28,8 @@ from lossless.files.backend import files_backend
 from lossless.files.chunk import _lines
 from lossless.files.walk import decode, glob_match, read_file
 from lossless.store import migrations
+from lossless.testing import HashEmbedder
 from lossless.tokens import get_counter
-
-from .test_recall import HashEmbedder
 
 COUNTER = get_counter()
 

@@ -19,8 +19,8 @@ import pytest
 import lossless
 from lossless.assemble import MEMORY_HEADER
 from lossless.render import neutralise_tags
-from tests.conftest import FakeSummarizer, chat
-from tests.test_recall import HashEmbedder
+from lossless.testing import FakeSummarizer, HashEmbedder
+from tests.conftest import chat
 
 SECRETS = {"alpha": "ZEBRA-ALPHA-7731", "bravo": "ZEBRA-BRAVO-4412", "charlie": "ZEBRA-CHARLIE-9090"}
 OWNERS = {"alpha": "ann", "bravo": "bob", "charlie": "cat"}

@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import lossless
-from tests.conftest import FakeSummarizer, chat
+from lossless.testing import FakeSummarizer
+from tests.conftest import chat
 
 T0 = datetime(2025, 5, 1, 9, 0)
 

@@ -26,10 +26,10 @@ from lossless.embed.base import Vectors
 from lossless.errors import LosslessError, NotFoundError, QueryError, ValidationError
 from lossless.memory import Memories, MemoryRecord
 from lossless.store import migrations
+from lossless.testing import FakeSummarizer, HashEmbedder
 from lossless.types import Message
 
-from .conftest import T0, FakeSummarizer
-from .test_recall import HashEmbedder
+from .conftest import T0
 
 NOW = datetime.now(UTC)
 

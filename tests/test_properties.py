@@ -12,10 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lossless
+from lossless.testing import FakeSummarizer
 from lossless.tokens import count_chat_tokens, get_counter
 
 from .backends import BACKENDS, open_backend
-from .conftest import T0, FakeSummarizer
+from .conftest import T0
 
 on_both = pytest.mark.parametrize("backend", BACKENDS)
 

@@ -30,10 +30,10 @@ from lossless.cli.progress import WorkProgress
 from lossless.summarize.base import SummaryRequest, SummaryResult
 from lossless.summarize.guards import CircuitBreaker
 from lossless.summarize.openai_chat import OpenAISummarizer
+from lossless.testing import HashEmbedder
 from lossless.worker import Worker
 from tests.conftest import T0, chat
 from tests.fake_openai import FakeOpenAIServer, fake_openai
-from tests.test_recall import HashEmbedder
 
 __all__ = ["fake_openai"]  # the fixture, imported for pytest to find
 
