@@ -22,7 +22,7 @@ import shutil
 import tempfile
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -46,6 +46,8 @@ __all__ = [
     "pg_shared",
     "pg_template",
     "pg_url",
+    "raw_query",
+    "scratch_store",
     "shared_target",
     "store_backend",
     "store_mode",
@@ -219,9 +221,17 @@ class _Borrowed:
         self.pool = pool
         self.names: list[str] = []
 
+        self.clones: list[str] = []
+
     def url(self) -> str:
         self.names.append(self.pool.borrow())
         return with_database(self.pool.server, self.names[-1])
+
+    def clone(self, url: str) -> str:
+        """A new database holding a copy of the one at ``url`` (which nobody may be connected
+        to), dropped when the test ends."""
+        self.clones.append(f"lossless_c_{uuid.uuid4().hex[:12]}")
+        return create_database(self.pool.server, self.clones[-1], template=urlsplit(url).path.lstrip("/"))
 
 
 @pytest.fixture
@@ -229,6 +239,8 @@ def _pg_borrowed(_pg_recycled: _Recycled) -> Iterator[_Borrowed]:
     borrowed = _Borrowed(_pg_recycled)
     yield borrowed
     _pg_recycled.give_back(borrowed.names)
+    for name in borrowed.clones:
+        drop_database(_pg_recycled.server, name)
 
 
 @pytest.fixture
@@ -273,11 +285,41 @@ def open_backend(backend: str, shared_url: str, **config: Any) -> lossless.Memor
     return lossless.open(":memory:" if backend == "sqlite" else shared_url, **config)
 
 
-@pytest.fixture
-def shared_target(backend: str, request: pytest.FixtureRequest) -> str:
-    """For tests that open a store per hypothesis example: ``":memory:"`` on SQLite, the
-    session's shared database on PostgreSQL (the server is started only when needed)."""
-    return ":memory:" if backend == "sqlite" else str(request.getfixturevalue("pg_shared"))
+@pytest.fixture(scope="session")
+def shared_target(request: pytest.FixtureRequest) -> str:
+    """For hypothesis tests run on both backends that keep each example in a conversation of
+    its own: the session's shared PostgreSQL database in PostgreSQL mode (``":memory:"`` in
+    SQLite mode, where only their SQLite side runs, so no server is started)."""
+    return ":memory:" if store_mode(request.config) == "sqlite" else str(request.getfixturevalue("pg_shared"))
+
+
+@pytest.fixture(scope="session")
+def scratch_store(request: pytest.FixtureRequest) -> Callable[[], str]:
+    """For tests that open a store per hypothesis example (function-scoped fixtures would be
+    shared by every example): each call names a new empty store, ``":memory:"`` in SQLite
+    mode, a schema of its own in the session's shared database in PostgreSQL mode."""
+    if store_mode(request.config) == "sqlite":
+        return lambda: ":memory:"
+    shared = str(request.getfixturevalue("pg_shared"))
+    return lambda: f"{shared}{'&' if '?' in shared else '?'}schema=scratch_{uuid.uuid4().hex[:12]}"
+
+
+def raw_query(target: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Run one statement on a closed store behind lossless's back (to read what it wrote, or
+    to tamper with it): ``?`` placeholders on both backends."""
+    if target.startswith(("postgresql://", "postgres://")):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            cur = conn.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
+            return [tuple(r) for r in cur.fetchall()] if cur.description else []
+    import apsw
+
+    conn = apsw.Connection(target)
+    try:
+        return [tuple(r) for r in conn.execute(sql, params)]
+    finally:
+        conn.close()
 
 
 # --- the suite's store mode (``pytest --store=postgres``) -----------------------------------
@@ -295,8 +337,8 @@ class StoreTarget:
     SQLite mode and an empty PostgreSQL database in PostgreSQL mode; the same name gives
     the same store again within one test (so a test can close and reopen it)."""
 
-    def __init__(self, mode: str, folder: Path, new_database: Any) -> None:
-        self.mode, self.folder, self._new_database = mode, folder, new_database
+    def __init__(self, mode: str, folder: Path, new_database: Any, clone: Any = None) -> None:
+        self.mode, self.folder, self._new_database, self._clone = mode, folder, new_database, clone
         self._databases: dict[str, str] = {}
 
     @property
@@ -310,13 +352,21 @@ class StoreTarget:
             self._databases[name] = str(self._new_database())
         return self._databases[name]
 
+    def copy_of(self, source: str, name: str) -> str:
+        """A store named ``name`` holding a copy of the closed store at ``source``."""
+        if not self.on_postgres:
+            shutil.copy(source, self(name))
+            return self(name)
+        self._databases[name] = str(self._clone(source))
+        return self._databases[name]
+
 
 @pytest.fixture
 def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> StoreTarget:
     """Targets for this test's stores in the suite's store mode (see :class:`StoreTarget`)."""
     mode = store_mode(request.config)
     borrowed = request.getfixturevalue("_pg_borrowed") if mode == "postgres" else None
-    return StoreTarget(mode, tmp_path, lambda: borrowed.url())
+    return StoreTarget(mode, tmp_path, lambda: borrowed.url(), lambda url: borrowed.clone(url))
 
 
 @pytest.fixture(scope="session")

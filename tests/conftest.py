@@ -24,6 +24,7 @@ from .backends import (  # noqa: F401
     pg_shared,
     pg_template,
     pg_url,
+    scratch_store,
     shared_target,
     store_backend,
     store_mode,
@@ -50,6 +51,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Run the suite in one store mode: deselect (not skip) the tests that need the other
     store, the ``postgres`` ones in SQLite mode and the ``sqlite_only`` ones with PostgreSQL."""
+    for item in items:
+        uses_pg = {"pg_url", "pg_server", "pg_shared", "pg_template"} & set(getattr(item, "fixturenames", ()))
+        if uses_pg and item.get_closest_marker("postgres") is None:
+            raise pytest.UsageError(f"{item.nodeid} asks for {sorted(uses_pg)}: mark it @pytest.mark.postgres")
     other = "postgres" if store_mode(config) == "sqlite" else "sqlite_only"
     kept = [item for item in items if item.get_closest_marker(other) is None]
     if len(kept) < len(items):

@@ -19,6 +19,7 @@ import pytest
 
 import lossless
 from lossless.cli import main
+from tests.conftest import StoreTarget
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -44,8 +45,8 @@ class Run:
 
 
 @pytest.fixture
-def run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Run:
-    return Run(tmp_path / "cli.db", capsys)
+def run(store_target: StoreTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Run:
+    return Run(store_target("cli"), capsys)
 
 
 def _messages(n: int, conversation: str | None = None) -> list[dict[str, Any]]:
@@ -240,8 +241,8 @@ def test_json_flag_before_or_after_the_command(run: Run) -> None:
     assert status == 0 and json.loads(out)["messages"] == 1
 
 
-def test_subprocess_python_dash_m(tmp_path: Path) -> None:
-    db = tmp_path / "proc.db"
+def test_subprocess_python_dash_m(store_target: StoreTarget, tmp_path: Path) -> None:
+    db = store_target("proc")
     env = {**os.environ, "LOSSLESS_HOME": str(tmp_path / "home")}
     env.pop("LOSSLESS_DB", None)
 
@@ -259,6 +260,7 @@ def test_subprocess_python_dash_m(tmp_path: Path) -> None:
     assert cli("--help").returncode == 0
 
 
+@pytest.mark.sqlite_only(reason="the default store is a SQLite file under $LOSSLESS_HOME")
 def test_default_db_honours_lossless_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("LOSSLESS_HOME", str(tmp_path / "home"))
@@ -282,19 +284,19 @@ def test_demo_runs(run: Run, tmp_path: Path) -> None:
     assert stats["summaries"] > 0 and stats["max_depth"] >= 1
 
 
-def test_window_is_remembered_by_the_database(tmp_path: Path) -> None:
+def test_window_is_remembered_by_the_database(store_target: StoreTarget, tmp_path: Path) -> None:
     from lossless.cli import main as cli_main
 
-    db = tmp_path / "w.db"
+    db = store_target("w")
     assert cli_main(["--db", str(db), "--window", "4096", "add", "c", "--role", "user", "--content", "hi"]) == 0
     with lossless.open(db) as mem:
         assert mem.config.context_window == 4096
 
 
-def test_search_command_hybrid_and_where(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_search_command_hybrid_and_where(store_target: StoreTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from lossless.cli import main as cli_main
 
-    db = tmp_path / "s.db"
+    db = store_target("s")
     with lossless.open(db) as mem:
         mem.conversation("a", metadata={"user": "ann"}).add(role="user", content="the invoice job runs nightly at 02:00")
         mem.conversation("b", metadata={"user": "bob"}).add(role="user", content="bob's invoice job runs hourly")
@@ -307,10 +309,10 @@ def test_search_command_hybrid_and_where(tmp_path: Path, capsys: pytest.CaptureF
     assert cli_main(["--db", str(db), "search", "--where", "nokeyvalue", "x"]) == 2
 
 
-def test_embed_command(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_embed_command(store_target: StoreTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     from lossless.cli import main as cli_main
 
-    db = tmp_path / "e.db"
+    db = store_target("e")
     with lossless.open(db) as mem:
         mem.conversation("a").add_many([{"role": "user", "content": f"note {i} about the deploy"} for i in range(5)])
     assert cli_main(["--db", str(db), "embed", "a"]) == 1  # LOSSLESS_EMBEDDER=none in tests

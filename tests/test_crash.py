@@ -19,6 +19,8 @@ import pytest
 
 import lossless
 
+pytestmark = pytest.mark.sqlite_only(reason="the crash harness kills writers of one SQLite file and checks that file")
+
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = int(os.environ.get("LOSSLESS_CRASH_KILLS", "200"))
 

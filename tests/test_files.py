@@ -30,6 +30,7 @@ from lossless.files.walk import decode, glob_match, read_file
 from lossless.store import migrations
 from lossless.testing import HashEmbedder
 from lossless.tokens import get_counter
+from tests.conftest import StoreTarget
 
 COUNTER = get_counter()
 
@@ -167,8 +168,8 @@ def mem(backend_target: str) -> Iterator[lossless.Memory]:
 
 
 @pytest.fixture
-def sqlite_mem(tmp_path: Path) -> Iterator[lossless.Memory]:
-    m = lossless.open(tmp_path / "files.db", embedder=None)
+def sqlite_mem(store_target: StoreTarget, tmp_path: Path) -> Iterator[lossless.Memory]:
+    m = lossless.open(store_target("files"), embedder=None)
     yield m
     m.close()
 
@@ -403,6 +404,7 @@ def test_the_vector_matrix_catches_up_exactly(sqlite_mem: lossless.Memory, tree:
         assert len(matrix.segments) <= 8
 
 
+@pytest.mark.postgres
 def test_pgvector_agrees_with_the_numpy_matrix(sqlite_mem: lossless.Memory, pg_url: str, tree: Path) -> None:
     """The same tree indexed on PostgreSQL: pgvector finds the same nearest chunks, with
     the same similarities, as SQLite's numpy matrix; exactly and through the HNSW index,
@@ -796,7 +798,7 @@ def _run(capsys: pytest.CaptureFixture[str], db: Path | str, *args: Any) -> tupl
     return status, out, err
 
 
-def test_cli_index_search_ls(tmp_path: Path, tree: Path, backend_target: str,
+def test_cli_index_search_ls(store_target: StoreTarget, tmp_path: Path, tree: Path, backend_target: str,
                              capsys: pytest.CaptureFixture[str]) -> None:
     db = backend_target
     status, out, err = _run(capsys, db, "index", tree)
@@ -826,7 +828,7 @@ def test_cli_index_search_ls(tmp_path: Path, tree: Path, backend_target: str,
     (tree / "out-link").symlink_to(tmp_path, target_is_directory=True)
     status, out, err = _run(capsys, db, "index", tree)
     assert status == 1 and "refused out-link" in err and "30 files" in out
-    status, _, err = _run(capsys, tmp_path / "none.db", "files", "search", "x")
+    status, _, err = _run(capsys, store_target("none"), "files", "search", "x")
     assert status == 1 and "no database" in err
 
 
@@ -850,6 +852,7 @@ def test_cli_progress_bar_on_a_terminal(backend_target: str, tree: Path) -> None
     assert "30 files: 30 indexed" in out.getvalue() and "indexing" in err.getvalue()
 
 
+@pytest.mark.sqlite_only(reason="upgrades a SQLite file written by migration 5")
 def test_migration_6_upgrades_an_older_database(tmp_path: Path) -> None:
     import apsw
 

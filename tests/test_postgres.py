@@ -28,6 +28,8 @@ from lossless.testing import HashEmbedder
 
 from .conftest import T0, chat
 
+pytestmark = pytest.mark.postgres
+
 
 def _with_query(url: str, **params: str) -> str:
     parts = urlsplit(url)
