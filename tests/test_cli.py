@@ -20,6 +20,7 @@ import pytest
 
 import lossless
 from lossless.cli import main
+from lossless.store.urls import redact_url
 from tests.conftest import StoreTarget
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
@@ -200,7 +201,7 @@ def test_errors_are_one_line_without_traceback(run: Run, tmp_path: Path) -> None
     run("add", "c", "--role", "user", "--content", "hi")
     for args in (("show", "nope"), ("assemble", "nope"), ("grep", "nope", "x"), ("compact", "nope")):
         status, _, err = run(*args)
-        assert status == 1 and err == "error: no conversation 'nope' in " + str(run.db) + "\n"
+        assert status == 1 and err == "error: no conversation 'nope' in " + redact_url(run.db) + "\n"
     cases: list[tuple[str | Path, ...]] = [
         ("describe", "sum_missing"),
         ("expand", "msg_whatever"),
@@ -282,7 +283,7 @@ def test_demo_runs(run: Run, tmp_path: Path) -> None:
                     "4 · lossless grep", "5 · lossless expand"):
         assert heading in out
     assert "1,500 tokens" in out or "/ 1500 tokens" in out
-    assert str(run.db) in out
+    assert redact_url(run.db) in out
     stats = run.json("stats", "demo")
     assert stats["summaries"] > 0 and stats["max_depth"] >= 1
 

@@ -42,11 +42,6 @@ class HashEmbedder:
         self.dim = dim
         self.texts: list[str] = []
 
-    @property
-    def calls(self) -> int:
-        """How many texts it has embedded."""
-        return len(self.texts)
-
     def embed(self, texts: Sequence[str]) -> Vectors:
         self.texts.extend(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

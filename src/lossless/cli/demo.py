@@ -23,6 +23,7 @@ from lossless.cli.commands import raw_tail, show_dag
 from lossless.cli.context import CommandContext, CommandError
 from lossless.conversation import Conversation
 from lossless.render import chat_message_text, message_text
+from lossless.store.urls import is_postgres_url, redact_url
 
 __all__ = ["DEMO_WINDOW", "cmd_demo"]
 
@@ -36,8 +37,10 @@ _STOPWORDS = frozenset((
 ))
 
 
-def _fresh_path(ctx: CommandContext) -> tuple[Path, bool]:
+def _fresh_path(ctx: CommandContext) -> tuple[Path | str, bool]:
     if ctx.args.db:
+        if is_postgres_url(ctx.args.db):  # a PostgreSQL database: the URL, as given
+            return str(ctx.args.db), False
         return Path(ctx.args.db).expanduser(), False
     return Path(tempfile.mkdtemp(prefix="lossless-demo-")) / "demo.db", True
 
@@ -118,7 +121,7 @@ def cmd_demo(ctx: CommandContext) -> int:
               else "keyword (add --vectors for hybrid keyword + vector recall)")
     ctx.out.print(Panel(Text.assemble(
         ("lossless demo", "bold"), f" · seed {seed} · context window {window:,} tokens · auto-compaction on\n",
-        ("database: ", "dim"), str(path), (f" ({note})", "dim"), "\n",
+        ("database: ", "dim"), redact_url(str(path)), (f" ({note})", "dim"), "\n",
         ("recall: ", "dim"), recall,
     ), expand=False))
 
@@ -177,7 +180,7 @@ def cmd_demo(ctx: CommandContext) -> int:
 
     ctx.out.print()
     ctx.out.rule(style="dim")
-    base = f"lossless --db {shlex.quote(str(path))}"
+    base = f"lossless --db {shlex.quote(redact_url(str(path)))}"
     ctx.out.print(Text(f"done in {time.perf_counter() - started:.1f} s. Explore:\n"
                        f"  {base} show {conv.id} --levels 2\n"
                        f"  {base} assemble {conv.id} --budget 2000 --query {shlex.quote(question.question)}\n"
