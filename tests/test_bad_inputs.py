@@ -406,7 +406,9 @@ def test_the_corpus_is_big_and_well_formed() -> None:
 
 
 @pytest.mark.parametrize("door", sorted(RUNNERS))
-@pytest.mark.parametrize("raw", CASES, ids=[c["id"] for c in CASES])
+@pytest.mark.parametrize("raw", [
+    pytest.param(c, marks=pytest.mark.sqlite_only(reason=c["sqlite_only"])) if "sqlite_only" in c else c for c in CASES
+], ids=[c["id"] for c in CASES])
 def test_bad_input(raw: dict[str, Any], door: str, world: World, monkeypatch: pytest.MonkeyPatch,
                    capsys: pytest.CaptureFixture[str]) -> None:
     case = _case(raw)

@@ -313,6 +313,7 @@ def test_search_command_hybrid_and_where(store_target: StoreTarget, tmp_path: Pa
     assert cli_main(["--db", str(db), "search", "--where", "nokeyvalue", "x"]) == 2
 
 
+@pytest.mark.model
 def test_embed_command(store_target: StoreTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     from lossless.cli import main as cli_main
 

@@ -30,7 +30,6 @@ from lossless.files.walk import decode, glob_match, read_file
 from lossless.store import migrations
 from lossless.testing import HashEmbedder
 from lossless.tokens import get_counter
-from tests.conftest import StoreTarget
 
 COUNTER = get_counter()
 
@@ -168,8 +167,8 @@ def mem(backend_target: str) -> Iterator[lossless.Memory]:
 
 
 @pytest.fixture
-def sqlite_mem(store_target: StoreTarget, tmp_path: Path) -> Iterator[lossless.Memory]:
-    m = lossless.open(store_target("files"), embedder=None)
+def sqlite_mem(tmp_path: Path) -> Iterator[lossless.Memory]:
+    m = lossless.open(tmp_path / "files.db", embedder=None)
     yield m
     m.close()
 
@@ -376,6 +375,7 @@ def test_vector_search_finds_by_meaning_through_the_cache(mem: lossless.Memory, 
     assert files.search("trip breaker failures", limit=1)[0].path == "src/net/circuit.py"
 
 
+@pytest.mark.sqlite_only(reason="the SQLite store's numpy matrix of file vectors")
 def test_the_vector_matrix_catches_up_exactly(sqlite_mem: lossless.Memory, tree: Path) -> None:
     """After many edits, deletions and additions, the matrix kept up to date by segments
     answers exactly like one loaded from scratch."""
@@ -798,7 +798,7 @@ def _run(capsys: pytest.CaptureFixture[str], db: Path | str, *args: Any) -> tupl
     return status, out, err
 
 
-def test_cli_index_search_ls(store_target: StoreTarget, tmp_path: Path, tree: Path, backend_target: str,
+def test_cli_index_search_ls(tmp_path: Path, tree: Path, backend_target: str,
                              capsys: pytest.CaptureFixture[str]) -> None:
     db = backend_target
     status, out, err = _run(capsys, db, "index", tree)
@@ -828,7 +828,7 @@ def test_cli_index_search_ls(store_target: StoreTarget, tmp_path: Path, tree: Pa
     (tree / "out-link").symlink_to(tmp_path, target_is_directory=True)
     status, out, err = _run(capsys, db, "index", tree)
     assert status == 1 and "refused out-link" in err and "30 files" in out
-    status, _, err = _run(capsys, store_target("none"), "files", "search", "x")
+    status, _, err = _run(capsys, tmp_path / "none.db", "files", "search", "x")  # a SQLite file not there
     assert status == 1 and "no database" in err
 
 

@@ -158,10 +158,11 @@ def test_memory_scopes_hold(world: lossless.Memory) -> None:
     assert stranger and all(r.user is None and r.agent is None for r in stranger)
 
 
-def test_cli_grep_stays_in_its_conversation(world: lossless.Memory, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_grep_stays_in_its_conversation(world: lossless.Memory, store_target: StoreTarget,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     from lossless.cli.main import main
 
-    db = world.store.path
+    db = store_target("iso")  # the world's store
     for secret in SECRETS.values():
         assert main(["--db", db, "--json", "grep", "alpha", secret]) == 0
         out = json.loads(capsys.readouterr().out)

@@ -279,6 +279,7 @@ def test_hybrid_without_an_embedder_is_keyword_search(store_target: StoreTarget)
         conv.search("service-4", mode="semantic")
 
 
+@pytest.mark.model
 def test_local_model_loads_offline_and_understands_meaning(monkeypatch: pytest.MonkeyPatch) -> None:
     from lossless.embed.local import LocalEmbedder, local_embedder_available
 
@@ -296,6 +297,7 @@ _PROBES = ["Which port did the billing API move to?", "连接池太小, 测试�
            "x", "a long message that is cut at the model's limit " * 60]
 
 
+@pytest.mark.model
 def test_queries_run_through_onnx_with_the_torch_vectors(tmp_path: Path) -> None:
     """Up to 8 texts go through ONNX Runtime (exported once into the cache folder and
     checked), and give the torch model's vectors; bigger batches stay on torch."""
@@ -319,6 +321,7 @@ def test_queries_run_through_onnx_with_the_torch_vectors(tmp_path: Path) -> None
     assert healed._onnx not in (None, False) and exported[0].stat().st_size > 1_000_000
 
 
+@pytest.mark.model
 def test_without_onnxruntime_queries_stay_on_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                    caplog: pytest.LogCaptureFixture) -> None:
     import sys

@@ -46,6 +46,7 @@ def test_all_common_words_rank_the_newest(mem: lossless.Memory, monkeypatch: pyt
     assert all(h.conversation_id == "big" for h in hits)
 
 
+@pytest.mark.sqlite_only(reason="spies on the SQLite store's direct scan of a small conversation (sqlite_search)")
 def test_a_small_conversation_is_read_directly(mem: lossless.Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
     real = sqlite_search._scan
@@ -80,6 +81,7 @@ def test_scan_handles_chinese(store_target: StoreTarget, tmp_path: Path) -> None
     assert conv.search("覆盖")  # a two-character term
 
 
+@pytest.mark.sqlite_only(reason="regexes run in Python beside SQLite, guarded; PostgreSQL runs its own regex engine")
 def test_a_catastrophic_regex_is_stopped(store_target: StoreTarget, tmp_path: Path) -> None:
     m = lossless.open(store_target("rx"), embedder=None)
     conv = m.conversation("c")

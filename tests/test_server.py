@@ -349,8 +349,9 @@ def test_keyless_serving_is_loopback_only(memory: lossless.Memory) -> None:
 
 def test_keys_and_serve_commands(store_target: StoreTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = str(store_target("cli"))
-    assert main(["--db", db, "keys", "ls"]) == 1  # no database yet: nothing to list
-    capsys.readouterr()
+    if not store_target.on_postgres:  # a PostgreSQL test database exists already
+        assert main(["--db", db, "keys", "ls"]) == 1  # no database yet: nothing to list
+        capsys.readouterr()
     assert main(["--db", db, "--json", "keys", "create", "--tenant", "acme", "--name", "laptop"]) == 0
     created = json.loads(capsys.readouterr().out)
     assert created["key"].startswith("lsk_") and created["tenant"] == "acme" and created["name"] == "laptop"

@@ -36,10 +36,18 @@ class HashEmbedder:
     still gets a unit vector (a small constant in the first coordinate). Records the texts
     it embedded, so a test can tell what was embedded and what came from the cache."""
 
-    def __init__(self, dim: int = 64, *, provider: str = "test", model: str | None = None) -> None:
-        self.provider = provider
-        self.model = model or f"hash-{dim}"
-        self.dim = dim
+    provider = "test"
+    model = "hash-64"  # a subclass that gives other vectors names another model (the cache key)
+    dim = 64
+
+    def __init__(self, dim: int | None = None, *, provider: str | None = None, model: str | None = None) -> None:
+        if dim is not None:
+            self.dim = dim
+            self.model = f"hash-{dim}"
+        if model is not None:
+            self.model = model
+        if provider is not None:
+            self.provider = provider
         self.texts: list[str] = []
 
     def embed(self, texts: Sequence[str]) -> Vectors:
