@@ -280,6 +280,7 @@ def test_hybrid_without_an_embedder_is_keyword_search(store_target: StoreTarget)
 
 
 @pytest.mark.model
+@pytest.mark.slow  # the first test to load the model pays for it
 def test_local_model_loads_offline_and_understands_meaning(monkeypatch: pytest.MonkeyPatch) -> None:
     from lossless.embed.local import LocalEmbedder, local_embedder_available
 

@@ -400,6 +400,7 @@ _json = st.recursive(st.none() | st.booleans() | st.integers(min_value=-(10**20)
 @given(path=st.sampled_from(_PATHS), body=_json, raw=st.binary(max_size=64),
        content_type=st.sampled_from(["application/json", "text/plain", "", "application/x-www-form-urlencoded"]),
        use_raw=st.booleans())
+@pytest.mark.slow
 def test_fuzzed_requests_never_get_a_500(server: str, path: str, body: Any, raw: bytes, content_type: str,
                                          use_raw: bool) -> None:
     headers = {"content-type": content_type} if content_type else {}

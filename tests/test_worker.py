@@ -99,6 +99,7 @@ def test_inline_mode_compacts_on_the_callers_path(store_target: StoreTarget, tmp
     mem.close()
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=st.lists(st.integers(min_value=1, max_value=60), min_size=1, max_size=12),
        window=st.sampled_from([512, 1024, 4096]), tools=st.sampled_from([0, 3, 5]))
