@@ -1,18 +1,27 @@
-"""The two store backends, for tests that run the same contract on both.
+"""The two store backends: the suite's store mode, and tests that run one contract on both.
 
-SQLite is a file per test. PostgreSQL is one server per test session: the PostgreSQL 16
-(with pgvector) inside the ``pgserver`` wheel, started in a temporary directory and
-removed at the end, or the server at ``$LOSSLESS_TEST_PG_URL`` when that is set. Each
-test gets a fresh database cloned from a template that is already migrated (a
-``CREATE DATABASE … TEMPLATE`` takes ~0.1 s), dropped after the test. Nothing here ever
-skips: a PostgreSQL test that cannot reach its server fails.
+``pytest`` runs the suite on SQLite (a file per test); ``pytest --store=postgres`` runs it
+on PostgreSQL: one server per test session, the PostgreSQL 16 (with pgvector) inside the
+``pgserver`` wheel, started in a temporary directory and removed at the end, or the server
+at ``$LOSSLESS_TEST_PG_URL`` when that is set. A test gets empty databases from a pool, each
+emptied when borrowed (a few ms) or cloned from a template that is already migrated (a
+``CREATE DATABASE … TEMPLATE`` takes ~0.2 s). Nothing here ever skips: a PostgreSQL test
+that cannot reach its server fails. Tests about one store carry a mark, ``sqlite_only`` or
+``postgres``, and the other mode deselects them (``conftest.py``).
 
-Fixtures (imported by ``conftest.py``): ``backend`` ("sqlite" / "postgres", parametrised),
-``backend_target`` (a SQLite path or a PostgreSQL URL for a fresh store),
-``store_backend`` (a :class:`lossless.Memory` opened on it), ``pg_url`` (a fresh
-PostgreSQL database), ``pg_server`` (the server's maintenance database URL) and
-``pg_shared`` (one database for the whole session, for hypothesis tests that make a new
-conversation per example).
+Fixtures (imported by ``conftest.py``):
+
+* ``store_target``: ``store_target("a")`` is where this test's store "a" lives in the
+  suite's mode (a path under ``tmp_path``, or a PostgreSQL URL), the same store each time
+  it is asked within the test; ``lasting_store_target`` the same for module- and
+  session-scoped fixtures; ``scratch_store`` a new empty store per call, for hypothesis
+  examples (``":memory:"``, or a schema of its own in the shared database).
+* ``backend`` ("sqlite" / "postgres", parametrised; each side marked for its mode),
+  ``backend_target`` (a SQLite path or a PostgreSQL URL for a fresh store),
+  ``store_backend`` (a :class:`lossless.Memory` opened on it) and ``shared_target``.
+* ``pg_url`` (a fresh PostgreSQL database), ``pg_server`` (the server's maintenance
+  database URL) and ``pg_shared`` (one database for the whole session, for hypothesis
+  tests that make a new conversation per example): these need the ``postgres`` mark.
 """
 
 from __future__ import annotations
