@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import random
-import re
 import statistics
 import sys
 import tempfile
@@ -33,9 +32,9 @@ from typing import Any
 import numpy as np
 
 import lossless
-from lossless.embed.base import Vectors, normalize
 from lossless.files import Files
 from lossless.files.vectors import ChunkVectors, bump_generation
+from lossless.testing import HashEmbedder
 
 WORDS = ["retry", "backoff", "cache", "ledger", "parcel", "beacon", "harbor", "quartz", "meadow", "lantern",
          "compass", "summit", "canyon", "orchid", "falcon", "glacier", "ember", "timber", "velvet", "token",
@@ -43,26 +42,6 @@ WORDS = ["retry", "backoff", "cache", "ledger", "parcel", "beacon", "harbor", "q
          "deadline", "budget"]
 QUERIES = ["where is the retry backoff computed", "invoice export schema", "how does the worker queue drain",
            "lantern compass 17", "session token refresh", "cache ledger summit"]
-
-
-class HashEmbedder:
-    """Bag-of-words vectors from blake2b word hashes: fast, deterministic, 384-d."""
-
-    provider = "bench"
-    model = "hash-384"
-    dim = 384
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        self.calls += len(texts)
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                out[i, int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "little") % self.dim] += 1.0
-            out[i, 0] += 1e-3
-        return normalize(out)
 
 
 def _python(rng: random.Random, i: int) -> str:
@@ -161,8 +140,7 @@ def run_scan(n: int, dim: int, repeats: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         mem = lossless.open(Path(tmp) / "scan.db", embedder=None)
         store = mem.store
-        emb = HashEmbedder()
-        emb.dim = dim
+        emb = HashEmbedder(dim, provider="bench", model="hash-384")
         with store.transaction() as conn:
             conn.execute("INSERT INTO files (root, path, abs_path, name, kind, size, mtime_ns, sha256, indexed_at, "
                          "chunk_count) VALUES ('/r', 'f.py', '/r/f.py', 'f.py', 'code', 0, 0, '', '', ?)", (n,))
@@ -225,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ref_s, n = timed(lambda: read_and_hash(tree))
         result["reference"] = {"files_per_s": round(n / ref_s), "seconds": round(ref_s, 3)}
         result["keyword"] = run_index(tree, Path(tmp) / "kw.db", None)
-        result["hash_embedder"] = run_index(tree, Path(tmp) / "vec.db", HashEmbedder())
+        result["hash_embedder"] = run_index(tree, Path(tmp) / "vec.db", HashEmbedder(384, provider="bench"))
     if args.scan_chunks:
         result["scan"] = run_scan(args.scan_chunks, args.dim, args.repeats)
     if args.json:

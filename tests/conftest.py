@@ -7,22 +7,59 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 import lossless
-from lossless.summarize.base import SummaryRequest, SummaryResult
+from lossless.testing import FakeSummarizer as FakeSummarizer  # its old home: still importable
 
 from .backends import (  # noqa: F401
+    PG_URL_ENV,
+    STORE_MODES,
+    _pg_borrowed,
     _pg_recycled,
     backend,
     backend_target,
+    lasting_store_target,
     pg_server,
     pg_shared,
     pg_template,
     pg_url,
+    scratch_store,
+    shared_target,
     store_backend,
+    store_mode,
+    store_target,
 )
+from .backends import StoreTarget as StoreTarget
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
+
+# Hypothesis: no deadline (a shared CI machine makes timings noisy; a slow example is not a
+# bug) and no health check failing a test for slow data generation; the examples each test
+# asks for are its own (``@settings(max_examples=…)``). ``--hypothesis-profile=dev`` runs fewer.
+settings.register_profile("ci", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", parent=settings.get_profile("ci"), max_examples=20)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--store", choices=STORE_MODES, default="sqlite",
+                     help="where per-test stores live: sqlite files (default) or databases on a PostgreSQL "
+                          f"server (pgserver, or ${PG_URL_ENV}); tests marked for the other store are deselected")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the suite in one store mode: deselect (not skip) the tests that need the other
+    store, the ``postgres`` ones in SQLite mode and the ``sqlite_only`` ones with PostgreSQL."""
+    for item in items:
+        uses_pg = {"pg_url", "pg_server", "pg_shared", "pg_template"} & set(getattr(item, "fixturenames", ()))
+        if uses_pg and item.get_closest_marker("postgres") is None:
+            raise pytest.UsageError(f"{item.nodeid} asks for {sorted(uses_pg)}: mark it @pytest.mark.postgres")
+    other = "postgres" if store_mode(config) == "sqlite" else "sqlite_only"
+    kept = [item for item in items if item.get_closest_marker(other) is None]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker(other)])
+        items[:] = kept
 
 
 @pytest.fixture(autouse=True)
@@ -51,38 +88,16 @@ def _stop_workers() -> Iterator[None]:
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
+    """A SQLite file for one test (tests about the file itself; others use ``store_target``)."""
     return tmp_path / "memory.db"
 
 
 @pytest.fixture
-def mem(db_path: Path) -> Iterator[lossless.Memory]:
-    m = lossless.open(db_path, context_window=4096)
+def mem(store_target: StoreTarget) -> Iterator[lossless.Memory]:  # noqa: F811 (the fixture)
+    """A Memory on a fresh store of the suite's mode (SQLite file, or PostgreSQL database)."""
+    m = lossless.open(store_target("memory"), context_window=4096)
     yield m
     m.close()
-
-
-class FakeSummarizer:
-    """A summarizer you can enqueue outputs (or exceptions) into; it records its calls.
-    With nothing queued it answers with a short deterministic digest of its input."""
-
-    name = "fake"
-
-    def __init__(self) -> None:
-        self.queue: list[str | BaseException] = []
-        self.calls: list[SummaryRequest] = []
-
-    def enqueue(self, *outputs: str | BaseException) -> None:
-        self.queue.extend(outputs)
-
-    def summarize(self, request: SummaryRequest) -> SummaryResult:
-        self.calls.append(request)
-        if self.queue:
-            out = self.queue.pop(0)
-            if isinstance(out, BaseException):
-                raise out
-            return SummaryResult(out, model="fake-1")
-        first, last = request.items[0].first_seq, request.items[-1].last_seq
-        return SummaryResult(f"Span #{first}-#{last}: {len(request.items)} items.", model="fake-1")
 
 
 def chat(n: int, *, start: datetime = T0, words: int = 40, tools_every: int = 0) -> list[dict[str, Any]]:
@@ -111,5 +126,3 @@ def chat(n: int, *, start: datetime = T0, words: int = 40, tools_every: int = 0)
 def fill(conv: lossless.Conversation, messages: list[dict[str, Any]]) -> None:
     conv.add_many(messages)
 
-
-os.environ.setdefault("HYPOTHESIS_PROFILE", "ci")

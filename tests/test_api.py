@@ -5,12 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 import lossless
 from lossless.tokens import count_chat_tokens, get_counter
+from tests.conftest import StoreTarget
 
 
-def test_design_contract(db_path: Path) -> None:
-    mem = lossless.open(str(db_path), context_window=8192)
+def test_design_contract(store_target: StoreTarget) -> None:
+    mem = lossless.open(store_target("design"), context_window=8192)
     conv = mem.conversation("conv-26")
     conv.add(role="user", content="I went to the LGBTQ support group yesterday.", name="Caroline",
              created_at=datetime(2023, 5, 8, 13, 56))
@@ -26,10 +29,11 @@ def test_design_contract(db_path: Path) -> None:
     assert msgs[0].name == "Caroline"
     mem.close()
     # and it is all still there after reopening
-    again = lossless.open(str(db_path), context_window=8192)
+    again = lossless.open(store_target("design"), context_window=8192)
     assert [m.content for m in again.conversation("conv-26").messages()] == [m.content for m in msgs]
 
 
+@pytest.mark.sqlite_only(reason="about the in-memory SQLite store, :memory:")
 def test_memory_db_and_get_or_create() -> None:
     mem = lossless.open(":memory:", context_window=8192)
     a = mem.conversation("a")

@@ -8,11 +8,11 @@ import time
 from pathlib import Path
 
 import lossless
-from tests.conftest import chat
+from tests.conftest import StoreTarget, chat
 
 
-def test_the_event_loop_never_stalls(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "a.db", embedder=None, context_window=4096)
+def test_the_event_loop_never_stalls(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("a"), embedder=None, context_window=4096)
     conv = mem.conversation("c")
     gaps: list[float] = []
 

@@ -132,6 +132,7 @@ def _script(mem: lossless.Memory) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.postgres
 def test_the_same_script_leaves_the_same_store_on_both(tmp_path: Path, pg_url: str) -> None:
     with lossless.open(tmp_path / "s.db", context_window=2048) as sqlite_mem:
         on_sqlite = _script(sqlite_mem)

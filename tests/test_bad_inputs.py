@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -35,7 +34,8 @@ import pytest
 
 import lossless
 from lossless import errors
-from tests.conftest import chat
+from lossless.store.urls import is_postgres_url
+from tests.conftest import StoreTarget, chat
 
 CORPUS = Path(__file__).parent / "data" / "bad_inputs.json"
 CASES: list[dict[str, Any]] = json.loads(CORPUS.read_text(encoding="utf-8"))["cases"]
@@ -94,7 +94,7 @@ def substitute(value: Any, names: dict[str, str]) -> Any:
 
 @dataclass
 class World:
-    path: Path
+    path: str  # a SQLite file or a PostgreSQL URL
     tmp: Path
     names: dict[str, str]
     memory: lossless.Memory | None = None
@@ -126,8 +126,8 @@ class Case:
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    path = tmp_path_factory.mktemp("bad-inputs") / "template.db"
+def template(lasting_store_target: StoreTarget) -> tuple[str, dict[str, str]]:
+    path = lasting_store_target("bad-inputs-template")
     mem = lossless.open(path, embedder=None, context_window=WINDOW, fresh_tail_count=4)
     # the database's own limit, so the cases do not depend on the built-in default (the
     # API and the CLI both read it from the saved settings)
@@ -147,10 +147,9 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
 
 
 @pytest.fixture
-def world(template: tuple[Path, dict[str, str]], tmp_path: Path) -> Iterator[World]:
+def world(store_target: StoreTarget, template: tuple[str, dict[str, str]], tmp_path: Path) -> Iterator[World]:
     path, names = template
-    copy = tmp_path / "world.db"
-    shutil.copy(path, copy)
+    copy = store_target.copy_of(path, "world")
     tmp = tmp_path / "case"
     tmp.mkdir()
     w = World(copy, tmp, {**names, "tmp": str(tmp)})
@@ -158,12 +157,17 @@ def world(template: tuple[Path, dict[str, str]], tmp_path: Path) -> Iterator[Wor
     w.close()
 
 
-def snapshot(path: Path) -> dict[str, Any]:
+def snapshot(target: str) -> dict[str, Any]:
     """What must not change: every stored row that means something, with its hash."""
-    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    if is_postgres_url(target):
+        import psycopg
+
+        conn: Any = psycopg.connect(target, autocommit=True)
+    else:
+        conn = apsw.Connection(target, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         def q(sql: str) -> list[tuple[Any, ...]]:
-            return list(conn.execute(sql))
+            return [tuple(row) for row in conn.execute(sql)]
 
         return {
             "conversations": q("SELECT id, metadata, last_seq FROM conversations ORDER BY id"),
@@ -402,7 +406,9 @@ def test_the_corpus_is_big_and_well_formed() -> None:
 
 
 @pytest.mark.parametrize("door", sorted(RUNNERS))
-@pytest.mark.parametrize("raw", CASES, ids=[c["id"] for c in CASES])
+@pytest.mark.parametrize("raw", [
+    pytest.param(c, marks=pytest.mark.sqlite_only(reason=c["sqlite_only"])) if "sqlite_only" in c else c for c in CASES
+], ids=[c["id"] for c in CASES])
 def test_bad_input(raw: dict[str, Any], door: str, world: World, monkeypatch: pytest.MonkeyPatch,
                    capsys: pytest.CaptureFixture[str]) -> None:
     case = _case(raw)

@@ -1,7 +1,8 @@
 """The command line, run in-process through ``main([...])`` and once as a real process.
 
-Every test points ``--db`` under ``tmp_path`` (and conftest sets ``LOSSLESS_HOME``), so
-nothing touches the user's real data.
+Every test points ``--db`` under ``tmp_path``, or at a test database with
+``--store=postgres`` (and conftest sets ``LOSSLESS_HOME``), so nothing touches the user's
+real data.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import pytest
 
 import lossless
 from lossless.cli import main
+from lossless.store.urls import redact_url
+from tests.conftest import StoreTarget
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -26,9 +29,10 @@ T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 class Run:
     """``main([...])`` with ``--db`` filled in; returns (status, stdout, stderr)."""
 
-    def __init__(self, db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def __init__(self, db: str, capsys: pytest.CaptureFixture[str], *, on_postgres: bool = False) -> None:
         self.db = db
         self.capsys = capsys
+        self.on_postgres = on_postgres
 
     def __call__(self, *args: str | Path) -> tuple[int, str, str]:
         self.capsys.readouterr()
@@ -44,8 +48,8 @@ class Run:
 
 
 @pytest.fixture
-def run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Run:
-    return Run(tmp_path / "cli.db", capsys)
+def run(store_target: StoreTarget, capsys: pytest.CaptureFixture[str]) -> Run:
+    return Run(store_target("cli"), capsys, on_postgres=store_target.on_postgres)
 
 
 def _messages(n: int, conversation: str | None = None) -> list[dict[str, Any]]:
@@ -189,14 +193,15 @@ def test_import_strict_writes_nothing_from_the_bad_batch(run: Run, tmp_path: Pat
 
 
 def test_errors_are_one_line_without_traceback(run: Run, tmp_path: Path) -> None:
-    status, _, err = run("show", "nope")
-    assert status == 1 and err.startswith("error: no database at")
-    assert not run.db.exists()  # read commands do not create the store
+    if not run.on_postgres:  # a SQLite file not made yet (a PostgreSQL test database exists)
+        status, _, err = run("show", "nope")
+        assert status == 1 and err.startswith("error: no database at")
+        assert not Path(run.db).exists()  # read commands do not create the store
 
     run("add", "c", "--role", "user", "--content", "hi")
     for args in (("show", "nope"), ("assemble", "nope"), ("grep", "nope", "x"), ("compact", "nope")):
         status, _, err = run(*args)
-        assert status == 1 and err == "error: no conversation 'nope' in " + str(run.db) + "\n"
+        assert status == 1 and err == "error: no conversation 'nope' in " + redact_url(run.db) + "\n"
     cases: list[tuple[str | Path, ...]] = [
         ("describe", "sum_missing"),
         ("expand", "msg_whatever"),
@@ -240,8 +245,8 @@ def test_json_flag_before_or_after_the_command(run: Run) -> None:
     assert status == 0 and json.loads(out)["messages"] == 1
 
 
-def test_subprocess_python_dash_m(tmp_path: Path) -> None:
-    db = tmp_path / "proc.db"
+def test_subprocess_python_dash_m(store_target: StoreTarget, tmp_path: Path) -> None:
+    db = store_target("proc")
     env = {**os.environ, "LOSSLESS_HOME": str(tmp_path / "home")}
     env.pop("LOSSLESS_DB", None)
 
@@ -259,6 +264,7 @@ def test_subprocess_python_dash_m(tmp_path: Path) -> None:
     assert cli("--help").returncode == 0
 
 
+@pytest.mark.sqlite_only(reason="the default store is a SQLite file under $LOSSLESS_HOME")
 def test_default_db_honours_lossless_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("LOSSLESS_HOME", str(tmp_path / "home"))
@@ -277,24 +283,24 @@ def test_demo_runs(run: Run, tmp_path: Path) -> None:
                     "4 · lossless grep", "5 · lossless expand"):
         assert heading in out
     assert "1,500 tokens" in out or "/ 1500 tokens" in out
-    assert str(run.db) in out
+    assert redact_url(run.db) in out
     stats = run.json("stats", "demo")
     assert stats["summaries"] > 0 and stats["max_depth"] >= 1
 
 
-def test_window_is_remembered_by_the_database(tmp_path: Path) -> None:
+def test_window_is_remembered_by_the_database(store_target: StoreTarget, tmp_path: Path) -> None:
     from lossless.cli import main as cli_main
 
-    db = tmp_path / "w.db"
+    db = store_target("w")
     assert cli_main(["--db", str(db), "--window", "4096", "add", "c", "--role", "user", "--content", "hi"]) == 0
     with lossless.open(db) as mem:
         assert mem.config.context_window == 4096
 
 
-def test_search_command_hybrid_and_where(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_search_command_hybrid_and_where(store_target: StoreTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from lossless.cli import main as cli_main
 
-    db = tmp_path / "s.db"
+    db = store_target("s")
     with lossless.open(db) as mem:
         mem.conversation("a", metadata={"user": "ann"}).add(role="user", content="the invoice job runs nightly at 02:00")
         mem.conversation("b", metadata={"user": "bob"}).add(role="user", content="bob's invoice job runs hourly")
@@ -307,10 +313,11 @@ def test_search_command_hybrid_and_where(tmp_path: Path, capsys: pytest.CaptureF
     assert cli_main(["--db", str(db), "search", "--where", "nokeyvalue", "x"]) == 2
 
 
-def test_embed_command(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.model
+def test_embed_command(store_target: StoreTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     from lossless.cli import main as cli_main
 
-    db = tmp_path / "e.db"
+    db = store_target("e")
     with lossless.open(db) as mem:
         mem.conversation("a").add_many([{"role": "user", "content": f"note {i} about the deploy"} for i in range(5)])
     assert cli_main(["--db", str(db), "embed", "a"]) == 1  # LOSSLESS_EMBEDDER=none in tests

@@ -12,13 +12,14 @@ import pytest
 import lossless
 from lossless.cli import main
 from lossless.cli.dag_view import duration
+from tests.conftest import StoreTarget
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> str:
-    path = str(tmp_path / "views.db")
+def db(store_target: StoreTarget, tmp_path: Path) -> str:
+    path = str(store_target("views"))
     with lossless.open(path, embedder=None, context_window=2048) as mem:
         conv = mem.conversation("c1")
         conv.add_many([{"role": "user" if i % 2 == 0 else "assistant", "created_at": T0 + timedelta(hours=3 * i),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import lossless
+from tests.conftest import StoreTarget
 
 PROCESSES = 8
 THREADS = 8
@@ -78,8 +79,8 @@ def _load_writer(path: Path) -> Any:
     return namespace
 
 
-def test_many_processes_and_threads_lose_nothing(tmp_path: Path) -> None:
-    db = tmp_path / "many.db"
+def test_many_processes_and_threads_lose_nothing(store_target: StoreTarget, tmp_path: Path) -> None:
+    db = store_target("many")
     script = tmp_path / "writer.py"
     script.write_text(textwrap.dedent(_WRITER))
     writer = _load_writer(script)
@@ -194,10 +195,10 @@ def _assert_no_overlapping_compactions(conv: lossless.Conversation) -> None:
         assert s2 >= f1, f"{conv.id}: compactions overlapped: {o1} {s1:.3f}-{f1:.3f} and {o2} {s2:.3f}-{f2:.3f}"
 
 
-def test_two_processes_racing_to_compact_never_overlap(tmp_path: Path) -> None:
+def test_two_processes_racing_to_compact_never_overlap(store_target: StoreTarget, tmp_path: Path) -> None:
     """Both processes ask to compact the same conversation over and over while the other
     one works; the log's time ranges never overlap and every summary lands once."""
-    db = tmp_path / "race.db"
+    db = store_target("race")
     mem = lossless.open(db, embedder=None, context_window=WINDOW, auto_compact=False)
     conv = mem.conversation("c")
     conv.add_many([{"role": "user" if i % 2 else "assistant", "content": f"turn {i}: " + "words " * 60}

@@ -19,6 +19,8 @@ import pytest
 
 import lossless
 
+pytestmark = pytest.mark.sqlite_only(reason="the crash harness kills writers of one SQLite file and checks that file")
+
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = int(os.environ.get("LOSSLESS_CRASH_KILLS", "200"))
 
@@ -36,6 +38,7 @@ soak_harness = _harness()
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the soak forks its writers")
+@pytest.mark.slow
 def test_sigkill_at_random_moments_loses_nothing_acknowledged(tmp_path: Path) -> None:
     seed = int(os.environ.get("LOSSLESS_CRASH_SEED", random.randrange(1 << 30)))
     result = soak_harness.soak(tmp_path, KILLS, lanes=3, seed=seed, max_delay=0.25, max_seconds=100)

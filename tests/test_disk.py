@@ -26,6 +26,8 @@ import lossless
 from lossless.summarize.base import SummaryRequest, SummaryResult
 from tests.conftest import chat
 
+pytestmark = pytest.mark.sqlite_only(reason="a full disk and a read-only file under SQLite (an apsw VFS, a tmpfs)")
+
 # -- a VFS that fails writes on cue ---------------------------------------------------------
 
 

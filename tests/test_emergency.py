@@ -13,7 +13,7 @@ from lossless.emergency import RecoveryLog, is_context_length_error, truncate_to
 from lossless.errors import ContextOverflowError
 from lossless.tokens import count_chat_tokens
 from lossless.types import AssembledContext
-from tests.conftest import chat
+from tests.conftest import StoreTarget, chat
 from tests.fake_openai import FakeOpenAIServer, fake_openai
 
 __all__ = ["fake_openai"]  # the fixture, imported for pytest to find
@@ -102,8 +102,8 @@ class StrictModel:
         return str(reply.choices[0].message.content)
 
 
-def test_recovery_compacts_and_retries_until_the_model_accepts(tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
-    mem = lossless.open(tmp_path / "e.db", embedder=None, context_window=8192, auto_compact=False)
+def test_recovery_compacts_and_retries_until_the_model_accepts(store_target: StoreTarget, tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
+    mem = lossless.open(store_target("e"), embedder=None, context_window=8192, auto_compact=False)
     conv = mem.conversation("c")
     conv.add_many(chat(120, words=30))
     before = [m.content for m in conv.messages()]
@@ -121,8 +121,8 @@ def test_recovery_compacts_and_retries_until_the_model_accepts(tmp_path: Path, f
     assert mem.verify() == []
 
 
-def test_tool_outputs_are_cut_last_and_name_their_message(tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
-    mem = lossless.open(tmp_path / "t.db", embedder=None, context_window=32000, auto_compact=False)
+def test_tool_outputs_are_cut_last_and_name_their_message(store_target: StoreTarget, tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
+    mem = lossless.open(store_target("t"), embedder=None, context_window=32000, auto_compact=False)
     conv = mem.conversation("c")
     conv.add("user", "run the build and show me the log")
     conv.add("assistant", "", tool_calls=[{"id": "call_1", "type": "function",
@@ -145,8 +145,8 @@ def test_tool_outputs_are_cut_last_and_name_their_message(tmp_path: Path, fake_o
     assert tool.id in tool_text and "line 0:" in tool_text and "line 1499:" in tool_text
 
 
-def test_gives_up_with_a_clear_error(tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
-    mem = lossless.open(tmp_path / "g.db", embedder=None, context_window=8192, auto_compact=False)
+def test_gives_up_with_a_clear_error(store_target: StoreTarget, tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
+    mem = lossless.open(store_target("g"), embedder=None, context_window=8192, auto_compact=False)
     conv = mem.conversation("c")
     conv.add_many(chat(40))
     model = StrictModel(mem, fake_openai, window=10, overhead=100)  # nothing fits
@@ -157,8 +157,8 @@ def test_gives_up_with_a_clear_error(tmp_path: Path, fake_openai: FakeOpenAIServ
     assert len(conv.messages()) == 40 and mem.verify() == []
 
 
-def test_other_errors_propagate_at_once(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "o.db", embedder=None)
+def test_other_errors_propagate_at_once(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("o"), embedder=None)
     conv = mem.conversation("c")
     conv.add("user", "hello")
     calls = []
@@ -172,8 +172,8 @@ def test_other_errors_propagate_at_once(tmp_path: Path) -> None:
     assert len(calls) == 1 and conv.summaries() == []
 
 
-def test_bad_arguments_are_refused(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "b.db", embedder=None)
+def test_bad_arguments_are_refused(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("b"), embedder=None)
     conv = mem.conversation("c")
     with pytest.raises(lossless.ValidationError, match="max_compactions"):
         conv.call_with_recovery(lambda ctx: 1, max_compactions=-1)

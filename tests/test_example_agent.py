@@ -12,6 +12,7 @@ from types import ModuleType
 import openai
 import pytest
 
+from tests.conftest import StoreTarget
 from tests.fake_openai import FakeOpenAIServer, fake_openai
 
 __all__ = ["fake_openai"]  # the fixture, imported for pytest to find
@@ -27,7 +28,7 @@ def _load() -> ModuleType:
     return module
 
 
-def test_example_agent_reads_a_file_with_a_tool(tmp_path: Path, fake_openai: FakeOpenAIServer,
+def test_example_agent_reads_a_file_with_a_tool(store_target: StoreTarget, tmp_path: Path, fake_openai: FakeOpenAIServer,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     agent = _load()
     monkeypatch.setattr(agent, "ROOT", tmp_path)
@@ -41,7 +42,7 @@ def test_example_agent_reads_a_file_with_a_tool(tmp_path: Path, fake_openai: Fak
     fake_openai.enqueue_chat("The codename is BLUE HERON.")
     client = openai.OpenAI(base_url=fake_openai.base_url, api_key="t", max_retries=0)
     out = io.StringIO()
-    db = tmp_path / "agent.db"
+    db = store_target("agent")
     assert agent.run(["--db", str(db), "--model", "gpt-4o-mini", "--once", "What is the codename?"],
                      client=client, out=out) == 0
     assert "BLUE HERON" in out.getvalue()

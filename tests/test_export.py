@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import apsw
 import pytest
 
 import lossless
@@ -17,6 +16,8 @@ from lossless.errors import ValidationError
 from lossless.export import export_conversation, export_to_path, file_name_for
 from lossless.importers import import_file
 from lossless.types import Message
+from tests.backends import raw_query
+from tests.conftest import StoreTarget
 
 T0 = datetime(2024, 3, 1, 9, 0, 0, 123456, tzinfo=UTC)
 FIELDS = ("seq", "role", "content", "name", "tool_calls", "tool_call_id", "created_at", "metadata",
@@ -44,13 +45,8 @@ def _fill(conv: lossless.Conversation, n: int = 90) -> None:
     conv.add_many(batch)
 
 
-def _stored_hashes(db: Path, conversation: str) -> list[str]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        rows = conn.execute("SELECT content_hash FROM messages WHERE conversation_id = ? ORDER BY seq",
-                            (conversation,)).fetchall()
-    finally:
-        conn.close()
+def _stored_hashes(db: str, conversation: str) -> list[str]:
+    rows = raw_query(db, "SELECT content_hash FROM messages WHERE conversation_id = ? ORDER BY seq", (conversation,))
     return [r[0] for r in rows]
 
 
@@ -59,8 +55,8 @@ def _fields(msgs: list[Message]) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize("fmt", ["openai-jsonl", "json"])
-def test_export_import_round_trips_exactly(tmp_path: Path, fmt: str) -> None:
-    src_db, dst_db = tmp_path / "src.db", tmp_path / "dst.db"
+def test_export_import_round_trips_exactly(store_target: StoreTarget, tmp_path: Path, fmt: str) -> None:
+    src_db, dst_db = store_target("src"), store_target("dst")
     with lossless.open(src_db, embedder=None, context_window=2048) as src:
         conv = src.conversation("depot", metadata={"user": "maya"})
         _fill(conv)
@@ -81,8 +77,8 @@ def test_export_import_round_trips_exactly(tmp_path: Path, fmt: str) -> None:
     assert _stored_hashes(dst_db, "depot") == _stored_hashes(src_db, "depot")
 
 
-def test_json_export_holds_the_dag(tmp_path: Path) -> None:
-    with lossless.open(tmp_path / "a.db", embedder=None, context_window=2048) as mem:
+def test_json_export_holds_the_dag(store_target: StoreTarget, tmp_path: Path) -> None:
+    with lossless.open(store_target("a"), embedder=None, context_window=2048) as mem:
         conv = mem.conversation("depot")
         _fill(conv, 60)
         conv.compact(full=True)
@@ -96,11 +92,11 @@ def test_json_export_holds_the_dag(tmp_path: Path) -> None:
             assert node["sources"] and all(ref["id"] in ids for ref in node["sources"])
         roots = [s for s in doc["summaries"] if s["parent"] is None]
         assert {s["id"] for s in roots} == {s.id for s in conv.frontier()}
-        assert doc["messages"][0]["content_hash"] == _stored_hashes(tmp_path / "a.db", "depot")[0]
+        assert doc["messages"][0]["content_hash"] == _stored_hashes(store_target("a"), "depot")[0]
 
 
-def test_export_paths_are_checked(tmp_path: Path) -> None:
-    with lossless.open(tmp_path / "a.db", embedder=None) as mem:
+def test_export_paths_are_checked(store_target: StoreTarget, tmp_path: Path) -> None:
+    with lossless.open(store_target("a"), embedder=None) as mem:
         conv = mem.conversation("c")
         conv.add("user", "hi")
         with pytest.raises(ValidationError, match="is a directory"):
@@ -121,8 +117,8 @@ def test_export_paths_are_checked(tmp_path: Path) -> None:
     assert file_name_for("a/b", "json") != file_name_for("a_b", "json")
 
 
-def test_export_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db = str(tmp_path / "cli.db")
+def test_export_cli(store_target: StoreTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(store_target("cli"))
     with lossless.open(db, embedder=None) as mem:
         mem.conversation("claude-code:../../evil").add("user", "escape?")
         mem.conversation("plain").add("user", "hello", external_id="h1")

@@ -21,25 +21,11 @@ from lossless.embed.base import Vectors
 from lossless.summarize.base import SummaryRequest, SummaryResult
 from lossless.summarize.llm import LLMSummarizer
 from lossless.summarize.openai_chat import OpenAISummarizer
-from tests.conftest import chat
+from lossless.testing import HashEmbedder, ScriptedSummarizer
+from tests.conftest import StoreTarget, chat
 from tests.fake_openai import FakeOpenAIServer, _Failure
-from tests.test_recall import HashEmbedder
 
 # -- an in-process summarizer that misbehaves on cue ------------------------------------
-
-
-class ScriptedSummarizer:
-    """Answers each call by ``behave(call_number, request)``; counts its calls."""
-
-    name = "scripted"
-
-    def __init__(self, behave: Callable[[int, SummaryRequest], Any]) -> None:
-        self.behave = behave
-        self.calls = 0
-
-    def summarize(self, request: SummaryRequest) -> Any:
-        self.calls += 1
-        return self.behave(self.calls, request)
 
 
 def _good(request: SummaryRequest) -> SummaryResult:
@@ -95,10 +81,10 @@ def _fingerprint(conv: lossless.Conversation) -> list[tuple[int, str, Any]]:
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_summarizer_fault_falls_back_and_records_it(tmp_path: Path, fault: str) -> None:
+def test_summarizer_fault_falls_back_and_records_it(store_target: StoreTarget, tmp_path: Path, fault: str) -> None:
     behave, levels, phrase = FAULTS[fault]
     summarizer = ScriptedSummarizer(behave)
-    with lossless.open(tmp_path / "f.db", summarizer=summarizer, embedder=None, context_window=2048,
+    with lossless.open(store_target("f"), summarizer=summarizer, embedder=None, context_window=2048,
                        fresh_tail_count=4) as mem:
         conv = mem.conversation("c")
         messages = chat(60, words=30, tools_every=5)
@@ -185,25 +171,25 @@ def _compact_through(summarizer: LLMSummarizer, path: Path) -> list[lossless.Sum
         summarizer.close()
 
 
-def test_provider_failing_every_other_call_uses_the_fallback_model(flaky: FlakyServer, tmp_path: Path) -> None:
-    summaries = _compact_through(_llm(flaky, fallback_model="backup-model"), tmp_path / "a.db")
+def test_provider_failing_every_other_call_uses_the_fallback_model(store_target: StoreTarget, flaky: FlakyServer, tmp_path: Path) -> None:
+    summaries = _compact_through(_llm(flaky, fallback_model="backup-model"), store_target("a"))
     assert {s.fallback_level for s in summaries} == {0}
     assert all(s.metadata["used_fallback_model"] and s.metadata["calls"] == 2 for s in summaries)
     assert {s.metadata["model"] for s in summaries} == {"backup-model"}
 
 
-def test_provider_failing_every_other_call_without_a_fallback_model(flaky: FlakyServer, tmp_path: Path) -> None:
-    summaries = _compact_through(_llm(flaky), tmp_path / "b.db")
+def test_provider_failing_every_other_call_without_a_fallback_model(store_target: StoreTarget, flaky: FlakyServer, tmp_path: Path) -> None:
+    summaries = _compact_through(_llm(flaky), store_target("b"))
     assert {s.fallback_level for s in summaries} == {1}  # the aggressive retry got through
     for s in summaries:
         assert any("500" in e or "flaky upstream" in e for e in s.metadata["errors"]), s.metadata["errors"]
         assert s.metadata["calls"] == 2 and s.metadata["attempts"] == 2
 
 
-def test_provider_hanging_past_the_timeout(fake: FakeOpenAIServer, tmp_path: Path) -> None:
+def test_provider_hanging_past_the_timeout(store_target: StoreTarget, fake: FakeOpenAIServer, tmp_path: Path) -> None:
     fake.delay = 1.0
     t0 = time.monotonic()
-    summaries = _compact_through(_llm(fake, timeout=0.1), tmp_path / "c.db")
+    summaries = _compact_through(_llm(fake, timeout=0.1), store_target("c"))
     fake.delay = 0.0
     assert {s.fallback_level for s in summaries} == {2}
     for s in summaries:
@@ -226,9 +212,9 @@ def test_provider_hanging_past_the_timeout(fake: FakeOpenAIServer, tmp_path: Pat
     ],
     ids=["not-json", "no-choices", "lone-surrogate"],
 )
-def test_provider_garbage_reply(fake: FakeOpenAIServer, tmp_path: Path, reply: Any, level: int) -> None:
+def test_provider_garbage_reply(store_target: StoreTarget, fake: FakeOpenAIServer, tmp_path: Path, reply: Any, level: int) -> None:
     fake.respond_next(reply)  # the first call gets garbage; the aggressive retry a real answer
-    summaries = _compact_through(_llm(fake), tmp_path / "d.db")
+    summaries = _compact_through(_llm(fake), store_target("d"))
     first = min(summaries, key=lambda s: (s.depth, s.first_seq))
     assert first.fallback_level == level and first.metadata["errors"]
     assert {s.fallback_level for s in summaries} <= {0, level}
@@ -278,11 +264,11 @@ def _store_snapshot(mem: lossless.Memory) -> tuple[Any, ...]:
 
 
 @pytest.mark.parametrize("how", EMBEDDER_FAULTS)
-def test_embedder_fault_during_assembly_falls_back_to_keywords(
+def test_embedder_fault_during_assembly_falls_back_to_keywords(store_target: StoreTarget,
     tmp_path: Path, how: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     emb = BrokenEmbedder(how)
-    mem = lossless.open(tmp_path / "e.db", embedder=emb, context_window=2048, fresh_tail_count=4)
+    mem = lossless.open(store_target("e"), embedder=emb, context_window=2048, fresh_tail_count=4)
     try:
         conv = mem.conversation("c")
         conv.add_many(chat(50, words=25))
@@ -319,9 +305,9 @@ def test_embedder_fault_during_assembly_falls_back_to_keywords(
 
 
 @pytest.mark.parametrize("how", ["raises", "nan", "wrong-dim"])
-def test_embedder_fault_in_long_term_memories(tmp_path: Path, how: str) -> None:
+def test_embedder_fault_in_long_term_memories(store_target: StoreTarget, tmp_path: Path, how: str) -> None:
     emb = BrokenEmbedder(how)
-    mem = lossless.open(tmp_path / "m.db", embedder=emb)
+    mem = lossless.open(store_target("m"), embedder=emb)
     try:
         record = mem.memories.add("Prefers metric units for every report", kind="preference", user="ann")
         found = mem.memories.search("metric units", user="ann")

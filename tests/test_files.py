@@ -28,9 +28,8 @@ from lossless.files.backend import files_backend
 from lossless.files.chunk import _lines
 from lossless.files.walk import decode, glob_match, read_file
 from lossless.store import migrations
+from lossless.testing import HashEmbedder
 from lossless.tokens import get_counter
-
-from .test_recall import HashEmbedder
 
 COUNTER = get_counter()
 
@@ -376,6 +375,7 @@ def test_vector_search_finds_by_meaning_through_the_cache(mem: lossless.Memory, 
     assert files.search("trip breaker failures", limit=1)[0].path == "src/net/circuit.py"
 
 
+@pytest.mark.sqlite_only(reason="the SQLite store's numpy matrix of file vectors")
 def test_the_vector_matrix_catches_up_exactly(sqlite_mem: lossless.Memory, tree: Path) -> None:
     """After many edits, deletions and additions, the matrix kept up to date by segments
     answers exactly like one loaded from scratch."""
@@ -404,6 +404,7 @@ def test_the_vector_matrix_catches_up_exactly(sqlite_mem: lossless.Memory, tree:
         assert len(matrix.segments) <= 8
 
 
+@pytest.mark.postgres
 def test_pgvector_agrees_with_the_numpy_matrix(sqlite_mem: lossless.Memory, pg_url: str, tree: Path) -> None:
     """The same tree indexed on PostgreSQL: pgvector finds the same nearest chunks, with
     the same similarities, as SQLite's numpy matrix; exactly and through the HNSW index,
@@ -827,7 +828,7 @@ def test_cli_index_search_ls(tmp_path: Path, tree: Path, backend_target: str,
     (tree / "out-link").symlink_to(tmp_path, target_is_directory=True)
     status, out, err = _run(capsys, db, "index", tree)
     assert status == 1 and "refused out-link" in err and "30 files" in out
-    status, _, err = _run(capsys, tmp_path / "none.db", "files", "search", "x")
+    status, _, err = _run(capsys, tmp_path / "none.db", "files", "search", "x")  # a SQLite file not there
     assert status == 1 and "no database" in err
 
 
@@ -851,6 +852,7 @@ def test_cli_progress_bar_on_a_terminal(backend_target: str, tree: Path) -> None
     assert "30 files: 30 indexed" in out.getvalue() and "indexing" in err.getvalue()
 
 
+@pytest.mark.sqlite_only(reason="upgrades a SQLite file written by migration 5")
 def test_migration_6_upgrades_an_older_database(tmp_path: Path) -> None:
     import apsw
 

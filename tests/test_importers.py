@@ -23,6 +23,7 @@ from lossless.importers import (
     jsonstream,
 )
 from lossless.importers.jsonstream import JsonStreamError, iter_document
+from tests.conftest import StoreTarget
 
 DATA = Path(__file__).parent / "data" / "import"
 CODEX = DATA / "rollout-2025-05-07T17-24-21-5973b6c0-94b8-487b-a530-2aeb6098ae0e.jsonl"
@@ -138,7 +139,8 @@ def test_claude_code_transcript(mem: lossless.Memory) -> None:
     assert str(msgs[0].created_at) == "2025-07-01 10:00:00+00:00"
 
 
-def test_a_growing_session_is_completed_not_duplicated(mem: lossless.Memory, tmp_path: Path) -> None:
+def test_a_growing_session_is_completed_not_duplicated(mem: lossless.Memory, tmp_path: Path,
+                                                       store_target: StoreTarget) -> None:
     for sample, conversation in ((DATA / "claude_code.jsonl", CLAUDE_SESSION),
                                  (CODEX, "codex:5973b6c0-94b8-487b-a530-2aeb6098ae0e")):
         lines = sample.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -147,7 +149,7 @@ def test_a_growing_session_is_completed_not_duplicated(mem: lossless.Memory, tmp
         _imp(mem, partial)
         partial.write_text("".join(lines), encoding="utf-8")
         _imp(mem, partial)
-        fresh = lossless.open(":memory:", embedder=None)
+        fresh = lossless.open(store_target(f"fresh-{sample.stem}"), embedder=None)
         import_file(fresh, sample)
         assert _seq(mem, conversation) == _seq(fresh, conversation)
         assert [m.metadata for m in mem.conversation(conversation).messages()] == [
@@ -351,7 +353,7 @@ def test_unknown_roles_and_missing_fields(mem: lossless.Memory, tmp_path: Path) 
     assert [p.line for p in problems] == [1, 2] and report.added["codex:rollout-x"] == 1
 
 
-def test_a_50_mb_message_is_refused_with_its_line(mem: lossless.Memory, tmp_path: Path) -> None:
+def test_a_50_mb_message_is_refused_with_its_line(store_target: StoreTarget, mem: lossless.Memory, tmp_path: Path) -> None:
     path = tmp_path / "big.jsonl"
     with path.open("w", encoding="utf-8") as f:
         f.write(json.dumps({"conversation": "big", "role": "user", "content": "before"}) + "\n")
@@ -364,7 +366,7 @@ def test_a_50_mb_message_is_refused_with_its_line(mem: lossless.Memory, tmp_path
     assert reason.startswith("message too large") or "message is 52,428,800 bytes" in reason
     assert _seq(mem, "big") == [("user", "before"), ("user", "after")]
     # under the line guard but over the limit: validation names the size and the limit
-    small = lossless.open(tmp_path / "small.db", embedder=None, max_message_bytes=1000)
+    small = lossless.open(store_target("small"), embedder=None, max_message_bytes=1000)
     mid = tmp_path / "mid.jsonl"
     mid.write_text(json.dumps({"conversation": "m", "role": "user", "content": "y" * 5000}) + "\n", encoding="utf-8")
     _, problems = _imp(small, mid)
@@ -482,14 +484,14 @@ def _to_text(chat: list[tuple[str, str]]) -> str:
     ("openclaw", "beam.json5", _to_openclaw, "openclaw:beam"),
     ("text", "beam.md", _to_text, "text:beam"),
 ])
-def test_one_beam_chat_through_every_format(fmt: str, file_name: str, convert: Any, conversation: str,
+def test_one_beam_chat_through_every_format(store_target: StoreTarget, fmt: str, file_name: str, convert: Any, conversation: str,
                                             tmp_path: Path) -> None:
     chat = _beam_messages()
     path = tmp_path / file_name
     path.write_text(convert(chat), encoding="utf-8")
     # text-only content blocks are valid OpenAI content parts too: nothing tells the two apart
     assert detect(path) == (fmt if fmt != "anthropic" else "openai")
-    with lossless.open(tmp_path / "beam.db", embedder=None, context_window=200_000) as mem:
+    with lossless.open(store_target("beam"), embedder=None, context_window=200_000) as mem:
         report, problems = _imp(mem, path, format=fmt)
         assert not problems and report.added[conversation] == len(chat)
         assert _seq(mem, conversation) == chat
@@ -498,10 +500,10 @@ def test_one_beam_chat_through_every_format(fmt: str, file_name: str, convert: A
 # -- the command ----------------------------------------------------------------------
 
 
-def test_import_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_import_command(store_target: StoreTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from lossless.cli import main
 
-    db = str(tmp_path / "cli.db")
+    db = str(store_target("cli"))
 
     def run(*args: str | Path) -> tuple[int, str, str]:
         capsys.readouterr()

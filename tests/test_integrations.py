@@ -25,11 +25,12 @@ from llama_index.core.memory import Memory
 
 from lossless.integrations.langchain import LosslessChatMessageHistory
 from lossless.integrations.llamaindex import LosslessMemoryBlock, from_llama_message
+from tests.conftest import StoreTarget
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[lossless.Memory]:
-    mem = lossless.open(tmp_path / "int.db", embedder=None, context_window=4096)
+def store(store_target: StoreTarget, tmp_path: Path) -> Iterator[lossless.Memory]:
+    mem = lossless.open(store_target("int"), embedder=None, context_window=4096)
     yield mem
     mem.close()
 

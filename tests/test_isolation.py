@@ -19,8 +19,8 @@ import pytest
 import lossless
 from lossless.assemble import MEMORY_HEADER
 from lossless.render import neutralise_tags
-from tests.conftest import FakeSummarizer, chat
-from tests.test_recall import HashEmbedder
+from lossless.testing import FakeSummarizer, HashEmbedder
+from tests.conftest import StoreTarget, chat
 
 SECRETS = {"alpha": "ZEBRA-ALPHA-7731", "bravo": "ZEBRA-BRAVO-4412", "charlie": "ZEBRA-CHARLIE-9090"}
 OWNERS = {"alpha": "ann", "bravo": "bob", "charlie": "cat"}
@@ -36,9 +36,9 @@ def _secret_chat(name: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(params=["keyword", "vectors"])
-def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[lossless.Memory]:
+def world(store_target: StoreTarget, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[lossless.Memory]:
     embedder = HashEmbedder() if request.param == "vectors" else None
-    mem = lossless.open(tmp_path / "iso.db", embedder=embedder, context_window=2048, fresh_tail_count=4)
+    mem = lossless.open(store_target("iso"), embedder=embedder, context_window=2048, fresh_tail_count=4)
     for name in SECRETS:
         conv = mem.conversation(name, metadata={"user": OWNERS[name]})
         conv.add_many(_secret_chat(name))
@@ -158,10 +158,11 @@ def test_memory_scopes_hold(world: lossless.Memory) -> None:
     assert stranger and all(r.user is None and r.agent is None for r in stranger)
 
 
-def test_cli_grep_stays_in_its_conversation(world: lossless.Memory, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_grep_stays_in_its_conversation(world: lossless.Memory, store_target: StoreTarget,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     from lossless.cli.main import main
 
-    db = world.store.path
+    db = store_target("iso")  # the world's store
     for secret in SECRETS.values():
         assert main(["--db", db, "--json", "grep", "alpha", secret]) == 0
         out = json.loads(capsys.readouterr().out)
@@ -193,10 +194,10 @@ def _assert_quoted(block: str) -> None:
 
 
 @pytest.mark.parametrize("strategy", ["summary", "hierarchical", "selective"])
-def test_injected_summary_is_quoted_data(tmp_path: Path, strategy: str) -> None:
+def test_injected_summary_is_quoted_data(store_target: StoreTarget, tmp_path: Path, strategy: str) -> None:
     fake = FakeSummarizer()
     fake.enqueue(INJECTION, INJECTION)
-    with lossless.open(tmp_path / "inj.db", summarizer=fake, embedder=None, context_window=2048,
+    with lossless.open(store_target("inj"), summarizer=fake, embedder=None, context_window=2048,
                        fresh_tail_count=4, auto_compact=False, strategy=strategy) as mem:
         conv = mem.conversation("c")
         conv.add_many(chat(40, words=30))
@@ -212,8 +213,8 @@ def test_injected_summary_is_quoted_data(tmp_path: Path, strategy: str) -> None:
         assert conv.describe(node.id)["content"] == node.content
 
 
-def test_injected_message_recalled_is_quoted_data(tmp_path: Path) -> None:
-    with lossless.open(tmp_path / "rec.db", embedder=None, context_window=2048, fresh_tail_count=4) as mem:
+def test_injected_message_recalled_is_quoted_data(store_target: StoreTarget, tmp_path: Path) -> None:
+    with lossless.open(store_target("rec"), embedder=None, context_window=2048, fresh_tail_count=4) as mem:
         conv = mem.conversation("c")
         messages = chat(60, words=25)
         messages[3] = {**messages[3], "content": "vault rotation notes " + INJECTION}
@@ -226,8 +227,8 @@ def test_injected_message_recalled_is_quoted_data(tmp_path: Path) -> None:
         assert conv.messages()[3].content == messages[3]["content"]  # the store keeps it verbatim
 
 
-def test_long_term_memory_injection_is_quoted(tmp_path: Path) -> None:
-    with lossless.open(tmp_path / "ltm.db", embedder=None, context_window=2048, fresh_tail_count=4) as mem:
+def test_long_term_memory_injection_is_quoted(store_target: StoreTarget, tmp_path: Path) -> None:
+    with lossless.open(store_target("ltm"), embedder=None, context_window=2048, fresh_tail_count=4) as mem:
         mem.memories.add("vault policy: " + INJECTION, user="ann")
         other = mem.conversation("earlier", metadata={"user": "ann"})
         other.add("user", "hello")

@@ -8,10 +8,11 @@ import json
 from pathlib import Path
 
 import lossless
+from tests.conftest import StoreTarget
 
 
-def test_a_large_tool_output_is_explored_not_pasted(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "l.db", embedder=None, context_window=32_000, large_content_tokens=5_000)
+def test_a_large_tool_output_is_explored_not_pasted(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("l"), embedder=None, context_window=32_000, large_content_tokens=5_000)
     conv = mem.conversation("c")
     conv.add("user", "dump the orders table")
     conv.add("assistant", "", tool_calls=[{"id": "call_1", "type": "function",
@@ -40,8 +41,8 @@ def test_a_large_tool_output_is_explored_not_pasted(tmp_path: Path) -> None:
     assert hashlib.sha256(big.encode()).hexdigest() == page["sha256"]
 
 
-def test_small_messages_are_untouched(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "s.db", embedder=None)
+def test_small_messages_are_untouched(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("s"), embedder=None)
     conv = mem.conversation("c")
     conv.add("user", "hello there")
     ctx = conv.assemble()

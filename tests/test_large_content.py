@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ from lossless.cli import main
 from lossless.paging import page_chars, page_count, text_sha256, token_slice
 from lossless.tokens import get_counter
 
-from .conftest import chat
+from .conftest import StoreTarget, chat
 
 COUNTER = get_counter("cl100k_base")
 BIG_BYTES = 16 * 1024 * 1024  # max_message_bytes that lets a 10 MB tool output in
@@ -44,9 +43,9 @@ def big() -> str:
 
 
 @pytest.fixture(scope="module")
-def stored(tmp_path_factory: pytest.TempPathFactory, big: str) -> tuple[Path, str]:
+def stored(lasting_store_target: StoreTarget, big: str) -> tuple[str, str]:
     """A database with a conversation whose tool call returned the big log."""
-    path = tmp_path_factory.mktemp("large") / "x.db"
+    path = lasting_store_target("large")
     mem = lossless.open(path, embedder=None, max_message_bytes=BIG_BYTES)
     try:
         conv = mem.conversation("agent")
@@ -61,7 +60,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory, big: str) -> tuple[Path, st
 
 
 @pytest.fixture
-def conv(stored: tuple[Path, str]) -> Iterator[lossless.Conversation]:
+def conv(stored: tuple[str, str]) -> Iterator[lossless.Conversation]:
     mem = lossless.open(stored[0], embedder=None)
     found = mem.get_conversation("agent")
     assert found is not None
@@ -87,7 +86,7 @@ def _anthropic(box: Any, name: str, **args: Any) -> dict[str, Any]:
 
 # -- the tools ----------------------------------------------------------------------------
 
-def test_describe_a_large_tool_output(conv: lossless.Conversation, stored: tuple[Path, str], big: str) -> None:
+def test_describe_a_large_tool_output(conv: lossless.Conversation, stored: tuple[str, str], big: str) -> None:
     info = _openai(conv.tools, "lcm_describe", id=stored[1])
     assert info["large"] is True and info["role"] == "tool"
     assert info["total_chars"] == len(big) and info["sha256"] == hashlib.sha256(big.encode()).hexdigest()
@@ -107,7 +106,7 @@ def test_small_messages_are_not_large(conv: lossless.Conversation) -> None:
     assert whole["content"] == first.content and whole["next_offset"] is None and whole["offset"] == 0
 
 
-def test_expand_a_10mb_tool_output_exactly_openai(conv: lossless.Conversation, stored: tuple[Path, str],
+def test_expand_a_10mb_tool_output_exactly_openai(conv: lossless.Conversation, stored: tuple[str, str],
                                                   big: str) -> None:
     parts: list[str] = []
     offset: int | None = 0
@@ -122,7 +121,7 @@ def test_expand_a_10mb_tool_output_exactly_openai(conv: lossless.Conversation, s
     assert page["sha256"] == hashlib.sha256(joined.encode("utf-8")).hexdigest()
 
 
-def test_expand_a_10mb_tool_output_by_pages_anthropic(conv: lossless.Conversation, stored: tuple[Path, str],
+def test_expand_a_10mb_tool_output_by_pages_anthropic(conv: lossless.Conversation, stored: tuple[str, str],
                                                       big: str) -> None:
     first = _anthropic(conv.tools, "lcm_expand", id=stored[1], page=1, max_chars=2_000_000)
     pages = first["pages"]
@@ -136,7 +135,7 @@ def test_expand_a_10mb_tool_output_by_pages_anthropic(conv: lossless.Conversatio
     assert "".join(parts) == big
 
 
-def test_token_capped_slices_continue_exactly(conv: lossless.Conversation, stored: tuple[Path, str],
+def test_token_capped_slices_continue_exactly(conv: lossless.Conversation, stored: tuple[str, str],
                                               big: str) -> None:
     offset = len(big) - 60_000  # the last few slices, then the end
     parts = [big[:offset]]
@@ -153,7 +152,7 @@ def test_token_capped_slices_continue_exactly(conv: lossless.Conversation, store
     assert first["tokens"] <= 4000 and first["content"].endswith("\n") and big.startswith(first["content"])
 
 
-def test_bad_paging_arguments_are_tool_errors(conv: lossless.Conversation, stored: tuple[Path, str]) -> None:
+def test_bad_paging_arguments_are_tool_errors(conv: lossless.Conversation, stored: tuple[str, str]) -> None:
     msg_id = stored[1]
     for args, words in (({"id": msg_id, "offset": 10**9}, "past the end"),
                         ({"id": msg_id, "page": 10**6}, "past the last page"),
@@ -167,8 +166,8 @@ def test_bad_paging_arguments_are_tool_errors(conv: lossless.Conversation, store
         assert words in json.loads(block["content"])["error"], args
 
 
-def test_summaries_refuse_message_paging_and_page_as_before() -> None:
-    mem = lossless.open(":memory:", embedder=None, context_window=4096)
+def test_summaries_refuse_message_paging_and_page_as_before(store_target: StoreTarget) -> None:
+    mem = lossless.open(store_target("s"), embedder=None, context_window=4096)
     try:
         conv = mem.conversation("s")
         conv.add_many(chat(60, tools_every=5))
@@ -207,7 +206,7 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
     return status, out, err
 
 
-def test_cli_expand_and_describe(capsys: pytest.CaptureFixture[str], stored: tuple[Path, str], big: str) -> None:
+def test_cli_expand_and_describe(capsys: pytest.CaptureFixture[str], stored: tuple[str, str], big: str) -> None:
     db, msg_id = stored
     parts: list[str] = []
     offset = 0
@@ -262,9 +261,9 @@ def test_pages_concatenate_to_the_original(text: str, size: int, max_tokens: int
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=_TEXT.filter(lambda t: t.strip() != "" and "\x00" not in t), max_chars=st.integers(1, 700),
        max_tokens=st.integers(1, 200))
-def test_tool_pages_concatenate_to_the_original(text: str,
+def test_tool_pages_concatenate_to_the_original(scratch_store: Callable[[], str], text: str,
                                                 max_chars: int, max_tokens: int) -> None:
-    mem = lossless.open(":memory:", embedder=None)
+    mem = lossless.open(scratch_store(), embedder=None)
     try:
         conv = mem.conversation("p")
         msg = conv.add("user", text)

@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import lossless
-from tests.conftest import FakeSummarizer, chat
+from lossless.testing import FakeSummarizer
+from tests.conftest import StoreTarget, chat
 
 T0 = datetime(2025, 5, 1, 9, 0)
 
@@ -16,8 +17,8 @@ def _text(ctx: lossless.AssembledContext) -> str:
     return "\n".join(str(m.get("content") or "") for m in ctx.messages)
 
 
-def test_flush_before_compaction_keeps_durable_items(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "f.db", embedder=None, context_window=2048)
+def test_flush_before_compaction_keeps_durable_items(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("f"), embedder=None, context_window=2048)
     conv = mem.conversation("c1", metadata={"user": "ann"})
     conv.add("user", "I prefer metric units in every report.", created_at=T0)
     conv.add("assistant", "Noted: metric units from now on.", created_at=T0)
@@ -31,8 +32,8 @@ def test_flush_before_compaction_keeps_durable_items(tmp_path: Path) -> None:
     assert mem.store.flushed_seq("c1") >= max(s.last_seq for s in conv.summaries() if s.depth == 0)
 
 
-def test_no_flush_for_a_conversation_without_an_owner(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "n.db", embedder=None, context_window=2048)
+def test_no_flush_for_a_conversation_without_an_owner(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("n"), embedder=None, context_window=2048)
     conv = mem.conversation("anon")
     conv.add("user", "I prefer metric units in every report.", created_at=T0)
     conv.add_many(chat(80, start=T0 + timedelta(minutes=5), words=20))
@@ -41,8 +42,8 @@ def test_no_flush_for_a_conversation_without_an_owner(tmp_path: Path) -> None:
     assert mem.memories.count() == 0  # it would have been global: seen by everyone
 
 
-def test_end_distils_the_rest_once(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "e.db", embedder=None)
+def test_end_distils_the_rest_once(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("e"), embedder=None)
     conv = mem.conversation("c", metadata={"user": "bo", "agent": "coder"})
     conv.add("user", "We decided to ship the v2 API on 2025-06-01; the deadline is firm.", created_at=T0)
     conv.add("assistant", "Understood, v2 ships on 2025-06-01.", created_at=T0)
@@ -56,10 +57,10 @@ def test_end_distils_the_rest_once(tmp_path: Path) -> None:
     assert [r.content for r in conv.close_session()] == ["I prefer tabs over spaces."]
 
 
-def test_end_uses_the_llm_summarizer_when_configured(tmp_path: Path) -> None:
+def test_end_uses_the_llm_summarizer_when_configured(store_target: StoreTarget, tmp_path: Path) -> None:
     fake = FakeSummarizer()
     fake.enqueue('[{"kind": "preference", "content": "Bo likes dark mode", "importance": 0.7}]')
-    mem = lossless.open(tmp_path / "l.db", embedder=None, summarizer=fake)
+    mem = lossless.open(store_target("l"), embedder=None, summarizer=fake)
     conv = mem.conversation("c", metadata={"user": "bo"})
     conv.add("user", "dark mode please, always", created_at=T0)
     records = conv.end()
@@ -67,8 +68,8 @@ def test_end_uses_the_llm_summarizer_when_configured(tmp_path: Path) -> None:
     assert len(fake.calls) == 1
 
 
-def test_memories_of_the_same_user_appear_in_a_new_conversation(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "a.db", embedder=None)
+def test_memories_of_the_same_user_appear_in_a_new_conversation(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("a"), embedder=None)
     mem.memories.add("Ann's production database is Postgres 16 on db-3.", kind="fact", user="ann")
     mem.memories.add("Bob's production database is MySQL 8 on legacy-1.", kind="fact", user="bob")
     mem.memories.add("Company policy: no deploys on Fridays.", kind="fact")  # global
@@ -89,8 +90,8 @@ def test_memories_of_the_same_user_appear_in_a_new_conversation(tmp_path: Path) 
     assert "no deploys on Fridays" in text and "Postgres" not in text and "MySQL" not in text
 
 
-def test_memories_respect_small_budgets(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "b.db", embedder=None)
+def test_memories_respect_small_budgets(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("b"), embedder=None)
     for i in range(20):
         mem.memories.add(f"Fact {i}: the build cache lives in /var/cache/build-{i} " + "detail " * 40, user="ann")
     conv = mem.conversation("c", metadata={"user": "ann"})

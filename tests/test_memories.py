@@ -8,7 +8,7 @@ import hashlib
 import json
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,10 +26,10 @@ from lossless.embed.base import Vectors
 from lossless.errors import LosslessError, NotFoundError, QueryError, ValidationError
 from lossless.memory import Memories, MemoryRecord
 from lossless.store import migrations
+from lossless.testing import FakeSummarizer, HashEmbedder
 from lossless.types import Message
 
-from .conftest import T0, FakeSummarizer
-from .test_recall import HashEmbedder
+from .conftest import T0, StoreTarget
 
 NOW = datetime.now(UTC)
 
@@ -237,8 +237,9 @@ def test_listing_filters_are_plain_filters(mems: Memories) -> None:
        st.sampled_from(["u1", "u2", "u3", None]), st.sampled_from(["a1", "a2", None]),
        st.sampled_from(["alpha", "beta gamma", "数据库迁移", "迁移", "alpha 数据库"]))
 def test_property_no_record_of_another_owner_is_ever_returned(
-        rows: list[tuple[str | None, str | None, str]], user: str | None, agent: str | None, query: str) -> None:
-    mem, mems = _open(":memory:")
+        scratch_store: Callable[[], str], rows: list[tuple[str | None, str | None, str]], user: str | None,
+        agent: str | None, query: str) -> None:
+    mem, mems = _open(scratch_store())
     try:
         for i, (u, a, word) in enumerate(rows):
             mems.add(f"note {i} about {word}", user=u, agent=a)
@@ -272,9 +273,9 @@ def test_chinese_memories_are_found(mems: Memories) -> None:
 # -- vectors and the embedding cache ------------------------------------------------------
 
 
-def test_vector_search_finds_meaning_without_shared_keywords(tmp_path: Path) -> None:
+def test_vector_search_finds_meaning_without_shared_keywords(store_target: StoreTarget, tmp_path: Path) -> None:
     emb = SynonymEmbedder()
-    mem, mems = _open(tmp_path / "v.db", emb)
+    mem, mems = _open(store_target("v"), emb)
     car = mems.add("Ann drives a red car to work.", user="ann")
     mems.add("Ann's office is in Berlin.", user="ann")
     mems.add("Bob drives a red car too.", user="bob")
@@ -282,14 +283,14 @@ def test_vector_search_finds_meaning_without_shared_keywords(tmp_path: Path) -> 
     assert [h.id for h in hits] == [car.id]  # found by its vector; Bob's never
     assert _count(mems, "SELECT count(*) FROM memory_vectors") == 3
     mem.close()
-    mem2, keyword_only = _open(tmp_path / "v.db")
+    mem2, keyword_only = _open(store_target("v"))
     assert keyword_only.search("crimson automobile", user="ann") == []
     mem2.close()
 
 
-def test_the_cache_means_no_text_is_embedded_twice(tmp_path: Path) -> None:
+def test_the_cache_means_no_text_is_embedded_twice(store_target: StoreTarget, tmp_path: Path) -> None:
     emb = SynonymEmbedder()
-    mem, mems = _open(tmp_path / "c.db", emb)
+    mem, mems = _open(store_target("c"), emb)
     mems.add("The red car is parked in bay 4.", user="ann")
     mems.add("The red car is parked in bay 4.", user="bob")  # same text, another owner: a cache hit
     mems.add("The red car is parked in bay 4.", user="ann")  # a duplicate: nothing to embed
@@ -299,19 +300,19 @@ def test_the_cache_means_no_text_is_embedded_twice(tmp_path: Path) -> None:
     assert emb.texts == ["The red car is parked in bay 4.", "vehicle bay"]
     mem.close()
     emb2 = SynonymEmbedder()  # across restarts, too
-    mem2, again = _open(tmp_path / "c.db", emb2)
+    mem2, again = _open(store_target("c"), emb2)
     assert again.search("vehicle bay", user="ann")
     assert emb2.texts == []
     mem2.close()
 
 
-def test_records_added_without_an_embedder_are_embedded_at_search(tmp_path: Path) -> None:
-    mem, plain = _open(tmp_path / "b.db")
+def test_records_added_without_an_embedder_are_embedded_at_search(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem, plain = _open(store_target("b"))
     car = plain.add("My car is a red Volvo.", user="ann")
     assert _count(plain, "SELECT count(*) FROM memory_vectors") == 0
     mem.close()
     emb = SynonymEmbedder()
-    mem2, mems = _open(tmp_path / "b.db", emb)
+    mem2, mems = _open(store_target("b"), emb)
     assert [h.id for h in mems.search("automobile", user="ann")] == [car.id]
     assert emb.texts == ["My car is a red Volvo.", "automobile"]
     mems.search("automobile", user="ann")
@@ -322,9 +323,9 @@ def test_records_added_without_an_embedder_are_embedded_at_search(tmp_path: Path
 # -- update -------------------------------------------------------------------------------
 
 
-def test_update_changes_content_index_and_vector(tmp_path: Path) -> None:
+def test_update_changes_content_index_and_vector(store_target: StoreTarget, tmp_path: Path) -> None:
     emb = SynonymEmbedder()
-    mem, mems = _open(tmp_path / "u.db", emb)
+    mem, mems = _open(store_target("u"), emb)
     rec = mems.add("The standup is at 9:30.", user="ann", metadata={"source": "chat"})
     updated = mems.update(rec.id, content="The standup moved to 10:15.", importance=0.9, metadata={"v": 2})
     assert updated.id == rec.id and updated.content.endswith("10:15.")
@@ -357,10 +358,18 @@ def test_update_task_status(mems: Memories) -> None:
 
 
 def _tables_hold(mems: Memories, rowid: int, word: str) -> dict[str, int]:
+    if getattr(mems.store, "dialect", "sqlite") == "postgresql":
+        # PostgreSQL keeps both keyword indexes on the row (a tsvector and a trigram index)
+        fts = "SELECT count(*) FROM memories WHERE search @@ websearch_to_tsquery('simple', ?)"
+        tri = "SELECT count(*) FROM memories WHERE rowid = ? AND content IS NOT NULL"
+    else:
+        fts = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
+        word = f'"{word}"'
+        tri = "SELECT count(*) FROM memories_tri WHERE rowid = ?"
     return {
         "memories": _count(mems, "SELECT count(*) FROM memories WHERE rowid = ?", (rowid,)),
-        "fts": _count(mems, "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (f'"{word}"',)),
-        "tri": _count(mems, "SELECT count(*) FROM memories_tri WHERE rowid = ?", (rowid,)),
+        "fts": _count(mems, fts, (word,)),
+        "tri": _count(mems, tri, (rowid,)),
         "vectors": _count(mems, "SELECT count(*) FROM memory_vectors WHERE memory_rowid = ?", (rowid,)),
     }
 
@@ -369,9 +378,9 @@ def _rowid(mems: Memories, memory_id: str) -> int:
     return int(mems.db.query("SELECT rowid FROM memories WHERE id = ?", (memory_id,))[0][0])
 
 
-def test_forget_by_age_dry_run_then_for_real(tmp_path: Path) -> None:
+def test_forget_by_age_dry_run_then_for_real(store_target: StoreTarget, tmp_path: Path) -> None:
     emb = SynonymEmbedder()
-    mem, mems = _open(tmp_path / "f.db", emb)
+    mem, mems = _open(store_target("f"), emb)
     old = mems.add("Quarterly zeppelin report is due", user="ann", created_at=NOW - timedelta(days=90))
     used = mems.add("Old but recalled: zeppelin hangar code 4711", user="ann", created_at=NOW - timedelta(days=90))
     mems.search("hangar code", user="ann")  # a use: no longer "old"
@@ -432,9 +441,9 @@ def test_forget_by_ids_needs_criteria_or_all(mems: Memories) -> None:
     assert len(mems.forget(all=True)) == 1 and mems.count() == 0
 
 
-def test_forgetting_keeps_an_embedding_a_message_still_uses(tmp_path: Path) -> None:
+def test_forgetting_keeps_an_embedding_a_message_still_uses(store_target: StoreTarget, tmp_path: Path) -> None:
     emb = SynonymEmbedder()
-    mem, mems = _open(tmp_path / "k.db", emb)
+    mem, mems = _open(store_target("k"), emb)
     conv = mem.conversation("c")
     conv.add(role="user", content="The red car is in bay 4.")
     conv.index()
@@ -445,6 +454,7 @@ def test_forgetting_keeps_an_embedding_a_message_still_uses(tmp_path: Path) -> N
     mem.close()
 
 
+@pytest.mark.sqlite_only(reason="reads the SQLite file's bytes after VACUUM")
 def test_vacuum_leaves_no_trace_of_forgotten_text_in_the_file(tmp_path: Path) -> None:
     path = tmp_path / "scrub.db"
     mem, mems = _open(path)
@@ -494,8 +504,8 @@ def _by_category(records: list[MemoryRecord]) -> dict[str, MemoryRecord]:
     return {r.metadata["category"]: r for r in records}
 
 
-def test_distill_an_english_conversation(tmp_path: Path) -> None:
-    mem, mems = _open(tmp_path / "d.db")
+def test_distill_an_english_conversation(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem, mems = _open(store_target("d"))
     msgs = _english(mem)
     found = mems.distill(msgs, user="maya")
     cats = _by_category(found)
@@ -521,8 +531,8 @@ def test_distill_an_english_conversation(tmp_path: Path) -> None:
     mem.close()
 
 
-def test_distill_a_chinese_conversation(tmp_path: Path) -> None:
-    mem, mems = _open(tmp_path / "z.db")
+def test_distill_a_chinese_conversation(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem, mems = _open(store_target("z"))
     msgs = _chinese(mem)
     cats = _by_category(mems.distill(msgs, user="li"))
     assert cats["preference"].content == "我喜欢简洁的回答。"
@@ -536,8 +546,8 @@ def test_distill_a_chinese_conversation(tmp_path: Path) -> None:
     mem.close()
 
 
-def test_distill_with_a_summarizer_parses_its_json(tmp_path: Path) -> None:
-    mem, mems = _open(tmp_path / "l.db")
+def test_distill_with_a_summarizer_parses_its_json(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem, mems = _open(store_target("l"))
     msgs = _english(mem)
     fake = FakeSummarizer()
     fake.enqueue("```json\n" + json.dumps([
@@ -559,8 +569,8 @@ def test_distill_with_a_summarizer_parses_its_json(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("answer", ["Here is a summary of the chat.", "[1, 2", RuntimeError("model down"), "[]"])
-def test_distill_falls_back_to_rules_when_the_llm_answer_is_unusable(tmp_path: Path, answer: str | Exception) -> None:
-    mem, mems = _open(tmp_path / "fb.db")
+def test_distill_falls_back_to_rules_when_the_llm_answer_is_unusable(store_target: StoreTarget, tmp_path: Path, answer: str | Exception) -> None:
+    mem, mems = _open(store_target("fb"))
     msgs = _english(mem)
     fake = FakeSummarizer()
     fake.enqueue(answer)
@@ -573,6 +583,7 @@ def test_distill_falls_back_to_rules_when_the_llm_answer_is_unusable(tmp_path: P
 # -- migration ----------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only(reason="upgrades a SQLite file written by migration 3")
 def test_a_version_3_database_gains_memories(tmp_path: Path) -> None:
     path = tmp_path / "v3.db"
     conn = apsw.Connection(str(path))
@@ -617,8 +628,8 @@ def _cli(db: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int,
     return status, out, err
 
 
-def test_cli_add_search_ls_forget(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db = tmp_path / "cli.db"
+def test_cli_add_search_ls_forget(store_target: StoreTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = store_target("cli")
     status, out, _ = _cli(db, capsys, "memory", "add", "Ann prefers tea over coffee", "--kind", "preference",
                           "--user", "ann", "--json")
     assert status == 0
@@ -644,10 +655,11 @@ def test_cli_add_search_ls_forget(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert [r["id"] for r in json.loads(out)] == [added["id"]]
 
 
-def test_cli_errors_and_usage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db = tmp_path / "cli.db"
-    status, _, err = _cli(db, capsys, "memory", "ls")
-    assert status == 1 and "no database" in err  # reading never creates the file
+def test_cli_errors_and_usage(store_target: StoreTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = store_target("cli")
+    if not store_target.on_postgres:  # a PostgreSQL test database exists already
+        status, _, err = _cli(db, capsys, "memory", "ls")
+        assert status == 1 and "no database" in err  # reading never creates the file
     _cli(db, capsys, "memory", "add", "something")
     status, _, err = _cli(db, capsys, "memory", "forget")
     assert status == 1 and "criterion" in err
@@ -669,9 +681,9 @@ def test_parse_duration() -> None:
         memory_cmd.parse_duration("30 days")
 
 
-def test_vectors_are_float32_unit_length(tmp_path: Path) -> None:
+def test_vectors_are_float32_unit_length(store_target: StoreTarget, tmp_path: Path) -> None:
     emb = SynonymEmbedder()
-    mem, mems = _open(tmp_path / "f32.db", emb)
+    mem, mems = _open(store_target("f32"), emb)
     mems.add("a unit vector please")
     dim, blob = mem.store._query("SELECT dim, vector FROM memory_vectors")[0]
     vec = np.frombuffer(blob, dtype="<f4")

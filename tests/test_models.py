@@ -234,7 +234,11 @@ def test_history_limits_configure_the_engine() -> None:
 
 
 def test_smallest_window_still_makes_a_valid_config() -> None:
-    Config(**history_limits(512).config_kwargs())
+    limits = history_limits(512)
+    config = Config(**limits.config_kwargs())
+    assert config.context_window == limits.budget_tokens >= 256
+    assert config.trigger_tokens == limits.trigger_tokens <= config.context_window
+    assert 0 < config.fresh_tail_count == limits.fresh_tail_count < limits.max_history_messages
 
 
 @pytest.mark.parametrize("window", [0, 511, -1, 1.5, True, "8192"])

@@ -13,44 +13,44 @@ from lossless.cli.main import main
 from lossless.models import history_limits
 from lossless.summarize.extractive import ExtractiveSummarizer
 from lossless.summarize.openai_chat import OpenAISummarizer
-from tests.conftest import chat
+from tests.conftest import StoreTarget, chat
 from tests.fake_openai import FakeOpenAIServer, fake_openai
 
 __all__ = ["fake_openai"]  # the fixture, imported for pytest to find
 
 
-def test_a_named_model_sets_window_and_limits(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "m.db", embedder=None, model="gpt-4o")
+def test_a_named_model_sets_window_and_limits(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("m"), embedder=None, model="gpt-4o")
     limits = history_limits(128_000)
     assert mem.config.context_window == limits.budget_tokens
     assert mem.config.context_threshold == 0.8
     assert mem.config.fresh_tail_count == limits.fresh_tail_count
     assert mem.config.compact_after_messages == limits.max_history_messages
     # explicit values win over the model's
-    mem2 = lossless.open(tmp_path / "m2.db", embedder=None, model="claude-sonnet-4-5", context_window=50_000)
+    mem2 = lossless.open(store_target("m2"), embedder=None, model="claude-sonnet-4-5", context_window=50_000)
     assert mem2.config.context_window == 50_000 and mem2.config.compact_after_messages == 200
 
 
-def test_a_saved_model_is_remembered(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "s.db", embedder=None)
+def test_a_saved_model_is_remembered(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("s"), embedder=None)
     mem.save_settings(model="llama3.1:8b")
     mem.close()
-    again = lossless.open(tmp_path / "s.db", embedder=None)
+    again = lossless.open(store_target("s"), embedder=None)
     assert again.config.model == "llama3.1:8b" and again.config.compact_after_messages == 100
 
 
-def test_an_unknown_model_is_a_clear_error(tmp_path: Path) -> None:
+def test_an_unknown_model_is_a_clear_error(store_target: StoreTarget, tmp_path: Path) -> None:
     with pytest.raises(lossless.ValidationError, match="zz-model-9"):
-        lossless.open(tmp_path / "u.db", embedder=None, model="zz-model-9")
+        lossless.open(store_target("u"), embedder=None, model="zz-model-9")
 
 
-def test_summarizer_by_name_and_environment(tmp_path: Path, fake_openai: FakeOpenAIServer,
+def test_summarizer_by_name_and_environment(store_target: StoreTarget, tmp_path: Path, fake_openai: FakeOpenAIServer,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(lossless.open(":memory:", embedder=None).summarizer, ExtractiveSummarizer)
     monkeypatch.setenv("LOSSLESS_SUMMARIZER", "openai")
     monkeypatch.setenv("LOSSLESS_SUMMARIZER_BASE_URL", fake_openai.base_url)
     monkeypatch.setenv("LOSSLESS_SUMMARIZER_MODEL", "tiny-summarizer")
-    mem = lossless.open(tmp_path / "e.db", embedder=None, context_window=2048)
+    mem = lossless.open(store_target("e"), embedder=None, context_window=2048)
     assert isinstance(mem.summarizer, OpenAISummarizer)
     conv = mem.conversation("c")
     conv.add_many(chat(60, words=20))
@@ -65,11 +65,11 @@ def test_summarizer_by_name_and_environment(tmp_path: Path, fake_openai: FakeOpe
         lossless.open(":memory:", embedder=None, summarizer="gpt")
 
 
-def test_cli_summarizer_flags(tmp_path: Path, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
+def test_cli_summarizer_flags(store_target: StoreTarget, tmp_path: Path, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
                               capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "test")
-    db = tmp_path / "cli.db"
+    db = store_target("cli")
     source = tmp_path / "in.jsonl"
     source.write_text("\n".join(json.dumps({k: (v.isoformat() if hasattr(v, "isoformat") else v)
                                             for k, v in m.items()}) for m in chat(60, words=20)))

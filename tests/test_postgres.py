@@ -24,9 +24,11 @@ from lossless.store import pg_migrations
 from lossless.store.postgres import PostgresStore, split_schema
 from lossless.store.postgres_search import pg_regex, search_document
 from lossless.store.urls import redact_url, sqlite_path
+from lossless.testing import HashEmbedder
 
 from .conftest import T0, chat
-from .test_recall import HashEmbedder
+
+pytestmark = pytest.mark.postgres
 
 
 def _with_query(url: str, **params: str) -> str:

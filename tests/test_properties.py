@@ -12,10 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lossless
+from lossless.testing import FakeSummarizer
 from lossless.tokens import count_chat_tokens, get_counter
 
 from .backends import BACKENDS, open_backend
-from .conftest import T0, FakeSummarizer
+from .conftest import T0
 
 on_both = pytest.mark.parametrize("backend", BACKENDS)
 
@@ -83,9 +84,9 @@ def _fresh(prefix: str) -> str:
 @on_both
 @PROPS
 @given(events=st.lists(event_st, min_size=1, max_size=40), window=st.sampled_from([512, 1024, 4096]))
-def test_frontier_and_tail_partition_history(backend: str, pg_shared: str, events: list[tuple[str, Any]],
+def test_frontier_and_tail_partition_history(backend: str, shared_target: str, events: list[tuple[str, Any]],
                                              window: int) -> None:
-    with open_backend(backend, pg_shared, context_window=window, fresh_tail_count=4) as mem:
+    with open_backend(backend, shared_target, context_window=window, fresh_tail_count=4) as mem:
         conv = mem.conversation(_fresh("p"))
         added = _play(conv, events)
         _check_partition(conv)
@@ -96,8 +97,8 @@ def test_frontier_and_tail_partition_history(backend: str, pg_shared: str, event
 @on_both
 @PROPS
 @given(events=st.lists(event_st, min_size=5, max_size=40))
-def test_expand_returns_exact_originals(backend: str, pg_shared: str, events: list[tuple[str, Any]]) -> None:
-    with open_backend(backend, pg_shared, context_window=512, fresh_tail_count=2) as mem:
+def test_expand_returns_exact_originals(backend: str, shared_target: str, events: list[tuple[str, Any]]) -> None:
+    with open_backend(backend, shared_target, context_window=512, fresh_tail_count=2) as mem:
         conv = mem.conversation(_fresh("e"))
         _play(conv, events)
         conv.compact(full=True)
@@ -115,11 +116,11 @@ def test_expand_returns_exact_originals(backend: str, pg_shared: str, events: li
 @PROPS
 @given(events=st.lists(event_st, min_size=1, max_size=30), budget=st.integers(min_value=1, max_value=3000),
        query=st.one_of(st.none(), text_st))
-def test_assembly_within_budget_and_keeps_tool_pairs(backend: str, pg_shared: str, events: list[tuple[str, Any]],
+def test_assembly_within_budget_and_keeps_tool_pairs(backend: str, shared_target: str, events: list[tuple[str, Any]],
                                                      budget: int, query: str | None) -> None:
     # deferred: the whole history is a backlog the worker has not touched yet (assembly must
     # not wait for it), then the same checks once the worker has caught up
-    with open_backend(backend, pg_shared, context_window=1024, fresh_tail_count=6, compaction="deferred") as mem:
+    with open_backend(backend, shared_target, context_window=1024, fresh_tail_count=6, compaction="deferred") as mem:
         conv = mem.conversation(_fresh("a"))
         _play(conv, events)
         for _ in ("with a backlog", "caught up"):
@@ -133,8 +134,8 @@ def test_assembly_within_budget_and_keeps_tool_pairs(backend: str, pg_shared: st
 
 
 @on_both
-def test_compaction_terminates_on_one_giant_message(backend: str, pg_shared: str) -> None:
-    mem = open_backend(backend, pg_shared, context_window=2048)
+def test_compaction_terminates_on_one_giant_message(backend: str, shared_target: str) -> None:
+    mem = open_backend(backend, shared_target, context_window=2048)
     conv = mem.conversation(_fresh("g"))
     conv.add(role="user", content="Setup: we use port 5433. " + ("lorem ipsum dolor sit amet " * 40_000))
     conv.add(role="assistant", content="Noted.")
@@ -149,8 +150,8 @@ def test_compaction_terminates_on_one_giant_message(backend: str, pg_shared: str
 
 
 @on_both
-def test_compaction_terminates_on_thousands_of_tiny_messages(backend: str, pg_shared: str) -> None:
-    mem = open_backend(backend, pg_shared, context_window=1024, fresh_tail_count=8)
+def test_compaction_terminates_on_thousands_of_tiny_messages(backend: str, shared_target: str) -> None:
+    mem = open_backend(backend, shared_target, context_window=1024, fresh_tail_count=8)
     conv = mem.conversation(_fresh("tiny"))
     conv.add_many([{"role": "user" if i % 2 == 0 else "assistant", "content": "ok"} for i in range(3000)])
     conv.compact(full=True)
@@ -161,9 +162,9 @@ def test_compaction_terminates_on_thousands_of_tiny_messages(backend: str, pg_sh
 
 
 @on_both
-def test_summarizer_that_grows_its_input_falls_back(backend: str, pg_shared: str) -> None:
+def test_summarizer_that_grows_its_input_falls_back(backend: str, shared_target: str) -> None:
     fake = FakeSummarizer()
-    mem = open_backend(backend, pg_shared, context_window=1024, fresh_tail_count=2, summarizer=fake)
+    mem = open_backend(backend, shared_target, context_window=1024, fresh_tail_count=2, summarizer=fake)
     conv = mem.conversation(_fresh("grow"))
     fake.enqueue(*(["blah " * 5000] * 200))
     conv.add_many([{"role": "user" if i % 2 == 0 else "assistant", "content": f"fact {i}: value {i * 7}. " * 20}

@@ -10,6 +10,8 @@ import pytest
 import lossless
 from tests.conftest import chat
 
+pytestmark = pytest.mark.sqlite_only(reason="SQLite's EXPLAIN QUERY PLAN")
+
 HOT = {
     "get_messages": ("SELECT * FROM messages WHERE conversation_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
                      ("c", 1, 10)),

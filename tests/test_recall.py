@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -14,43 +12,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lossless
-from lossless.embed.base import Vectors, normalize
+from lossless.embed.base import Vectors
 from lossless.recall.units import message_units, qa_pairs, window_units
+from lossless.testing import HashEmbedder
 from lossless.tokens import count_chat_tokens, get_counter
 
-from .conftest import T0, chat
+from .conftest import T0, StoreTarget, chat
 from .fake_openai import fake_openai
 
-__all__ = ["fake_openai"]
-
-
-class HashEmbedder:
-    """Deterministic bag-of-words vectors: texts sharing words are close. Counts calls."""
-
-    provider = "test"
-    model = "hash-64"
-    dim = 64
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        self.texts.extend(texts)
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                h = int(hashlib.sha256(word.encode()).hexdigest()[:8], 16)
-                out[i, h % self.dim] += 1.0
-            out[i, 0] += 0.01
-        return normalize(out)
+__all__ = ["HashEmbedder", "fake_openai"]  # HashEmbedder: its old home, still importable
 
 
 def _mem(path: Path | str, emb: HashEmbedder, **cfg: object) -> lossless.Memory:
     return lossless.open(path, embedder=emb, context_window=2048, **cfg)  # type: ignore[arg-type]
 
 
-def test_units_passages_and_windows() -> None:
-    mem = lossless.open(":memory:", embedder=None)
+def test_units_passages_and_windows(store_target: StoreTarget) -> None:
+    mem = lossless.open(store_target("u"), embedder=None)
     conv = mem.conversation("u")
     msgs = conv.add_many([*chat(12), {"role": "assistant", "content": "Long. " + "word " * 2000}])
     units = message_units(msgs, get_counter())
@@ -108,6 +86,7 @@ def test_semantic_search_stays_in_its_conversation(backend_target: str) -> None:
     mem.close()
 
 
+@pytest.mark.sqlite_only(reason="compares the SQLite store's two vector backends")
 def test_sqlite_vec_and_numpy_agree(tmp_path: Path) -> None:
     results = {}
     for backend in ("sqlite-vec", "numpy"):
@@ -127,6 +106,7 @@ def test_sqlite_vec_and_numpy_agree(tmp_path: Path) -> None:
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=st.lists(st.integers(1, 40), min_size=1, max_size=6))
+@pytest.mark.sqlite_only(reason="the SQLite store's numpy vector matrix")
 def test_the_numpy_matrix_catches_up_with_appended_units(tmp_path_factory: pytest.TempPathFactory,
                                                          batches: list[int]) -> None:
     """An agent adds turns between assemblies: the in-memory matrix grows by the new units
@@ -155,6 +135,7 @@ def test_the_numpy_matrix_catches_up_with_appended_units(tmp_path_factory: pytes
     mem.close()
 
 
+@pytest.mark.sqlite_only(reason="the SQLite store's numpy vector matrix")
 def test_the_numpy_matrix_stays_exact_under_concurrent_readers(tmp_path: Path) -> None:
     """Readers on several threads take the matrix while turns are added and indexed: each
     view they get is a prefix of the rows in rowid order, and the final matrix is exactly
@@ -200,7 +181,7 @@ def test_the_numpy_matrix_stays_exact_under_concurrent_readers(tmp_path: Path) -
     mem.close()
 
 
-def test_a_thread_bound_embedder_still_serves_recall(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_thread_bound_embedder_still_serves_recall(store_target: StoreTarget, caplog: pytest.LogCaptureFixture) -> None:
     """The query is embedded ahead on a worker thread; an embedder that only works on the
     thread that made it (a sqlite3 cache, say) fails there, and the query is embedded
     again on the caller's thread: recall keeps its vectors instead of falling back."""
@@ -220,7 +201,7 @@ def test_a_thread_bound_embedder_still_serves_recall(caplog: pytest.LogCaptureFi
 
     emb = ThreadBound()
     # deferred: no worker thread (it could not use this embedder either); the work is done here
-    mem = _mem(":memory:", emb, fresh_tail_count=8, compaction="deferred")
+    mem = _mem(store_target("t"), emb, fresh_tail_count=8, compaction="deferred")
     conv = mem.conversation("t")
     conv.add(role="user", content="The staging database moved to port 6543 on the db-west host.", created_at=T0)
     conv.add_many(chat(200, start=T0 + timedelta(hours=1)))
@@ -279,9 +260,9 @@ def test_recall_packs_short_matches_whole_and_cuts_long_ones(backend_target: str
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(budget=st.integers(min_value=1, max_value=2500), query=st.text(min_size=0, max_size=80),
        n=st.integers(min_value=1, max_value=150))
-def test_recall_never_breaks_the_budget(budget: int, query: str, n: int) -> None:
+def test_recall_never_breaks_the_budget(scratch_store: Callable[[], str], budget: int, query: str, n: int) -> None:
     emb = HashEmbedder()
-    mem = _mem(":memory:", emb, fresh_tail_count=6)
+    mem = _mem(scratch_store(), emb, fresh_tail_count=6)
     conv = mem.conversation("b")
     conv.add_many(chat(n, tools_every=4))
     ctx = conv.assemble(budget_tokens=budget, query=query or None)
@@ -289,8 +270,8 @@ def test_recall_never_breaks_the_budget(budget: int, query: str, n: int) -> None
     assert ctx.tokens == count_chat_tokens(get_counter(), ctx.messages)
 
 
-def test_hybrid_without_an_embedder_is_keyword_search() -> None:
-    mem = lossless.open(":memory:", embedder=None)
+def test_hybrid_without_an_embedder_is_keyword_search(store_target: StoreTarget) -> None:
+    mem = lossless.open(store_target("k"), embedder=None)
     conv = mem.conversation("k")
     conv.add_many(chat(10))
     assert conv.search("service-4", mode="hybrid")
@@ -298,6 +279,8 @@ def test_hybrid_without_an_embedder_is_keyword_search() -> None:
         conv.search("service-4", mode="semantic")
 
 
+@pytest.mark.model
+@pytest.mark.slow  # the first test to load the model pays for it
 def test_local_model_loads_offline_and_understands_meaning(monkeypatch: pytest.MonkeyPatch) -> None:
     from lossless.embed.local import LocalEmbedder, local_embedder_available
 
@@ -315,6 +298,7 @@ _PROBES = ["Which port did the billing API move to?", "连接池太小, 测试�
            "x", "a long message that is cut at the model's limit " * 60]
 
 
+@pytest.mark.model
 def test_queries_run_through_onnx_with_the_torch_vectors(tmp_path: Path) -> None:
     """Up to 8 texts go through ONNX Runtime (exported once into the cache folder and
     checked), and give the torch model's vectors; bigger batches stay on torch."""
@@ -338,6 +322,7 @@ def test_queries_run_through_onnx_with_the_torch_vectors(tmp_path: Path) -> None
     assert healed._onnx not in (None, False) and exported[0].stat().st_size > 1_000_000
 
 
+@pytest.mark.model
 def test_without_onnxruntime_queries_stay_on_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                    caplog: pytest.LogCaptureFixture) -> None:
     import sys
@@ -356,11 +341,11 @@ def test_without_onnxruntime_queries_stay_on_torch(tmp_path: Path, monkeypatch: 
         LocalEmbedder(onnx=True, onnx_cache=tmp_path).embed([_PROBES[0]])
 
 
-def test_openai_compatible_embedder_end_to_end(fake_openai: object) -> None:
+def test_openai_compatible_embedder_end_to_end(store_target: StoreTarget, fake_openai: object) -> None:
     from lossless.embed.openai import OpenAIEmbedder
 
     emb = OpenAIEmbedder("fake-embed", base_url=fake_openai.base_url, api_key="k")  # type: ignore[attr-defined]
-    mem = lossless.open(":memory:", embedder=emb, context_window=2048)
+    mem = lossless.open(store_target("o"), embedder=emb, context_window=2048)
     conv = mem.conversation("o")
     conv.add(role="user", content="Our invoice service runs on port 7711.")
     conv.add_many(chat(40))
@@ -382,7 +367,7 @@ def test_index_reports_progress_in_batches(backend_target: str) -> None:
     mem.close()
 
 
-def test_without_the_embeddings_extra_recall_is_keyword_only(monkeypatch: pytest.MonkeyPatch,
+def test_without_the_embeddings_extra_recall_is_keyword_only(store_target: StoreTarget, monkeypatch: pytest.MonkeyPatch,
                                                              caplog: pytest.LogCaptureFixture) -> None:
     import lossless.embed.local as local
     import lossless.engine as engine
@@ -391,8 +376,8 @@ def test_without_the_embeddings_extra_recall_is_keyword_only(monkeypatch: pytest
     monkeypatch.setattr(local, "local_embedder_available", lambda: False)
     monkeypatch.setattr(engine, "_warned_keyword_only", False)
     with caplog.at_level("WARNING", logger="lossless"):
-        first = lossless.open(":memory:")
-        second = lossless.open(":memory:")
+        first = lossless.open(store_target("first"))
+        second = lossless.open(store_target("second"))
     assert first.embedder is None and second.embedder is None
     assert sum("keyword-only" in r.message for r in caplog.records) == 1  # said once
     conv = first.conversation("k")
@@ -401,11 +386,11 @@ def test_without_the_embeddings_extra_recall_is_keyword_only(monkeypatch: pytest
     assert conv.assemble(budget_tokens=400, query="where is the deploy key?").tokens <= 400
 
 
-def test_semantic_search_over_many_conversations(tmp_path: Path) -> None:
+def test_semantic_search_over_many_conversations(store_target: StoreTarget, tmp_path: Path) -> None:
     """Past a couple of hundred conversations (a tenant-wide search) sqlite-vec is asked
     once for all of them, not once each; the answers are those of the listed ones only."""
     emb = HashEmbedder()
-    mem = _mem(tmp_path / "wide.db", emb, compaction="deferred")
+    mem = _mem(store_target("wide"), emb, compaction="deferred")
     for i in range(250):
         mem.conversation(f"c{i}").add("user", f"conversation {i} talks about topic{i % 7} and cats")
     assert mem.wait_idle(120)

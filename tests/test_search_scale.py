@@ -10,6 +10,7 @@ import pytest
 
 import lossless
 from lossless.store import sqlite_search
+from tests.conftest import StoreTarget
 
 
 def _fill(mem: lossless.Memory, cid: str, n: int, secret: str) -> None:
@@ -21,8 +22,8 @@ def _fill(mem: lossless.Memory, cid: str, n: int, secret: str) -> None:
 
 
 @pytest.fixture
-def mem(tmp_path: Path) -> lossless.Memory:
-    m = lossless.open(tmp_path / "s.db", embedder=None, auto_compact=False)
+def mem(store_target: StoreTarget, tmp_path: Path) -> lossless.Memory:
+    m = lossless.open(store_target("s"), embedder=None, auto_compact=False)
     _fill(m, "big", 300, "zebra-77")
     for i in range(20):
         _fill(m, f"small{i}", 12, f"secret{i}")
@@ -45,6 +46,7 @@ def test_all_common_words_rank_the_newest(mem: lossless.Memory, monkeypatch: pyt
     assert all(h.conversation_id == "big" for h in hits)
 
 
+@pytest.mark.sqlite_only(reason="spies on the SQLite store's direct scan of a small conversation (sqlite_search)")
 def test_a_small_conversation_is_read_directly(mem: lossless.Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
     real = sqlite_search._scan
@@ -67,8 +69,8 @@ def test_a_small_conversation_is_read_directly(mem: lossless.Memory, monkeypatch
     assert indexed[0].id == hits[0].id
 
 
-def test_scan_handles_chinese(tmp_path: Path) -> None:
-    m = lossless.open(tmp_path / "zh.db", embedder=None, auto_compact=False)
+def test_scan_handles_chinese(store_target: StoreTarget, tmp_path: Path) -> None:
+    m = lossless.open(store_target("zh"), embedder=None, auto_compact=False)
     m.conversation("filler").add_many([{"role": "user", "content": f"message {i}"} for i in range(200)])
     conv = m.conversation("zh")
     conv.add_many([{"role": "user", "content": "我们决定把数据库迁移到新集群"},
@@ -79,8 +81,9 @@ def test_scan_handles_chinese(tmp_path: Path) -> None:
     assert conv.search("覆盖")  # a two-character term
 
 
-def test_a_catastrophic_regex_is_stopped(tmp_path: Path) -> None:
-    m = lossless.open(tmp_path / "rx.db", embedder=None)
+@pytest.mark.sqlite_only(reason="regexes run in Python beside SQLite, guarded; PostgreSQL runs its own regex engine")
+def test_a_catastrophic_regex_is_stopped(store_target: StoreTarget, tmp_path: Path) -> None:
+    m = lossless.open(store_target("rx"), embedder=None)
     conv = m.conversation("c")
     conv.add("user", "a" * 40 + "!")
     with pytest.raises(lossless.QueryError, match="nests a repetition"):

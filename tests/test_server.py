@@ -27,7 +27,7 @@ from lossless.server.keys import APIKeys
 from lossless.server.openapi import openapi_document
 from lossless.server.run import free_port
 from lossless.tools import TOOL_NAMES, openai_tools
-from tests.conftest import chat
+from tests.conftest import StoreTarget, chat
 from tests.server_support import OpenAPIChecker, json_ready, served
 
 PROXY_OPS = {"chatCompletions", "anthropicMessages"}  # exercised in test_server_proxy.py
@@ -347,10 +347,11 @@ def test_keyless_serving_is_loopback_only(memory: lossless.Memory) -> None:
     assert err.value.status == 401
 
 
-def test_keys_and_serve_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db = str(tmp_path / "cli.db")
-    assert main(["--db", db, "keys", "ls"]) == 1  # no database yet: nothing to list
-    capsys.readouterr()
+def test_keys_and_serve_commands(store_target: StoreTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(store_target("cli"))
+    if not store_target.on_postgres:  # a PostgreSQL test database exists already
+        assert main(["--db", db, "keys", "ls"]) == 1  # no database yet: nothing to list
+        capsys.readouterr()
     assert main(["--db", db, "--json", "keys", "create", "--tenant", "acme", "--name", "laptop"]) == 0
     created = json.loads(capsys.readouterr().out)
     assert created["key"].startswith("lsk_") and created["tenant"] == "acme" and created["name"] == "laptop"
@@ -364,7 +365,7 @@ def test_keys_and_serve_commands(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["--db", db, "keys", "create", "--tenant", "bad tenant"]) == 1
     capsys.readouterr()
 
-    fresh = str(tmp_path / "keyless.db")  # refused before anything is bound
+    fresh = str(store_target("keyless"))  # refused before anything is bound
     assert main(["--db", fresh, "serve", "--host", "0.0.0.0", "--port", "1"]) == 1
     assert "without API keys" in capsys.readouterr().err
 
@@ -392,9 +393,9 @@ def _serve(db: str) -> tuple[subprocess.Popen[str], str]:
         time.sleep(0.1)
 
 
-def test_lossless_serve_runs_uvicorn(tmp_path: Path) -> None:
+def test_lossless_serve_runs_uvicorn(store_target: StoreTarget, tmp_path: Path) -> None:
     """The real command: a keyless server on loopback warns, serves, and stops on SIGTERM."""
-    proc, url = _serve(str(tmp_path / "s.db"))
+    proc, url = _serve(str(store_target("s")))
     try:
         assert httpx.get(f"{url}/v1/lossless/whoami").json()["implicit"] is True
     finally:
@@ -403,6 +404,7 @@ def test_lossless_serve_runs_uvicorn(tmp_path: Path) -> None:
     assert "no API keys" in err and "loopback only" in err
 
 
+@pytest.mark.postgres
 def test_keys_and_serve_on_postgresql(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     """`lossless keys` and `lossless serve --db postgresql://…`: keys the CLI makes in
     PostgreSQL guard a real server process, and each tenant's conversations land there

@@ -23,7 +23,7 @@ import lossless
 from lossless.cli.main import main
 from lossless.server.keys import APIKeys
 from lossless.server.state import Upstream
-from tests.conftest import chat
+from tests.conftest import StoreTarget, chat
 from tests.fake_openai import FakeOpenAIServer, fake_openai
 from tests.server_support import json_ready, served
 
@@ -34,8 +34,8 @@ C = "/v1/lossless/conversations"
 
 
 @pytest.fixture
-def memory(tmp_path: Path) -> Iterator[lossless.Memory]:
-    m = lossless.open(tmp_path / "h.db", context_window=4096, embedder=None)
+def memory(store_target: StoreTarget, tmp_path: Path) -> Iterator[lossless.Memory]:
+    m = lossless.open(store_target("h"), context_window=4096, embedder=None)
     yield m
     m.close()
 
@@ -203,6 +203,7 @@ def test_an_idempotency_key_makes_a_retry_exact(server: str, memory: lossless.Me
 # -- 4. one tenant cannot stall the others ---------------------------------------------------
 
 
+@pytest.mark.sqlite_only(reason="the SQLite store's own read connections for long scans (PostgreSQL serves them from its pool)")
 def test_long_searches_run_beside_the_store_not_on_it(tmp_path: Path) -> None:
     """Regex scans run on read connections of their own (two at most): while two run, the
     store's own connection serves everyone else, and a third scan waits for a slot, then
@@ -237,12 +238,16 @@ def test_long_searches_run_beside_the_store_not_on_it(tmp_path: Path) -> None:
     mem.close()
 
 
-def test_verify_is_paged_and_tenant_search_scales(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "v.db", embedder=None, compaction="deferred")
+def test_verify_is_paged_and_tenant_search_scales(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("v"), embedder=None, compaction="deferred")
     _, key = APIKeys(mem.store).create("big")
+    rows = [(f"@big/c{i:05d}", "2024-01-01T00:00:00", "2024-01-01T00:00:00") for i in range(33_000)]
     with mem.store.transaction() as conn:  # 33,000 conversations of one tenant, more than SQLite's variables
-        conn.executemany("INSERT INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)",
-                         [(f"@big/c{i:05d}", "2024-01-01T00:00:00", "2024-01-01T00:00:00") for i in range(33_000)])
+        if store_target.on_postgres:
+            conn.cursor().executemany("INSERT INTO conversations (id, created_at, updated_at) VALUES (%s, %s, %s)",
+                                      rows)
+        else:
+            conn.executemany("INSERT INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)", rows)
     mem.conversation("@big/c00007").add("user", "the needle is under the green cup")
     headers = {"authorization": f"Bearer {key}"}
     with served(mem) as srv:
@@ -303,6 +308,7 @@ def test_hostile_inputs_get_4xx(server: str, memory: lossless.Memory) -> None:
     assert slow.status_code in (200, 422), slow.text  # refused as slow, or bounded: never a 500
 
 
+@pytest.mark.sqlite_only(reason="another process holds the SQLite file's exclusive lock")
 def test_a_locked_store_is_503_with_retry_after_and_no_path(tmp_path: Path) -> None:
     db = tmp_path / "locked.db"
     mem = lossless.open(db, embedder=None, compaction="deferred")
@@ -338,9 +344,9 @@ def test_ids_with_a_slash_can_be_opened(server: str) -> None:
     assert httpx.get(f"{server}{C}/team%2Falpha/messages").json()["data"][0]["content"] == "hi"
 
 
-def test_keys_adopt_and_revoking_the_last_key_keeps_the_server_locked(tmp_path: Path,
+def test_keys_adopt_and_revoking_the_last_key_keeps_the_server_locked(store_target: StoreTarget, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    db = tmp_path / "k.db"
+    db = store_target("k")
     with lossless.open(db, embedder=None, compaction="deferred") as mem:
         mem.conversation("early").add_many(chat(10))
     assert main(["--db", str(db), "--json", "keys", "create", "--tenant", "acme"]) == 0
@@ -394,6 +400,7 @@ _json = st.recursive(st.none() | st.booleans() | st.integers(min_value=-(10**20)
 @given(path=st.sampled_from(_PATHS), body=_json, raw=st.binary(max_size=64),
        content_type=st.sampled_from(["application/json", "text/plain", "", "application/x-www-form-urlencoded"]),
        use_raw=st.booleans())
+@pytest.mark.slow
 def test_fuzzed_requests_never_get_a_500(server: str, path: str, body: Any, raw: bytes, content_type: str,
                                          use_raw: bool) -> None:
     headers = {"content-type": content_type} if content_type else {}

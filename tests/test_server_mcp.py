@@ -16,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 import lossless
 from lossless.server.mcp_server import TOOL_NAMES
 from lossless.tools import openai_tools
-from tests.conftest import chat
+from tests.conftest import StoreTarget, chat
 
 
 def _payload(result: Any) -> Any:
@@ -24,8 +24,8 @@ def _payload(result: Any) -> Any:
     return json.loads(result.content[0].text)
 
 
-def test_mcp_over_stdio(tmp_path: Path) -> None:
-    db = tmp_path / "mcp.db"
+def test_mcp_over_stdio(store_target: StoreTarget, tmp_path: Path) -> None:
+    db = store_target("mcp")
     with lossless.open(db, context_window=4096) as mem:
         conv = mem.conversation("c1", {"user": "ann"})
         conv.add_many(chat(120))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -21,7 +20,7 @@ from lossless.server.keys import APIKeys
 from lossless.server.run import free_port
 from lossless.server.state import Upstream
 from lossless.tokens import count_chat_tokens
-from tests.conftest import chat
+from tests.conftest import StoreTarget, chat
 from tests.fake_openai import FakeOpenAIServer, fake_openai
 from tests.server_support import OpenAPIChecker, served
 
@@ -32,8 +31,8 @@ CLAUDE = "claude-proxy-test"  # an unknown name: the memory's window applies, no
 
 
 @pytest.fixture
-def memory(db_path: Path) -> Iterator[lossless.Memory]:
-    m = lossless.open(db_path, context_window=4096)
+def memory(store_target: StoreTarget) -> Iterator[lossless.Memory]:
+    m = lossless.open(store_target("proxy"), context_window=4096)
     yield m
     m.close()
 

@@ -22,18 +22,19 @@ from websockets.sync.client import ClientConnection, connect
 
 import lossless
 from lossless.server.run import BackgroundServer, free_port
-from tests.conftest import chat
+from tests.conftest import StoreTarget, chat
 from tests.server_support import served
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)")]
 HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
             "--no-first-run", "--mute-audio"]
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BackgroundServer, dict[str, Any]]]:
-    db = tmp_path_factory.mktemp("web") / "web.db"
+def site(lasting_store_target: StoreTarget) -> Iterator[tuple[BackgroundServer, dict[str, Any]]]:
+    db = lasting_store_target("web")
     mem = lossless.open(db, context_window=4096, embedder=None)
     conv = mem.conversation("team-chat", {"user": "maya"})
     conv.add_many(chat(300, tools_every=7))

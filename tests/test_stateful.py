@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -31,6 +32,7 @@ from hypothesis.stateful import (
     invariant,
     precondition,
     rule,
+    run_state_machine_as_test,
 )
 
 import lossless
@@ -39,7 +41,10 @@ from tests.conftest import T0
 
 EXAMPLES = int(os.environ.get("LOSSLESS_FUZZ_EXAMPLES", "25"))
 STEPS = int(os.environ.get("LOSSLESS_FUZZ_STEPS", "40"))
-STEPS_RUN = [0]  # how many rules ran, over every example (printed by the test)
+STEPS_RUN = [0]  # how many rules ran, over every example (checked by the last test)
+# where each example's store lives: SQLite in memory, or (``--store=postgres``) a schema of
+# its own in the session's shared PostgreSQL database; set by ``_store_per_example``
+NEW_STORE: list[Callable[[], str]] = [lambda: ":memory:"]
 
 USERS = {"a": "ann", "b": "bob"}
 WORDS = ["port", "5433", "deploy", "decided", "because", "error:", "数据库", "迁移", "決定", "src/app.py",
@@ -61,12 +66,19 @@ def _tool_pairs_ok(messages: Sequence[Mapping[str, Any]]) -> bool:
     return True
 
 
+@pytest.fixture(autouse=True)
+def _store_per_example(scratch_store: Callable[[], str]) -> Iterator[None]:
+    NEW_STORE[0] = scratch_store
+    yield
+    NEW_STORE[0] = lambda: ":memory:"
+
+
 class MemoryMachine(RuleBasedStateMachine):
     memories = Bundle("memories")
 
     def __init__(self) -> None:
         super().__init__()
-        self.mem = lossless.open(":memory:", embedder=None, context_window=1024, fresh_tail_count=4,
+        self.mem = lossless.open(NEW_STORE[0](), embedder=None, context_window=1024, fresh_tail_count=4,
                                  compaction_cooldown_seconds=0)
         self.convs = {cid: self.mem.conversation(cid, metadata={"user": user}) for cid, user in USERS.items()}
         self.added: dict[str, list[tuple[str, Any]]] = {cid: [] for cid in USERS}
@@ -230,6 +242,12 @@ TestMemoryMachine.settings = settings(
 )
 
 
-def test_zz_report_fuzz_steps() -> None:
-    """Runs after the machine (pytest keeps file order): says how many steps it took."""
+def test_zz_the_machine_really_ran() -> None:
+    """Runs after the machine (pytest keeps file order; run alone, it runs the machine
+    itself): a machine whose rules never ran (every precondition false, a strategy that
+    cannot draw) would pass without checking anything, so fewer than one rule step per
+    example on average fails here."""
+    if STEPS_RUN[0] == 0:
+        run_state_machine_as_test(MemoryMachine, settings=TestMemoryMachine.settings)
     print(f"stateful fuzzing: {STEPS_RUN[0]} rule steps over {EXAMPLES} examples of up to {STEPS} steps")
+    assert STEPS_RUN[0] >= EXAMPLES, f"only {STEPS_RUN[0]} rule steps over {EXAMPLES} examples"

@@ -14,9 +14,14 @@ from lossless.errors import MigrationError
 from lossless.store import migrations
 from lossless.store.sqlite import SQLiteStore
 
-from .conftest import T0, chat
+from .backends import raw_query
+from .conftest import T0, StoreTarget, chat
+
+# PostgreSQL's migrations are tested in test_postgres.py
+SQLITE_MIGRATIONS = pytest.mark.sqlite_only(reason="migrations of a SQLite file")
 
 
+@SQLITE_MIGRATIONS
 def test_blank_database_gets_every_migration(db_path: Path) -> None:
     store = SQLiteStore(db_path)
     assert migrations.applied(store.connection) == [m[0] for m in migrations.MIGRATIONS]
@@ -27,6 +32,7 @@ def test_blank_database_gets_every_migration(db_path: Path) -> None:
 
 
 @pytest.mark.parametrize("version", [0, *[m[0] for m in migrations.MIGRATIONS]])
+@SQLITE_MIGRATIONS
 def test_upgrade_from_every_earlier_version(db_path: Path, version: int) -> None:
     conn = apsw.Connection(str(db_path))
     migrations.migrate(conn, upto=version)
@@ -38,6 +44,7 @@ def test_upgrade_from_every_earlier_version(db_path: Path, version: int) -> None
     assert mem.verify() == []
 
 
+@SQLITE_MIGRATIONS
 def test_newer_schema_is_refused(db_path: Path) -> None:
     lossless.open(db_path).close()
     conn = apsw.Connection(str(db_path))
@@ -92,13 +99,11 @@ def test_messages_survive_reopen_byte_for_byte(backend_target: str) -> None:
         assert mem.verify() == []
 
 
-def test_verify_detects_tampering(db_path: Path) -> None:
-    with lossless.open(db_path) as mem:
+def test_verify_detects_tampering(store_target: StoreTarget) -> None:
+    with lossless.open(store_target("t")) as mem:
         mem.conversation("t").add(role="user", content="original")
-    conn = apsw.Connection(str(db_path))
-    conn.execute("UPDATE messages SET content = 'tampered'")
-    conn.close()
-    with lossless.open(db_path) as mem:
+    raw_query(store_target("t"), "UPDATE messages SET content = 'tampered'")
+    with lossless.open(store_target("t")) as mem:
         assert any("content hash" in p for p in mem.verify())
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import lossless
 from lossless.tokens import count_chat_tokens
-from tests.conftest import chat
+from tests.conftest import StoreTarget, chat
 
 T0 = datetime(2025, 3, 1, 9, 0)
 
@@ -19,8 +19,8 @@ def _context_text(ctx: lossless.AssembledContext) -> str:
     return "\n".join(str(m.get("content") or "") for m in ctx.messages)
 
 
-def _conversation(tmp_path: Path, strategy: str) -> tuple[lossless.Memory, lossless.Conversation, str]:
-    mem = lossless.open(tmp_path / f"{strategy}.db", embedder=None, strategy=strategy, auto_compact=False)
+def _conversation(store_target: StoreTarget, strategy: str) -> tuple[lossless.Memory, lossless.Conversation, str]:
+    mem = lossless.open(store_target(strategy), embedder=None, strategy=strategy, auto_compact=False)
     conv = mem.conversation("c")
     messages = []
     for i in range(40):
@@ -34,12 +34,12 @@ def _conversation(tmp_path: Path, strategy: str) -> tuple[lossless.Memory, lossl
     return mem, conv, "ERR_DEPLOY_42"
 
 
-def test_selective_keeps_the_important_old_message_in_view(tmp_path: Path) -> None:
+def test_selective_keeps_the_important_old_message_in_view(store_target: StoreTarget) -> None:
     budget = 600
-    _mem, conv, needle = _conversation(tmp_path, "summary")
+    _mem, conv, needle = _conversation(store_target, "summary")
     plain = conv.assemble(budget_tokens=budget)
     assert needle not in _context_text(plain)  # newest-first: it fell out of the window
-    mem2, conv2, _ = _conversation(tmp_path, "selective")
+    mem2, conv2, _ = _conversation(store_target, "selective")
     chosen = conv2.assemble(budget_tokens=budget)
     text = _context_text(chosen)
     assert needle in text
@@ -55,8 +55,8 @@ def test_selective_keeps_the_important_old_message_in_view(tmp_path: Path) -> No
     assert all(m.content for m in conv2.messages())
 
 
-def test_selective_never_splits_a_tool_call_from_its_result(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "tools.db", embedder=None, strategy="selective", auto_compact=False)
+def test_selective_never_splits_a_tool_call_from_its_result(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("tools"), embedder=None, strategy="selective", auto_compact=False)
     conv = mem.conversation("c")
     conv.add_many(chat(60, tools_every=3, words=10))
     for budget in (300, 500, 900, 1500):
@@ -68,8 +68,8 @@ def test_selective_never_splits_a_tool_call_from_its_result(tmp_path: Path) -> N
                 assert m.get("tool_call_id") in calls
 
 
-def test_hierarchical_shows_old_history_as_statistics(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "h.db", embedder=None, strategy="hierarchical", context_window=4096)
+def test_hierarchical_shows_old_history_as_statistics(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("h"), embedder=None, strategy="hierarchical", context_window=4096)
     conv = mem.conversation("c")
     conv.add_many(chat(300, words=30, tools_every=5))
     conv.compact()
@@ -88,8 +88,8 @@ def test_hierarchical_shows_old_history_as_statistics(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("strategy", ["summary", "selective", "hierarchical"])
-def test_every_strategy_fits_the_budget_with_a_query(tmp_path: Path, strategy: str) -> None:
-    mem = lossless.open(tmp_path / f"q{strategy}.db", embedder=None, strategy=strategy, context_window=4096)
+def test_every_strategy_fits_the_budget_with_a_query(store_target: StoreTarget, tmp_path: Path, strategy: str) -> None:
+    mem = lossless.open(store_target(f"q{strategy}"), embedder=None, strategy=strategy, context_window=4096)
     conv = mem.conversation("c")
     conv.add_many(chat(200, words=25, tools_every=4))
     for budget in (256, 700, 1500, 3000):
@@ -103,8 +103,8 @@ def test_unknown_strategy_is_refused() -> None:
         lossless.open(":memory:", embedder=None, strategy="random")
 
 
-def test_describe_explains_a_messages_importance(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "d.db", embedder=None)
+def test_describe_explains_a_messages_importance(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("d"), embedder=None)
     conv = mem.conversation("c")
     msg = conv.add("user", "We decided to use Postgres; it must stay under 200 ms p99.")
     chit = conv.add("user", "thanks!")

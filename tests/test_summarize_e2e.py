@@ -14,7 +14,7 @@ import lossless
 from lossless.summarize.anthropic_chat import AnthropicSummarizer
 from lossless.summarize.llm import LLMSummarizer
 from lossless.summarize.openai_chat import OpenAISummarizer
-from tests.conftest import chat
+from tests.conftest import StoreTarget, chat
 from tests.fake_openai import FakeOpenAIServer, fake_openai
 
 __all__ = ["fake_openai"]  # the fixture, imported for pytest to find
@@ -98,7 +98,7 @@ def summarizers(fake_openai: FakeOpenAIServer) -> Iterator[Callable[..., LLMSumm
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_compaction_converges_whatever_the_fault(
+def test_compaction_converges_whatever_the_fault(store_target: StoreTarget,
     tmp_path: Path, fake_openai: FakeOpenAIServer, summarizers: Callable[..., LLMSummarizer],
     provider: str, fault: str,
 ) -> None:
@@ -107,7 +107,7 @@ def test_compaction_converges_whatever_the_fault(
         messages[3] = {**messages[3], "content": INJECTION}
     # timeouts: no SDK retry (its backoff is half a second), so the test stays quick
     summarizer = summarizers(provider, timeout=0.1, max_retries=0) if fault == "timeouts" else summarizers(provider)
-    with lossless.open(tmp_path / "x.db", summarizer=summarizer, context_window=2048,
+    with lossless.open(store_target("x"), summarizer=summarizer, context_window=2048,
                        auto_compact=False, embedder=None) as mem:
         conv = mem.conversation("c1")
         conv.add_many(messages)

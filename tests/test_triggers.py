@@ -16,7 +16,7 @@ import pytest
 
 import lossless
 from lossless.summarize.base import SummaryRequest, SummaryResult
-from tests.conftest import chat
+from tests.conftest import StoreTarget, chat
 
 
 class SlowSummarizer:
@@ -34,8 +34,8 @@ class SlowSummarizer:
         return SummaryResult(f"Span #{request.items[0].first_seq}-#{request.items[-1].last_seq}.")
 
 
-def test_token_trigger_records_its_reason(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "t.db", embedder=None, context_window=2048)
+def test_token_trigger_records_its_reason(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("t"), embedder=None, context_window=2048)
     conv = mem.conversation("c")
     conv.add_many(chat(80, words=20))
     assert mem.wait_idle(30)
@@ -45,8 +45,8 @@ def test_token_trigger_records_its_reason(tmp_path: Path) -> None:
     assert all(s.metadata["trigger"].startswith("tokens over threshold") for s in conv.summaries())
 
 
-def test_message_count_trigger(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "m.db", embedder=None, context_window=128_000, compact_after_messages=40,
+def test_message_count_trigger(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("m"), embedder=None, context_window=128_000, compact_after_messages=40,
                         fresh_tail_count=8)
     conv = mem.conversation("c")
     for msg in chat(41, words=5):
@@ -58,8 +58,8 @@ def test_message_count_trigger(tmp_path: Path) -> None:
     assert mem.store.last_seq("c") - mem.store.covered_seq("c") <= 8
 
 
-def test_interval_trigger(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "i.db", embedder=None, compact_interval_seconds=3600, fresh_tail_count=4)
+def test_interval_trigger(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("i"), embedder=None, compact_interval_seconds=3600, fresh_tail_count=4)
     conv = mem.conversation("c")
     # messages from yesterday: the interval since the first message has elapsed
     conv.add_many(chat(10, words=5))
@@ -72,8 +72,8 @@ def test_interval_trigger(tmp_path: Path) -> None:
     assert len(conv.compaction_log()) == 1
 
 
-def test_manual_and_chat_command_triggers(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "c.db", embedder=None, fresh_tail_count=4)
+def test_manual_and_chat_command_triggers(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("c"), embedder=None, fresh_tail_count=4)
     conv = mem.conversation("c")
     conv.add_many(chat(20, words=5))
     assert mem.wait_idle(30)
@@ -89,8 +89,8 @@ def test_manual_and_chat_command_triggers(tmp_path: Path) -> None:
     assert conv.compaction_log()[0]["reason"] == "nightly job"
 
 
-def test_chat_commands_can_be_switched_off(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "off.db", embedder=None, chat_commands=False)
+def test_chat_commands_can_be_switched_off(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("off"), embedder=None, chat_commands=False)
     conv = mem.conversation("c")
     conv.add_many(chat(20, words=5))
     conv.add("user", "/compact")
@@ -98,9 +98,9 @@ def test_chat_commands_can_be_switched_off(tmp_path: Path) -> None:
     assert conv.compaction_log() == []
 
 
-def test_cooldown_stops_a_storm_but_new_material_rearms(tmp_path: Path) -> None:
+def test_cooldown_stops_a_storm_but_new_material_rearms(store_target: StoreTarget, tmp_path: Path) -> None:
     # a window so small the protected tail alone is over the trigger: compaction cannot help
-    mem = lossless.open(tmp_path / "s.db", embedder=None, context_window=256, compaction_cooldown_seconds=3600)
+    mem = lossless.open(store_target("s"), embedder=None, context_window=256, compaction_cooldown_seconds=3600)
     conv = mem.conversation("c")
     conv.add("user", "word " * 400)
     assert mem.wait_idle(30)
@@ -114,9 +114,9 @@ def test_cooldown_stops_a_storm_but_new_material_rearms(tmp_path: Path) -> None:
     assert len(conv.compaction_log()) > runs
 
 
-def test_two_threads_never_compact_one_conversation_at_once(tmp_path: Path) -> None:
+def test_two_threads_never_compact_one_conversation_at_once(store_target: StoreTarget, tmp_path: Path) -> None:
     slow = SlowSummarizer(0.3)
-    mem = lossless.open(tmp_path / "r.db", embedder=None, summarizer=slow, auto_compact=False)
+    mem = lossless.open(store_target("r"), embedder=None, summarizer=slow, auto_compact=False)
     conv = mem.conversation("c")
     conv.add_many(chat(120, words=40))
     reports: list[lossless.CompactionReport] = []
@@ -150,8 +150,8 @@ print("done", len(report.created), flush=True)
 """
 
 
-def test_another_process_holding_the_lease_blocks_compaction_and_tools(tmp_path: Path) -> None:
-    db = tmp_path / "p.db"
+def test_another_process_holding_the_lease_blocks_compaction_and_tools(store_target: StoreTarget, tmp_path: Path) -> None:
+    db = store_target("p")
     mem = lossless.open(db, embedder=None, auto_compact=False, tool_wait_seconds=0.2)
     conv = mem.conversation("c")
     conv.add_many(chat(120, words=40))
@@ -180,8 +180,8 @@ def test_another_process_holding_the_lease_blocks_compaction_and_tools(tmp_path:
     assert reasons == ["manual", "manual"]
 
 
-def test_a_dead_holders_lease_is_taken_over(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "d.db", embedder=None, auto_compact=False)
+def test_a_dead_holders_lease_is_taken_over(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("d"), embedder=None, auto_compact=False)
     conv = mem.conversation("c")
     conv.add_many(chat(60, words=30))
     assert mem.store.acquire_lease("c", "host:1:1:dead", "manual", stale_after=0.05)

@@ -15,7 +15,7 @@ import pytest
 
 import lossless
 from lossless.agent import ModelCallError
-from tests.conftest import chat
+from tests.conftest import StoreTarget, chat
 from tests.fake_openai import FakeOpenAIServer, fake_openai
 
 __all__ = ["fake_openai"]  # the fixture, imported for pytest to find
@@ -38,8 +38,8 @@ def _client(fake: FakeOpenAIServer) -> openai.OpenAI:
     return openai.OpenAI(base_url=fake.base_url, api_key="test", max_retries=0, timeout=10)
 
 
-def test_a_function_model_sees_history_and_the_turn_is_stored(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "f.db", embedder=None)
+def test_a_function_model_sees_history_and_the_turn_is_stored(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("f"), embedder=None)
     conv = mem.conversation("c")
     conv.add("user", "My build server is ci-42.")
     conv.add("assistant", "Noted.")
@@ -57,8 +57,8 @@ def test_a_function_model_sees_history_and_the_turn_is_stored(tmp_path: Path) ->
     assert result.context.tokens <= mem.config.context_window
 
 
-def test_openai_client_with_tool_calls(tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
-    mem = lossless.open(tmp_path / "o.db", embedder=None)
+def test_openai_client_with_tool_calls(store_target: StoreTarget, tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
+    mem = lossless.open(store_target("o"), embedder=None)
     conv = mem.conversation("c")
     calls: list[str] = []
 
@@ -82,8 +82,8 @@ def test_openai_client_with_tool_calls(tmp_path: Path, fake_openai: FakeOpenAISe
     assert second[-1]["role"] == "tool" and second[-2]["tool_calls"][0]["id"] == "call_1"
 
 
-def test_the_memory_tools_answer_from_old_history(tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
-    mem = lossless.open(tmp_path / "m.db", embedder=None, context_window=2048)
+def test_the_memory_tools_answer_from_old_history(store_target: StoreTarget, tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
+    mem = lossless.open(store_target("m"), embedder=None, context_window=2048)
     conv = mem.conversation("c")
     conv.add("user", "The staging password rotates on the 3rd; the vault path is kv/staging/db.")
     conv.add_many(chat(60, words=20))
@@ -97,8 +97,8 @@ def test_the_memory_tools_answer_from_old_history(tmp_path: Path, fake_openai: F
     assert result.reply == "kv/staging/db"
 
 
-def test_a_context_length_error_is_recovered(tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
-    mem = lossless.open(tmp_path / "e.db", embedder=None, context_window=8192, auto_compact=False)
+def test_a_context_length_error_is_recovered(store_target: StoreTarget, tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
+    mem = lossless.open(store_target("e"), embedder=None, context_window=8192, auto_compact=False)
     conv = mem.conversation("c")
     conv.add_many(chat(120, words=30))
     fake_openai.fail_next(1, status=400, message="This model's maximum context length is 4096 tokens.",
@@ -110,8 +110,8 @@ def test_a_context_length_error_is_recovered(tmp_path: Path, fake_openai: FakeOp
     assert len(conv.messages()) == 122 and mem.verify() == []
 
 
-def test_a_failed_turn_stores_nothing(tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
-    mem = lossless.open(tmp_path / "x.db", embedder=None)
+def test_a_failed_turn_stores_nothing(store_target: StoreTarget, tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
+    mem = lossless.open(store_target("x"), embedder=None)
     conv = mem.conversation("c")
     conv.add("user", "hello")
 
@@ -132,8 +132,8 @@ def test_a_failed_turn_stores_nothing(tmp_path: Path, fake_openai: FakeOpenAISer
     assert [m.content for m in conv.messages()] == ["hello"]
 
 
-def test_a_tool_that_raises_is_reported_to_the_model(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "t.db", embedder=None)
+def test_a_tool_that_raises_is_reported_to_the_model(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("t"), embedder=None)
     conv = mem.conversation("c")
     replies = iter([{"role": "assistant", "content": "", "tool_calls": [_tool_call("boom", {})]},
                     "the tool failed, sorry"])
@@ -146,8 +146,8 @@ def test_a_tool_that_raises_is_reported_to_the_model(tmp_path: Path) -> None:
     assert "disk full" in str(tool.content) and result.reply == "the tool failed, sorry"
 
 
-def test_anthropic_client(tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
-    mem = lossless.open(tmp_path / "a.db", embedder=None)
+def test_anthropic_client(store_target: StoreTarget, tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
+    mem = lossless.open(store_target("a"), embedder=None)
     conv = mem.conversation("c")
     conv.add("system", "You are terse.")
     client = anthropic.Anthropic(base_url=fake_openai.root_url, api_key="test", max_retries=0)
@@ -169,8 +169,8 @@ def test_anthropic_client(tmp_path: Path, fake_openai: FakeOpenAIServer) -> None
     assert [m.role for m in conv.messages()] == ["system", "user", "assistant", "tool", "assistant"]
 
 
-def test_aturn_with_an_async_client(tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
-    mem = lossless.open(tmp_path / "as.db", embedder=None)
+def test_aturn_with_an_async_client(store_target: StoreTarget, tmp_path: Path, fake_openai: FakeOpenAIServer) -> None:
+    mem = lossless.open(store_target("as"), embedder=None)
     conv = mem.conversation("c")
     fake_openai.enqueue_chat("async hello")
 
@@ -185,8 +185,8 @@ def test_aturn_with_an_async_client(tmp_path: Path, fake_openai: FakeOpenAIServe
 
 
 @pytest.mark.parametrize("mode", ["inline", "background"])
-def test_background_compaction_and_end_task(tmp_path: Path, mode: str) -> None:
-    mem = lossless.open(tmp_path / "b.db", embedder=None, context_window=2048, compaction=mode)
+def test_background_compaction_and_end_task(store_target: StoreTarget, tmp_path: Path, mode: str) -> None:
+    mem = lossless.open(store_target("b"), embedder=None, context_window=2048, compaction=mode)
     conv = mem.conversation("c", metadata={"user": "ann"})
     conv.add_many(chat(40, words=20), compact=False)
     result = conv.turn("We decided to ship on Friday; remember that I prefer short answers.",
@@ -200,10 +200,10 @@ def test_background_compaction_and_end_task(tmp_path: Path, mode: str) -> None:
     assert any("short answers" in r.content for r in mem.memories.ls(user="ann"))
 
 
-def test_the_prefix_is_stable_between_compactions(tmp_path: Path) -> None:
+def test_the_prefix_is_stable_between_compactions(store_target: StoreTarget, tmp_path: Path) -> None:
     from lossless.assemble import DYNAMIC_HEADER
 
-    mem = lossless.open(tmp_path / "p.db", embedder=None, context_window=16_000)
+    mem = lossless.open(store_target("p"), embedder=None, context_window=16_000)
     conv = mem.conversation("c")
     conv.add("system", "You are a helpful assistant.")
     conv.add_many(chat(200, words=60))  # some history gets summarized

@@ -16,6 +16,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -30,10 +31,10 @@ from lossless.cli.progress import WorkProgress
 from lossless.summarize.base import SummaryRequest, SummaryResult
 from lossless.summarize.guards import CircuitBreaker
 from lossless.summarize.openai_chat import OpenAISummarizer
+from lossless.testing import HashEmbedder
 from lossless.worker import Worker
-from tests.conftest import T0, chat
+from tests.conftest import T0, StoreTarget, chat
 from tests.fake_openai import FakeOpenAIServer, fake_openai
-from tests.test_recall import HashEmbedder
 
 __all__ = ["fake_openai"]  # the fixture, imported for pytest to find
 
@@ -68,9 +69,9 @@ def _partitioned(conv: lossless.Conversation) -> None:
 # -- writes do not wait -------------------------------------------------------------------
 
 
-def test_a_write_returns_while_its_compaction_is_still_running(tmp_path: Path) -> None:
+def test_a_write_returns_while_its_compaction_is_still_running(store_target: StoreTarget, tmp_path: Path) -> None:
     gated = GatedSummarizer()
-    mem = lossless.open(tmp_path / "w.db", embedder=None, summarizer=gated, context_window=2048)
+    mem = lossless.open(store_target("w"), embedder=None, summarizer=gated, context_window=2048)
     conv = mem.conversation("c")
     conv.add_many(chat(200, words=30))  # far over the trigger: the worker compacts ...
     assert gated.called.wait(10)  # ... and is inside the summarizer, which will not answer yet
@@ -89,8 +90,8 @@ def test_a_write_returns_while_its_compaction_is_still_running(tmp_path: Path) -
     mem.close()
 
 
-def test_inline_mode_compacts_on_the_callers_path(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "i.db", embedder=None, context_window=2048, compaction="inline")
+def test_inline_mode_compacts_on_the_callers_path(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("i"), embedder=None, context_window=2048, compaction="inline")
     conv = mem.conversation("c")
     conv.add_many(chat(80, words=30))
     assert conv.summaries() and mem._worker is None  # done before add_many returned; no thread
@@ -98,12 +99,14 @@ def test_inline_mode_compacts_on_the_callers_path(tmp_path: Path) -> None:
     mem.close()
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=st.lists(st.integers(min_value=1, max_value=60), min_size=1, max_size=12),
        window=st.sampled_from([512, 1024, 4096]), tools=st.sampled_from([0, 3, 5]))
-def test_the_worker_catches_up_and_the_dag_holds(batches: list[int], window: int, tools: int) -> None:
+def test_the_worker_catches_up_and_the_dag_holds(scratch_store: Callable[[], str], batches: list[int], window: int,
+                                                 tools: int) -> None:
     emb = HashEmbedder()
-    with lossless.open(":memory:", embedder=emb, context_window=window, fresh_tail_count=6) as mem:
+    with lossless.open(scratch_store(), embedder=emb, context_window=window, fresh_tail_count=6) as mem:
         convs = [mem.conversation("a"), mem.conversation("b")]
         sent = 0
         for i, size in enumerate(batches):
@@ -126,8 +129,8 @@ def test_the_worker_catches_up_and_the_dag_holds(batches: list[int], window: int
 # -- close, crash, resume -----------------------------------------------------------------
 
 
-def test_close_waits_for_the_step_in_hand_only_and_the_next_open_resumes(tmp_path: Path) -> None:
-    db = tmp_path / "c.db"
+def test_close_waits_for_the_step_in_hand_only_and_the_next_open_resumes(store_target: StoreTarget, tmp_path: Path) -> None:
+    db = store_target("c")
     gated = GatedSummarizer()
     mem = lossless.open(db, embedder=None, summarizer=gated, context_window=2048)
     mem.conversation("c").add_many(chat(200, words=30))
@@ -145,8 +148,8 @@ def test_close_waits_for_the_step_in_hand_only_and_the_next_open_resumes(tmp_pat
     again.close()
 
 
-def test_close_gives_up_on_a_stuck_summarizer_and_loses_nothing(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
+def test_close_gives_up_on_a_stuck_summarizer_and_loses_nothing(store_target: StoreTarget, tmp_path: Path) -> None:
+    db = store_target("s")
     gated = GatedSummarizer()  # never opened: the summarizer hangs
     mem = lossless.open(db, embedder=None, summarizer=gated, context_window=2048)
     mem.conversation("c").add_many(chat(120, words=30))
@@ -181,8 +184,8 @@ time.sleep(60)
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
-def test_sigkill_during_background_compaction_loses_nothing(tmp_path: Path) -> None:
-    db = tmp_path / "k.db"
+def test_sigkill_during_background_compaction_loses_nothing(store_target: StoreTarget, tmp_path: Path) -> None:
+    db = store_target("k")
     script = tmp_path / "killed.py"
     script.write_text(textwrap.dedent(_KILLED))
     proc = subprocess.Popen([sys.executable, str(script), str(db)], stdout=subprocess.PIPE, text=True,
@@ -231,8 +234,8 @@ def _summaries_written_once(mem: lossless.Memory, conversations: list[str]) -> N
         assert all(a[1] <= b[0] for a, b in itertools.pairwise(runs))  # one compaction at a time
 
 
-def test_two_processes_with_workers_share_one_sqlite_file(tmp_path: Path) -> None:
-    db = str(tmp_path / "shared.db")
+def test_two_processes_with_workers_share_one_sqlite_file(store_target: StoreTarget, tmp_path: Path) -> None:
+    db = str(store_target("shared"))
     lossless.open(db, embedder=None).close()
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_writer_with_a_worker, args=(db, ["shared", f"own-{i}"], 120)) for i in range(2)]
@@ -255,6 +258,7 @@ def _run_worker(url: str, out: Any) -> None:
     mem.close()
 
 
+@pytest.mark.postgres
 def test_two_workers_on_postgresql_share_the_backlog(pg_url: str) -> None:
     conversations = [f"c{i}" for i in range(6)]
     with lossless.open(pg_url, embedder=None, context_window=2048, fresh_tail_count=6,
@@ -305,12 +309,12 @@ def test_the_breaker_opens_on_unavailable_and_a_good_probe_closes_it() -> None:
     assert breaker.state == "closed" and not breaker.failing("m") and breaker.snapshot() == {}
 
 
-def test_an_outage_costs_little_and_its_fallbacks_are_redone_later(tmp_path: Path,
+def test_an_outage_costs_little_and_its_fallbacks_are_redone_later(store_target: StoreTarget, tmp_path: Path,
                                                                    fake_openai: FakeOpenAIServer) -> None:
     llm = OpenAISummarizer("gpt-test", base_url=fake_openai.base_url, max_retries=2, timeout=5,
                            breaker=CircuitBreaker(failure_cooldown=0.5))
     fake_openai.fail_next(10**6, status=500)
-    mem = lossless.open(tmp_path / "o.db", embedder=None, summarizer=llm, context_window=2048)
+    mem = lossless.open(store_target("o"), embedder=None, summarizer=llm, context_window=2048)
     conv = mem.conversation("c")
     conv.add_many(chat(150, words=30))
     assert mem.wait_idle(60)
@@ -338,8 +342,8 @@ def test_an_outage_costs_little_and_its_fallbacks_are_redone_later(tmp_path: Pat
     mem.close()
 
 
-def test_redo_fallbacks_needs_a_model() -> None:
-    mem = lossless.open(":memory:", embedder=None, context_window=2048)
+def test_redo_fallbacks_needs_a_model(store_target: StoreTarget) -> None:
+    mem = lossless.open(store_target("r"), embedder=None, context_window=2048)
     conv = mem.conversation("c")
     conv.add_many(chat(80, words=30))
     assert mem.wait_idle(30)
@@ -355,8 +359,8 @@ def _cli(db: Path, *args: str) -> int:
     return main(["--db", str(db), *args])
 
 
-def test_cli_no_wait_leaves_the_work_to_lossless_worker(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db = tmp_path / "cli.db"
+def test_cli_no_wait_leaves_the_work_to_lossless_worker(store_target: StoreTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = store_target("cli")
     source = tmp_path / "chat.jsonl"
     source.write_text("".join(json.dumps({**m, "created_at": m["created_at"].isoformat(), "conversation": "x"}) + "\n"
                               for m in chat(400, words=30)))
@@ -380,8 +384,8 @@ def test_cli_no_wait_leaves_the_work_to_lossless_worker(tmp_path: Path, capsys: 
     assert json.loads(capsys.readouterr().out)["backlog"]["conversations"] == 0
 
 
-def test_cli_redo_fallbacks_says_what_it_needs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db = tmp_path / "r.db"
+def test_cli_redo_fallbacks_says_what_it_needs(store_target: StoreTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = store_target("r")
     assert _cli(db, "add", "c", "--role", "user", "--content", "hello") == 0
     assert _cli(db, "compact", "c", "--redo-fallbacks") == 0
     assert "no fallback summaries" in capsys.readouterr().out
@@ -405,8 +409,8 @@ def test_progress_prints_lines_off_a_terminal() -> None:
     assert lines[-1].startswith("embedding: 40/40 units (100%)")
 
 
-def test_stats_and_health_show_the_worker(tmp_path: Path) -> None:
-    mem = lossless.open(tmp_path / "h.db", embedder=None, context_window=2048)
+def test_stats_and_health_show_the_worker(store_target: StoreTarget, tmp_path: Path) -> None:
+    mem = lossless.open(store_target("h"), embedder=None, context_window=2048)
     conv = mem.conversation("c")
     conv.add_many(chat(100, words=30))
     assert mem.wait_idle(30)

@@ -25,6 +25,7 @@ from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents, positive
 from lossless.conversation import Conversation
 from lossless.render import chat_message_text, message_text
+from lossless.store.urls import is_postgres_url, redact_url
 
 __all__ = ["DEMO_WINDOW", "cmd_demo", "register"]
 
@@ -56,8 +57,10 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
                         "every message; needs the embeddings extra)")
 
 
-def _fresh_path(ctx: CommandContext) -> tuple[Path, bool]:
+def _fresh_path(ctx: CommandContext) -> tuple[Path | str, bool]:
     if ctx.args.db:
+        if is_postgres_url(ctx.args.db):  # a PostgreSQL database: the URL, as given
+            return str(ctx.args.db), False
         return Path(ctx.args.db).expanduser(), False
     return Path(tempfile.mkdtemp(prefix="lossless-demo-")) / "demo.db", True
 
@@ -138,7 +141,7 @@ def cmd_demo(ctx: CommandContext) -> int:
               else "keyword (add --vectors for hybrid keyword + vector recall)")
     ctx.out.print(Panel(Text.assemble(
         ("lossless demo", "bold"), f" · seed {seed} · context window {window:,} tokens · auto-compaction on\n",
-        ("database: ", "dim"), str(path), (f" ({note})", "dim"), "\n",
+        ("database: ", "dim"), redact_url(str(path)), (f" ({note})", "dim"), "\n",
         ("recall: ", "dim"), recall,
     ), expand=False))
 
@@ -197,7 +200,7 @@ def cmd_demo(ctx: CommandContext) -> int:
 
     ctx.out.print()
     ctx.out.rule(style="dim")
-    base = f"lossless --db {shlex.quote(str(path))}"
+    base = f"lossless --db {shlex.quote(redact_url(str(path)))}"
     ctx.out.print(Text(f"done in {time.perf_counter() - started:.1f} s. Explore:\n"
                        f"  {base} show {conv.id} --levels 2\n"
                        f"  {base} assemble {conv.id} --budget 2000 --query {shlex.quote(question.question)}\n"

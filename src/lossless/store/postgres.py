@@ -185,15 +185,20 @@ class PostgresStore:
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement (inside this thread's transaction if there is one)."""
         current = getattr(self._local, "conn", None)
-        if current is not None:
-            cur = current.execute(sql, args)
-            return cur.fetchall() if cur.description else []
         try:
+            if current is not None:
+                cur = current.execute(sql, args)
+                return cur.fetchall() if cur.description else []
             with self._pool.connection() as conn:
                 cur = conn.execute(sql, args)
                 return cur.fetchall() if cur.description else []
         except psycopg.OperationalError as exc:
+            if current is not None:
+                raise
             raise StoreError(f"PostgreSQL at {self.label}: {exc}".strip()) from exc
+        except UnicodeEncodeError as exc:  # an id or a filter with a lone surrogate (as SQLiteStore says)
+            raise ValidationError(f"not valid UTF-8 text: {exc.object[:80]!r} (a lone surrogate at "
+                                  f"position {exc.start})") from None
 
     def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement in this store's dialect (see :class:`~lossless.store.base.SQLAccess`):
