@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import synth
 
 import lossless
-from lossless.render import content_text
+from lossless.core.render import content_text
 
 QUERIES = ["which port did the billing API move to", "ERR_4242 retry", "连接池 太小", "p99 latency of the cache layer",
            "version 2.17.1", "nightly export failed", "测试覆盖率", "mobile client heap"]

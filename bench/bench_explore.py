@@ -28,8 +28,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from lossless.explore import explore
-from lossless.tokens import get_counter
+from lossless.context.explore import explore
+from lossless.core.tokens import get_counter
 
 MB = 1_000_000
 

@@ -1,4 +1,4 @@
-"""Importance scoring benchmark: microseconds per message for lossless.importance, beside
+"""Importance scoring benchmark: microseconds per message for lossless.core.importance, beside
 references measured on the same texts in the same run.
 
 Workloads:
@@ -35,8 +35,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 import synth
 
-from lossless.importance import DuplicateTracker, KeywordScorer, score
-from lossless.render import content_text
+from lossless.core.importance import DuplicateTracker, KeywordScorer, score
+from lossless.core.render import content_text
 
 Item = tuple[str, str, bool]  # text, role, has tool calls
 

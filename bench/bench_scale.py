@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import synth
 
 import lossless
-from lossless.render import content_text
+from lossless.core.render import content_text
 from lossless.store.fts import word_query
 
 QUERIES = ["which port does the billing API use?", "ERR_42 on retry", "迁移到新集群", "Postgres replica latency",

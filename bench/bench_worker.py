@@ -42,8 +42,8 @@ import synth
 from bench_scale import QUERIES, Reference
 
 import lossless
+from lossless.core.render import content_text
 from lossless.importers import import_file
-from lossless.render import content_text
 from lossless.summarize.openai_chat import OpenAISummarizer
 from tests.fake_openai import FakeOpenAIServer
 

@@ -142,7 +142,7 @@ def _zygote() -> None:
     """Import lossless once, then fork one writer per ``run DB SEED SLOW WINDOW`` line on stdin;
     say ``pid N`` after each fork and ``exit STATUS`` when that writer is gone."""
     import lossless
-    from lossless.tokens import get_counter
+    from lossless.core.tokens import get_counter
 
     get_counter("cl100k_base").count("warm the tokenizer up before forking")
     lossless.open(":memory:", embedder=None).close()
@@ -225,7 +225,7 @@ def check_database(db: str, acked: dict[int, tuple[str, str]], *, resume: bool) 
     """Everything the soak promises about one database after a kill; returns the
     problems found (none: []) and a few counts."""
     import lossless
-    from lossless.types import Message
+    from lossless.core.types import Message
 
     problems: list[str] = []
     counts = {"lease_pid": 0, "resumed": 0, "stored": 0, "summaries": 0}

@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 import synth
 
 import lossless
-from lossless.render import content_text
-from lossless.store.sqlite import message_hash, message_id
-from lossless.validate import validate_message
+from lossless.core.render import content_text
+from lossless.core.validate import validate_message
+from lossless.store.sqlite.store import message_hash, message_id
 
 BATCH = 1000
 

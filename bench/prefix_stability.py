@@ -27,7 +27,7 @@ import beam
 
 import lossless
 from lossless.context import DYNAMIC_HEADER
-from lossless.tokens import count_chat_tokens
+from lossless.core.tokens import count_chat_tokens
 
 
 def _prefix(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

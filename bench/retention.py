@@ -33,7 +33,7 @@ Systems:
             in the chat.
 
 Every context is a list of OpenAI-style messages; budgets are counted the way the API
-bills them (``lossless.tokens.count_chat_tokens``, cl100k_base). The baselines' messages
+bills them (``lossless.core.tokens.count_chat_tokens``, cl100k_base). The baselines' messages
 are shown verbatim without headers.
 
 Metrics (per question, then averaged over questions; also per ability and per chat):
@@ -88,8 +88,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import beam
 
 import lossless
-from lossless.render import chat_message_text
-from lossless.tokens import MESSAGE_OVERHEAD, NAME_OVERHEAD, REPLY_PRIMING, count_chat_tokens
+from lossless.core.render import chat_message_text
+from lossless.core.tokens import MESSAGE_OVERHEAD, NAME_OVERHEAD, REPLY_PRIMING, count_chat_tokens
 
 SYSTEMS = ("lossless", "recent", "bm25", "vector")
 BASELINES = ("recent", "bm25", "vector")

@@ -2,7 +2,7 @@
 
 The retention benchmark measures one configuration against baselines; this script holds
 the ingested chats and re-assembles every question under each variant, so the defaults
-in ``lossless.config.Config`` are chosen by measurement rather than by the seed's table.
+in ``lossless.core.config.Config`` are chosen by measurement rather than by the seed's table.
 
     python bench/shares_sweep.py [--chats 1 2 ...] [--no-vectors] [--embed-cache FILE] [--json OUT]
 """
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import beam
 import retention
 
-from lossless.tokens import count_chat_tokens
+from lossless.core.tokens import count_chat_tokens
 
 R70 = dict(tail_share=0.15, summaries_share=0.10, root_share=0.05, recall_share=0.70)
 R80 = dict(tail_share=0.10, summaries_share=0.07, root_share=0.03, recall_share=0.80)

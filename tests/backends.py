@@ -127,7 +127,7 @@ def pg_server() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def pg_template(pg_server: str) -> Iterator[str]:
     """A database with every migration applied and pgvector created: the per-test clone source."""
-    from lossless.store.postgres import PostgresStore
+    from lossless.store.postgres.store import PostgresStore
 
     name = f"lossless_tmpl_{uuid.uuid4().hex[:10]}"
     url = create_database(pg_server, name)

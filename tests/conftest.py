@@ -80,7 +80,7 @@ def _stop_workers() -> Iterator[None]:
     """A test that leaves its Memory open leaves its worker thread running: stop it, so it
     does not poll a store (or a PostgreSQL server) that the next tests tear down."""
     yield
-    from lossless.worker import running_workers
+    from lossless.compaction.worker import running_workers
 
     for worker in running_workers():
         worker.stop(10)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import lossless
-from lossless.tokens import count_chat_tokens, get_counter
+from lossless.core.tokens import count_chat_tokens, get_counter
 from tests.conftest import StoreTarget
 
 

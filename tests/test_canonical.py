@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lossless.core._canonical import canonical_json, message_hash, message_id, summary_id
-from lossless.types import SourceRef
+from lossless.core.types import SourceRef
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 

@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from lossless.errors import LosslessError, SummarizerError
+from lossless.core.errors import LosslessError, SummarizerError
+from lossless.core.tokens import get_counter
 from lossless.summarize.base import (
     GuardedSummarizer,
     Summarizer,
@@ -31,7 +32,6 @@ from lossless.summarize.base import (
     SummaryRequest,
     SummaryResult,
 )
-from lossless.tokens import get_counter
 from tests.fake_openai import FakeOpenAIServer, fake_openai, fake_summary
 
 __all__ = ["fake_openai"]  # the fixture, imported for pytest to find

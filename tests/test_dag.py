@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from lossless.core import dag
 from lossless.core._canonical import message_hash
-from lossless.errors import NotFoundError, ValidationError
-from lossless.types import SourceRef
+from lossless.core.errors import NotFoundError, ValidationError
+from lossless.core.types import SourceRef
 
 
 def _messages(first: int, last: int) -> list[dag.SourceMessage]:

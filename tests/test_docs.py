@@ -20,7 +20,7 @@ import pytest
 import lossless
 from lossless.cli.examples import walk_commands
 from lossless.cli.main import build_parser
-from lossless.config import Config
+from lossless.core.config import Config
 from tests.fake_openai import FakeOpenAIServer, fake_openai
 
 __all__ = ["fake_openai"]  # the fixture, imported for pytest to find

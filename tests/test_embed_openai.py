@@ -12,9 +12,9 @@ import numpy as np
 import openai
 import pytest
 
+from lossless.core.errors import LosslessError, MissingDependencyError, ValidationError
 from lossless.embed.base import Embedder
 from lossless.embed.openai import OpenAIEmbedder
-from lossless.errors import LosslessError, MissingDependencyError, ValidationError
 from tests.fake_openai import FakeOpenAIServer, fake_embedding, fake_openai
 
 __all__ = ["fake_openai"]  # the fixture, imported for pytest to find

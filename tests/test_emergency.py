@@ -9,10 +9,10 @@ import openai
 import pytest
 
 import lossless
-from lossless.emergency import RecoveryLog, is_context_length_error, truncate_tool_outputs
-from lossless.errors import ContextOverflowError
-from lossless.tokens import count_chat_tokens
-from lossless.types import AssembledContext
+from lossless.agent.emergency import RecoveryLog, is_context_length_error, truncate_tool_outputs
+from lossless.core.errors import ContextOverflowError
+from lossless.core.tokens import count_chat_tokens
+from lossless.core.types import AssembledContext
 from tests.conftest import StoreTarget, chat
 from tests.fake_openai import FakeOpenAIServer, fake_openai
 
@@ -48,7 +48,7 @@ def test_other_provider_errors_are_not_context_errors(fake_openai: FakeOpenAISer
 
 
 def test_the_limit_is_read_from_the_error_text() -> None:
-    from lossless.emergency import context_limit_from_error
+    from lossless.agent.emergency import context_limit_from_error
 
     assert context_limit_from_error(RuntimeError(OPENAI_TOO_LONG["error"]["message"])) == (4096, 9000)
     assert context_limit_from_error(RuntimeError("prompt is too long: 210,455 tokens > 200000 maximum")) == (200000, 210455)

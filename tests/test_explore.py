@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lossless.errors import ValidationError
-from lossless.explore import KINDS, Exploration, detect_kind, explore
-from lossless.tokens import EstimatingCounter, get_counter
+from lossless.context.explore import KINDS, Exploration, detect_kind, explore
+from lossless.core.errors import ValidationError
+from lossless.core.tokens import EstimatingCounter, get_counter
 
 COUNTER = get_counter("cl100k_base")
 

@@ -12,10 +12,10 @@ import pytest
 
 import lossless
 from lossless.cli import main
-from lossless.errors import ValidationError
+from lossless.core.errors import ValidationError
+from lossless.core.types import Message
 from lossless.export import export_conversation, export_to_path, file_name_for
 from lossless.importers import import_file
-from lossless.types import Message
 from tests.backends import raw_query
 from tests.conftest import StoreTarget
 

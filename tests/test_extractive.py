@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lossless.core.tokens import TokenCounter, get_counter
 from lossless.summarize.base import Summarizer, SummaryItem, SummaryRequest
 from lossless.summarize.extractive import ExtractiveSummarizer, extract, fit_text
-from lossless.tokens import TokenCounter, get_counter
 
 T0 = datetime(2024, 3, 15, 10, 2)
 COUNTERS = ["cl100k_base", "estimate"]

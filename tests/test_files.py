@@ -22,14 +22,14 @@ from hypothesis import strategies as st
 
 import lossless
 from lossless.cli import main
-from lossless.errors import NotFoundError, ValidationError
+from lossless.core.errors import NotFoundError, ValidationError
+from lossless.core.tokens import get_counter
 from lossless.files import Files, context_request, kind_of, path_candidates, split_text
 from lossless.files.backend import files_backend
 from lossless.files.chunk import _lines
 from lossless.files.walk import decode, glob_match, read_file
 from lossless.store import migrations
 from lossless.testing import HashEmbedder
-from lossless.tokens import get_counter
 
 COUNTER = get_counter()
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lossless.errors import ValidationError
-from lossless.importance import (
+from lossless.core.errors import ValidationError
+from lossless.core.importance import (
     DEFAULT_CATEGORIES,
     Category,
     DuplicateTracker,
@@ -19,7 +19,7 @@ from lossless.importance import (
     score,
     score_message,
 )
-from lossless.types import Message
+from lossless.core.types import Message
 
 NEUTRAL = "The meeting notes are in the shared folder and cover what the team talked about today."
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import lossless
-from lossless.errors import ValidationError
+from lossless.core.errors import ValidationError
 from lossless.importers import (
     FORMATS,
     ImportReport,

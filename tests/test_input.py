@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import lossless
-from lossless.errors import BudgetError, NotFoundError, QueryError, ValidationError
+from lossless.core.errors import BudgetError, NotFoundError, QueryError, ValidationError
 
 
 @pytest.fixture

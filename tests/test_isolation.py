@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 import lossless
-from lossless.assemble import MEMORY_HEADER
-from lossless.render import neutralise_tags
+from lossless.context import MEMORY_HEADER
+from lossless.core.render import neutralise_tags
 from lossless.testing import FakeSummarizer, HashEmbedder
 from tests.conftest import StoreTarget, chat
 

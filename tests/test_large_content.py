@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import lossless
 from lossless.cli import main
-from lossless.paging import page_chars, page_count, text_sha256, token_slice
-from lossless.tokens import get_counter
+from lossless.context.paging import page_chars, page_count, text_sha256, token_slice
+from lossless.core.tokens import get_counter
 
 from .conftest import StoreTarget, chat
 
@@ -185,7 +185,7 @@ def test_summaries_refuse_message_paging_and_page_as_before(store_target: StoreT
 
 
 def test_schemas_document_the_paging_arguments() -> None:
-    from lossless.tools import anthropic_tools, openai_tools
+    from lossless.agent.tools import anthropic_tools, openai_tools
 
     expand = next(t for t in openai_tools() if t["function"]["name"] == "lcm_expand")["function"]
     props = expand["parameters"]["properties"]

@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 import lossless
 from lossless.cli import memory_cmd
 from lossless.cli.context import CommandContext, CommandError
+from lossless.core.errors import LosslessError, NotFoundError, QueryError, ValidationError
+from lossless.core.types import Message
 from lossless.embed.base import Vectors
-from lossless.errors import LosslessError, NotFoundError, QueryError, ValidationError
-from lossless.memory import Memories, MemoryRecord
+from lossless.longterm import Memories, MemoryRecord
 from lossless.store import migrations
 from lossless.testing import FakeSummarizer, HashEmbedder
-from lossless.types import Message
 
 from .conftest import T0, StoreTarget
 

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lossless.config import Config
-from lossless.errors import ValidationError
-from lossless.models import (
+from lossless.core.config import Config
+from lossless.core.errors import ValidationError
+from lossless.core.models import (
     ENV_VAR,
     ModelInfo,
     context_window,

@@ -20,7 +20,7 @@ def test_a_submodule_of_a_moved_package_follows_it() -> None:
     packages = {old: new for old, new in _moved.MOVED.items() if "." not in old[len("lossless."):]}
     for old, new in packages.items():
         assert _moved.new_name(f"{old}.anything") == f"{new}.anything"
-    assert _moved.new_name("lossless.store.sqlite") is None or "lossless.store.sqlite" in _moved.MOVED
+    assert _moved.new_name("lossless.store.sqlite.store") is None or "lossless.store.sqlite.store" in _moved.MOVED
 
 
 def test_names_that_never_moved_import_as_usual() -> None:

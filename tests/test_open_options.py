@@ -10,7 +10,7 @@ import pytest
 
 import lossless
 from lossless.cli.main import main
-from lossless.models import history_limits
+from lossless.core.models import history_limits
 from lossless.summarize.extractive import ExtractiveSummarizer
 from lossless.summarize.openai_chat import OpenAISummarizer
 from tests.conftest import StoreTarget, chat

@@ -19,10 +19,10 @@ import pytest
 
 import lossless
 from lossless.cli import main
-from lossless.errors import MigrationError, StoreError, ValidationError
+from lossless.core.errors import MigrationError, StoreError, ValidationError
 from lossless.store import pg_migrations
-from lossless.store.postgres import PostgresStore, split_schema
-from lossless.store.postgres_search import pg_regex, search_document
+from lossless.store.postgres.grep import pg_regex, search_document
+from lossless.store.postgres.store import PostgresStore, split_schema
 from lossless.store.urls import redact_url, sqlite_path
 from lossless.testing import HashEmbedder
 
@@ -227,8 +227,8 @@ def test_migrate_verification_catches_a_difference(tmp_path: Path, pg_url: str) 
 
 def _copy_problems(path: Path, pg_url: str) -> list[str]:
     """What ``verify_copy`` finds between the SQLite file and the PostgreSQL copy."""
-    from lossless.store.postgres import PostgresStore
-    from lossless.store.sqlite import SQLiteStore
+    from lossless.store.postgres.store import PostgresStore
+    from lossless.store.sqlite.store import SQLiteStore
     from lossless.store.transfer import verify_copy
 
     src, dst = SQLiteStore(path), PostgresStore(pg_url)

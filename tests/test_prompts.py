@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from lossless.errors import MissingDependencyError, ValidationError
+from lossless.core.errors import MissingDependencyError, ValidationError
+from lossless.core.tokens import get_counter
 from lossless.summarize.anthropic_chat import DEFAULT_ANTHROPIC_MODEL, AnthropicSummarizer
 from lossless.summarize.base import SummaryItem, SummaryRequest
 from lossless.summarize.extractive import ExtractiveSummarizer
@@ -30,7 +31,6 @@ from lossless.summarize.prompts import (
     prompt_kind,
     render_item,
 )
-from lossless.tokens import get_counter
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 

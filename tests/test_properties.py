@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lossless
+from lossless.core.tokens import count_chat_tokens, get_counter
 from lossless.testing import FakeSummarizer
-from lossless.tokens import count_chat_tokens, get_counter
 
 from .backends import BACKENDS, open_backend
 from .conftest import T0

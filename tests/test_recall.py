@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lossless
+from lossless.core.tokens import count_chat_tokens, get_counter
 from lossless.embed.base import Vectors
 from lossless.recall.units import message_units, qa_pairs, window_units
 from lossless.testing import HashEmbedder
-from lossless.tokens import count_chat_tokens, get_counter
 
 from .conftest import T0, StoreTarget, chat
 from .fake_openai import fake_openai
@@ -111,7 +111,7 @@ def test_the_numpy_matrix_catches_up_with_appended_units(tmp_path_factory: pytes
                                                          batches: list[int]) -> None:
     """An agent adds turns between assemblies: the in-memory matrix grows by the new units
     only, and after every step holds exactly what a matrix read afresh from the file holds."""
-    from lossless.store.sqlite_recall import SQLiteRecall
+    from lossless.store.sqlite.recall import SQLiteRecall
 
     emb = HashEmbedder()
     mem = _mem(tmp_path_factory.mktemp("grow") / "g.db", emb, vector_backend="numpy")
@@ -142,7 +142,7 @@ def test_the_numpy_matrix_stays_exact_under_concurrent_readers(tmp_path: Path) -
     what a fresh read gives."""
     import threading
 
-    from lossless.store.sqlite_recall import SQLiteRecall
+    from lossless.store.sqlite.recall import SQLiteRecall
 
     emb = HashEmbedder()
     mem = _mem(tmp_path / "c.db", emb, vector_backend="numpy")
@@ -327,8 +327,8 @@ def test_without_onnxruntime_queries_stay_on_torch(tmp_path: Path, monkeypatch: 
                                                    caplog: pytest.LogCaptureFixture) -> None:
     import sys
 
+    from lossless.core.errors import MissingDependencyError
     from lossless.embed.local import LocalEmbedder
-    from lossless.errors import MissingDependencyError
 
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails
     emb = LocalEmbedder(onnx_cache=tmp_path)

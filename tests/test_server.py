@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 import lossless
+from lossless.agent.tools import TOOL_NAMES, openai_tools
 from lossless.cli.main import main
 from lossless.server.app import create_app
 from lossless.server.auth import Authenticator, check_bind, is_loopback
@@ -26,7 +27,6 @@ from lossless.server.errors import HTTPError
 from lossless.server.keys import APIKeys
 from lossless.server.openapi import openapi_document
 from lossless.server.run import free_port
-from lossless.tools import TOOL_NAMES, openai_tools
 from tests.conftest import StoreTarget, chat
 from tests.server_support import OpenAPIChecker, json_ready, served
 
@@ -165,7 +165,7 @@ def test_openapi_lists_every_route_and_resolves() -> None:
     text = json.dumps(doc)
     for ref in set(re.findall(r'"#/components/schemas/([A-Za-z]+)"', text)):
         assert ref in doc["components"]["schemas"], ref
-    # tool schemas are lossless.tools' own
+    # tool schemas are lossless.agent.tools' own
     assert doc["components"]["schemas"]["LcmGrep"] == openai_tools()[0]["function"]["parameters"]
     app.state.lossless.memory.close()
 

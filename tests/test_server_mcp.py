@@ -14,8 +14,8 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 import lossless
+from lossless.agent.tools import openai_tools
 from lossless.server.mcp_server import TOOL_NAMES
-from lossless.tools import openai_tools
 from tests.conftest import StoreTarget, chat
 
 

@@ -15,11 +15,11 @@ import openai
 import pytest
 
 import lossless
-from lossless.models import context_window
+from lossless.core.models import context_window
+from lossless.core.tokens import count_chat_tokens
 from lossless.server.keys import APIKeys
 from lossless.server.run import free_port
 from lossless.server.state import Upstream
-from lossless.tokens import count_chat_tokens
 from tests.conftest import StoreTarget, chat
 from tests.fake_openai import FakeOpenAIServer, fake_openai
 from tests.server_support import OpenAPIChecker, served

@@ -36,7 +36,7 @@ from hypothesis.stateful import (
 )
 
 import lossless
-from lossless.tokens import count_chat_tokens, get_counter
+from lossless.core.tokens import count_chat_tokens, get_counter
 from tests.conftest import T0
 
 EXAMPLES = int(os.environ.get("LOSSLESS_FUZZ_EXAMPLES", "25"))

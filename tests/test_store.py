@@ -10,9 +10,9 @@ import apsw
 import pytest
 
 import lossless
-from lossless.errors import MigrationError
+from lossless.core.errors import MigrationError
 from lossless.store import migrations
-from lossless.store.sqlite import SQLiteStore
+from lossless.store.sqlite.store import SQLiteStore
 
 from .backends import raw_query
 from .conftest import T0, StoreTarget, chat
@@ -118,8 +118,8 @@ def test_second_connection_sees_committed_writes(backend_target: str) -> None:
 
 
 def test_insert_summary_refuses_stale_frontier(store_backend: lossless.Memory) -> None:
+    from lossless.core.types import SourceRef
     from lossless.store.base import NewSummary
-    from lossless.types import SourceRef
 
     conv = store_backend.conversation("stale")
     conv.add_many(chat(6, words=5))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import lossless
-from lossless.tokens import count_chat_tokens
+from lossless.core.tokens import count_chat_tokens
 from tests.conftest import StoreTarget, chat
 
 T0 = datetime(2025, 3, 1, 9, 0)

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from lossless.errors import SummarizerError
+from lossless.core.errors import SummarizerError
+from lossless.core.tokens import get_counter
 from lossless.summarize.anthropic_chat import AnthropicSummarizer
 from lossless.summarize.base import Summarizer, SummaryItem, SummaryRequest
 from lossless.summarize.llm import CircuitBreaker, LLMSummarizer, SpendGuard
 from lossless.summarize.openai_chat import OpenAISummarizer
-from lossless.tokens import get_counter
 from tests.fake_openai import FakeOpenAIServer, RecordedRequest, fake_openai
 
 __all__ = ["fake_openai"]  # the fixture, imported for pytest to find

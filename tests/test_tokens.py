@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lossless.tokens import EstimatingCounter, TiktokenCounter, count_chat_tokens, get_counter
+from lossless.core.tokens import EstimatingCounter, TiktokenCounter, count_chat_tokens, get_counter
 
 
 def test_cl100k_is_exact_on_known_ids() -> None:

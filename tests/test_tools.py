@@ -7,7 +7,7 @@ import json
 import jsonschema
 
 import lossless
-from lossless.tools import TOOL_NAMES, anthropic_tools, openai_tools
+from lossless.agent.tools import TOOL_NAMES, anthropic_tools, openai_tools
 
 from .conftest import chat
 

@@ -14,7 +14,7 @@ import openai
 import pytest
 
 import lossless
-from lossless.agent import ModelCallError
+from lossless.agent.loop import ModelCallError
 from tests.conftest import StoreTarget, chat
 from tests.fake_openai import FakeOpenAIServer, fake_openai
 
@@ -201,7 +201,7 @@ def test_background_compaction_and_end_task(store_target: StoreTarget, tmp_path:
 
 
 def test_the_prefix_is_stable_between_compactions(store_target: StoreTarget, tmp_path: Path) -> None:
-    from lossless.assemble import DYNAMIC_HEADER
+    from lossless.context import DYNAMIC_HEADER
 
     mem = lossless.open(store_target("p"), embedder=None, context_window=16_000)
     conv = mem.conversation("c")

@@ -28,11 +28,11 @@ from hypothesis import strategies as st
 import lossless
 from lossless.cli.main import main
 from lossless.cli.progress import WorkProgress
+from lossless.compaction.worker import Worker
 from lossless.summarize.base import SummaryRequest, SummaryResult
 from lossless.summarize.guards import CircuitBreaker
 from lossless.summarize.openai_chat import OpenAISummarizer
 from lossless.testing import HashEmbedder
-from lossless.worker import Worker
 from tests.conftest import T0, StoreTarget, chat
 from tests.fake_openai import FakeOpenAIServer, fake_openai
 

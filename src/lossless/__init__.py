@@ -1,11 +1,10 @@
 """lossless: a long-context memory engine for LLM agents."""
 
 from lossless import _moved  # noqa: F401  (first: old import paths of moved modules)
-from lossless.compaction import CompactionReport
-from lossless.config import Config
+from lossless.compaction.engine import CompactionReport
 from lossless.conversation import Conversation
-from lossless.engine import Memory, default_db_path, open
-from lossless.errors import (
+from lossless.core.config import Config
+from lossless.core.errors import (
     BudgetError,
     CompactionBusyError,
     ContextOverflowError,
@@ -18,7 +17,7 @@ from lossless.errors import (
     SummarizerError,
     ValidationError,
 )
-from lossless.types import (
+from lossless.core.types import (
     AssembledContext,
     ChatMessage,
     ContextItem,
@@ -27,6 +26,7 @@ from lossless.types import (
     SourceRef,
     Summary,
 )
+from lossless.engine import Memory, default_db_path, open
 
 __all__ = [
     "AssembledContext",

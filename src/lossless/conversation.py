@@ -8,19 +8,19 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from lossless.agent import arun_turn, run_turn
-from lossless.compaction import CompactionReport, RedoReport
-from lossless.emergency import RecoveryLog, call_with_recovery
-from lossless.errors import StoreError, ValidationError
-from lossless.recall.search import SearchMode
-from lossless.tools import ToolBox
-from lossless.types import AssembledContext, ConversationInfo, GrepHit, Message, Summary
-from lossless.validate import NewMessage, validate_message
+from lossless.agent.emergency import RecoveryLog, call_with_recovery
+from lossless.agent.loop import arun_turn, run_turn
+from lossless.agent.tools import ToolBox
+from lossless.compaction.engine import CompactionReport, RedoReport
+from lossless.core.errors import StoreError, ValidationError
+from lossless.core.types import AssembledContext, ConversationInfo, GrepHit, Message, Summary
+from lossless.core.validate import NewMessage, validate_message
+from lossless.recall.dispatch import SearchMode
 
 if TYPE_CHECKING:
-    from lossless.agent import TurnResult
+    from lossless.agent.loop import TurnResult
     from lossless.engine import Memory
-    from lossless.memory import MemoryRecord
+    from lossless.longterm import MemoryRecord
 
 __all__ = ["Conversation"]
 
@@ -160,7 +160,7 @@ class Conversation:
     def redo_fallbacks(self, progress: Callable[[int, int], None] | None = None) -> RedoReport:
         """Write again, with the summarizer's model, the summaries its deterministic
         fallback made while the provider was down (see
-        :meth:`~lossless.compaction.Compactor.redo_fallbacks`); ``progress(done, total)``
+        :meth:`~lossless.compaction.engine.Compactor.redo_fallbacks`); ``progress(done, total)``
         after each one."""
         return self.memory.compactor.redo_fallbacks(self.id, wait=self.memory.config.tool_wait_seconds,
                                                     progress=progress)
@@ -171,7 +171,7 @@ class Conversation:
         """Assemble a context and pass it to ``call`` (your model call); when the provider
         answers that the context is too long, compact in emergency mode and retry with a
         smaller budget, then cut the largest tool outputs, then raise
-        :class:`~lossless.errors.ContextOverflowError`. See :mod:`lossless.emergency`."""
+        :class:`~lossless.core.errors.ContextOverflowError`. See :mod:`lossless.agent.emergency`."""
         return call_with_recovery(self, call, budget_tokens=budget_tokens, query=query,
                                   max_compactions=max_compactions, log_to=log_to)
 
@@ -179,7 +179,7 @@ class Conversation:
         """One agent turn around your model call: memories and context assembled, the
         model called (an ``openai`` / ``anthropic`` client with ``model=``, or a function
         from messages to a reply), tool calls run, everything stored in one transaction,
-        compaction if due. A failed turn stores nothing. See :mod:`lossless.agent`."""
+        compaction if due. A failed turn stores nothing. See :mod:`lossless.agent.loop`."""
         return run_turn(self, user_message, call, **options)
 
     async def aturn(self, user_message: str | Mapping[str, Any], call: Any, **options: Any) -> TurnResult:
@@ -333,7 +333,7 @@ def _usage(usage: dict[str, Any], message_tokens: int) -> dict[str, Any]:
 
 
 def _new_text(msg: NewMessage) -> str:
-    from lossless.render import content_text
+    from lossless.core.render import content_text
 
     return content_text(msg.content, msg.tool_calls)
 

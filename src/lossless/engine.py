@@ -13,27 +13,27 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from lossless.compaction import Compactor
-from lossless.config import Config
+from lossless.agent.tools import ToolBox
+from lossless.compaction.engine import Compactor
+from lossless.compaction.worker import Worker, WorkerStats
 from lossless.context import Assembler
 from lossless.conversation import Conversation
+from lossless.core.config import Config
+from lossless.core.errors import ValidationError
+from lossless.core.owners import live, new_owner, retire
+from lossless.core.tokens import TokenCounter, get_counter
+from lossless.core.types import ConversationInfo, GrepHit, Message
+from lossless.core.validate import check_conversation_id
 from lossless.embed.base import Embedder
-from lossless.errors import ValidationError
-from lossless.memory import Memories, MemoryRecord
-from lossless.owners import live, new_owner, retire
+from lossless.longterm import Memories, MemoryRecord
+from lossless.recall.dispatch import SearchMode, run_search
 from lossless.recall.hybrid import Recaller
-from lossless.recall.search import SearchMode, run_search
 from lossless.store.backlog import Backlog
 from lossless.store.base import SearchSpec, Store
-from lossless.store.sqlite import SQLiteStore
+from lossless.store.sqlite.store import SQLiteStore
 from lossless.store.urls import is_postgres_url, sqlite_path
 from lossless.summarize.base import GuardedSummarizer, Summarizer
 from lossless.summarize.extractive import ExtractiveSummarizer
-from lossless.tokens import TokenCounter, get_counter
-from lossless.tools import ToolBox
-from lossless.types import ConversationInfo, GrepHit, Message
-from lossless.validate import check_conversation_id
-from lossless.worker import Worker, WorkerStats
 
 if TYPE_CHECKING:
     from lossless.files import Files
@@ -208,12 +208,12 @@ class Memory:
 
     @property
     def worker(self) -> Worker:
-        """The worker that serves this store's backlog (:mod:`lossless.worker`); with
+        """The worker that serves this store's backlog (:mod:`lossless.compaction.worker`); with
         ``compaction="background"`` its thread starts with the first write. On a SQLite
         file it works through a connection of its own."""
         with self._worker_guard:
             if self._worker is None:
-                from lossless.worker import Worker
+                from lossless.compaction.worker import Worker
 
                 engine, owns = self._worker_engine()
                 self._worker = Worker(engine, owns_engine=owns)
@@ -250,12 +250,12 @@ class Memory:
         given, else to every conversation, is done. With a worker thread running this
         waits for it; otherwise (``compaction="inline"`` or ``"deferred"``, or no thread
         started yet) the work runs on this thread. ``progress(done, total)`` is called
-        every half second or so, in units of :func:`lossless.worker.owed`. Returns False
+        every half second or so, in units of :func:`lossless.compaction.worker.owed`. Returns False
         if ``timeout`` seconds passed, or if what is left is failing (its error is in
         :meth:`stats`; ``retry_failed`` retries each of those once, at once instead of
         after its delay, e.g. once the embedding service is back); what is not done
         stays owed."""
-        from lossless.worker import owed
+        from lossless.compaction.worker import owed
 
         deadline = None if timeout is None else time.monotonic() + timeout
         ids = None if conversations is None else list(dict.fromkeys(conversations))
@@ -406,7 +406,7 @@ def open(
     ``path`` is a SQLite file, ``":memory:"``, a PostgreSQL URL (``postgresql://user:pass@host/db``,
     optionally ``?schema=tenant_a`` for a schema of its own; needs ``lossless[postgres]``), or
     None for ``$LOSSLESS_DB`` (a path or a URL), else :func:`default_db_path`.
-    Keyword arguments are :class:`~lossless.config.Config` fields, e.g.
+    Keyword arguments are :class:`~lossless.core.config.Config` fields, e.g.
     ``context_window=8192``; fields not given come from the database's saved settings
     (:meth:`Memory.save_settings`), then from the built-in defaults.
 
@@ -414,7 +414,7 @@ def open(
     (``"openai"``, ``"anthropic"``, ``"llama"``, ``"extractive"``); None reads
     ``$LOSSLESS_SUMMARIZER`` (and ``$LOSSLESS_SUMMARIZER_MODEL``), else the offline
     extractive summarizer. ``model="gpt-4o"`` (a Config field) takes the model's known
-    window and history limits (:mod:`lossless.models`) unless given explicitly.
+    window and history limits (:mod:`lossless.core.models`) unless given explicitly.
 
     ``embedder``: ``"auto"`` (the default) uses the local all-MiniLM-L6-v2 model when the
     ``embeddings`` extra is installed and keyword-only recall otherwise (saying so once);
@@ -428,7 +428,7 @@ def open(
     raw = os.fspath(path) if path is not None else os.environ.get("LOSSLESS_DB")
     store: Store
     if is_postgres_url(raw):
-        from lossless.store.postgres import PostgresStore
+        from lossless.store.postgres.store import PostgresStore
 
         store = PostgresStore(str(raw))
     else:
@@ -454,8 +454,8 @@ def open(
 
 def _model_defaults(model: str) -> dict[str, Any]:
     """Config for a named chat model: its known window (less room for the reply), the 80 %
-    trigger and the fresh tail and message cap of its window band (:mod:`lossless.models`)."""
-    from lossless.models import context_window, history_limits
+    trigger and the fresh tail and message cap of its window band (:mod:`lossless.core.models`)."""
+    from lossless.core.models import context_window, history_limits
 
     limits = history_limits(context_window(model))
     return {**limits.config_kwargs(), "compact_after_messages": limits.max_history_messages}

@@ -29,8 +29,8 @@ from typing import IO, Any, Literal
 
 from lossless.conversation import Conversation
 from lossless.core._canonical import message_hash
-from lossless.errors import ValidationError
-from lossless.types import Message, Summary
+from lossless.core.errors import ValidationError
+from lossless.core.types import Message, Summary
 
 __all__ = [
     "EXPORT_FORMATS",

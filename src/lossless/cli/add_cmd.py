@@ -10,8 +10,8 @@ from rich.text import Text
 
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents, no_wait
-from lossless.types import ROLES
-from lossless.validate import check_conversation_id, validate_message
+from lossless.core.types import ROLES
+from lossless.core.validate import check_conversation_id, validate_message
 
 __all__ = ["cmd_add", "register"]
 

@@ -13,14 +13,14 @@ from typing import Any, Literal
 from rich.table import Table
 from rich.text import Text
 
+from lossless.agent.tools import hit_dict
 from lossless.cli import render
 from lossless.cli.add_cmd import cmd_add  # re-exported: ``add`` has a module of its own now
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents, non_negative, positive
 from lossless.conversation import Conversation
-from lossless.tools import hit_dict
-from lossless.types import ROLES, ConversationInfo, Message
-from lossless.validate import parse_datetime
+from lossless.core.types import ROLES, ConversationInfo, Message
+from lossless.core.validate import parse_datetime
 
 __all__ = [
     "cmd_add",

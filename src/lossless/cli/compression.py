@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from lossless.conversation import Conversation
-from lossless.errors import MissingDependencyError, ValidationError
+from lossless.core.errors import MissingDependencyError, ValidationError
 
 __all__ = ["compression_stats", "plot_compression"]
 

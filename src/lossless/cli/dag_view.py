@@ -10,7 +10,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from lossless.cli.render import day_span, message_line, utc
-from lossless.types import Message, Summary
+from lossless.core.types import Message, Summary
 
 __all__ = ["dag_view", "duration", "summary_label"]
 

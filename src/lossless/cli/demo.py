@@ -24,7 +24,7 @@ from lossless.cli.commands import raw_tail, show_dag
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents, positive
 from lossless.conversation import Conversation
-from lossless.render import chat_message_text, message_text
+from lossless.core.render import chat_message_text, message_text
 from lossless.store.urls import is_postgres_url, redact_url
 
 __all__ = ["DEMO_WINDOW", "cmd_demo", "register"]

@@ -27,7 +27,7 @@ from lossless.cli import (
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.examples import add_examples
 from lossless.cli.options import Command, common_options, no_wait, non_negative, positive  # noqa: F401
-from lossless.errors import LosslessError
+from lossless.core.errors import LosslessError
 
 __all__ = ["build_parser", "main"]
 

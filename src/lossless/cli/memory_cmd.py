@@ -19,8 +19,8 @@ from rich.text import Text
 from lossless.cli import render
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, command_parents
-from lossless.memory.records import KINDS, SCOPES, MemoryRecord
-from lossless.memory.store import Memories
+from lossless.longterm.memories import Memories
+from lossless.longterm.records import KINDS, SCOPES, MemoryRecord
 
 __all__ = [
     "cmd_memory_add",

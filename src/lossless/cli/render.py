@@ -16,8 +16,8 @@ from rich.rule import Rule
 from rich.text import Text
 from rich.tree import Tree
 
-from lossless.render import chat_message_text, message_text
-from lossless.types import AssembledContext, ChatMessage, Message, Summary
+from lossless.core.render import chat_message_text, message_text
+from lossless.core.types import AssembledContext, ChatMessage, Message, Summary
 
 __all__ = [
     "TIER_ORDER",

@@ -18,7 +18,7 @@ from rich.text import Text
 from lossless.cli import render
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, command_parents
-from lossless.errors import MissingDependencyError
+from lossless.core.errors import MissingDependencyError
 from lossless.server.keys import APIKeys
 
 __all__ = ["cmd_keys_adopt", "cmd_keys_create", "cmd_keys_ls", "cmd_keys_revoke", "cmd_mcp", "cmd_serve", "register"]

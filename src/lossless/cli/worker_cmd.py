@@ -52,7 +52,7 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
 
 
 def cmd_worker(ctx: CommandContext) -> int:
-    from lossless.worker import Worker
+    from lossless.compaction.worker import Worker
 
     args = ctx.args
     memory = ctx.memory(create=False)

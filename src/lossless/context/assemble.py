@@ -21,7 +21,6 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Literal
 
-from lossless.config import Config
 from lossless.context.budgeted import budgeted_layout
 from lossless.context.inputs import History, Sources
 from lossless.context.lookups import file_hits, memory_records
@@ -29,15 +28,16 @@ from lossless.context.recalled import RecalledMessages
 from lossless.context.shown import AssemblyCaches, MessageView
 from lossless.context.stable import stable_layout
 from lossless.context.summaries import SummaryPieces
-from lossless.errors import BudgetError
+from lossless.core.config import Config
+from lossless.core.errors import BudgetError
+from lossless.core.tokens import TokenCounter
+from lossless.core.types import AssembledContext, Lag, Message
 from lossless.store.backlog import Backlog
 from lossless.store.base import Store
-from lossless.tokens import TokenCounter
-from lossless.types import AssembledContext, Lag, Message
 
 if TYPE_CHECKING:
     from lossless.files import Files
-    from lossless.memory import Memories
+    from lossless.longterm import Memories
     from lossless.recall.hybrid import Recaller
 
 __all__ = ["Assembler"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lossless.compaction import tool_groups
+from lossless.compaction.engine import tool_groups
 from lossless.context.inputs import History, Sources
 from lossless.context.pieces import MEMORY_HEADER, RECALL_HEADER, SEP, backlog_line, memory_blocks
 from lossless.context.tiers import (
@@ -24,12 +24,12 @@ from lossless.context.tiers import (
     TailTier,
     Tier,
 )
-from lossless.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, count_chat_tokens
-from lossless.types import AssembledContext, ChatMessage, ContextItem
+from lossless.core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, count_chat_tokens
+from lossless.core.types import AssembledContext, ChatMessage, ContextItem
 
 if TYPE_CHECKING:
     from lossless.files import FileHit
-    from lossless.memory import MemoryRecord
+    from lossless.longterm import MemoryRecord
 
 __all__ = ["budgeted_layout"]
 

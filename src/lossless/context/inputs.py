@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 from lossless.context.recalled import RecalledMessages
 from lossless.context.shown import MessageView
 from lossless.context.summaries import SummaryPieces
-from lossless.types import Message, Summary
+from lossless.core.types import Message, Summary
 
 if TYPE_CHECKING:
     from lossless.files import FileHit
-    from lossless.memory import MemoryRecord
+    from lossless.longterm import MemoryRecord
 
 __all__ = ["History", "Sources"]
 

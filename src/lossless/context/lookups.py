@@ -6,18 +6,18 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from lossless.config import Config
 from lossless.context.pieces import FILES_HEADER, LONG_TERM_HEADER, MIN_ABRIDGED, Piece
 from lossless.context.shown import MessageView
+from lossless.core.config import Config
+from lossless.core.errors import LosslessError
+from lossless.core.render import neutralise_tags
 from lossless.core.textfit import fit_text
-from lossless.errors import LosslessError
-from lossless.render import neutralise_tags
+from lossless.core.types import ContextItem
 from lossless.store.base import Store
-from lossless.types import ContextItem
 
 if TYPE_CHECKING:
     from lossless.files import FileHit, Files
-    from lossless.memory import Memories, MemoryRecord
+    from lossless.longterm import Memories, MemoryRecord
 
 __all__ = ["file_hits", "file_pieces", "memory_pieces", "memory_records"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lossless.types import ChatMessage, ContextItem, Message
+from lossless.core.types import ChatMessage, ContextItem, Message
 
 __all__ = [
     "DYNAMIC_HEADER",

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 from lossless.context.pieces import MIN_ABRIDGED, Piece
 from lossless.context.shown import MessageView
+from lossless.core.errors import EmbedderError
+from lossless.core.render import message_header, neutralise_tags
 from lossless.core.textfit import fit_text
-from lossless.errors import EmbedderError
-from lossless.render import message_header, neutralise_tags
+from lossless.core.types import ContextItem, Message
 from lossless.store.base import SearchSpec, Store
-from lossless.types import ContextItem, Message
 
 if TYPE_CHECKING:
     from lossless.recall.hybrid import Recaller

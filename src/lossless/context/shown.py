@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lossless.config import Config
 from lossless.context.pieces import SEP
+from lossless.core.config import Config
+from lossless.core.importance import score_message
+from lossless.core.render import chat_message_text, message_text
 from lossless.core.textfit import fit_text
-from lossless.importance import score_message
-from lossless.render import chat_message_text, message_text
-from lossless.tokens import MESSAGE_OVERHEAD, NAME_OVERHEAD, TokenCounter
-from lossless.types import ChatMessage, Message
+from lossless.core.tokens import MESSAGE_OVERHEAD, NAME_OVERHEAD, TokenCounter
+from lossless.core.types import ChatMessage, Message
 
 __all__ = ["AssemblyCaches", "MessageView"]
 
@@ -98,7 +98,7 @@ class MessageView:
         cache = self.caches.explored
         text = cache.get(msg.id)
         if text is None:
-            from lossless.explore import explore
+            from lossless.context.explore import explore
 
             body = message_text(msg) if not isinstance(msg.content, str) else msg.content
             found = explore(body, max_tokens=self.config.large_content_summary_tokens, counter=self.counter,

@@ -18,9 +18,9 @@ from lossless.context.pieces import (
     Piece,
     memory_blocks,
 )
-from lossless.render import render_summary
-from lossless.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, count_chat_tokens
-from lossless.types import AssembledContext, ChatMessage, ContextItem
+from lossless.core.render import render_summary
+from lossless.core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, count_chat_tokens
+from lossless.core.types import AssembledContext, ChatMessage, ContextItem
 
 __all__ = ["stable_layout"]
 

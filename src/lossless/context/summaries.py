@@ -7,10 +7,10 @@ from typing import Literal
 
 from lossless.context.pieces import MIN_ABRIDGED, Piece
 from lossless.context.shown import MessageView
+from lossless.core.render import format_span, neutralise_tags, render_summary
 from lossless.core.textfit import fit_text
-from lossless.render import format_span, neutralise_tags, render_summary
+from lossless.core.types import ContextItem, Summary
 from lossless.store.base import Store
-from lossless.types import ContextItem, Summary
 
 __all__ = ["SummaryPieces"]
 

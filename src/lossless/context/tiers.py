@@ -24,12 +24,12 @@ from lossless.context.pieces import (
 from lossless.context.recalled import RecalledMessages
 from lossless.context.shown import MessageView
 from lossless.context.summaries import SummaryPieces
-from lossless.render import format_span
-from lossless.types import ChatMessage, ContextItem, Message, Summary
+from lossless.core.render import format_span
+from lossless.core.types import ChatMessage, ContextItem, Message, Summary
 
 if TYPE_CHECKING:
     from lossless.files import FileHit
-    from lossless.memory import MemoryRecord
+    from lossless.longterm import MemoryRecord
 
 __all__ = [
     "FilesTier",

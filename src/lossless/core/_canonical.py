@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from lossless.types import SourceRef
+from lossless.core.types import SourceRef
 
 __all__ = ["canonical_json", "message_hash", "message_id", "summary_id"]
 

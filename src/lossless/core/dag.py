@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lossless.core._canonical import message_hash
-from lossless.errors import NotFoundError, ValidationError
-from lossless.types import SourceRef
+from lossless.core.errors import NotFoundError, ValidationError
+from lossless.core.types import SourceRef
 
 __all__ = [
     "SourceMessage",

@@ -19,7 +19,7 @@ from itertools import filterfalse
 from operator import attrgetter
 from typing import Any
 
-from lossless.tokens import TokenCounter
+from lossless.core.tokens import TokenCounter
 
 __all__ = ["MESSAGE_HEADER_RE", "Group", "Unit", "fit_groups", "fit_text", "group_units", "split_sections", "split_units"]
 

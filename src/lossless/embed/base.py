@@ -8,7 +8,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from lossless.errors import EmbedderError
+from lossless.core.errors import EmbedderError
 
 __all__ = ["Embedder", "Vectors", "Warmable", "embed_checked", "normalize"]
 
@@ -47,7 +47,7 @@ class Warmable(Protocol):
 def embed_checked(embedder: Embedder, texts: Sequence[str]) -> Vectors:
     """``embedder.embed(texts)``, checked: one finite row of ``embedder.dim`` floats per
     text. A failure or a malformed answer (wrong shape, NaN, inf) raises
-    :class:`~lossless.errors.EmbedderError`, so nothing broken reaches the embedding cache
+    :class:`~lossless.core.errors.EmbedderError`, so nothing broken reaches the embedding cache
     or a vector index."""
     who = f"embedder {embedder.provider}/{embedder.model}"
     try:

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from lossless.core.errors import MissingDependencyError
 from lossless.embed.base import Vectors, normalize
-from lossless.errors import MissingDependencyError
 
 __all__ = ["LocalEmbedder", "cache_dir", "local_embedder_available"]
 

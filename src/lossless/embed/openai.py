@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lossless.core.errors import LosslessError, MissingDependencyError, ValidationError
 from lossless.embed.base import Vectors, normalize
-from lossless.errors import LosslessError, MissingDependencyError, ValidationError
 from lossless.providers.http import OPENAI_BASE_URL, PLACEHOLDER_API_KEY, public_url, status_detail
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class OpenAIEmbedder:
     ``embed()`` sends a one-word probe).
 
     Every failure (connection refused, timeout, an HTTP error after ``max_retries``
-    retries, a response of the wrong shape) raises :class:`~lossless.errors.LosslessError`
+    retries, a response of the wrong shape) raises :class:`~lossless.core.errors.LosslessError`
     naming the endpoint and model. Call :meth:`close` (or use ``with``) to release the
     HTTP connection pool.
     """

@@ -3,7 +3,7 @@
 :class:`~lossless.files.index.Files` writes its SQL once, in SQLite's dialect with ``?``
 placeholders, and runs it through a :class:`FilesBackend` (a
 :class:`~lossless.store.runner.SQLRunner`): SQLite runs it as it is; PostgreSQL
-(:mod:`lossless.files.pg_backend`) rewrites the placeholders. What no shared SQL can
+(:mod:`lossless.files.postgres`) rewrites the placeholders. What no shared SQL can
 express is the backend's own: writing a chunk with its keyword index (FTS5 tables, or
 a ``tsvector`` column), moving a file's path words, deleting chunks, keyword candidates,
 the chunk vectors (a numpy matrix, or pgvector), "one of these ids" and the generation
@@ -99,7 +99,7 @@ def files_backend(store: Any) -> FilesBackend:
     """The backend for ``store``'s dialect (StoreError for a store that is neither)."""
     runner = sql_runner(store)
     if runner.dialect == "postgresql":
-        from lossless.files.pg_backend import PostgresFilesBackend
+        from lossless.files.postgres import PostgresFilesBackend
 
         return PostgresFilesBackend(store)
     return SQLiteFilesBackend(store)
@@ -150,7 +150,7 @@ class SQLiteFilesBackend(SQLiteRunner):
         return generation(self.store)
 
     def keyword_candidates(self, query: str, where: str, args: Sequence[Any], limit: int) -> dict[int, float]:
-        from lossless.files.search import keyword_candidates
+        from lossless.files.relevance import keyword_candidates
 
         return keyword_candidates(self.store, query, where, args, limit)
 

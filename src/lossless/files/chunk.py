@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from lossless.errors import ValidationError
-from lossless.tokens import TokenCounter
+from lossless.core.errors import ValidationError
+from lossless.core.tokens import TokenCounter
 
 __all__ = ["CHUNK_TOKENS", "FILE_KINDS", "OVERLAP_TOKENS", "Chunk", "FileKind", "kind_of", "split_text"]
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lossless.errors import NotFoundError, ValidationError
+from lossless.core.errors import NotFoundError, ValidationError
 from lossless.files import walk as walker
 from lossless.files.backend import ChunkVectorIndex, files_backend
 from lossless.files.chunk import (
@@ -35,13 +35,13 @@ from lossless.files.chunk import (
 from lossless.files.lookup import FILE_COLS, display, lookup, one
 from lossless.files.mentions import context_request, path_candidates
 from lossless.files.records import FileHit, FileStats, IndexedFile, IndexReport, Skip
-from lossless.files.search import kind_prior, path_boost, query_terms, recency_factor
+from lossless.files.relevance import kind_prior, path_boost, query_terms, recency_factor
 from lossless.files.vectors import text_sha256
 
 if TYPE_CHECKING:
+    from lossless.core.tokens import TokenCounter
     from lossless.embed.base import Embedder
     from lossless.store.base import Store
-    from lossless.tokens import TokenCounter
 
 __all__ = ["Files", "Progress"]
 

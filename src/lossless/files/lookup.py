@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from lossless.errors import NotFoundError, ValidationError
+from lossless.core.errors import NotFoundError, ValidationError
 
 if TYPE_CHECKING:
     from lossless.store.runner import SQLRunner

@@ -10,7 +10,7 @@ takes ~6 ms, the first one of a process ~0.35 s (loading 146 MB), the first afte
 re-indexing a file ~30 ms.
 Why not sqlite-vec's ``vec0`` is in migration 6; bench/bench_files.py measures both.
 That is SQLite's side; on PostgreSQL chunk vectors live in pgvector tables
-(:mod:`lossless.files.pg_vectors`), and both embed through :class:`CachedEmbeddings`.
+(:mod:`lossless.files.postgres_vectors`), and both embed through :class:`CachedEmbeddings`.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ import numpy.typing as npt
 
 from lossless.files.chunk import FILE_KINDS
 from lossless.recall.units import text_sha256
-from lossless.store.sqlite_recall import SQLiteRecall
+from lossless.store.sqlite.recall import SQLiteRecall
 
 if TYPE_CHECKING:
     from lossless.embed.base import Embedder
-    from lossless.store.sqlite import SQLiteStore
+    from lossless.store.sqlite.store import SQLiteStore
 
 __all__ = ["CachedEmbeddings", "ChunkVectors", "bump_generation", "generation", "text_sha256"]
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fnmatch import translate
 
-from lossless.errors import ValidationError
+from lossless.core.errors import ValidationError
 from lossless.files.records import Skip
 
 __all__ = [

@@ -4,7 +4,7 @@ An importer is a function ``read(stream, source)`` that walks one file front to 
 yields, as it goes, one of:
 
 - :class:`Record` ``(conversation, message, line)``: an OpenAI-shaped message dict (the
-  fields :func:`lossless.validate.validate_message` accepts) for the source conversation
+  fields :func:`lossless.core.validate.validate_message` accepts) for the source conversation
   ``conversation`` (None when the file does not say and the caller must), read at ``line``;
 - :class:`Problem`: something that could not be imported (a bad line, a bad message, a
   ChatGPT conversation whose tree has a cycle), named by line, skipped;

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lossless.errors import ValidationError
+from lossless.core.errors import ValidationError
 from lossless.importers import (
     anthropic_messages,
     chatgpt,
@@ -152,7 +152,7 @@ def detect(path_or_first_bytes: str | os.PathLike[str] | bytes, *, name: str | N
     """The format of a file (given its path), or of its first bytes (``name``, when
     given, is the file name, which can settle it: ``rollout-*.jsonl`` is Codex,
     ``*.md`` text, ``conversations.json`` ChatGPT …). Raises
-    :class:`~lossless.errors.ValidationError` when it cannot tell."""
+    :class:`~lossless.core.errors.ValidationError` when it cannot tell."""
     if isinstance(path_or_first_bytes, bytes | bytearray):
         head = bytes(path_or_first_bytes[:HEAD_BYTES])
     else:

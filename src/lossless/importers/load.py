@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lossless.core.errors import LosslessError, ValidationError
+from lossless.core.validate import check_conversation_id, validate_message
 from lossless.engine import Memory
-from lossless.errors import LosslessError, ValidationError
 from lossless.importers.base import HEAD_BYTES, ByteStream, Ignored, Meta, Problem, Record, Source
 from lossless.importers.detect import FORMATS, detect, reader_for
-from lossless.validate import check_conversation_id, validate_message
 
 __all__ = ["BATCH_SIZE", "ImportReport", "check_source", "file_size", "import_file", "import_stream"]
 

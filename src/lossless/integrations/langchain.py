@@ -35,9 +35,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from lossless.conversation import Conversation
+from lossless.core.errors import MissingDependencyError, ValidationError
+from lossless.core.types import ChatMessage, Message
 from lossless.engine import Memory
-from lossless.errors import MissingDependencyError, ValidationError
-from lossless.types import ChatMessage, Message
 
 try:
     from langchain_core.chat_history import BaseChatMessageHistory

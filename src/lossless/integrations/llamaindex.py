@@ -28,10 +28,10 @@ import asyncio
 import json
 from typing import Any
 
+from lossless.core.errors import MissingDependencyError
+from lossless.core.render import chat_message_text
+from lossless.core.types import ChatMessage as LosslessChat
 from lossless.engine import Memory as LosslessMemory
-from lossless.errors import MissingDependencyError
-from lossless.render import chat_message_text
-from lossless.types import ChatMessage as LosslessChat
 
 try:
     from llama_index.core.base.llms.types import ChatMessage, ImageBlock, TextBlock, ToolCallBlock

@@ -3,7 +3,7 @@ and what limit and size does its text state?
 
 Every client of a chat provider needs this, whether it summarizes, proxies or runs the
 agent loop, so it lives here rather than in the agent's recovery module
-(:mod:`lossless.emergency`), which re-exports it.
+(:mod:`lossless.agent.emergency`), which re-exports it.
 """
 
 from __future__ import annotations

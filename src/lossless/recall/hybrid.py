@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from lossless.core.tokens import TokenCounter
+from lossless.core.types import GrepHit
 from lossless.embed.base import Warmable, embed_checked
 from lossless.recall.units import message_units, text_sha256, window_units
 from lossless.store.base import RecallIndex, SearchSpec, Store
 from lossless.store.rows import UnitRow
-from lossless.tokens import TokenCounter
-from lossless.types import GrepHit
 
 if TYPE_CHECKING:
-    from lossless.config import Config
+    from lossless.core.config import Config
     from lossless.embed.base import Embedder
 
 __all__ = ["RecallHit", "Recaller"]

@@ -13,10 +13,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lossless.render import message_text
-from lossless.tokens import TokenCounter
-from lossless.types import Message
-from lossless.validate import timestamp
+from lossless.core.render import message_text
+from lossless.core.tokens import TokenCounter
+from lossless.core.types import Message
+from lossless.core.validate import timestamp
 
 __all__ = ["Unit", "message_units", "qa_pairs", "text_sha256", "window_units"]
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from lossless.errors import (
+from lossless.core.errors import (
     CompactionBusyError,
     ContextOverflowError,
     LosslessError,

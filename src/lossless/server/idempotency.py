@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from lossless.errors import ValidationError
+from lossless.core.errors import ValidationError
 from lossless.store.runner import sql_runner
 
 __all__ = ["IdempotencyRecord", "ProxyRequests", "request_sha256"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from lossless.errors import NotFoundError, ValidationError
+from lossless.core.errors import NotFoundError, ValidationError
 from lossless.store.runner import sql_runner
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """lossless as an MCP server (``lossless mcp``), with the official ``mcp`` SDK.
 
 Tools: ``lcm_grep``, ``lcm_describe``, ``lcm_expand`` (the agent tools of
-:mod:`lossless.tools`, same descriptions and arguments, plus an optional
+:mod:`lossless.agent.tools`, same descriptions and arguments, plus an optional
 ``conversation`` to stay inside one conversation), ``memory_search`` and ``memory_add``
 (long-term memory). Resources: ``lossless://conversations`` (the list) and
 ``lossless://conversations/{conversation_id}`` (one conversation's stats and summary DAG).
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 import anyio
 from pydantic import Field
 
-from lossless.errors import LosslessError, MissingDependencyError
-from lossless.tools import openai_tools
+from lossless.agent.tools import openai_tools
+from lossless.core.errors import LosslessError, MissingDependencyError
 
 try:
     from mcp.server.mcpserver import MCPServer
@@ -41,7 +41,7 @@ _SCOPE = "Only inside this conversation (default: every conversation)."
 
 
 def _doc(tool: str, param: str) -> str:
-    """A parameter's description in :mod:`lossless.tools`, so MCP and tool calling agree."""
+    """A parameter's description in :mod:`lossless.agent.tools`, so MCP and tool calling agree."""
     prop = _SPECS[tool]["parameters"]["properties"].get(param, {})
     return str(prop.get("description", ""))
 
@@ -82,7 +82,7 @@ def build_server(memory: Memory | Callable[[], Memory], *, name: str = "lossless
 
 
 def _add_dag_tools(server: MCPServer[Any], mem: Callable[[], Memory], run: _Run) -> None:
-    """lcm_grep, lcm_describe and lcm_expand: the agent tools of :mod:`lossless.tools`."""
+    """lcm_grep, lcm_describe and lcm_expand: the agent tools of :mod:`lossless.agent.tools`."""
 
     @server.tool(name="lcm_grep", description=_SPECS["lcm_grep"]["description"])
     async def lcm_grep(

@@ -1,5 +1,5 @@
 """The OpenAPI 3.1 document served at ``/openapi.json``, written by hand next to the routes
-(the tool argument schemas come from :func:`lossless.tools.openai_tools`, so they cannot
+(the tool argument schemas come from :func:`lossless.agent.tools.openai_tools`, so they cannot
 drift). Request schemas are strict (``additionalProperties: false``, as the server refuses
 unknown fields); response schemas list what is always there. ``tests/test_server.py``
 validates the requests it sends and the answers it gets against this document."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from lossless.memory.records import KINDS
-from lossless.tools import openai_tools
-from lossless.types import ROLES
+from lossless.agent.tools import openai_tools
+from lossless.core.types import ROLES
+from lossless.longterm.records import KINDS
 
 __all__ = ["openapi_document", "schema_ref"]
 
@@ -128,7 +128,7 @@ def _context_schemas(tools: dict[str, Any]) -> dict[str, Any]:
                               "hits": {"type": "array", "items": schema_ref("Hit")}},
                              ("query", "mode", "count", "hits")),
         "LcmGrep": tools["lcm_grep"], "LcmDescribe": tools["lcm_describe"], "LcmExpand": tools["lcm_expand"],
-        "ToolResult": {**_FREE, "description": "what the tool returns (see lossless.tools)"},
+        "ToolResult": {**_FREE, "description": "what the tool returns (see lossless.agent.tools)"},
         "Dag": _obj({
             "conversation": _STR, "messages": _INT, "max_depth": _INT, "frontier": {"type": "array", "items": _STR},
             "summaries": {"type": "array", "items": _obj({

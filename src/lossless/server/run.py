@@ -15,7 +15,7 @@ from typing import Any
 
 import uvicorn
 
-from lossless.errors import LosslessError
+from lossless.core.errors import LosslessError
 
 __all__ = ["BackgroundServer", "free_port", "serve"]
 

@@ -16,14 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lossless.errors import NotFoundError, ValidationError
+from lossless.core.errors import NotFoundError, ValidationError
+from lossless.core.validate import check_conversation_id
 from lossless.store.runner import sql_runner
-from lossless.validate import check_conversation_id
 
 if TYPE_CHECKING:
+    from lossless.core.types import ConversationInfo
     from lossless.engine import Memory
-    from lossless.memory.records import MemoryRecord
-    from lossless.types import ConversationInfo
+    from lossless.longterm.records import MemoryRecord
 
 __all__ = ["OWNER_KEYS", "Tenant"]
 

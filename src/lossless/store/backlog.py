@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lossless.owners import HOST, holder_is_dead
+from lossless.core.owners import HOST, holder_is_dead
 from lossless.store.runner import SQLRunner, sql_runner
 
 __all__ = ["QUEUE_SQL", "Backlog", "Claim"]

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from lossless.types import ConversationInfo, GrepHit, Message, SourceRef, Summary
-from lossless.validate import NewMessage
+from lossless.core.types import ConversationInfo, GrepHit, Message, SourceRef, Summary
+from lossless.core.validate import NewMessage
 
 if TYPE_CHECKING:
     import numpy as np

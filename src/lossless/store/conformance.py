@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from lossless.store.base import Store
-    from lossless.store.postgres import PostgresStore
-    from lossless.store.sqlite import SQLiteStore
+    from lossless.store.postgres.store import PostgresStore
+    from lossless.store.sqlite.store import SQLiteStore
 
 __all__: list[str] = []
 

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lossless.core.dag import StoredNode, verify
+from lossless.core.types import SourceRef
 from lossless.store.rows import VERIFY_MESSAGE_COLUMNS, stored_message_from_row
-from lossless.types import SourceRef
 
 __all__ = ["verify_conversations"]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from lossless.errors import MigrationError
+from lossless.core.errors import MigrationError
 
 __all__ = ["TABLE", "Dialect", "Migration", "Migrations", "applied", "pending", "run"]
 

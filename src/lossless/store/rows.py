@@ -11,9 +11,9 @@ from datetime import datetime
 from typing import Any
 
 from lossless.core.dag import StoredMessage
+from lossless.core.types import GrepHit, Message
 from lossless.store.base import SearchSpec
 from lossless.store.fts import fts_terms, snippet
-from lossless.types import GrepHit, Message
 
 __all__ = ["MESSAGE_COLUMNS", "SOURCE_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "VERIFY_MESSAGE_COLUMNS", "UnitRow", "grep_hit", "message_from_row", "stored_message_from_row"]
 

@@ -15,11 +15,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from lossless.errors import StoreError
+from lossless.core.errors import StoreError
 
 if TYPE_CHECKING:
-    from lossless.store.postgres import PostgresStore
-    from lossless.store.sqlite import SQLiteStore
+    from lossless.store.postgres.store import PostgresStore
+    from lossless.store.sqlite.store import SQLiteStore
 
 __all__ = ["PostgresRunner", "QmarkConnection", "SQLRunner", "SQLiteRunner", "qmark", "sql_runner"]
 
@@ -102,12 +102,12 @@ class PostgresRunner:
 
 def sql_runner(store: Any) -> SQLRunner:
     """The runner for ``store``: a SQLiteStore or a PostgresStore (StoreError otherwise)."""
-    from lossless.store.sqlite import SQLiteStore
+    from lossless.store.sqlite.store import SQLiteStore
 
     if isinstance(store, SQLiteStore):
         return SQLiteRunner(store)
     if getattr(store, "dialect", None) == "postgresql":
-        from lossless.store.postgres import PostgresStore
+        from lossless.store.postgres.store import PostgresStore
 
         if isinstance(store, PostgresStore):
             return PostgresRunner(store)

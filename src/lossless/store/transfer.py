@@ -30,12 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from lossless.errors import StoreError
-from lossless.memory.records import search_text
-from lossless.render import content_text
-from lossless.store.postgres import PostgresStore
-from lossless.store.postgres_search import search_document
-from lossless.store.sqlite import SQLiteStore
+from lossless.core.errors import StoreError
+from lossless.core.render import content_text
+from lossless.longterm.records import search_text
+from lossless.store.postgres.grep import search_document
+from lossless.store.postgres.store import PostgresStore
+from lossless.store.sqlite.store import SQLiteStore
 from lossless.store.transfer_files import (
     CHUNK_COLUMNS,
     copy_file_chunks,

@@ -1,6 +1,6 @@
 """The workspace file index in ``lossless migrate`` (:mod:`lossless.store.transfer`): what
 is not a plain row copy. A chunk is written with the search vector its file's path and
-its text give on PostgreSQL (as :mod:`lossless.files.pg_backend` writes it); the chunk
+its text give on PostgreSQL (as :mod:`lossless.files.postgres` writes it); the chunk
 vectors of each embedder go into that embedder's pgvector table, and are compared back
 as the ``(chunk_rowid, provider, model, dim, text_sha256, vector)`` rows SQLite holds.
 """
@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from lossless.files.backend import SQLiteFilesBackend
-from lossless.files.pg_backend import chunk_documents, chunk_search
-from lossless.files.pg_vectors import ensure_table, register, vector_rows
-from lossless.store.postgres import PostgresStore
-from lossless.store.sqlite import SQLiteStore
+from lossless.files.postgres import chunk_documents, chunk_search
+from lossless.files.postgres_vectors import ensure_table, register, vector_rows
+from lossless.store.postgres.store import PostgresStore
+from lossless.store.sqlite.store import SQLiteStore
 
 __all__ = ["CHUNK_COLUMNS", "copy_file_chunks", "copy_file_vectors", "verify_file_vectors"]
 

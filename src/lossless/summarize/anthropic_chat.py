@@ -7,7 +7,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from lossless.errors import MissingDependencyError, ValidationError
+from lossless.core.errors import MissingDependencyError, ValidationError
 from lossless.providers.errors import is_context_length_error
 from lossless.providers.http import PLACEHOLDER_API_KEY, public_url, status_detail
 from lossless.summarize.llm import (

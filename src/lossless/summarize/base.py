@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from lossless.tokens import TokenCounter
+from lossless.core.tokens import TokenCounter
 
 __all__ = ["GuardedSummarizer", "Summarizer", "SummaryItem", "SummaryRequest", "SummaryResult"]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from lossless.core.importance import score as score_importance
 from lossless.core.textfit import (
     MESSAGE_HEADER_RE,
     Group,
@@ -21,7 +22,6 @@ from lossless.core.textfit import (
     split_sections,
     split_units,
 )
-from lossless.importance import score as score_importance
 from lossless.summarize.base import SummaryItem, SummaryRequest, SummaryResult
 
 __all__ = ["ExtractiveSummarizer", "extract", "fit_text"]  # fit_text: re-exported from lossless.core.textfit

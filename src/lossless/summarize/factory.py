@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from lossless.errors import ValidationError
+from lossless.core.errors import ValidationError
 from lossless.summarize.base import Summarizer
 
 __all__ = ["SUMMARIZER_KINDS", "make_summarizer"]

@@ -1,7 +1,7 @@
 """Limits on what an LLM summarizer may do: a :class:`SpendGuard` caps calls and tokens
 in a sliding window, a :class:`CircuitBreaker` stops calling a provider that keeps
 rejecting the credentials or keeps failing. Both refuse by raising
-:class:`~lossless.errors.SummarizerError` before any request is sent."""
+:class:`~lossless.core.errors.SummarizerError` before any request is sent."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from lossless.errors import SummarizerError, ValidationError
+from lossless.core.errors import SummarizerError, ValidationError
 
 __all__ = ["CircuitBreaker", "SpendGuard"]
 

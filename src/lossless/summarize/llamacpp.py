@@ -8,7 +8,7 @@ import os
 import threading
 from typing import Any
 
-from lossless.errors import MissingDependencyError, ValidationError
+from lossless.core.errors import MissingDependencyError, ValidationError
 from lossless.providers.errors import is_context_length_error
 from lossless.summarize.llm import (
     CircuitBreaker,

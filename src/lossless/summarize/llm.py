@@ -21,7 +21,7 @@ One ``summarize()`` call, in order:
 3. a provider saying the input is too long for its context makes the whole summary
    start over split into smaller parts (at most twice).
 
-Every failure ends as :class:`~lossless.errors.SummarizerError`; the compaction engine
+Every failure ends as :class:`~lossless.core.errors.SummarizerError`; the compaction engine
 then escalates (aggressive mode, then deterministic extraction), so no message is lost.
 """
 
@@ -38,7 +38,8 @@ from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
-from lossless.errors import SummarizerError, ValidationError
+from lossless.core.errors import SummarizerError, ValidationError
+from lossless.core.tokens import TokenCounter
 from lossless.summarize.base import SummaryItem, SummaryRequest, SummaryResult
 from lossless.summarize.guards import CircuitBreaker, SpendGuard
 from lossless.summarize.prompts import (
@@ -48,7 +49,6 @@ from lossless.summarize.prompts import (
     prompt_kind,
     render_item,
 )
-from lossless.tokens import TokenCounter
 
 __all__ = [
     "BASE_CHUNK_RATIO",

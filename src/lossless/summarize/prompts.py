@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from lossless.render import format_span, format_time
+from lossless.core.render import format_span, format_time
 from lossless.summarize.base import SummaryItem, SummaryRequest
 
 __all__ = [

@@ -9,7 +9,7 @@ in ``X-Lossless-Conversation`` (or the OpenAI request's ``user`` field, or Anthr
 
 1. stores the messages it has not seen yet (:mod:`lossless.server.chat_match`), which may
    compact older history;
-2. assembles the context for the model's window (``lossless.models.context_window``, less
+2. assembles the context for the model's window (``lossless.core.models.context_window``, less
    the reply's ``max_tokens`` and the tool schemas) with the last user message as the
    recall query, in the cache-stable layout;
 3. forwards the request with ``messages`` replaced by that context, using the server's

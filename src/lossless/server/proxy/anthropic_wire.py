@@ -17,14 +17,14 @@ from typing import Any
 
 from starlette.requests import Request
 
-from lossless.anthropic_format import anthropic_messages, block_text
-from lossless.errors import ValidationError
-from lossless.render import content_text
+from lossless.core.errors import ValidationError
+from lossless.core.render import content_text
+from lossless.core.types import ChatMessage, Message
+from lossless.providers.anthropic_format import anthropic_messages, block_text
 from lossless.server.chat_match import storable
 from lossless.server.proxy.base import CONVERSATION_HEADER, default_reserve
 from lossless.server.sse import AnthropicStreamReply
 from lossless.server.state import Upstream
-from lossless.types import ChatMessage, Message
 
 __all__ = ["AnthropicDialect", "anthropic_messages", "chat_messages"]
 

@@ -21,11 +21,13 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from lossless.emergency import truncate_tool_outputs
-from lossless.errors import ContextOverflowError, ValidationError
-from lossless.models import context_window
+from lossless.agent.emergency import truncate_tool_outputs
+from lossless.core.errors import ContextOverflowError, ValidationError
+from lossless.core.models import context_window
+from lossless.core.render import content_text
+from lossless.core.tokens import count_chat_tokens
+from lossless.core.types import AssembledContext, ChatMessage, Message
 from lossless.providers.errors import context_limit_from_error, is_context_length_error
-from lossless.render import content_text
 from lossless.server.chat_match import match_request, storable
 from lossless.server.errors import HTTPError, error_response, exception_response
 from lossless.server.idempotency import ProxyRequests, check_key, request_sha256
@@ -33,8 +35,6 @@ from lossless.server.params import bad, read_json
 from lossless.server.sse import ServerSentEvent, SSEParser
 from lossless.server.state import ServerState, Upstream, state_of
 from lossless.server.tenancy import Tenant
-from lossless.tokens import count_chat_tokens
-from lossless.types import AssembledContext, ChatMessage, Message
 
 if TYPE_CHECKING:
     from lossless.engine import Memory

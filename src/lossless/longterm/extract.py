@@ -1,0 +1,343 @@
+"""Finding durable memories in a conversation: sentence-level rules (English and Chinese),
+their importance (:mod:`lossless.core.importance` with a floor by kind), and the LLM path (a
+JSON-array request through a Summarizer and the parser for its answer).
+
+Precision over recall: a memory store full of "I'll check that" is worse than one that
+misses a remark, so each rule needs an explicit cue, questions are skipped, and
+preferences and personal facts are taken only from what the *user* said. Sentences are
+kept verbatim (clipped if very long), never paraphrased.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from lossless.core.importance import score as score_text
+from lossless.core.render import message_text
+from lossless.core.types import Message
+from lossless.longterm.records import DEFAULT_IMPORTANCE, KINDS, TASK_STATUSES
+from lossless.summarize.base import SummaryItem, SummaryRequest
+
+if TYPE_CHECKING:
+    from lossless.core.tokens import TokenCounter
+    from lossless.summarize.base import Summarizer
+
+log = logging.getLogger("lossless")
+
+__all__ = ["EXTRACTION_INSTRUCTION", "Candidate", "extract", "llm_candidates", "parse_llm_answer", "score"]
+
+MAX_SENTENCE_CHARS = 400
+_MIN_CHARS = 6  # shorter sentences ("Done.", "好的。") carry nothing durable
+_TOOL_ERRORS_PER_MESSAGE = 3
+_FIX_LOOKBACK = 6  # a fix pairs with an error said at most this many messages before it
+
+EXTRACTION_INSTRUCTION = (
+    "Extract the durable memories from the conversation below: decisions, the user's "
+    "preferences, facts the user stated about themselves or their work, constraints and "
+    "deadlines, errors with their fixes, and tasks with their status. Skip small talk and "
+    "anything only true for the moment. Answer with one JSON array and nothing else, each "
+    'element {"kind": "fact" | "preference" | "error" | "task" | "pattern", "content": '
+    '"one self-contained sentence", "importance": 0.0-1.0, "source_message_ids": ["msg_…"]}.'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A memory to be added, before it has an id."""
+
+    kind: str
+    content: str
+    importance: float
+    source_message_ids: tuple[str, ...]
+    created_at: datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    task: dict[str, Any] | None = None
+
+
+def _rx(english: str, chinese: str = "") -> re.Pattern[str]:
+    parts = [rf"\b(?:{english})\b"] + ([f"(?:{chinese})"] if chinese else [])
+    return re.compile("|".join(parts), re.IGNORECASE)
+
+
+_ERROR = _rx(
+    r"error|errors|exception|traceback|failed|failure|fails|crash(?:ed|es)?|panic|segfault|timed out|"
+    r"timeout|\w+(?:Error|Exception)",
+    "错误|报错|失败|异常|崩溃|出错|超时",
+)
+_FIX = _rx(
+    r"fixed|the fix|fixed by|solved|resolved|workaround|the solution|the cause was|root cause|caused by",
+    "修复|解决了|解决方法|原因是|根因|改成|办法是",
+)
+_REMEMBER = _rx(
+    r"remember|don't forget|do not forget|note that|keep in mind|for future reference",
+    "记住|别忘|不要忘|请注意|备忘",
+)
+_DECISION = _rx(
+    r"we decided|we've decided|i decided|decided to|decision is|we(?:'ll| will) go with|let's go with|"
+    r"we chose|we picked|we agreed|agreed to|settled on|going with",
+    "决定|选择了|选定|方案是|采用|确定用|定了|商定",
+)
+_PREFERENCE = _rx(
+    r"i (?:really )?(?:prefer|like|love|enjoy|hate|dislike)|i'd rather|i would rather|"
+    r"i (?:don't|do not) (?:like|want)|my favou?rite|please (?:always|never|don't|do not)",
+    "喜欢|偏好|更喜欢|不喜欢|讨厌|习惯用|请总是|请不要|请别",
+)
+_PERSONAL = _rx(
+    r"my name is|call me|i am an?|i'm an?|i work (?:at|as|for|on)|i live in|"
+    r"my \w+(?: \w+)? (?:is|are)",
+    "我叫|我的名字|我是|我在.{1,12}工作|我住在|我的.{1,8}是",
+)
+_CONSTRAINT = _rx(
+    r"must|mustn't|must not|required to|requirement|deadline|due (?:by|on)|no later than|"
+    r"not allowed|forbidden|at the latest",
+    "必须|务必|不得|禁止|截止|最晚|要求",
+)
+_TASK_ANY = _rx(r"todo|to-do|action item|next step|next steps|task", "待办|任务|下一步")
+_TASK_USER = _rx(r"need to|needs to|we should|please make sure", "需要|要做|计划")
+_STATUS = (
+    ("completed", _rx(r"done|completed|finished|shipped|merged|deployed", "已完成|完成了|搞定|做完")),
+    ("failed", _rx(r"failed|abandoned", "失败")),
+    ("blocked", _rx(r"blocked|stuck", "阻塞|卡住")),
+    ("in_progress", _rx(r"working on|in progress|started|underway", "进行中|正在")),
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
+_QUESTION = re.compile(r"[?？]\s*$")
+_WORDS = re.compile(r"[\u3400-\u9fff]|[^\W_]+")
+
+# Base importance by what a rule found; the kind's default covers the rest.
+_CATEGORY_IMPORTANCE = {
+    "remember": 0.85,
+    "error_fix": 0.85,
+    "decision": 0.7,
+    "constraint": 0.65,
+    "personal": 0.6,
+    "fix": 0.6,
+}
+
+
+def score(kind: str, category: str | None = None, role: str | None = None, text: str = "") -> tuple[float, list[str]]:
+    """The importance of an extracted item and the reasons for it.
+
+    The larger of two views: the message scorer's (:mod:`lossless.core.importance`, which
+    weighs errors, decisions, constraints, memory requests, identifiers) and a floor by
+    what the rule found, a little higher when the user said it. The floor matters for
+    what the message scorer does not look for: "My name is Maya." is a short message to
+    it, and the most durable kind of memory there is."""
+    floor = _CATEGORY_IMPORTANCE.get(category or "", DEFAULT_IMPORTANCE.get(kind, 0.5))
+    if role == "user":
+        floor += 0.05
+    value, reasons = floor, [category or kind]
+    if text:
+        shared = score_text(text, role=role, is_tool_result=role == "tool")
+        value = max(value, shared.value)
+        reasons += [r.label for r in shared.reasons if r.weight > 0 and r.label not in reasons]
+    return round(max(0.0, min(1.0, value)), 4), reasons
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_SENTENCE_CHARS else text[: MAX_SENTENCE_CHARS - 1] + "…"
+
+
+def _sentences(text: str) -> list[str]:
+    out: list[str] = []
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or not line.strip():
+            continue
+        out.extend(s.strip() for s in _SENTENCE_END.split(line) if s and s.strip())
+    return out
+
+
+def _status(sentence: str) -> str:
+    for status, rx in _STATUS:
+        if rx.search(sentence):
+            return status
+    return "pending"
+
+
+def _classify(sentence: str, role: str) -> tuple[str, str] | None:
+    """(kind, category) of a sentence, or None. One rule per sentence, in this order."""
+    user = role == "user"
+    rules: list[tuple[bool, re.Pattern[str], str, str]] = [
+        (True, _ERROR, "error", "error"),
+        (True, _REMEMBER, "fact", "remember"),
+        (True, _DECISION, "fact", "decision"),
+        (user, _PREFERENCE, "preference", "preference"),
+        (True, _TASK_ANY, "task", "task"),
+        (user, _TASK_USER, "task", "task"),
+        (True, _CONSTRAINT, "fact", "constraint"),
+        (user, _PERSONAL, "fact", "personal"),
+        (True, _FIX, "fact", "fix"),
+    ]
+    for allowed, rx, kind, category in rules:
+        if allowed and rx.search(sentence):
+            return kind, category
+    return None
+
+
+def _similar(a: str, b: str) -> bool:
+    """Most words (or, for CJK, characters) in common: Jaccard >= 0.5."""
+    wa, wb = set(_WORDS.findall(a.casefold())), set(_WORDS.findall(b.casefold()))
+    return bool(wa and wb) and len(wa & wb) / len(wa | wb) >= 0.5
+
+
+@dataclass(slots=True)
+class _Pending:
+    kind: str
+    category: str
+    content: str
+    role: str
+    ids: list[str]
+    created_at: datetime
+    index: int  # message position, for pairing a fix with a recent error
+    task_status: str | None = None
+
+
+def extract(messages: Sequence[Message]) -> list[Candidate]:
+    """Durable items in ``messages`` by rule, each with the ids of the messages it came
+    from. An error followed within a few messages by its fix becomes one error record."""
+    found: list[_Pending] = []
+    open_error: _Pending | None = None
+    for index, msg in enumerate(messages):
+        if msg.role == "system":
+            continue
+        text = message_text(msg)
+        if msg.role == "tool":
+            # tool output is long and noisy: only its error lines are worth keeping
+            lines = [ln.strip() for ln in text.splitlines() if _ERROR.search(ln)]
+            for line in lines[:_TOOL_ERRORS_PER_MESSAGE]:
+                item = _Pending("error", "error", _clip(line), msg.role, [msg.id], msg.created_at, index)
+                found.append(item)
+                open_error = item
+            continue
+        for sentence in _sentences(text):
+            if len(sentence) < _MIN_CHARS or _QUESTION.search(sentence):
+                continue
+            if (open_error is not None and index - open_error.index <= _FIX_LOOKBACK
+                    and _FIX.search(sentence) and index > open_error.index):
+                open_error.content = _clip(f"{open_error.content} — fix: {sentence}")
+                open_error.category = "error_fix"
+                if msg.id not in open_error.ids:
+                    open_error.ids.append(msg.id)
+                open_error.created_at = max(open_error.created_at, msg.created_at)
+                open_error = None
+                continue
+            hit = _classify(sentence, msg.role)
+            if hit is None:
+                continue
+            kind, category = hit
+            item = _Pending(kind, category, _clip(sentence), msg.role, [msg.id], msg.created_at, index)
+            if kind == "task":
+                item.task_status = _status(sentence)
+            if kind == "error":
+                if open_error is not None and index - open_error.index <= _FIX_LOOKBACK \
+                        and _similar(open_error.content, sentence):
+                    # the same failure told again (a tool's error, then the assistant's account)
+                    if msg.id not in open_error.ids:
+                        open_error.ids.append(msg.id)
+                    continue
+                open_error = item
+            found.append(item)
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for item in found:
+        key = item.content.casefold()
+        if key in seen:
+            continue
+        seen.add(key)
+        importance, reasons = score(item.kind, item.category, item.role, item.content)
+        out.append(Candidate(
+            kind=item.kind, content=item.content, importance=importance,
+            source_message_ids=tuple(item.ids), created_at=item.created_at,
+            metadata={"extracted": "rules", "category": item.category, "reasons": reasons},
+            task={"status": item.task_status} if item.kind == "task" else None,
+        ))
+    return out
+
+
+def _json_array(text: str) -> Any:
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        stripped = stripped.strip("`")
+        stripped = stripped.split("\n", 1)[1] if "\n" in stripped else stripped
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        start, end = stripped.find("["), stripped.rfind("]")
+        if start < 0 or end <= start:
+            return None
+        try:
+            return json.loads(stripped[start : end + 1])
+        except ValueError:
+            return None
+
+
+def parse_llm_answer(text: str, messages: Sequence[Message]) -> list[Candidate] | None:
+    """The candidates in an LLM's JSON answer, or None if it holds no usable array.
+    Elements that are not valid memories are skipped; ids not among ``messages`` are
+    dropped, and an element naming none is credited to all of them."""
+    data = _json_array(text)
+    if not isinstance(data, list):
+        return None
+    known = [m.id for m in messages]
+    latest = max((m.created_at for m in messages), default=None)
+    out: list[Candidate] = []
+    for element in data:
+        if not isinstance(element, dict):
+            continue
+        kind, content, importance = element.get("kind"), element.get("content"), element.get("importance")
+        if kind not in KINDS or not isinstance(content, str) or not content.strip():
+            continue
+        if isinstance(importance, bool) or not isinstance(importance, int | float) or not 0 <= importance <= 1:
+            importance = DEFAULT_IMPORTANCE[kind]
+        given = element.get("source_message_ids")
+        ids = tuple(i for i in given if i in known) if isinstance(given, list) else ()
+        status = element.get("status")
+        task = {"status": status if status in TASK_STATUSES else "pending"} if kind == "task" else None
+        out.append(Candidate(kind=kind, content=_clip(content), importance=float(importance),
+                             source_message_ids=ids or tuple(known), created_at=latest,
+                             metadata={"extracted": "llm"}, task=task))
+    return out or None
+
+
+def llm_candidates(messages: Sequence[Message], summarizer: Summarizer, counter: TokenCounter,
+                   conversation_id: str = "") -> list[Candidate] | None:
+    """Ask ``summarizer`` for the memories in ``messages`` as a JSON array; None when it
+    fails or answers with nothing usable (the caller falls back to :func:`extract`).
+
+    The Summarizer protocol has no instruction field, so the instruction travels as the
+    first item, a system message; the messages follow as they are.
+    """
+    if not messages:
+        return None
+    first = messages[0]
+    instruction = SummaryItem(kind="message", ref="instruction", text=EXTRACTION_INSTRUCTION,
+                              first_seq=first.seq, last_seq=first.seq, created_at=first.created_at,
+                              latest_at=first.created_at, role="system")
+    items = tuple(
+        SummaryItem(kind="message", ref=m.id, text=m.text, first_seq=m.seq, last_seq=m.seq,
+                    created_at=m.created_at, latest_at=m.created_at, role=m.role, name=m.name)
+        for m in messages
+    )
+    request = SummaryRequest(items=(instruction, *items), depth=0, target_tokens=1000, counter=counter,
+                             conversation_id=conversation_id)
+    try:
+        answer = summarizer.summarize(request)
+    except Exception as exc:
+        log.warning("lossless: memory extraction by %s failed (%s); using the rules", summarizer.name, exc)
+        return None
+    found = parse_llm_answer(answer.text, messages)
+    if found is None:
+        log.info("lossless: %s gave no JSON array of memories; using the rules", summarizer.name)
+        return None
+    return [replace(c, metadata={**c.metadata, "summarizer": summarizer.name}) for c in found]

@@ -1,0 +1,94 @@
+"""One entry point for every search mode, used by the API, the tools and the CLI."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING, Literal
+
+from lossless.core.errors import EmbedderError, QueryError, ValidationError
+from lossless.core.types import ROLES, GrepHit
+from lossless.core.validate import parse_datetime, timestamp
+from lossless.store.base import SearchSpec, Store
+
+if TYPE_CHECKING:
+    from lossless.recall.hybrid import Recaller
+
+__all__ = ["SEARCH_MODES", "SearchMode", "run_search"]
+
+SearchMode = Literal["fts", "raw", "regex", "semantic", "hybrid"]
+SEARCH_MODES: tuple[str, ...] = ("fts", "raw", "regex", "semantic", "hybrid")
+
+log = logging.getLogger("lossless")
+
+
+def _strings(value: object, what: str, allowed: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, tuple | list) or not all(isinstance(v, str) for v in value):
+        raise ValidationError(f"{what} must be a list of strings, got {value!r}")
+    bad = [v for v in value if allowed is not None and v not in allowed]
+    if bad:
+        raise ValidationError(f"{what}: unknown value(s) {', '.join(map(repr, bad))} (expected: {', '.join(allowed or ())})")
+    return tuple(value)
+
+
+def checked_spec(spec: SearchSpec) -> SearchSpec:
+    """``spec`` with every filter checked (a ValidationError naming the field, never a
+    TypeError from deep inside) and ``since``/``until`` given as ISO strings read as times."""
+    if spec.mode not in SEARCH_MODES:
+        raise QueryError(f"search mode must be one of {', '.join(SEARCH_MODES)}; got {spec.mode!r}")
+    if not isinstance(spec.query, str):
+        raise QueryError(f"search query must be a string, got {type(spec.query).__name__}")
+    if isinstance(spec.limit, bool) or not isinstance(spec.limit, int) or spec.limit < 1:
+        raise QueryError(f"limit must be a positive integer, got {spec.limit!r}")
+    if spec.sort not in ("relevance", "recency"):
+        raise ValidationError(f"sort must be relevance or recency, got {spec.sort!r}")
+    kinds = _strings(spec.kinds, "kinds", ("message", "summary"))
+    if not kinds:
+        raise ValidationError("kinds is empty: give message, summary or both")
+    return replace(
+        spec,
+        kinds=kinds,  # type: ignore[arg-type]
+        roles=None if spec.roles is None else _strings(spec.roles, "roles", ROLES),
+        conversation_ids=None if spec.conversation_ids is None else _strings(spec.conversation_ids, "conversations"),
+        since=None if spec.since is None else parse_datetime(spec.since, "since"),
+        until=None if spec.until is None else parse_datetime(spec.until, "until"),
+    )
+
+
+def run_search(store: Store, recaller: Recaller, spec: SearchSpec) -> list[GrepHit]:
+    """The hits for ``spec``: keyword modes from the store, ``semantic`` and ``hybrid``
+    from the recaller's vectors (``hybrid`` falls back to keywords without an embedder,
+    or when the embedder fails), each hit dated and, with ``sort="recency"``, newest first."""
+    spec = checked_spec(spec)
+    if spec.mode in ("fts", "raw", "regex"):
+        return store.search(spec)
+    if not isinstance(spec.query, str) or not spec.query.strip():
+        raise QueryError("search query is empty")
+    if recaller.embedder is None:
+        if spec.mode == "semantic":
+            raise QueryError(
+                "semantic search needs an embedder: install the embeddings extra or pass embedder= to lossless.open"
+            )
+        return store.search(replace(spec, mode="fts"))
+    try:
+        hits = recaller.search(spec)
+    except EmbedderError as exc:
+        if spec.mode == "semantic":
+            raise
+        log.warning("lossless: %s; hybrid search falls back to keyword search", exc)
+        return store.search(replace(spec, mode="fts"))
+    out: list[GrepHit] = []
+    for h in hits:
+        if h.kind == "summary":
+            node = store.get_summary(h.id)
+            created, role, depth = node.earliest_at, None, node.depth
+        else:
+            msg = store.get_message(h.id)
+            created, role, depth = msg.created_at, (msg.role if h.kind == "message" else None), None
+        out.append(GrepHit(kind=h.kind, id=h.id, conversation_id=h.conversation_id, first_seq=h.first_seq,
+                           last_seq=h.last_seq, role=role, created_at=created, snippet=h.snippet, score=h.score,
+                           depth=depth))
+    if spec.sort == "recency":
+        out.sort(key=lambda g: (-timestamp(g.created_at), -g.last_seq, g.id))
+    return out
+

@@ -1,0 +1,364 @@
+"""Search for the PostgreSQL store (kept apart from the write path).
+
+Keyword search is a ``tsvector`` column with a GIN index, ``simple`` configuration (no
+stemming, no stopwords: ``src/app.py`` and ``v2.3.1`` stay whole tokens). What the
+writer feeds ``to_tsvector`` is :func:`search_document`: the text with Latin diacritics
+folded (as SQLite's ``unicode61 remove_diacritics 2`` does), then the parts of compound
+tokens (``src app py``, so ``app.py`` is found too), then the bigrams of every CJK run.
+Chinese and Japanese have no spaces, so bigrams are what makes them searchable by an
+index that works under any database locale (``pg_trgm`` extracts no trigrams from CJK
+under the C locale); ``pg_trgm``, when the server has it, only speeds up the ILIKE
+matches of one-character CJK terms.
+
+User input is never tsquery syntax: each term becomes ``websearch_to_tsquery`` of the
+quoted term and the terms are OR-ed (``||``), ranked by ``ts_rank``, as SQLite ORs
+quoted FTS5 terms ranked by bm25. ``mode="raw"`` passes the text to ``to_tsquery``
+(PostgreSQL's own syntax: ``&``, ``|``, ``!``, ``<->``) and reports bad syntax as a
+:class:`~lossless.core.errors.QueryError`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from typing import TYPE_CHECKING, Any
+
+from lossless.core.errors import QueryError
+from lossless.core.render import content_text
+from lossless.core.types import GrepHit
+from lossless.core.validate import timestamp
+from lossless.store.base import SearchSpec
+from lossless.store.fts import cjk_runs, fts_terms, short_cjk_terms
+from lossless.store.rows import grep_hit as _hit
+
+if TYPE_CHECKING:
+    from lossless.store.postgres.store import PostgresStore
+
+__all__ = ["fold", "keyword_tsquery", "run_search", "search_document", "verify_store"]
+
+_CANDIDATES = 2  # fetch this many times the limit from each kind before merging (as on SQLite)
+# A tsvector holds at most 1 MB: the first 200k characters of a text are indexed, with at
+# most 20k distinct CJK bigrams (a long Chinese text has far more; its start is enough to
+# find it). The text itself is stored whole; regex search reads all of it.
+_DOC_LIMIT = 200_000
+_DOC_GRAMS = 20_000
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")  # as store/fts.py
+_PART = re.compile(r"[^\W_]+")
+_MAX_WORDS = 64
+_MAX_GRAMS = 128
+_LIKE_SCORE = 0.05  # a substring-only hit ranks below a one-term tsquery match (ts_rank ≈ 0.06)
+
+
+def _fold_latin(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c))
+
+
+def fold(text: str) -> str:
+    """Lower-cased with diacritics removed outside CJK runs (kana keep their marks)."""
+    out: list[str] = []
+    pos = 0
+    for m in _CJK.finditer(text):
+        out.append(_fold_latin(text[pos : m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(_fold_latin(text[pos:]))
+    return "".join(out)
+
+
+def _bigrams(run: str) -> list[str]:
+    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def search_document(text: str) -> str:
+    """What ``to_tsvector('simple', …)`` indexes for ``text`` (see the module docstring)."""
+    text = fold(text[:_DOC_LIMIT])
+    parts: list[str] = []
+    for chunk in text.split():
+        has_cjk = _CJK.search(chunk) is not None
+        pieces = _PART.findall(_CJK.sub(" ", chunk) if has_cjk else chunk)
+        if has_cjk or len(pieces) > 1:
+            parts.extend(pieces)
+    grams: dict[str, None] = {}
+    for run in _CJK.findall(text):
+        grams.update(dict.fromkeys(_bigrams(run)))
+        if len(grams) >= _DOC_GRAMS:
+            break
+    return "\n".join([text, " ".join(parts), " ".join(list(grams)[:_DOC_GRAMS])])
+
+
+def keyword_tsquery(query: str) -> tuple[str, list[str]] | None:
+    """(SQL tsquery expression, its arguments) OR-ing every term of ``query``: words (and
+    a compound word's parts as a phrase) and CJK bigrams; None when it has none."""
+    words = fts_terms(query)
+    if not words and not cjk_runs(query):
+        # the query held only stopwords: search them rather than nothing (as on SQLite)
+        words = list(dict.fromkeys(w.lower() for w in _PART.findall(query)))
+    phrases: dict[str, None] = {}
+    for word in words[:_MAX_WORDS]:
+        folded = fold(word)
+        phrases.setdefault(folded, None)
+        pieces = _PART.findall(folded)
+        if len(pieces) > 1:
+            phrases.setdefault(" ".join(pieces), None)
+    grams: dict[str, None] = {}
+    for run in cjk_runs(query):
+        if len(run) > 1:
+            grams.update(dict.fromkeys(_bigrams(run)))
+    terms = list(phrases) + list(grams)[:_MAX_GRAMS]
+    if not terms:
+        return None
+    # each term quoted: websearch syntax (or, -, quotes) in the user's text means nothing
+    expr = " || ".join(["websearch_to_tsquery('simple', %s)"] * len(terms))
+    return f"({expr})", ['"' + t.replace('"', " ") + '"' for t in terms]
+
+
+def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    args: list[Any] = []
+    if spec.conversation_ids is not None:
+        clauses.append(f"{alias}.conversation_id = ANY(%s)")
+        args.append(list(spec.conversation_ids))
+    if kind == "message":
+        if spec.roles:
+            clauses.append(f"{alias}.role = ANY(%s)")
+            args.append(list(spec.roles))
+        if spec.since is not None:
+            clauses.append(f"{alias}.created_ts >= %s")
+            args.append(timestamp(spec.since))
+        if spec.until is not None:
+            clauses.append(f"{alias}.created_ts <= %s")
+            args.append(timestamp(spec.until))
+        if spec.max_seq is not None:
+            clauses.append(f"{alias}.seq <= %s")
+            args.append(spec.max_seq)
+    else:
+        # a summary matches a time range when its span overlaps it
+        if spec.since is not None:
+            clauses.append(f"{alias}.latest_ts >= %s")
+            args.append(timestamp(spec.since))
+        if spec.until is not None:
+            clauses.append(f"{alias}.earliest_ts <= %s")
+            args.append(timestamp(spec.until))
+        if spec.max_seq is not None:
+            clauses.append(f"{alias}.last_seq <= %s")
+            args.append(spec.max_seq)
+    return (" AND " + " AND ".join(clauses)) if clauses else "", args
+
+
+def _table(kind: str) -> str:
+    return "messages" if kind == "message" else "summaries"
+
+
+def _ranked(store: PostgresStore, kind: str, expr: str, expr_args: list[Any], spec: SearchSpec,
+            limit: int) -> list[tuple[int, float]]:
+    where, args = _filters(spec, kind, "t")
+    # The tsquery is a constant expression: the GIN index finds the matches, ts_rank
+    # orders only those. Ties go to the newer row so results are deterministic.
+    sql = (f"SELECT t.rowid, ts_rank(t.search, q.q) AS score FROM {_table(kind)} t, (SELECT {expr} AS q) q "
+           f"WHERE t.search @@ q.q{where} ORDER BY score DESC, t.rowid DESC LIMIT %s")
+    return [(int(r), float(s)) for r, s in store._query(sql, [*expr_args, *args, limit])]
+
+
+def _raw(store: PostgresStore, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+    import psycopg
+
+    try:
+        return _ranked(store, kind, "to_tsquery('simple', %s)", [fold(spec.query)], spec, limit)
+    except (psycopg.errors.SyntaxError, psycopg.errors.InvalidTextRepresentation) as exc:
+        raise QueryError(f"invalid full-text query {spec.query!r} (PostgreSQL tsquery syntax: words joined "
+                         f"by & | ! <->, quotes for phrases): {exc.diag.message_primary or exc}") from None
+
+
+def _like(store: PostgresStore, kind: str, terms: list[str], spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+    where, args = _filters(spec, kind, "t")
+    out: list[tuple[int, float]] = []
+    for term in terms:
+        escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        sql = f"SELECT t.rowid FROM {_table(kind)} t WHERE t.content ILIKE %s{where} ORDER BY t.rowid DESC LIMIT %s"
+        out.extend((int(r[0]), _LIKE_SCORE) for r in store._query(sql, [f"%{escaped}%", *args, limit]))
+    return out
+
+
+# -- regular expressions ---------------------------------------------------------------------
+
+_SAFE_GROUP = re.compile(r"\(\?(?!:|=|!|<=|<!)")  # any (? other than these is a flag or a named group
+_CLASS_ESCAPES = "dDwWsS"  # Unicode-aware in Python, locale-bound in PostgreSQL
+_OPEN_BOUND = re.compile(r"(?<!\\)\{,(\d+)\}")
+
+
+def _class_end(body: str, i: int) -> int:
+    """The index just past the ``]`` closing the class that opens at ``body[i]``."""
+    j = i + 1
+    if body[j : j + 1] == "^":
+        j += 1
+    if body[j : j + 1] == "]":
+        j += 1  # a leading ] is a literal
+    while j < len(body) and body[j] != "]":
+        j += 2 if body[j] == "\\" else 1
+    return j + 1
+
+
+def pg_regex(pattern: str) -> str | None:
+    """A PostgreSQL ARE matching at least every text ``pattern`` (Python ``re`` syntax)
+    matches, or None when that cannot be promised (then the rows are scanned in Python).
+    It only narrows the rows: each one is confirmed with Python's ``re``, so the answer
+    is exactly Python's, as on SQLite.
+
+    What PostgreSQL does differently is widened, never narrowed: ``\\d \\w \\s`` (and
+    classes holding them) become ``.`` (PostgreSQL's are bound to the database locale,
+    Python's are Unicode), word boundaries are dropped, ``$`` also matches before a final
+    newline, ``{,n}`` is spelled ``{0,n}``; inline flags other than a leading ``(?i)``,
+    named groups and ``(?i)`` with non-ASCII letters are scanned in Python instead."""
+    body = pattern
+    prefix = ""
+    if body.startswith("(?i)"):
+        prefix, body = "(?i)", body[4:]
+        if any(ord(c) > 127 for c in body):
+            return None  # PostgreSQL's case folding of non-ASCII depends on the locale
+    if _SAFE_GROUP.search(body) or "\\N" in body or "[:" in body:
+        return None
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in "bB":
+                pass  # a boundary is a condition: without it more texts match
+            elif nxt in _CLASS_ESCAPES:
+                out.append(".")
+            else:
+                out.append(body[i : i + 2])
+            i += 2
+        elif c == "[":
+            end = _class_end(body, i)
+            cls = body[i:end]
+            out.append("." if re.search(r"\\[dDwWsSbB]", cls) else cls)
+            i = end
+        elif c == "$":
+            out.append("(?=\\n?$)")  # Python's $ also matches before a final newline
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return prefix + _OPEN_BOUND.sub(r"{0,\1}", "".join(out))
+
+
+def _regex(store: PostgresStore, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+    import psycopg
+
+    try:
+        rx = re.compile(spec.query)
+    except re.error as exc:
+        raise QueryError(f"invalid regular expression {spec.query!r}: {exc}") from None
+    where, args = _filters(spec, kind, "t")
+    field = ("coalesce(t.content, '') || chr(10) || coalesce(t.tool_calls, '')" if kind == "message"
+             else "t.content")
+    order = "t.seq DESC" if kind == "message" else "t.last_seq DESC"
+    translated = pg_regex(spec.query)
+    if translated is not None:
+        # case-sensitive ~ like Python's re (and SQLite's regex mode); (?i) works on both
+        sql = f"SELECT t.rowid, {field} FROM {_table(kind)} t WHERE {field} ~ %s{where} ORDER BY {order}"
+        params: list[Any] = [translated, *args]
+    else:
+        sql = f"SELECT t.rowid, {field} FROM {_table(kind)} t WHERE TRUE{where} ORDER BY {order}"
+        params = list(args)
+    out: list[tuple[int, float]] = []
+    page = max(limit * 4, 200)
+    offset = 0
+    while len(out) < limit:
+        try:
+            rows = store._query(f"{sql} LIMIT %s OFFSET %s", [*params, page, offset])
+        except psycopg.errors.InvalidRegularExpression:
+            if translated is None:
+                raise
+            translated = None  # PostgreSQL does not take it: scan in Python instead
+            sql = f"SELECT t.rowid, {field} FROM {_table(kind)} t WHERE TRUE{where} ORDER BY {order}"
+            params = list(args)
+            continue
+        out.extend((int(r), 1.0) for r, text in rows if rx.search(text) is not None)
+        if len(rows) < page:
+            break
+        offset += page
+    return out[:limit]
+
+
+# -- running a search ----------------------------------------------------------------------
+
+def _candidates(store: PostgresStore, kind: str, spec: SearchSpec) -> dict[int, float]:
+    limit = max(spec.limit, 1) * _CANDIDATES
+    if spec.mode == "regex":
+        pairs = _regex(store, kind, spec, limit)
+    elif spec.mode == "raw":
+        pairs = _raw(store, kind, spec, limit)
+    else:
+        if not re.search(r"[^\W_]", spec.query):
+            return {}
+        pairs = []
+        built = keyword_tsquery(spec.query)
+        if built is not None:
+            pairs += _ranked(store, kind, built[0], built[1], spec, limit)
+        short = [t for t in short_cjk_terms(spec.query) if len(t) == 1]  # 2 characters: a bigram token
+        if short:
+            pairs += _like(store, kind, short, spec, limit)
+    scores: dict[int, float] = {}
+    for rowid, score in pairs:
+        scores[rowid] = scores.get(rowid, 0.0) + score
+    return scores
+
+
+def run_search(store: PostgresStore, spec: SearchSpec) -> list[GrepHit]:
+    if not isinstance(spec.query, str) or not spec.query.strip():
+        raise QueryError("search query is empty")
+    if spec.limit < 1:
+        raise QueryError(f"limit must be >= 1, got {spec.limit}")
+    # Rank first, then build the (snippet-cutting) hits for the ones returned only.
+    ranked: list[tuple[float, float, str, str, int]] = []  # score, ts, id, kind, rowid
+    rows_by_key: dict[tuple[str, int], tuple[Any, ...]] = {}
+    for kind in spec.kinds:
+        if kind == "summary" and spec.roles:
+            continue  # summaries have no role
+        scores = _candidates(store, kind, spec)
+        if not scores:
+            continue
+        if kind == "message":
+            sql = "SELECT rowid, id, seq, created_ts FROM messages WHERE rowid = ANY(%s)"
+        else:
+            sql = "SELECT rowid, id, last_seq, latest_ts FROM summaries WHERE rowid = ANY(%s)"
+        for row in store._query(sql, [list(scores)]):
+            rows_by_key[(kind, row[0])] = row
+            ranked.append((scores[row[0]], row[3], row[1], kind, row[0]))
+    if spec.sort == "recency":
+        ranked.sort(key=lambda r: (-r[1], -rows_by_key[(r[3], r[4])][2], r[2]))
+    else:
+        ranked.sort(key=lambda r: (-r[0], -r[1], r[2]))
+    top = ranked[: spec.limit]
+    full: dict[tuple[str, int], tuple[Any, ...]] = {}
+    for kind in ("message", "summary"):
+        want = [r[4] for r in top if r[3] == kind]
+        if not want:
+            continue
+        if kind == "message":
+            sql = ("SELECT rowid, id, conversation_id, seq, seq, role, created_at, content, content_is_json, "
+                   "tool_calls, NULL FROM messages WHERE rowid = ANY(%s)")
+        else:
+            sql = ("SELECT rowid, id, conversation_id, first_seq, last_seq, NULL, earliest_at, content, 0, NULL, "
+                   "depth FROM summaries WHERE rowid = ANY(%s)")
+        full.update(((kind, row[0]), row) for row in store._query(sql, [want]))
+    out: list[GrepHit] = []
+    for score, _ts, _id, hit_kind, rowid in top:
+        (_r, hid, cid, first, last, role, created, content, is_json, calls, depth) = full[(hit_kind, rowid)]
+        if hit_kind == "message":
+            text = content_text(json.loads(content) if is_json else content, json.loads(calls) if calls else None)
+        else:
+            text = content
+        out.append(_hit(hit_kind, hid, cid, first, last, role, created, text, spec, score, depth))
+    return out
+
+
+# -- integrity -------------------------------------------------------------------------------
+
+def verify_store(store: PostgresStore, conversation_id: str | None = None) -> list[str]:
+    """:meth:`PostgresStore.verify` (kept at its old import path)."""
+    return store.verify(conversation_id)

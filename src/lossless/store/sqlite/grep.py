@@ -1,0 +1,351 @@
+"""Search for the SQLite store (kept apart from the write path)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from lossless.core.errors import QueryError
+from lossless.core.render import content_text
+from lossless.core.types import GrepHit
+from lossless.core.validate import timestamp
+from lossless.store.base import SearchSpec
+from lossless.store.fts import (
+    fts_terms,
+    quote_fts,
+    short_cjk_terms,
+    trigram_query,
+    word_query,
+)
+from lossless.store.rows import grep_hit as _hit
+
+if TYPE_CHECKING:
+    from lossless.store.sqlite.store import SQLiteStore
+
+__all__ = ["run_search", "verify_store"]
+
+_CANDIDATES = 2  # fetch this many times the limit from each index before merging
+
+
+_LISTED = 100  # more conversation ids than this go in as one JSON array (see _ids_in)
+
+
+def _ids_in(column: str, ids: Sequence[str]) -> tuple[str, list[Any]]:
+    """``column IN (…)`` for ``ids``: placeholders for a few; one JSON array read by
+    json_each for many (SQLite allows at most 32,766 variables in a statement, and a
+    tenant may have more conversations than that)."""
+    if len(ids) <= _LISTED:
+        return f"{column} IN ({','.join('?' * len(ids))})", list(ids)
+    return f"{column} IN (SELECT value FROM json_each(?))", [json.dumps(list(ids))]
+
+
+def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    args: list[Any] = []
+    if spec.conversation_ids is not None:
+        clause, ids = _ids_in(f"{alias}.conversation_id", spec.conversation_ids)
+        clauses.append(clause)
+        args.extend(ids)
+    if kind == "message":
+        if spec.roles:
+            clauses.append(f"{alias}.role IN ({','.join('?' * len(spec.roles))})")
+            args.extend(spec.roles)
+        if spec.since is not None:
+            clauses.append(f"{alias}.created_ts >= ?")
+            args.append(timestamp(spec.since))
+        if spec.until is not None:
+            clauses.append(f"{alias}.created_ts <= ?")
+            args.append(timestamp(spec.until))
+        if spec.max_seq is not None:
+            clauses.append(f"{alias}.seq <= ?")
+            args.append(spec.max_seq)
+    else:
+        # a summary matches a time range when its span overlaps it
+        if spec.since is not None:
+            clauses.append(f"{alias}.latest_ts >= ?")
+            args.append(timestamp(spec.since))
+        if spec.until is not None:
+            clauses.append(f"{alias}.earliest_ts <= ?")
+            args.append(timestamp(spec.until))
+        if spec.max_seq is not None:
+            clauses.append(f"{alias}.last_seq <= ?")
+            args.append(spec.max_seq)
+    return (" AND " + " AND ".join(clauses)) if clauses else "", args
+
+
+# bm25() costs O(matches) per query term: FTS5 counts every row holding a term to weigh
+# it. Past WORK_CAP rows, the work is bounded instead: a word with more rows than that is
+# dropped when rarer words are in the query (its weight would be near zero anyway); when
+# every word is that common, the newest rows holding all of them (else any) are taken,
+# newest first. Small stores never get here: nothing changes below WORK_CAP matches.
+WORK_CAP = 2_000
+
+
+def _capped_count(store: SQLiteStore, index: str, query: str, cap: int) -> int:
+    return int(store._query(f"SELECT count(*) FROM (SELECT 1 FROM {index} WHERE {index} MATCH ? LIMIT ?)",
+                            [query, cap + 1])[0][0])
+
+
+def _bounded(store: SQLiteStore, index: str, query: str, cap: int) -> tuple[str, bool]:
+    """(the query to run, whether to rank by bm25 — else by recency)."""
+    if _capped_count(store, index, query, cap) <= cap:
+        return query, True
+    terms = query.split(" OR ")
+    counts = {term: _capped_count(store, index, term, cap) for term in terms}
+    rare = sorted((t for t in terms if counts[t] <= cap), key=lambda t: counts[t])
+    if rare:
+        kept: list[str] = []
+        work = 0
+        for term in rare:  # the rarest first, while the work stays bounded
+            if kept and work + counts[term] > 2 * cap:
+                break
+            kept.append(term)
+            work += counts[term]
+        return " OR ".join(kept), True
+    if len(terms) > 1:
+        every = " AND ".join(terms)
+        if _capped_count(store, index, every, 1):
+            return every, False
+    return query, False
+
+
+# A conversation this small, in a store at least _SCAN_RATIO times bigger, is searched by
+# reading its own rows: the indexes are global, so their matches (and bm25's per-term
+# counts) grow with every other conversation, while this stays O(the conversation).
+SCAN_MAX = 5_000
+_SCAN_RATIO = 8
+
+
+def _scan(store: SQLiteStore, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+    """The rows of the filtered conversations that hold the query's words (whole words)
+    or its CJK trigrams and short CJK terms, scored like bm25 without length
+    normalisation: the sum of log(1 + n / df) over the terms present, df counted in
+    these rows."""
+    table = "messages" if kind == "message" else "summaries"
+    where, args = _filters(spec, kind, "t")
+    text = ("coalesce(t.content, '') || char(10) || coalesce(t.tool_calls, '')" if kind == "message"
+            else "t.content")
+    rows = store._query(f"SELECT t.rowid, lower({text}) FROM {table} t WHERE 1{where}", args)
+    words = fts_terms(spec.query) or [w.lower() for w in re.findall(r"[^\W_]+", spec.query)]
+    grams = [g.replace('""', '"')[1:-1] for g in (trigram_query(spec.query) or "").split(" OR ") if g]
+    needles: list[tuple[str, re.Pattern[str] | None]] = [
+        (w, re.compile(r"(?<![^\W_])" + re.escape(w) + r"(?![^\W_])")) for w in words[:64]]
+    needles += [(g, None) for g in grams[:128]] + [(t, None) for t in short_cjk_terms(spec.query)]
+    if not needles or not rows:
+        return []
+    present: list[list[int]] = []
+    df = [0] * len(needles)
+    for _rowid, body in rows:
+        hits = [i for i, (needle, pattern) in enumerate(needles)
+                if needle in body and (pattern is None or pattern.search(body))]
+        for i in hits:
+            df[i] += 1
+        present.append(hits)
+    n = len(rows)
+    weight = [math.log(1 + n / d) if d else 0.0 for d in df]
+    scored = [(sum(weight[i] for i in hits), rows[k][0]) for k, hits in enumerate(present) if hits]
+    scored.sort(key=lambda x: (-x[0], -x[1]))
+    return [(int(rowid), float(score)) for score, rowid in scored[:limit]]
+
+
+def _scope_rows(store: SQLiteStore, kind: str, spec: SearchSpec) -> int | None:
+    """How many rows the conversation filter leaves (None: no conversation filter)."""
+    if spec.conversation_ids is None:
+        return None
+    if kind == "message":
+        clause, args = _ids_in("id", spec.conversation_ids)
+        sql = f"SELECT coalesce(sum(last_seq), 0) FROM conversations WHERE {clause}"
+    else:
+        clause, args = _ids_in("conversation_id", spec.conversation_ids)
+        sql = f"SELECT count(*) FROM summaries WHERE {clause}"
+    return int(store._query(sql, args)[0][0])
+
+
+def _small_scope(store: SQLiteStore, kind: str, spec: SearchSpec) -> bool:
+    scoped = _scope_rows(store, kind, spec)
+    if scoped is None or scoped > SCAN_MAX:
+        return False
+    table = "messages" if kind == "message" else "summaries"
+    total = store._query(f"SELECT coalesce(max(rowid), 0) FROM {table}")[0][0]
+    return bool(total >= _SCAN_RATIO * max(scoped, 1))
+
+
+def _match(store: SQLiteStore, kind: str, index: str, query: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+    table = "messages" if kind == "message" else "summaries"
+    where, args = _filters(spec, kind, "t")
+    try:
+        ranked = True
+        if spec.mode != "raw":
+            query, ranked = _bounded(store, index, query, WORK_CAP)
+        if not ranked:
+            # every word is common: the newest rows that hold them, scored by rank
+            rows = store._query(f"SELECT t.rowid FROM {index} CROSS JOIN {table} t ON t.rowid = {index}.rowid "
+                                f"WHERE {index} MATCH ?{where} ORDER BY {index}.rowid DESC LIMIT ?",
+                                [query, *args, limit])
+            return [(int(r[0]), 1.0 / (1 + i)) for i, r in enumerate(rows)]
+    except apsw.SQLError as exc:
+        raise QueryError(f"invalid full-text query {spec.query!r}: {exc}") from None
+    fast = (
+        f"SELECT t.rowid, m.score FROM (SELECT rowid, -bm25({index}) AS score FROM {index} WHERE {index} MATCH ? "
+        f"ORDER BY bm25({index}) LIMIT ?) AS m CROSS JOIN {table} t ON t.rowid = m.rowid WHERE 1{where} "
+        "ORDER BY m.score DESC"
+    )
+    full = (
+        f"SELECT t.rowid, -bm25({index}) FROM {index} CROSS JOIN {table} t ON t.rowid = {index}.rowid "
+        f"WHERE {index} MATCH ?{where} ORDER BY bm25({index}) LIMIT ?"
+    )
+    try:
+        over = limit * 4
+        rows = store._query(fast, [query, over, *args])
+        if len(rows) < limit and len(rows) < over:
+            # the unfiltered top was not all ours: maybe more matches exist beyond it
+            total = store._query(f"SELECT count(*) FROM (SELECT 1 FROM {index} WHERE {index} MATCH ? LIMIT ?)",
+                                 [query, over + 1])[0][0]
+            if total > over:
+                rows = store._query(full, [query, *args, limit])
+        return [(int(r), float(s)) for r, s in rows[:limit]]
+    except apsw.SQLError as exc:
+        raise QueryError(f"invalid full-text query {spec.query!r}: {exc}") from None
+
+
+def _like(store: SQLiteStore, kind: str, terms: list[str], spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+    table = "messages" if kind == "message" else "summaries"
+    where, args = _filters(spec, kind, "t")
+    out: list[tuple[int, float]] = []
+    for term in terms:
+        escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        sql = f"SELECT t.rowid FROM {table} t WHERE t.content LIKE ? ESCAPE '\\'{where} LIMIT ?"
+        out.extend((int(r[0]), 0.5) for r in store._query(sql, [f"%{escaped}%", *args, limit]))
+    return out
+
+
+# A group that repeats and holds a repetition itself, e.g. (a+)+ or (\w*)*: Python's re
+# backtracks exponentially on such patterns and has no timeout, and agents write regexes.
+_NESTED_REPEAT = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)(?:[+*]|\{\d*,\d*\})")
+_MAX_PATTERN = 512
+REGEX_SECONDS = 2.0  # a regex search's whole budget, across every row it reads
+
+
+def _regex(store: SQLiteStore, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+    if len(spec.query) > _MAX_PATTERN:
+        raise QueryError(f"regular expression too long ({len(spec.query)} characters, at most {_MAX_PATTERN})")
+    if _NESTED_REPEAT.search(spec.query):
+        raise QueryError(f"regular expression {spec.query!r} nests a repetition inside a repeated group "
+                         "(like (a+)+), which can take exponential time; simplify it")
+    try:
+        re.compile(spec.query)
+    except re.error as exc:
+        raise QueryError(f"invalid regular expression {spec.query!r}: {exc}") from None
+    table = "messages" if kind == "message" else "summaries"
+    where, args = _filters(spec, kind, "t")
+    field = "coalesce(t.content, '') || char(10) || coalesce(t.tool_calls, '')" if kind == "message" else "t.content"
+    order = "t.seq DESC" if kind == "message" else "t.last_seq DESC"
+    sql = f"SELECT t.rowid FROM {table} t WHERE regexp(?, {field}){where} ORDER BY {order} LIMIT ?"
+    from lossless.store.sqlite.store import RegexTimeout, regex_deadline
+
+    try:
+        # on a read connection of its own: a slow pattern holds neither the store nor its lock
+        with store.reader() as run, regex_deadline(REGEX_SECONDS):
+            return [(int(r[0]), 1.0) for r in run(sql, [spec.query, *args, limit])]
+    except RegexTimeout:
+        raise QueryError(f"regular expression {spec.query!r} took longer than {REGEX_SECONDS:g} s; "
+                         "simplify it (nested or overlapping repetitions backtrack exponentially)") from None
+
+
+def _candidates(store: SQLiteStore, kind: str, spec: SearchSpec) -> dict[int, float]:
+    limit = max(spec.limit, 1) * _CANDIDATES
+    scores: dict[int, float] = {}
+    if spec.mode == "regex":
+        pairs = _regex(store, kind, spec, limit)
+    elif spec.mode == "raw":
+        index = "messages_fts" if kind == "message" else "summaries_fts"
+        pairs = _match(store, kind, index, spec.query, spec, limit)
+    elif _small_scope(store, kind, spec):
+        pairs = _scan(store, kind, spec, limit)
+    else:
+        pairs = []
+        words = word_query(spec.query)
+        if words is None and not re.search(r"[^\W_]", spec.query):
+            return {}
+        if words is None:
+            # the query held only stopwords: search them rather than nothing
+            raw = [w.lower() for w in re.findall(r"[^\W_]+", spec.query)]
+            words = " OR ".join(quote_fts(w) for w in dict.fromkeys(raw)) if raw else None
+        base = "messages" if kind == "message" else "summaries"
+        if words:
+            pairs += _match(store, kind, f"{base}_fts", words, spec, limit)
+        grams = trigram_query(spec.query)
+        if grams:
+            pairs += _match(store, kind, f"{base}_tri", grams, spec, limit)
+        short = short_cjk_terms(spec.query)
+        if short:
+            pairs += _like(store, kind, short, spec, limit)
+    for rowid, score in pairs:
+        scores[rowid] = scores.get(rowid, 0.0) + score
+    return scores
+
+
+def run_search(store: SQLiteStore, spec: SearchSpec) -> list[GrepHit]:
+    if not isinstance(spec.query, str) or not spec.query.strip():
+        raise QueryError("search query is empty")
+    if spec.limit < 1:
+        raise QueryError(f"limit must be >= 1, got {spec.limit}")
+    # Rank first, then build the (snippet-cutting) hits for the ones returned only.
+    ranked: list[tuple[float, float, str, str, int]] = []  # score, ts, id, kind, rowid
+    rows_by_key: dict[tuple[str, int], tuple[Any, ...]] = {}
+    for kind in spec.kinds:
+        if kind == "summary" and spec.roles:
+            continue  # summaries have no role
+        scores = _candidates(store, kind, spec)
+        if not scores:
+            continue
+        ids = list(scores)
+        marks = ",".join("?" * len(ids))
+        if kind == "message":
+            rows = store._query(f"SELECT rowid, id, seq, created_ts FROM messages WHERE rowid IN ({marks})", ids)
+        else:
+            rows = store._query(f"SELECT rowid, id, last_seq, latest_ts FROM summaries WHERE rowid IN ({marks})", ids)
+        for row in rows:
+            rows_by_key[(kind, row[0])] = row
+            ranked.append((scores[row[0]], row[3], row[1], kind, row[0]))
+    if spec.sort == "recency":
+        ranked.sort(key=lambda r: (-r[1], -rows_by_key[(r[3], r[4])][2], r[2]))
+    else:
+        ranked.sort(key=lambda r: (-r[0], -r[1], r[2]))
+    top = ranked[: spec.limit]
+    full: dict[tuple[str, int], tuple[Any, ...]] = {}
+    for kind in ("message", "summary"):
+        want = [r[4] for r in top if r[3] == kind]
+        if not want:
+            continue
+        marks = ",".join("?" * len(want))
+        text = "content" if spec.snippets else "NULL"
+        if kind == "message":
+            calls = "tool_calls" if spec.snippets else "NULL"
+            sql = (f"SELECT rowid, id, conversation_id, seq, seq, role, created_at, {text}, content_is_json, "
+                   f"{calls}, NULL FROM messages WHERE rowid IN ({marks})")
+        else:
+            sql = (f"SELECT rowid, id, conversation_id, first_seq, last_seq, NULL, earliest_at, {text}, 0, NULL, "
+                   f"depth FROM summaries WHERE rowid IN ({marks})")
+        full.update(((kind, row[0]), row) for row in store._query(sql, want))
+    out: list[GrepHit] = []
+    for score, _ts, _id, hit_kind, rowid in top:
+        (_r, hid, cid, first, last, role, created, content, is_json, calls, depth) = full[(hit_kind, rowid)]
+        if not spec.snippets:
+            text = ""  # nothing was read: the hit gets an empty snippet
+        elif hit_kind == "message":
+            text = content_text(json.loads(content) if is_json else content, json.loads(calls) if calls else None)
+        else:
+            text = content
+        out.append(_hit(hit_kind, hid, cid, first, last, role, created, text, spec, score, depth))
+    return out
+
+
+def verify_store(store: SQLiteStore, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
+    """:meth:`SQLiteStore.verify` (kept at its old import path)."""
+    return store.verify(conversation_id, integrity=integrity)

@@ -1,0 +1,345 @@
+"""Recall storage in the SQLite file: retrieval units, the embedding cache, and vector
+indexes — sqlite-vec's ``vec0`` when the extension loads, an in-memory numpy scan over
+the cached vectors otherwise (same vectors, same cosine ranking)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from lossless.core.errors import StoreError
+from lossless.embed.base import Vectors
+from lossless.recall.units import Unit
+from lossless.store.rows import UnitRow  # re-exported: its old home
+
+if TYPE_CHECKING:
+    from lossless.store.sqlite.store import SQLiteStore
+
+__all__ = ["MATRIX_ABOVE", "SQLiteRecall", "UnitRow"]
+
+_VEC_MAX_K = 4096  # the most neighbours sqlite-vec returns for one query
+_PER_CONVERSATION = 200  # up to this many conversations, one k-NN query each; beyond, one for all
+
+MATRIX_ABOVE = 4_000  # units in one conversation; above it "auto" searches a numpy matrix
+MATRIX_BYTES = 512 * 2**20  # the in-memory matrices kept at once, least recently used dropped first
+
+
+_UNIT_COLS = ("rowid, conversation_id, kind, first_seq, last_seq, part, role, message_ids, text, start_ts, end_ts, "
+              "text_sha256")
+
+
+def _unit_row(r: tuple[Any, ...]) -> UnitRow:
+    return UnitRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7])), r[8], r[9], r[10], r[11])
+
+
+def _index_name(provider: str, model: str, dim: int) -> str:
+    digest = hashlib.sha256(f"{provider}\x00{model}\x00{dim}".encode()).hexdigest()[:12]
+    return f"vec_{digest}"
+
+
+class _Matrix:
+    """One conversation's vectors, unit rowids and kinds, grown in place: rows are written
+    into spare capacity, and a full buffer is replaced by one half again as big (views
+    handed out earlier keep the old one alive and unchanged)."""
+
+    def __init__(self) -> None:
+        self.upto = 0
+        self.n = 0
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.kinds = np.zeros(0, dtype="<U16")
+        self.mat = np.zeros((0, 1), dtype="<f4")
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.mat.nbytes + self.ids.nbytes + self.kinds.nbytes)
+
+    def view(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.ids[: self.n], self.mat[: self.n], self.kinds[: self.n]
+
+    def extend(self, upto: int, rows: Sequence[Any]) -> None:
+        self.upto = upto
+        if not rows:
+            return
+        vecs = np.vstack([np.frombuffer(r[2], dtype="<f4") for r in rows])
+        if self.mat.shape[1] != vecs.shape[1]:
+            self.n = 0  # the first rows (the empty start has no width yet)
+            self.mat = np.zeros((0, vecs.shape[1]), dtype="<f4")
+        need = self.n + len(rows)
+        if need > len(self.mat):
+            cap = max(need, self.n + self.n // 2, 64)
+            ids, mat, kinds = self.view()
+            self.ids = np.zeros(cap, dtype=np.int64)
+            self.mat = np.zeros((cap, vecs.shape[1]), dtype="<f4")
+            self.kinds = np.zeros(cap, dtype="<U16")
+            self.ids[: self.n], self.mat[: self.n], self.kinds[: self.n] = ids, mat, kinds
+        self.mat[self.n : need] = vecs
+        self.ids[self.n : need] = [r[0] for r in rows]
+        self.kinds[self.n : need] = [r[1] for r in rows]
+        self.n = need
+
+
+class SQLiteRecall:
+    """Units, cache and vectors for one :class:`SQLiteStore`."""
+
+    def __init__(self, store: SQLiteStore, backend: str = "auto") -> None:
+        if backend not in ("auto", "sqlite-vec", "numpy"):
+            raise StoreError(f"vector backend must be auto, sqlite-vec or numpy; got {backend!r}")
+        self.store = store
+        self.has_vec = store.load_sqlite_vec() if backend != "numpy" else False
+        if backend == "sqlite-vec" and not self.has_vec:
+            raise StoreError("the sqlite-vec extension could not be loaded (pip install sqlite-vec)")
+        self.backend = "sqlite-vec" if self.has_vec else "numpy"
+        # "auto" also scans big conversations from an in-memory matrix of the cached vectors:
+        # a vec0 k-NN reads every vector of the partition through SQLite (~40 ms at 100k),
+        # a numpy product over them takes a few ms once the matrix is loaded.
+        self.matrix_above = MATRIX_ABOVE if backend == "auto" else None
+        self._counts: dict[tuple[str, str], tuple[int, int]] = {}
+        self._matrices: OrderedDict[tuple[str, str], _Matrix] = OrderedDict()
+        self._matrix_bytes = 0
+        self._lock = threading.Lock()
+
+    # -- units ----------------------------------------------------------------------------
+
+    def progress(self, conversation_id: str) -> tuple[int, int]:
+        rows = self.store._query(
+            "SELECT message_seq, window_seq FROM recall_progress WHERE conversation_id = ?", (conversation_id,)
+        )
+        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+
+    def add_units(self, conversation_id: str, units: Sequence[Unit], message_seq: int, window_seq: int) -> None:
+        """Write units and the new progress marks in one transaction (re-running is harmless)."""
+        with self.store.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO recall_units (conversation_id, kind, first_seq, last_seq, part, role, message_ids, "
+                "text, text_sha256, start_ts, end_ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (conversation_id, kind, first_seq, last_seq, part) DO NOTHING",
+                [(conversation_id, u.kind, u.first_seq, u.last_seq, u.part, u.role, json.dumps(list(u.message_ids)),
+                  u.text, u.sha256, u.start_ts, u.end_ts) for u in units],
+            )
+            conn.execute(
+                "INSERT INTO recall_progress (conversation_id, message_seq, window_seq) VALUES (?, ?, ?) "
+                "ON CONFLICT (conversation_id) DO UPDATE SET message_seq = max(message_seq, excluded.message_seq), "
+                "window_seq = max(window_seq, excluded.window_seq)",
+                (conversation_id, message_seq, window_seq),
+            )
+
+    def units(self, rowids: Sequence[int]) -> dict[int, UnitRow]:
+        if not rowids:
+            return {}
+        rows = self.store._query(
+            f"SELECT {_UNIT_COLS} FROM recall_units WHERE rowid IN ({','.join('?' * len(rowids))})", list(rowids)
+        )
+        return {r[0]: _unit_row(r) for r in rows}
+
+    # -- embedding cache ------------------------------------------------------------------
+
+    def cached(self, provider: str, model: str, shas: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(shas))
+        for i in range(0, len(unique), 500):
+            batch = unique[i : i + 500]
+            rows = self.store._query(
+                "SELECT text_sha256, vector FROM embedding_cache WHERE provider = ? AND model = ? "
+                f"AND text_sha256 IN ({','.join('?' * len(batch))})",
+                [provider, model, *batch],
+            )
+            out.update((sha, np.frombuffer(blob, dtype="<f4")) for sha, blob in rows)
+        return out
+
+    def cache_put(self, provider: str, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
+        now = datetime.now(UTC).isoformat()
+        with self.store.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO embedding_cache (provider, model, text_sha256, dim, vector, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [(provider, model, sha, int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes(), now) for sha, v in items],
+            )
+
+    def cache_size(self) -> int:
+        return int(self.store._query("SELECT count(*) FROM embedding_cache")[0][0])
+
+    # -- vector indexes -------------------------------------------------------------------
+
+    def ensure_index(self, provider: str, model: str, dim: int) -> str:
+        name = _index_name(provider, model, dim)
+        if not re.fullmatch(r"vec_[0-9a-f]{12}", name):  # it is spliced into DDL below
+            raise StoreError(f"bad index name {name!r}")
+        rows = self.store._query("SELECT backend FROM vector_indexes WHERE name = ?", (name,))
+        if rows and (rows[0][0] == self.backend or self.backend == "numpy"):
+            return name
+        with self.store.transaction() as conn:
+            if self.backend == "sqlite-vec":
+                # partition key: a k-NN only scans the asked conversation's vectors
+                conn.execute(
+                    f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING vec0("
+                    f"conversation_id text partition key, kind text, embedding float[{dim}] distance_metric=cosine)"
+                )
+            conn.execute(
+                "INSERT INTO vector_indexes (name, provider, model, dim, backend) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET backend = excluded.backend",
+                (name, provider, model, dim, self.backend),
+            )
+            if rows and rows[0][0] != self.backend:
+                # the vec0 table was never filled (it was built by the numpy path): rebuild it
+                conn.execute("DELETE FROM vector_progress WHERE index_name = ?", (name,))
+        return name
+
+    def indexed_upto(self, index: str, conversation_id: str) -> int:
+        rows = self.store._query(
+            "SELECT unit_rowid FROM vector_progress WHERE index_name = ? AND conversation_id = ?",
+            (index, conversation_id),
+        )
+        return int(rows[0][0]) if rows else 0
+
+    def pending(self, index: str, conversation_id: str, limit: int) -> list[UnitRow]:
+        upto = self.indexed_upto(index, conversation_id)
+        rows = self.store._query(
+            f"SELECT {_UNIT_COLS} FROM recall_units WHERE conversation_id = ? AND rowid > ? ORDER BY rowid LIMIT ?",
+            (conversation_id, upto, limit),
+        )
+        return [_unit_row(r) for r in rows]
+
+    def pending_count(self, index: str, conversation_id: str) -> int:
+        upto = self.indexed_upto(index, conversation_id)
+        return int(self.store._query(
+            "SELECT count(*) FROM recall_units WHERE conversation_id = ? AND rowid > ?", (conversation_id, upto)
+        )[0][0])
+
+    def add_vectors(self, index: str, conversation_id: str, rows: Sequence[tuple[UnitRow, np.ndarray]]) -> None:
+        if not rows:
+            return
+        with self.store.transaction() as conn:
+            if self.backend == "sqlite-vec":
+                # vec0 ignores OR REPLACE: a unit embedded twice (the worker and conv.index() at
+                # once) would break its primary key, so an earlier vector is deleted first
+                conn.executemany(f"DELETE FROM {index} WHERE rowid = ?", [(u.rowid,) for u, _ in rows])
+                conn.executemany(
+                    f"INSERT INTO {index} (rowid, conversation_id, kind, embedding) VALUES (?, ?, ?, ?)",
+                    [(u.rowid, conversation_id, u.kind, np.asarray(v, dtype="<f4").tobytes()) for u, v in rows],
+                )
+            conn.execute(
+                "INSERT INTO vector_progress (index_name, conversation_id, unit_rowid) VALUES (?, ?, ?) "
+                "ON CONFLICT DO UPDATE SET unit_rowid = max(unit_rowid, excluded.unit_rowid)",
+                (index, conversation_id, max(u.rowid for u, _ in rows)),
+            )
+
+    def knn(self, index: str, provider: str, model: str, conversation_ids: Sequence[str], query: Vectors,
+            k: int, kinds: Sequence[str] | None = None) -> list[tuple[int, float]]:
+        """(unit rowid, cosine similarity) of the k nearest units, best first."""
+        vec = np.asarray(query, dtype="<f4").reshape(-1)
+        out: list[tuple[int, float]] = []
+        if self.backend == "sqlite-vec" and len(conversation_ids) > _PER_CONVERSATION:
+            return self._knn_wide(index, set(conversation_ids), vec, k, kinds)
+        for cid in conversation_ids:
+            if self.backend == "sqlite-vec" and not self._big(index, cid):
+                out.extend(self._knn_vec(index, cid, vec, k, kinds))
+            else:
+                out.extend(self._knn_numpy(index, provider, model, cid, vec, k, kinds))
+        out.sort(key=lambda p: (-p[1], p[0]))
+        return out[:k]
+
+    def _knn_wide(self, index: str, wanted: set[str], vec: np.ndarray, k: int,
+                  kinds: Sequence[str] | None) -> list[tuple[int, float]]:
+        """Many conversations (a tenant-wide search): one k-NN over the whole index, kept
+        to the wanted conversations, instead of one query per conversation."""
+        out: list[tuple[int, float]] = []
+        for kind in kinds or (None,):
+            extra = " AND kind = ?" if kind else ""
+            rows = self.store._query(
+                f"SELECT rowid, distance, conversation_id FROM {index} WHERE embedding MATCH ? AND k = ?{extra}",
+                [vec.tobytes(), _VEC_MAX_K, *([kind] if kind else [])])
+            out.extend((int(r), 1.0 - float(d)) for r, d, cid in rows if cid in wanted)
+        out.sort(key=lambda p: (-p[1], p[0]))
+        return out[:k]
+
+    def _big(self, index: str, cid: str) -> bool:
+        if self.matrix_above is None:
+            return False
+        upto = self.indexed_upto(index, cid)
+        hit = self._counts.get((index, cid))
+        if hit is None or hit[0] != upto:
+            n = int(self.store._query(
+                "SELECT count(*) FROM recall_units WHERE conversation_id = ? AND rowid <= ?", (cid, upto))[0][0])
+            hit = self._counts[(index, cid)] = (upto, n)
+        return hit[1] > self.matrix_above
+
+    def _knn_vec(self, index: str, cid: str, vec: np.ndarray, k: int, kinds: Sequence[str] | None) -> list[tuple[int, float]]:
+        out: list[tuple[int, float]] = []
+        k = min(k, _VEC_MAX_K)  # sqlite-vec refuses more ("k value in knn query too large")
+        for kind in kinds or (None,):
+            extra = " AND kind = ?" if kind else ""
+            args: list[Any] = [vec.tobytes(), k, cid] + ([kind] if kind else [])
+            rows = self.store._query(
+                f"SELECT rowid, distance FROM {index} WHERE embedding MATCH ? AND k = ? AND conversation_id = ?{extra}",
+                args,
+            )
+            out.extend((int(r), 1.0 - float(d)) for r, d in rows)
+        return out
+
+    def _matrix(self, index: str, provider: str, model: str, cid: str,
+                attempt: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The conversation's cached vectors as one matrix (with unit rowids and kinds).
+
+        Units are append-only and their rowids grow, so when more have been indexed since
+        the matrix was built, only the new rows are read and appended (into spare capacity,
+        so nothing is copied most turns): an agent that adds a turn and then assembles pays
+        for its new units, not for the whole conversation."""
+        upto = self.indexed_upto(index, cid)
+        key = (index, cid)
+        with self._lock:
+            hit = self._matrices.get(key)
+            if hit is not None:
+                self._matrices.move_to_end(key)
+                if hit.upto == upto:
+                    return hit.view()
+        since = hit.upto if hit is not None and hit.upto < upto and attempt < 3 else 0
+        rows = self.store._query(
+            "SELECT u.rowid, u.kind, c.vector FROM recall_units u JOIN embedding_cache c ON c.provider = ? "
+            "AND c.model = ? AND c.text_sha256 = u.text_sha256 WHERE u.conversation_id = ? AND u.rowid > ? "
+            "AND u.rowid <= ? ORDER BY u.rowid",
+            (provider, model, cid, since, upto),
+        )
+        with self._lock:
+            now = self._matrices.get(key)
+            grow: _Matrix | None = None
+            if not since:
+                if now is not None:
+                    self._matrix_bytes -= now.nbytes
+                grow = self._matrices[key] = _Matrix()
+            elif now is not None and now is hit and now.upto == since:
+                grow = now
+            # else another thread moved the matrix meanwhile: these rows may not follow on
+            fresh = None
+            if grow is not None:
+                before = grow.nbytes
+                grow.extend(upto, rows)
+                self._matrix_bytes += grow.nbytes - before
+                fresh = grow.view()
+                while self._matrix_bytes > MATRIX_BYTES and len(self._matrices) > 1:
+                    _, dropped = self._matrices.popitem(last=False)
+                    self._matrix_bytes -= dropped.nbytes
+        return fresh if fresh is not None else self._matrix(index, provider, model, cid, attempt + 1)
+
+    def _knn_numpy(self, index: str, provider: str, model: str, cid: str, vec: np.ndarray, k: int,
+                   kinds: Sequence[str] | None) -> list[tuple[int, float]]:
+        ids, mat, unit_kinds = self._matrix(index, provider, model, cid)
+        if len(ids) == 0:
+            return []
+        sims = mat @ vec
+        out: list[tuple[int, float]] = []
+        for kind in kinds or (None,):
+            idx = np.arange(len(ids)) if kind is None else np.flatnonzero(unit_kinds == kind)
+            if len(idx) == 0:
+                continue
+            take = min(k, len(idx))
+            top = idx[np.argpartition(-sims[idx], take - 1)[:take]]
+            out.extend((int(ids[i]), float(sims[i])) for i in top)
+        return out
