@@ -228,7 +228,7 @@ class Memory:
         return self, False
 
     def writing(self) -> None:
-        """A write is starting: the worker thread, if any, yields to it (see worker.py)."""
+        """A write is starting: the worker thread, if any, yields to it (see compaction/worker.py)."""
         worker = self._worker
         if worker is not None:
             worker.writing()

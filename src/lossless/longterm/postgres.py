@@ -4,7 +4,7 @@ for :class:`~lossless.store.postgres.store.PostgresStore`.
 The shared SQL of :mod:`lossless.longterm.memories` uses ``?`` placeholders; here they become
 psycopg's ``%s`` (the SQL text is lossless's own, values are always parameters, so the
 rewrite never touches user text). Keyword search is the ``search`` tsvector column
-(``store/postgres_search.py``: folded words, compound parts, CJK bigrams) ranked by
+(``store/postgres/grep.py``: folded words, compound parts, CJK bigrams) ranked by
 ``ts_rank``, then the same term-coverage relevance as on SQLite. Memory writes take a
 transaction-scoped advisory lock, one writer at a time as on SQLite, so "same owner and
 content is one memory" holds under concurrent writers without a unique-violation race.

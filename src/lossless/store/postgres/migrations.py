@@ -64,7 +64,7 @@ def _core(conn: Any) -> None:
             external_id TEXT,
             content_hash TEXT NOT NULL,
             -- 'simple' config: no stemming, no stopwords, identifiers (src/app.py, v2.3.1)
-            -- stay whole; the writer appends their parts and CJK bigrams (store/postgres_search.py)
+            -- stay whole; the writer appends their parts and CJK bigrams (store/postgres/grep.py)
             search TSVECTOR NOT NULL,
             UNIQUE (conversation_id, seq)
         );
@@ -163,7 +163,7 @@ def _recall(conn: Any) -> None:
         );
 
         -- One pgvector table per embedder (provider, model, dim), made on first use
-        -- (store/postgres_recall.py); progress per conversation.
+        -- (store/postgres/recall.py); progress per conversation.
         CREATE TABLE vector_indexes (
             name TEXT PRIMARY KEY,
             provider TEXT NOT NULL,
@@ -374,7 +374,7 @@ def _files(conn: Any) -> None:
         CREATE INDEX file_chunks_search ON file_chunks USING gin (search);
 
         -- One pgvector table per embedder (provider, model, dim), made on first use
-        -- (files/pg_vectors.py), as the recall vectors are: pgvector may be missing, and a
+        -- (files/postgres_vectors.py), as the recall vectors are: pgvector may be missing, and a
         -- keyword-only index must not need it.
         CREATE TABLE file_vector_indexes (
             name TEXT PRIMARY KEY,

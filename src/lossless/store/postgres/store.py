@@ -1,7 +1,7 @@
 """The PostgreSQL store: the :class:`~lossless.store.base.Store` contract for many
 processes and hosts, through psycopg 3 and a ``psycopg_pool`` connection pool.
 
-The tables mirror the SQLite ones (``store/pg_migrations.py``); what SQLite gets from
+The tables mirror the SQLite ones (``store/postgres/migrations.py``); what SQLite gets from
 having one writer at a time, PostgreSQL gets from explicit locks:
 
 * **seq allocation**: :meth:`append_messages` locks the conversation row

@@ -3,6 +3,6 @@ the summary DAG, recall units and the rest. :mod:`~lossless.store.sqlite.store` 
 ``recall`` its units and vectors, ``grep`` its keyword and regex search, ``migrations`` its
 schema."""
 
-from lossless.store.sqlite.store import SQLiteStore
+from lossless.store.sqlite.store import SQLiteStore, message_hash, message_id, summary_id
 
-__all__ = ["SQLiteStore"]
+__all__ = ["SQLiteStore", "message_hash", "message_id", "summary_id"]
