@@ -303,7 +303,8 @@ def test_hostile_inputs_get_4xx(server: str, memory: lossless.Memory) -> None:
     _error(httpx.post(f"{server}/v1/lossless/memories/forget", json={"older_than_days": 1e300}), 400,
            "invalid_request")
     huge = "a" * 5_000_000
-    httpx.post(f"{server}{C}/rx/messages", json={"role": "tool", "tool_call_id": "t", "content": huge})
+    # 5 MB indexed: past httpx's 5 s default on a busy machine
+    httpx.post(f"{server}{C}/rx/messages", json={"role": "tool", "tool_call_id": "t", "content": huge}, timeout=60)
     slow = httpx.post(f"{server}{C}/rx/search", json={"query": "(a|aa)*b", "mode": "regex"}, timeout=60)
     assert slow.status_code in (200, 422), slow.text  # refused as slow, or bounded: never a 500
 
