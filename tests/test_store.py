@@ -144,3 +144,19 @@ def test_saved_settings_are_database_defaults(backend_target: str) -> None:
             mem.save_settings(context_window=-1)
     with lossless.open(backend_target) as mem:
         assert mem.config.context_window == 8192
+
+
+def test_listing_conversations_by_id_prefix_is_a_byte_wise_range(mem: lossless.Memory) -> None:
+    """The server's tenants list their conversations with ``id_prefix``: exactly the ids that
+    start with it, most recently updated first — not ``@acme0`` (the range's upper bound),
+    not ``@acmex/…``, and ``%``/``_`` are not wildcards."""
+    ids = ["@acme/a", "@acme/b%", "@acme0", "@acmex/c", "@acm_/d", "@acme/_z", "other"]
+    for cid in ids:
+        mem.conversation(cid).add("user", f"hello from {cid}")
+    listed = mem.store.list_conversations(limit=100, id_prefix="@acme/")
+    assert sorted(c.id for c in listed) == ["@acme/_z", "@acme/a", "@acme/b%"]
+    newest_first = sorted(listed, key=lambda c: c.id)
+    newest_first.sort(key=lambda c: c.updated_at, reverse=True)  # stable: ties stay by id
+    assert [c.id for c in listed] == [c.id for c in newest_first]
+    assert [c.id for c in mem.store.list_conversations(limit=1, offset=1, id_prefix="@acme/")] == [listed[1].id]
+    assert len(mem.store.list_conversations(limit=100)) == len(ids)

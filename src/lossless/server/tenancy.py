@@ -89,11 +89,7 @@ class Tenant:
         """This tenant's conversations, most recently updated first."""
         if self.implicit:
             return memory.conversations(limit=limit, offset=offset)
-        store, db = memory.store, sql_runner(memory.store)
-        rows = db.query(f"{store._CONV_SELECT} WHERE {db.text_range('c.id')} "
-                        "ORDER BY c.updated_at DESC, c.id LIMIT ? OFFSET ?",
-                        (self.prefix, _upper(self.prefix), limit, offset))
-        return [store._conv_row(r) for r in rows]
+        return memory.store.list_conversations(limit=limit, offset=offset, id_prefix=self.prefix)
 
     def metadata_in(self, metadata: dict[str, Any] | None) -> dict[str, Any]:
         """Conversation metadata as stored: owners namespaced, and the tenant-wide agent

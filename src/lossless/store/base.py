@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CompactionLeases",
-    "ConversationRows",
     "FileIndex",
     "MemoryWatermarks",
     "MessageLog",
@@ -140,7 +139,12 @@ class MessageLog(Protocol):
         self, conversation_id: str, metadata: dict[str, Any] | None = None
     ) -> ConversationInfo: ...
     def get_conversation(self, conversation_id: str) -> ConversationInfo | None: ...
-    def list_conversations(self, limit: int = 100, offset: int = 0) -> list[ConversationInfo]: ...
+    def list_conversations(
+        self, limit: int = 100, offset: int = 0, *, id_prefix: str | None = None
+    ) -> list[ConversationInfo]:
+        """Most recently updated first; ``id_prefix`` keeps the ids that start with it (an
+        index range scan, compared byte-wise: a server tenant's ``@name/``)."""
+        ...
     def append_messages(
         self, conversation_id: str, messages: Sequence[NewMessage], token_counts: Sequence[int]
     ) -> list[Message]: ...
@@ -152,17 +156,6 @@ class MessageLog(Protocol):
     def token_sum(self, conversation_id: str, first_seq: int, last_seq: int | None = None) -> int: ...
     def first_message_ts(self, conversation_id: str) -> float | None: ...
     def role_counts(self, conversation_id: str, first_seq: int, last_seq: int) -> dict[str, int]: ...
-
-
-class ConversationRows(Protocol):
-    """How a conversations row is read: the SELECT and the row reader that
-    :meth:`MessageLog.list_conversations` uses, for queries of conversations by other
-    filters (the server's tenants, ``server/tenancy.py``)."""
-
-    _CONV_SELECT: str
-
-    @staticmethod
-    def _conv_row(row: tuple[Any, ...]) -> ConversationInfo: ...
 
 
 class SummaryDAG(Protocol):
@@ -219,7 +212,7 @@ class FileIndex(Protocol):
 
 
 @runtime_checkable
-class Store(SQLAccess, Settings, MessageLog, ConversationRows, SummaryDAG, CompactionLeases, MemoryWatermarks,
+class Store(SQLAccess, Settings, MessageLog, SummaryDAG, CompactionLeases, MemoryWatermarks,
             Search, RecallUnits, FileIndex, Protocol):
     """Everything the engine needs of a database: the role protocols above, together.
     ``SQLiteStore`` and ``PostgresStore`` implement it; ``store/conformance.py`` makes

@@ -263,9 +263,16 @@ class PostgresStore:
         rows = self._query(f"{self._CONV_SELECT} WHERE c.id = %s", (conversation_id,))
         return self._conv_row(rows[0]) if rows else None
 
-    def list_conversations(self, limit: int = 100, offset: int = 0) -> list[ConversationInfo]:
-        rows = self._query(f"{self._CONV_SELECT} ORDER BY c.updated_at DESC, c.id LIMIT %s OFFSET %s",
-                           (limit, offset))
+    def list_conversations(
+        self, limit: int = 100, offset: int = 0, *, id_prefix: str | None = None
+    ) -> list[ConversationInfo]:
+        where: str = ""
+        args: tuple[str, ...] = ()
+        if id_prefix:  # a range, so the primary key's index does the work
+            where = 'WHERE c.id >= %s COLLATE "C" AND c.id < %s COLLATE "C" '
+            args = (id_prefix, id_prefix[:-1] + chr(ord(id_prefix[-1]) + 1))
+        rows = self._query(f"{self._CONV_SELECT} {where}ORDER BY c.updated_at DESC, c.id LIMIT %s OFFSET %s",
+                           (*args, limit, offset))
         return [self._conv_row(r) for r in rows]
 
     # -- messages -----------------------------------------------------------------------
