@@ -96,8 +96,8 @@ def _bounded(store: SQLiteStore, index: str, query: str, cap: int) -> tuple[str,
     """(the query to run, whether to rank by bm25 — else by recency)."""
     if _capped_count(store, index, query, cap) <= cap:
         return query, True
-    terms = query.split(" OR ")
-    counts = {term: _capped_count(store, index, term, cap) for term in terms}
+    counts = {term: _capped_count(store, index, term, cap) for term in query.split(" OR ")}
+    terms = [t for t in counts if counts[t]]  # a term found nowhere (a joined pair, often) adds nothing
     rare = sorted((t for t in terms if counts[t] <= cap), key=lambda t: counts[t])
     if rare:
         kept: list[str] = []
