@@ -5,6 +5,7 @@ rebuilds the rows an older store wrote."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -66,9 +67,10 @@ def test_query_terms(text: str, terms: list[str]) -> None:
 
 @pytest.mark.parametrize(("text", "extra"), [
     ("Caroline's job", ""),  # unicode61 already sees "caroline"
-    ("a follow-up call", "follow up followup"),
+    ("a follow-up call", "followup"),  # unicode61 splits at the hyphen itself
     ("I ran 5km", "5 km"),
-    ("at 10:30", "10 30 1030"),
+    ("at 10:30", "1030"),
+    ("v1.2", "v 1 2 v12 v 12"),
     ("我用Python写代码", "python"),
     ("Python 3.12版本", "3 12 312"),
     ("plain words only", ""),
@@ -96,16 +98,19 @@ _TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_si
     st.sampled_from(list("ab5 -'’.:,_用写 Ü\"*()^")), max_size=30)
 
 
+_TOKENS = re.compile(r"[^\W_]+")
+
+
 @settings(max_examples=300, deadline=None)
 @given(_TEXT)
 def test_normalising_is_idempotent(text: str) -> None:
     """A compound's parts are a fixed point of the normaliser, and indexing the indexed
-    text again adds no word it did not have."""
+    text again adds no token (as unicode61 splits) it did not have."""
     for parts, *_ in compounds(text):
         assert parts and all(parts)
         assert [p for again, *_ in compounds(" ".join(parts)) for p in again] == parts
     once = index_text(text)
-    assert set(index_text(once).split()) == set(once.split())
+    assert set(_TOKENS.findall(index_text(once).lower())) == set(_TOKENS.findall(once.lower()))
 
 
 _FTS = apsw.Connection(":memory:")

@@ -17,8 +17,8 @@ word meet (as Lucene's English possessive and word-delimiter filters do):
   (``5km`` → ``5 km``, ``v1.2`` → ``v 1 2``).
 
 What the unicode61 index is given (:func:`index_text`) is the text, then a line of the
-parts and the joined form of every compound whose parts unicode61 would not see alone
-(``follow up followup``, ``5 km``, ``python`` out of ``用Python写``). A query
+forms unicode61 would not make itself (``followup`` for "follow-up", ``5 km`` for
+"5km", ``python`` out of ``用Python写``). A query
 (:func:`search_terms`) looks for a compound's parts as a phrase and for its joined form,
 and for two neighbouring words written as one (``follow up`` finds ``followup``), so
 "follow-up", "follow up" and "followup" find each other, as do "5km" and "5 km".
@@ -44,6 +44,7 @@ _LETTER = f"[^\\W\\d_{_CJK_CLASS}]"
 # a compound unicode61 does not see whole: one with a joiner, or digits beside letters
 _SPLIT = re.compile(f"(?<!{_ALNUM})(?={_ALNUM}*(?:(?:{_JOINER}){_ALNUM}|\\d{_LETTER}|{_LETTER}\\d))"
                     f"{_ALNUM}+(?:(?:{_JOINER}){_ALNUM}+)*")
+_MIXED = re.compile(r"\d[^\W\d_]|[^\W\d_]\d")  # digits beside letters: 5km, v1
 _POSSESSIVE = re.compile("['\u2019\u02bc]s$")  # on lower-cased text
 _PART = re.compile(r"\d+|[^\W\d_]+")  # letters and digits apart: 5km → 5, km
 _SPACE_ONLY = re.compile(r"\s+")
@@ -85,21 +86,23 @@ def compounds(text: str, split_only: bool = False) -> list[tuple[list[str], bool
 
 
 def index_extras(text: str) -> str:
-    """The tokens the unicode61 tokenizer would not find alone in ``text``: a compound's
-    parts and joined form when it has several parts (``follow up followup``, ``5 km 5km``),
-    its parts when a CJK character touches it. Empty for most texts."""
+    """The forms of ``text``'s compounds that the unicode61 tokenizer does not make
+    itself, which splits at joiners but keeps letters, digits and CJK together: a
+    compound's joined form (``followup`` for "follow-up", ``isnt``), and its parts when
+    digits meet letters or CJK touches it (``5 km`` for "5km", ``python`` for
+    "用Python写"). Empty for most texts; nothing a word already has is repeated, so
+    bm25 counts each word as often as it is written."""
     extra: list[str] = []
     for parts, touches, start, end in compounds(text, split_only=True):
-        if len(parts) > 1:
-            joined = "".join(parts)
+        raw = text[start:end].lower()
+        if touches or _MIXED.search(raw):
             extra.append(" ".join(parts))
-            if touches or joined != text[start:end].lower():
-                extra.append(joined)
-                runs = _PART.findall(joined)  # 10:30am → 1030am, whose own parts are 1030 am
-                if len(runs) > 1 and runs != parts:
-                    extra.append(" ".join(runs))
-        elif touches:
-            extra.append(parts[0])
+        joined = "".join(parts)
+        if len(parts) > 1 and joined != raw:
+            extra.append(joined)
+            runs = _PART.findall(joined)  # 10:30am → 1030am, whose own parts are 1030 am
+            if len(runs) > 1 and runs != parts:
+                extra.append(" ".join(runs))
     return " ".join(extra)
 
 
