@@ -9,20 +9,21 @@ One normaliser serves the index and the query, so the forms a person writes for 
 word meet (as Lucene's English possessive and word-delimiter filters do):
 
 * a *compound* is a run of letters and digits joined by hyphens, apostrophes, periods,
-  colons, underscores, or commas between digits (``follow-up``, ``Caroline's``, ``10:30``, ``v1.2``,
-  ``1,000``); a CJK character ends one (``用Python写`` holds ``Python``);
-* an English possessive ending (``'s``, ``’s``, ``ʼs``) is dropped: the question's
-  "Caroline's" looks for Caroline;
+  colons, underscores, or commas between digits (``follow-up``, ``Caroline's``,
+  ``10:30``, ``v1.2``, ``1,000``); a CJK character ends one (``用Python写`` holds
+  ``Python``);
+* an English possessive ending (``'s``, ``’s``, ``ʼs``) is dropped, and a plural one
+  ("James'") is never part of a compound: the question's "Caroline's" looks for Caroline;
 * a compound's *parts* are split at its joiners and between letters and digits
   (``5km`` → ``5 km``, ``v1.2`` → ``v 1 2``).
 
 What the unicode61 index is given (:func:`index_text`) is the text, then a line of the
 forms unicode61 would not make itself (``followup`` for "follow-up", ``5 km`` for
-"5km", ``python`` out of ``用Python写``). A query
-(:func:`search_terms`) looks for a compound's parts as a phrase and for its joined form,
-and for two neighbouring words written as one (``follow up`` finds ``followup``), so
-"follow-up", "follow up" and "followup" find each other, as do "5km" and "5 km".
-PostgreSQL's store indexes the same extra line (``store/postgres/grep.py``).
+"5km", ``python`` out of ``用Python写``). A query (:func:`search_terms`) looks for a
+compound's parts as a phrase and for its joined form, and for two neighbouring words
+written as one (``follow up`` finds ``followup``), so "follow-up", "follow up" and
+"followup" find each other (but "followup" does not find "follow up"), as do "5km" and
+"5 km". PostgreSQL's store indexes the same extra line (``store/postgres/grep.py``).
 """
 
 from __future__ import annotations
