@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import apsw
 
 from lossless.core.errors import StoreError
+from lossless.store.fts import index_text
 from lossless.store.runner import SQLiteRunner
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ class SQLiteMemoryBackend(SQLiteRunner):
                 conn.execute(f"PRAGMA secure_delete = {int(secure)}")
 
     def index_text(self, conn: Any, rowid: int, text: str) -> None:
-        conn.execute("INSERT INTO memories_fts (rowid, text) VALUES (?, ?)", (rowid, text))
+        conn.execute("INSERT INTO memories_fts (rowid, text) VALUES (?, ?)", (rowid, index_text(text)))
         conn.execute("INSERT INTO memories_tri (rowid, text) VALUES (?, ?)", (rowid, text))
 
     def unindex(self, conn: Any, rowids: Sequence[int]) -> None:

@@ -1,24 +1,59 @@
-"""Turning a user's search text into safe FTS5 queries, and cutting snippets.
+"""Turning text into keyword-index rows and a user's search text into safe FTS5 queries.
 
 User input is never passed to FTS5 as syntax: every term is quoted. Latin-script terms
 go to the unicode61 index; runs of CJK characters (which have no spaces to split on)
 become overlapping trigrams for the trigram index, so a Chinese question finds Chinese
 text that shares phrases with it.
+
+One normaliser serves the index and the query, so the forms a person writes for the same
+word meet (as Lucene's English possessive and word-delimiter filters do):
+
+* a *compound* is a run of letters and digits joined by hyphens, apostrophes, periods,
+  colons, underscores, or commas between digits (``follow-up``, ``Caroline's``,
+  ``10:30``, ``v1.2``, ``1,000``); a CJK character ends one (``用Python写`` holds
+  ``Python``);
+* an English possessive ending (``'s``, ``’s``, ``ʼs``) is dropped, and a plural one
+  ("James'") is never part of a compound: the question's "Caroline's" looks for Caroline;
+* a compound's *parts* are split at its joiners and between letters and digits
+  (``5km`` → ``5 km``, ``v1.2`` → ``v 1 2``).
+
+What the unicode61 index is given (:func:`index_text`) is the text, then a line of the
+forms unicode61 would not make itself (``followup`` for "follow-up", ``5 km`` for
+"5km", ``python`` out of ``用Python写``). A query (:func:`search_terms`) looks for a
+compound's parts as a phrase and for its joined form, and for two neighbouring words
+written as one (``follow up`` finds ``followup``), so "follow-up", "follow up" and
+"followup" find each other (but "followup" does not find "follow up"), as do "5km" and
+"5 km". PostgreSQL's store indexes the same extra line (``store/postgres/grep.py``).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["STOPWORDS", "cjk_runs", "fts_terms", "has_cjk_trigram", "quote_fts", "snippet", "trigram_query",
-           "word_query"]
+__all__ = ["STOPWORDS", "cjk_runs", "compounds", "fts_terms", "has_cjk_trigram", "index_extras", "index_text",
+           "quote_fts", "search_terms", "snippet", "term_pattern", "trigram_query", "word_query"]
 
-_WORD = re.compile(r"[^\W_]+(?:[-_.'][^\W_]+)*", re.UNICODE)
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+_CJK_TRIGRAM = re.compile(f"[{_CJK_CLASS}]{{3}}")
+_ALNUM = f"[^\\W_{_CJK_CLASS}]"  # a letter or digit that is not CJK
+# hyphens, apostrophes, a period, a colon or an underscore join the parts of one compound;
+# a comma only between digits (1,000)
+_JOINER = "[-\u2010\u2011'\u2019\u02bc.:_]|(?<=\\d),(?=\\d)"
+_COMPOUND = re.compile(f"{_ALNUM}+(?:(?:{_JOINER}){_ALNUM}+)*")
+_LETTER = f"[^\\W\\d_{_CJK_CLASS}]"
+# a compound unicode61 does not see whole: one with a joiner, or digits beside letters
+_SPLIT = re.compile(f"(?<!{_ALNUM})(?={_ALNUM}*(?:(?:{_JOINER}){_ALNUM}|\\d{_LETTER}|{_LETTER}\\d))"
+                    f"{_ALNUM}+(?:(?:{_JOINER}){_ALNUM}+)*")
+_MIXED = re.compile(r"\d[^\W\d_]|[^\W\d_]\d")  # digits beside letters: 5km, v1
+_POSSESSIVE = re.compile("['\u2019\u02bc]s$")  # on lower-cased text
+_PART = re.compile(r"\d+|[^\W\d_]+")  # letters and digits apart: 5km → 5, km
+_SPACE_ONLY = re.compile(r"\s+")
 
 STOPWORDS = frozenset(
     ["a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "so", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your", "about", "after", "before", "did", "does", "tell", "remind", "again", "any", "some", "all", "just", "also", "ever"]
 )
+_MAX_WORD_TERMS = 64
 
 
 def quote_fts(term: str) -> str:
@@ -30,24 +65,119 @@ def cjk_runs(text: str) -> list[str]:
     return _CJK_RUN.findall(text)
 
 
-def fts_terms(text: str) -> list[str]:
-    """Lower-cased non-CJK words of a query, stopwords dropped, in first-seen order."""
+def _parts(compound: str) -> list[str]:
+    return _PART.findall(_POSSESSIVE.sub("", compound.lower()))
+
+
+def compounds(text: str, split_only: bool = False) -> list[tuple[list[str], bool, int, int]]:
+    """Every compound of ``text`` as (its lower-cased parts, whether a CJK character
+    touches it, start, end); a possessive ending is dropped, so "James'"s and
+    "Caroline’s"'s parts are ``["james"]`` and ``["caroline"]``. ``split_only``: only
+    those with a joiner or digits beside letters, unless ``text`` holds CJK."""
+    out: list[tuple[list[str], bool, int, int]] = []
+    pattern = _SPLIT if split_only and _CJK_RUN.search(text) is None else _COMPOUND
+    for m in pattern.finditer(text):
+        parts = _parts(m.group(0))
+        if not parts:
+            continue
+        start, end = m.span()
+        touches = bool((start and _CJK_RUN.match(text, start - 1)) or _CJK_RUN.match(text, end))
+        out.append((parts, touches, start, end))
+    return out
+
+
+def index_extras(text: str) -> str:
+    """The forms of ``text``'s compounds that the unicode61 tokenizer does not make
+    itself, which splits at joiners but keeps letters, digits and CJK together: a
+    compound's joined form (``followup`` for "follow-up", ``isnt``), and its parts when
+    digits meet letters or CJK touches it (``5 km`` for "5km", ``python`` for
+    "用Python写"). Empty for most texts; nothing a word already has is repeated, so
+    bm25 counts each word as often as it is written."""
+    extra: list[str] = []
+    for parts, touches, start, end in compounds(text, split_only=True):
+        raw = text[start:end].lower()
+        if touches or _MIXED.search(raw):
+            extra.append(" ".join(parts))
+        joined = "".join(parts)
+        if len(parts) > 1 and joined != raw:
+            extra.append(joined)
+            runs = _PART.findall(joined)  # 10:30am → 1030am, whose own parts are 1030 am
+            if len(runs) > 1 and runs != parts:
+                extra.append(" ".join(runs))
+    return " ".join(extra)
+
+
+def index_text(text: str) -> str:
+    """What a keyword index is given for ``text``: the text itself and, on a line of its
+    own, :func:`index_extras` (so every raw FTS5 query that matched the text still does)."""
+    extra = index_extras(text)
+    return f"{text}\n{extra}" if extra else text
+
+
+def _keep(word: str) -> bool:
+    return word not in STOPWORDS and (len(word) > 1 or word.isdigit())
+
+
+def search_terms(text: str) -> list[str]:
+    """The keyword terms of a query, in first-seen order, each a phrase of space-separated
+    tokens: a word; a compound's parts and its joined form (``follow up``, ``followup``);
+    two neighbouring words joined (``followup`` for "follow up"). Stopwords, one-letter
+    words and CJK runs are left out (CJK goes to :func:`trigram_query`)."""
     seen: dict[str, None] = {}
-    stripped = _CJK_RUN.sub(" ", text)
-    for match in _WORD.finditer(stripped):
-        word = match.group(0).lower()
-        if word in STOPWORDS or (len(word) < 2 and not word.isdigit()):
+    joins: dict[str, None] = {}
+    found = compounds(text)
+    for i, (parts, _touches, start, _end) in enumerate(found):
+        if len(parts) == 1:
+            if _keep(parts[0]):
+                seen.setdefault(parts[0], None)
+        elif any(_keep(p) for p in parts):
+            seen.setdefault(" ".join(parts), None)
+            seen.setdefault("".join(parts), None)
+        if i and len(parts) == 1 and len(found[i - 1][0]) == 1:
+            prev, word = found[i - 1][0][0], parts[0]
+            between = text[found[i - 1][3] : start]
+            if (_keep(prev) and _keep(word) and prev.isalpha() and word.isalpha()
+                    and _SPACE_ONLY.fullmatch(between)):
+                joins.setdefault(prev + word, None)
+    out = list(seen)
+    out += [j for j in joins if j not in seen]
+    return out
+
+
+def term_pattern(term: str) -> re.Pattern[str]:
+    """A regular expression finding a :func:`search_terms` term in lower-cased text as
+    the index does: its parts in a row, each bounded as a token (a letter part by what is
+    not a letter, a digit part by what is not a digit, CJK bounding neither), so "km"
+    is found in "5km" and "python" in "用python写". (The joined form of a compound,
+    "followup", is found where it is written so, not in "follow-up".)"""
+    parts = term.split(" ")
+
+    def edge(ch: str) -> str:
+        return r"\d" if ch.isdigit() else _LETTER
+
+    body = r"[\W_]*".join(re.escape(p) for p in parts)
+    return re.compile(f"(?<!{edge(parts[0][0])}){body}(?!{edge(parts[-1][-1])})")
+
+
+def fts_terms(text: str) -> list[str]:
+    """Lower-cased non-CJK words of a query, stopwords dropped, in first-seen order: a
+    compound stays whole (``follow-up``, ``app.py``) with its possessive ending dropped."""
+    seen: dict[str, None] = {}
+    for m in _COMPOUND.finditer(text):
+        word = _POSSESSIVE.sub("", m.group(0).lower())
+        if not _keep(word) or not _PART.search(word):
             continue
         seen.setdefault(word, None)
     return list(seen)
 
 
 def word_query(text: str) -> str | None:
-    """An OR of quoted terms for the unicode61 index, or None if the text has none."""
-    terms = fts_terms(text)
+    """An OR of quoted :func:`search_terms` for the unicode61 index, or None if the text
+    has none."""
+    terms = search_terms(text)
     if not terms:
         return None
-    return " OR ".join(quote_fts(t) for t in terms[:64])
+    return " OR ".join(quote_fts(t) for t in terms[:_MAX_WORD_TERMS])
 
 
 def trigram_query(text: str) -> str | None:
@@ -59,9 +189,6 @@ def trigram_query(text: str) -> str | None:
     if not grams:
         return None
     return " OR ".join(quote_fts(g) for g in list(grams)[:128])
-
-
-_CJK_TRIGRAM = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]{3}")
 
 
 def has_cjk_trigram(text: str) -> bool:

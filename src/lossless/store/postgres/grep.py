@@ -4,17 +4,18 @@ Keyword search is a ``tsvector`` column with a GIN index, ``simple`` configurati
 stemming, no stopwords: ``src/app.py`` and ``v2.3.1`` stay whole tokens). What the
 writer feeds ``to_tsvector`` is :func:`search_document`: the text with Latin diacritics
 folded (as SQLite's ``unicode61 remove_diacritics 2`` does), then the parts of compound
-tokens (``src app py``, so ``app.py`` is found too), then the bigrams of every CJK run.
-Chinese and Japanese have no spaces, so bigrams are what makes them searchable by an
-index that works under any database locale (``pg_trgm`` extracts no trigrams from CJK
-under the C locale); ``pg_trgm``, when the server has it, only speeds up the ILIKE
-matches of one-character CJK terms.
+tokens (``src app py``, so ``app.py`` is found too), then the line SQLite's index gets
+too (:func:`~lossless.store.fts.index_extras`: ``follow up followup``, ``5 km``), then
+the bigrams of every CJK run. Chinese and Japanese have no spaces, so bigrams are what
+makes them searchable by an index that works under any database locale (``pg_trgm``
+extracts no trigrams from CJK under the C locale); ``pg_trgm``, when the server has it,
+only speeds up the ILIKE matches of one-character CJK terms.
 
-User input is never tsquery syntax: each term becomes ``websearch_to_tsquery`` of the
-quoted term and the terms are OR-ed (``||``), ranked by ``ts_rank``, as SQLite ORs
-quoted FTS5 terms ranked by bm25. ``mode="raw"`` passes the text to ``to_tsquery``
-(PostgreSQL's own syntax: ``&``, ``|``, ``!``, ``<->``) and reports bad syntax as a
-:class:`~lossless.core.errors.QueryError`.
+User input is never tsquery syntax: each of its :func:`~lossless.store.fts.search_terms`
+becomes ``websearch_to_tsquery`` of the quoted term and the terms are OR-ed (``||``),
+ranked by ``ts_rank``, as SQLite ORs quoted FTS5 terms ranked by bm25. ``mode="raw"``
+passes the text to ``to_tsquery`` (PostgreSQL's own syntax: ``&``, ``|``, ``!``,
+``<->``) and reports bad syntax as a :class:`~lossless.core.errors.QueryError`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from lossless.core.render import content_text
 from lossless.core.types import GrepHit
 from lossless.core.validate import timestamp
 from lossless.store.base import SearchSpec
-from lossless.store.fts import cjk_runs, fts_terms, short_cjk_terms
+from lossless.store.fts import cjk_runs, index_extras, search_terms, short_cjk_terms
 from lossless.store.rows import grep_hit as _hit
 
 if TYPE_CHECKING:
@@ -84,28 +85,23 @@ def search_document(text: str) -> str:
         grams.update(dict.fromkeys(_bigrams(run)))
         if len(grams) >= _DOC_GRAMS:
             break
-    return "\n".join([text, " ".join(parts), " ".join(list(grams)[:_DOC_GRAMS])])
+    return "\n".join([text, " ".join(parts), index_extras(text), " ".join(list(grams)[:_DOC_GRAMS])])
 
 
 def keyword_tsquery(query: str) -> tuple[str, list[str]] | None:
-    """(SQL tsquery expression, its arguments) OR-ing every term of ``query``: words (and
-    a compound word's parts as a phrase) and CJK bigrams; None when it has none."""
-    words = fts_terms(query)
+    """(SQL tsquery expression, its arguments) OR-ing every term of ``query``: its
+    :func:`~lossless.store.fts.search_terms` (a compound's parts as a phrase, and joined)
+    and CJK bigrams; None when it has none."""
+    words = search_terms(query)
     if not words and not cjk_runs(query):
         # the query held only stopwords: search them rather than nothing (as on SQLite)
         words = list(dict.fromkeys(w.lower() for w in _PART.findall(query)))
-    phrases: dict[str, None] = {}
-    for word in words[:_MAX_WORDS]:
-        folded = fold(word)
-        phrases.setdefault(folded, None)
-        pieces = _PART.findall(folded)
-        if len(pieces) > 1:
-            phrases.setdefault(" ".join(pieces), None)
+    phrases = list(dict.fromkeys(fold(w) for w in words[:_MAX_WORDS]))
     grams: dict[str, None] = {}
     for run in cjk_runs(query):
         if len(run) > 1:
             grams.update(dict.fromkeys(_bigrams(run)))
-    terms = list(phrases) + list(grams)[:_MAX_GRAMS]
+    terms = phrases + list(grams)[:_MAX_GRAMS]
     if not terms:
         return None
     # each term quoted: websearch syntax (or, -, quotes) in the user's text means nothing

@@ -461,6 +461,15 @@ def _proxy_requests(conn: Any) -> None:
     )
 
 
+@migration(11, "keyword_forms")
+def _keyword_forms(conn: Any) -> None:
+    # As SQLite's migration 10: search_document() now adds the extra forms of compounds
+    # (store/fts.py's index_extras), so every search vector is computed again.
+    from lossless.store.reindex import reindex_postgres
+
+    reindex_postgres(conn)
+
+
 def _lock(conn: Any) -> None:
     # One migrator per schema at a time, across processes and hosts.
     conn.execute("SELECT pg_advisory_xact_lock(hashtext('lossless.migrate'), hashtext(current_schema()))")

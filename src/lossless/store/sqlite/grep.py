@@ -16,9 +16,10 @@ from lossless.core.types import GrepHit
 from lossless.core.validate import timestamp
 from lossless.store.base import SearchSpec
 from lossless.store.fts import (
-    fts_terms,
     quote_fts,
+    search_terms,
     short_cjk_terms,
+    term_pattern,
     trigram_query,
     word_query,
 )
@@ -95,8 +96,8 @@ def _bounded(store: SQLiteStore, index: str, query: str, cap: int) -> tuple[str,
     """(the query to run, whether to rank by bm25 — else by recency)."""
     if _capped_count(store, index, query, cap) <= cap:
         return query, True
-    terms = query.split(" OR ")
-    counts = {term: _capped_count(store, index, term, cap) for term in terms}
+    counts = {term: _capped_count(store, index, term, cap) for term in query.split(" OR ")}
+    terms = [t for t in counts if counts[t]]  # a term found nowhere (a joined pair, often) adds nothing
     rare = sorted((t for t in terms if counts[t] <= cap), key=lambda t: counts[t])
     if rare:
         kept: list[str] = []
@@ -122,19 +123,18 @@ _SCAN_RATIO = 8
 
 
 def _scan(store: SQLiteStore, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
-    """The rows of the filtered conversations that hold the query's words (whole words)
-    or its CJK trigrams and short CJK terms, scored like bm25 without length
-    normalisation: the sum of log(1 + n / df) over the terms present, df counted in
-    these rows."""
+    """The rows of the filtered conversations that hold the query's terms (whole words,
+    a compound's parts in a row) or its CJK trigrams and short CJK terms, scored like
+    bm25 without length normalisation: the sum of log(1 + n / df) over the terms present,
+    df counted in these rows."""
     table = "messages" if kind == "message" else "summaries"
     where, args = _filters(spec, kind, "t")
     text = ("coalesce(t.content, '') || char(10) || coalesce(t.tool_calls, '')" if kind == "message"
             else "t.content")
     rows = store._query(f"SELECT t.rowid, lower({text}) FROM {table} t WHERE 1{where}", args)
-    words = fts_terms(spec.query) or [w.lower() for w in re.findall(r"[^\W_]+", spec.query)]
+    terms = search_terms(spec.query) or [w.lower() for w in re.findall(r"[^\W_]+", spec.query)]
     grams = [g.replace('""', '"')[1:-1] for g in (trigram_query(spec.query) or "").split(" OR ") if g]
-    needles: list[tuple[str, re.Pattern[str] | None]] = [
-        (w, re.compile(r"(?<![^\W_])" + re.escape(w) + r"(?![^\W_])")) for w in words[:64]]
+    needles: list[tuple[str, re.Pattern[str] | None]] = [(t.split(" ")[0], term_pattern(t)) for t in terms[:64]]
     needles += [(g, None) for g in grams[:128]] + [(t, None) for t in short_cjk_terms(spec.query)]
     if not needles or not rows:
         return []

@@ -473,6 +473,16 @@ def _proxy_requests(conn: Any) -> None:
     )
 
 
+@migration(10, "keyword_forms")
+def _keyword_forms(conn: Any) -> None:
+    # The unicode61 rows now carry the extra forms of compounds (store/fts.py's
+    # index_text: "follow-up" also as "followup", "5km" also as "5 km"): rows written
+    # before get them too.
+    from lossless.store.reindex import reindex_sqlite
+
+    reindex_sqlite(conn)
+
+
 def _ensure_table(conn: Any) -> None:
     conn.execute(migrator.TABLE)  # outside a transaction: opening takes no write lock
 

@@ -30,7 +30,7 @@ from lossless.core.types import ConversationInfo, GrepHit, Message, SourceRef, S
 from lossless.core.validate import NewMessage, timestamp
 from lossless.store.backlog import QUEUE_SQL
 from lossless.store.base import NewSummary, RevisedSummary, SearchSpec
-from lossless.store.fts import has_cjk_trigram
+from lossless.store.fts import has_cjk_trigram, index_text
 from lossless.store.rows import (
     MESSAGE_COLUMNS,
     SOURCE_SUMMARY_COLUMNS,
@@ -437,7 +437,8 @@ class SQLiteStore:
                 "content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
-            conn.executemany("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", texts)
+            conn.executemany("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)",
+                             [(r, index_text(t)) for r, t in texts])
             # trigram queries are made of CJK trigrams only (store/fts.py): a text without a
             # run of three CJK characters can never match one, so it needs no trigram row
             cjk = [t for t in texts if has_cjk_trigram(t[1])]
@@ -570,7 +571,7 @@ class SQLiteStore:
             )
             if kind == "summary":
                 conn.executemany("UPDATE summaries SET parent_id = ? WHERE id = ?", [(sid, s.id) for s in new.sources])
-            conn.execute("INSERT INTO summaries_fts (rowid, text) VALUES (?, ?)", (rowid, new.content))
+            conn.execute("INSERT INTO summaries_fts (rowid, text) VALUES (?, ?)", (rowid, index_text(new.content)))
             conn.execute("INSERT INTO summaries_tri (rowid, text) VALUES (?, ?)", (rowid, new.content))
             conn.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (datetime.now(UTC).isoformat(), cid))
         return self.get_summary(sid)
@@ -611,7 +612,8 @@ class SQLiteStore:
                           _dumps(revision.metadata), summary_id))
             for table in ("summaries_fts", "summaries_tri"):  # contentless_delete=1: delete by rowid
                 conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
-                conn.execute(f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", (rowid, revision.content))
+                text = index_text(revision.content) if table == "summaries_fts" else revision.content
+                conn.execute(f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", (rowid, text))
         return self.get_summary(summary_id)
 
     def summary_revisions(self, summary_id: str) -> list[dict[str, Any]]:

@@ -1,0 +1,96 @@
+"""Rebuilding keyword-index rows when what a text is indexed as changes.
+
+Both stores' migration ``keyword_forms`` call these: :func:`lossless.store.fts.index_text`
+(SQLite) and :func:`lossless.store.postgres.grep.search_document` (PostgreSQL) gained the
+extra forms of compounds (``follow up followup``, ``5 km``, the Latin words inside CJK
+text), and rows indexed before must get them too, or "followup" would find a new
+"follow-up" and not an old one. Each row is rebuilt from the text it was indexed from,
+the same text the write path gives: a message's ``name: text``, a summary's content, a
+memory's :func:`~lossless.longterm.records.search_text`. Rows that have no index row
+(forgotten, or being re-indexed) are left without one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from lossless.core.render import content_text
+from lossless.longterm.records import search_text
+from lossless.store.fts import index_extras, index_text
+
+__all__ = ["indexed_memory_text", "indexed_message_text", "reindex_postgres", "reindex_sqlite"]
+
+_BATCH = 1_000
+
+
+def indexed_message_text(name: str | None, content: str | None, is_json: int, calls: str | None) -> str:
+    """The text a message's keyword row is made from (as ``append_messages`` gives it)."""
+    text = content_text(json.loads(content) if is_json and content else content, json.loads(calls) if calls else None)
+    return f"{name}: {text}" if name else text
+
+
+def indexed_memory_text(content: str, result: str | None, patterns: str | None, errors: str | None) -> str:
+    return search_text(content, result, json.loads(patterns or "[]"), json.loads(errors or "[]"))
+
+
+_SOURCES: dict[str, tuple[str, str, Callable[..., str]]] = {
+    # index table: (SQL of rowid + the columns the text is made from, source table, the text)
+    "messages": ("rowid, name, content, content_is_json, tool_calls", "messages", indexed_message_text),
+    "summaries": ("rowid, content", "summaries", lambda content: content),
+    "memories": ("rowid, content, result, patterns, errors", "memories", indexed_memory_text),
+}
+
+
+def _batches(conn: Any, sql: str) -> Iterator[list[Any]]:
+    """Rows of ``sql`` (which selects rowid first and takes the last rowid seen and a
+    batch size), in rowid order, a batch at a time."""
+    last = -1
+    while True:
+        rows = conn.execute(sql, (last, _BATCH)).fetchall()
+        if not rows:
+            return
+        yield rows
+        last = rows[-1][0]
+
+
+def reindex_sqlite(conn: Any) -> None:
+    """Rewrite the unicode61 rows (``messages_fts``, ``summaries_fts``, ``memories_fts``)
+    of every text that has extra forms; the others are indexed as before."""
+    for base, (columns, table, text_of) in _SOURCES.items():
+        index = f"{base}_fts"
+        # a contentless table: a full scan yields the rowids it holds, read once
+        held = {row[0] for row in conn.execute(f"SELECT rowid FROM {index}").fetchall()}
+        sql = f"SELECT {columns} FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT ?"
+        for rows in _batches(conn, sql):
+            changed = [(row[0], text_of(*row[1:])) for row in rows if row[0] in held]
+            changed = [(rowid, text) for rowid, text in changed if index_extras(text)]
+            # contentless_delete=1: a row is deleted by rowid, then written anew
+            for rowid, text in changed:
+                conn.execute(f"DELETE FROM {index} WHERE rowid = ?", (rowid,))
+                conn.execute(f"INSERT INTO {index} (rowid, text) VALUES (?, ?)", (rowid, index_text(text)))
+
+
+def reindex_postgres(conn: Any) -> None:
+    """Recompute the ``search`` tsvector of every message, summary, memory and file chunk
+    from :func:`~lossless.store.postgres.grep.search_document`."""
+    from lossless.files.postgres import chunk_documents, chunk_search
+    from lossless.store.postgres.grep import search_document
+
+    for base, (columns, table, text_of) in _SOURCES.items():
+        sql = (f"SELECT {columns} FROM {table} WHERE rowid > %s AND search IS NOT NULL "
+               "ORDER BY rowid LIMIT %s")
+        for rows in _batches(conn, sql):
+            docs = [search_document(text_of(*row[1:])) for row in rows]
+            conn.execute(f"UPDATE {base} t SET search = to_tsvector('simple', d.doc) "
+                         "FROM unnest(%s::bigint[], %s::text[]) AS d(rowid, doc) WHERE t.rowid = d.rowid",
+                         ([row[0] for row in rows], docs))
+    sql = ("SELECT c.rowid, f.path, c.text FROM file_chunks c JOIN files f ON f.rowid = c.file_rowid "
+           "WHERE c.rowid > %s ORDER BY c.rowid LIMIT %s")
+    for rows in _batches(conn, sql):
+        pairs = [chunk_documents(path, text) for _rowid, path, text in rows]
+        conn.execute(f"UPDATE file_chunks c SET search = {chunk_search('d.path_doc', 'd.text_doc')} "
+                     "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS d(rowid, path_doc, text_doc) "
+                     "WHERE c.rowid = d.rowid",
+                     ([row[0] for row in rows], [p for p, _ in pairs], [t for _, t in pairs]))
