@@ -116,6 +116,12 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     fallback = raw[-1].seq + 1 if raw else history.covered + 1
     recall = RecallTier(sources.recalled, history.cid, query if want_recall else None, tail, fallback)
     spent += recall.take(plan.body_room - spent)
+    # room recall did not use flows to the memories and file chunks a share cut short,
+    # then to the summaries and the root (recall's messages are not in them: nothing twice)
+    late: tuple[Tier, ...] = (memories, files, summaries, root)
+    for taker in late:
+        if plan.body_room - spent > 0:
+            spent += taker.take(plan.body_room - spent)
     pointers = PointersTier(view, frontier, raw, history.backlog, summaries=summaries, root=root, tail=tail)
     pointers.take(plan.body_room + plan.pointer_room + plan.backlog_room - spent)
 
