@@ -32,8 +32,11 @@ from lossless.core.types import AssembledContext, ChatMessage, ContextItem, Mess
 __all__ = ["stable_layout"]
 
 
-def _fixed_prefix(history: History, sources: Sources) -> tuple[list[ChatMessage], list[ContextItem], int]:
-    """The pinned messages and every frontier summary in one block: chats, items, cost."""
+def _fixed_prefix(history: History, sources: Sources, cap: int) -> tuple[list[ChatMessage], list[ContextItem], int, bool]:
+    """The pinned messages and the frontier summaries in one block: chats, items, cost,
+    and whether every summary is there. Past ``cap`` the block keeps the root and the
+    newest summaries that fit (and says where the others are): the frontier changes only
+    when compaction runs, so this choice too stays the same from turn to turn."""
     view = sources.view
     chats: list[ChatMessage] = [view.chat(m) for m in history.pinned]
     items: list[ContextItem] = []
@@ -42,15 +45,36 @@ def _fixed_prefix(history: History, sources: Sources) -> tuple[list[ChatMessage]
         c = view.chat_cost(chat)
         items.append(ContextItem("pinned", msg.id, c, msg.seq, msg.seq))
         cost += c
-    if history.frontier:
-        texts = [render_summary(node) for node in history.frontier]
-        block: ChatMessage = {"role": "system", "content": MEMORY_HEADER + SEP + SEP.join(texts)}
-        chats.append(block)
-        cost += view.chat_cost(block)
-        for i, (node, text) in enumerate(zip(history.frontier, texts, strict=True)):
-            items.append(ContextItem("root" if i == 0 else "summary", node.id, view.piece_cost(text),
-                                     node.first_seq, node.last_seq))
-    return chats, items, cost
+    frontier = history.frontier
+    if not frontier:
+        return chats, items, cost, True
+    texts = [render_summary(node) for node in frontier]
+    costs = [view.piece_cost(text) for text in texts]
+    left = cap - cost - MESSAGE_OVERHEAD - view.counter.count(MEMORY_HEADER)
+    keep = set(range(len(frontier)))
+    pointer = ""
+    if sum(costs) > left:
+        left -= 80  # the pointer to the summaries left out
+        keep = {0} if costs[0] <= left else set()
+        left -= costs[0] if keep else 0
+        for i in range(len(frontier) - 1, 0, -1):
+            if costs[i] > left:
+                break
+            keep.add(i)
+            left -= costs[i]
+        hidden = [node for i, node in enumerate(frontier) if i not in keep]
+        ids = ", ".join(node.id for node in hidden[:6]) + (", …" if len(hidden) > 6 else "")
+        pointer = (f"Not shown for space: {len(hidden)} summaries covering #{hidden[0].first_seq}-#{hidden[-1].last_seq} "
+                   f"({format_span(hidden[0].earliest_at, hidden[-1].latest_at)}): {ids}. "
+                   "Use lcm_expand or lcm_grep.")
+    shown = [texts[i] for i in sorted(keep)] + ([pointer] if pointer else [])
+    block: ChatMessage = {"role": "system", "content": MEMORY_HEADER + SEP + SEP.join(shown)}
+    chats.append(block)
+    cost += view.chat_cost(block)
+    for i in sorted(keep):
+        node = frontier[i]
+        items.append(ContextItem("root" if i == 0 else "summary", node.id, costs[i], node.first_seq, node.last_seq))
+    return chats, items, cost, not pointer
 
 
 @dataclass
@@ -149,16 +173,24 @@ def stable_layout(history: History, budget: int, query: str | None, sources: Sou
     and the newest turn do not fit (the budgeted layout then decides what to leave out)."""
     view = sources.view
     room = budget - REPLY_PRIMING
-    chats, items, cost = _fixed_prefix(history, sources)
     units = tool_groups(history.raw)
     if not (query and query.strip()):  # nothing depends on a question: everything active, or the budgeted layout
-        if _prefix_cut(units, len(units), cost, room, view) < len(units):
+        chats, items, cost, whole = _fixed_prefix(history, sources, room)
+        if not whole or _prefix_cut(units, len(units), cost, room, view) < len(units):
             return None
         return _Composer(chats, items, units, len(units), len(units), None, view).result(budget)
+    # the prefix's size comes from the window, never from this call's budget (an agent's
+    # turn passes the window less its own new message, which differs from turn to turn)
+    cap = int((view.config.context_window - REPLY_PRIMING) * (1 - view.config.dynamic_share))
+    chats, items, cost, _ = _fixed_prefix(history, sources, cap)
     split = next((i for i in range(len(units) - 1, -1, -1) if units[i][0].role == "user"), len(units))
-    k = _prefix_cut(units, split, cost, int(room * (1 - view.config.dynamic_share)), view)
-    cost += sum(view.unit_cost(u) for u in units[:k] + units[split:])
-    left = room - cost - (MESSAGE_OVERHEAD + view.counter.count(DYNAMIC_HEADER) + 2)
+    k = _prefix_cut(units, split, cost, cap, view)
+    block = MESSAGE_OVERHEAD + view.counter.count(DYNAMIC_HEADER) + 2
+    newest = sum(view.unit_cost(u) for u in units[split:])
+    while k and cost + sum(view.unit_cost(u) for u in units[:k]) + newest + block > room:
+        k -= 1  # a budget well below the window: the prefix gives way (only then)
+    cost += sum(view.unit_cost(u) for u in units[:k]) + newest
+    left = room - cost - block
     if left < 0:
         return None
     # the newest raw messages after the prefix take the tail's share, then the question
