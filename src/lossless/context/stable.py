@@ -210,8 +210,9 @@ def stable_layout(history: History, budget: int, query: str | None, sources: Sou
 
 class _Composer:
     """The prefix (pinned, summaries, ``units[:k]``), the question's block, then
-    ``units[shown:]`` (the tail and the newest turn). With a question the block is always
-    there when anything but the newest turn follows it, so the prefix stays a prefix."""
+    ``units[shown:]`` (the tail and the newest turn). With a question the block is there
+    (if only its header) whenever any raw message follows it: what comes before it is
+    then exactly the prefix, and the next turn's context starts with it."""
 
     def __init__(self, chats: list[ChatMessage], items: list[ContextItem], units: list[list[Message]], k: int,
                  shown: int, question: _Question | None, view: MessageView) -> None:
@@ -230,7 +231,7 @@ class _Composer:
             blocks = self.question.blocks()
             if self.shown > self.k:
                 blocks.append(_gap_line(self.units[self.k:self.shown]))
-            if blocks or self.k < self.newest_user:
+            if blocks or self.k < len(self.units):
                 out.append({"role": "system", "content": DYNAMIC_HEADER + SEP + SEP.join(blocks)})
         return out + [self.view.chat(m) for u in self.units[self.shown:] for m in u]
 
