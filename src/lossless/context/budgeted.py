@@ -1,6 +1,8 @@
 """The budgeted layout: each tier first takes up to its share of the budget; what the
 tail, summaries and root leave goes to them again in that order, the question-dependent
-tiers take theirs, and pointers say where the rest is. The result is then counted with
+tiers take theirs (recall all the room left, as deep as its matches go), what recall
+leaves goes to the memories and file chunks, then the summaries and the root, and
+pointers say where the rest is. The result is then counted with
 the configured tokenizer and trimmed, lowest priority first, if joining the pieces cost
 a token more than the parts did."""
 
