@@ -5,8 +5,9 @@ happens to be active. After it comes one block with what depends on the question
 (recall, long-term memories, file chunks, pointers to what is not shown), then the
 newest raw messages that fit, then the newest user turn. Between two compactions the
 prefix is byte-identical from turn to turn and only grows (up to its size), so provider
-prompt caches keep hitting, and the question keeps at least ``dynamic_share`` of the
-window for the matches it has."""
+prompt caches keep hitting, and the question keeps room for the matches it has: when
+the newest turn would leave it less than half of ``dynamic_share``, the budgeted layout
+is used instead."""
 
 from __future__ import annotations
 
@@ -191,8 +192,8 @@ def stable_layout(history: History, budget: int, query: str | None, sources: Sou
         k -= 1  # a budget well below the window: the prefix gives way (only then)
     cost += sum(view.unit_cost(u) for u in units[:k]) + newest
     left = room - cost - block
-    if left < 0:
-        return None
+    if left < room * view.config.dynamic_share / 2:
+        return None  # the newest turn leaves the question too little: the budgeted layout serves it better
     # the newest raw messages after the prefix take the tail's share, then the question
     shown = _tail_from(units, k, split, min(left, int(room * view.config.tail_share)), view)
     left -= sum(view.unit_cost(u) for u in units[shown:split])
