@@ -101,4 +101,25 @@ def test_memories_respect_small_budgets(store_target: StoreTarget, tmp_path: Pat
         assert ctx.tokens <= budget
     ctx = conv.assemble(budget_tokens=2000, query="where is the build cache?")
     memory_tokens = ctx.tier_tokens().get("memory", 0)
-    assert 0 < memory_tokens <= 2000 * 0.15
+    # the records take the room the conversation leaves, and never crowd it out
+    alone = mem.conversation("c2")
+    alone.add_many(chat(30, words=20))
+    without = alone.assemble(budget_tokens=2000, query="where is the build cache?")
+    assert 0 < memory_tokens <= 2000 - without.tokens
+    assert ctx.tier_tokens()["fresh_tail"] == without.tier_tokens()["fresh_tail"]
+
+
+def test_a_matching_memory_uses_room_the_context_leaves(store_target: StoreTarget, tmp_path: Path) -> None:
+    """Issue 19: a 60-token record matching the question is not left out of an 800-token
+    budget whose conversation uses 30, whatever share memories get at first; in the
+    budgeted layout (window 8192) and the cache-stable one (window = budget)."""
+    for window in (8192, 800):
+        mem = lossless.open(store_target(f"m{window}"), embedder=None, memory_share=0.01, context_window=window)
+        record = "The staging database password rotates every 90 days; ask Priya. " + "Noted in the runbook. " * 8
+        mem.memories.add(record, user="ann")
+        conv = mem.conversation("c", metadata={"user": "ann"})
+        conv.add("user", "hello there")
+        conv.add("assistant", "hi, what can I do?")
+        ctx = conv.assemble(budget_tokens=800, query="how often does the staging database password rotate?")
+        assert "ask Priya" in _text(ctx) and ctx.tokens <= 800, window
+        mem.close()

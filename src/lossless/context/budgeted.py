@@ -1,6 +1,8 @@
 """The budgeted layout: each tier first takes up to its share of the budget; what the
 tail, summaries and root leave goes to them again in that order, the question-dependent
-tiers take theirs, and pointers say where the rest is. The result is then counted with
+tiers take theirs (recall all the room left, as deep as its matches go), what recall
+leaves goes to the memories and file chunks, then the summaries and the root, and
+pointers say where the rest is. The result is then counted with
 the configured tokenizer and trimmed, lowest priority first, if joining the pieces cost
 a token more than the parts did."""
 
@@ -116,6 +118,12 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     fallback = raw[-1].seq + 1 if raw else history.covered + 1
     recall = RecallTier(sources.recalled, history.cid, query if want_recall else None, tail, fallback)
     spent += recall.take(plan.body_room - spent)
+    # room recall did not use flows to the memories and file chunks a share cut short,
+    # then to the summaries and the root (recall's messages are not in them: nothing twice)
+    late: tuple[Tier, ...] = (memories, files, summaries, root)
+    for taker in late:
+        if plan.body_room - spent > 0:
+            spent += taker.take(plan.body_room - spent)
     pointers = PointersTier(view, frontier, raw, history.backlog, summaries=summaries, root=root, tail=tail)
     pointers.take(plan.body_room + plan.pointer_room + plan.backlog_room - spent)
 

@@ -23,6 +23,21 @@ __all__ = ["RecalledMessages"]
 log = logging.getLogger("lossless")
 
 
+class _Packing:
+    """The recalled pieces chosen so far and the room they leave."""
+
+    def __init__(self, room: int) -> None:
+        self.pieces: list[Piece] = []
+        self.ids: set[str] = set()
+        self.left = room
+
+    def add(self, piece: Piece | None) -> None:
+        if piece is not None and piece.item.ref not in self.ids:
+            self.pieces.append(piece)
+            self.ids.add(piece.item.ref)
+            self.left -= piece.tokens
+
+
 class RecalledMessages:
     """Finds (hybrid with an embedder, else keywords) and packs recalled messages."""
 
@@ -32,68 +47,89 @@ class RecalledMessages:
         self.recaller = recaller
 
     def _ranked(self, cid: str, query: str, shown_from: int, room: int,
-                shown_ids: set[str] | frozenset[str]) -> dict[str, bool]:
-        """The best ``recall_depth`` message ids not shown yet, in rank order, each with
-        whether it came with a window (a question-and-answer pair)."""
+                shown_ids: set[str] | frozenset[str]) -> list[tuple[str, bool]]:
+        """Message ids not shown yet that match the query, in rank order, each with whether
+        it came with a window (a question-and-answer pair). Depth follows the room: as many
+        candidates as the room could hold short messages (at most ``recall_depth``, which
+        bounds the work), kept while their score is at least ``recall_score_floor`` of the
+        best one's."""
         cfg = self.view.config
+        depth = min(cfg.recall_depth, max(24, room // 16))
         spec = SearchSpec(query=query, conversation_ids=(cid,), kinds=("message",), max_seq=shown_from - 1,
-                          limit=min(2000, max(24, cfg.recall_depth * 2 // 3, room // 100)), mode="hybrid",
-                          snippets=False)
-        candidates: list[tuple[tuple[str, ...], bool]] | None = None
+                          limit=depth, mode="hybrid", snippets=False)
+        candidates: list[tuple[tuple[str, ...], bool, float]] | None = None
         if self.recaller is not None and self.recaller.embedder is not None and not self.recaller.warming():
             try:
                 self.recaller.refresh(cid)
                 hits = self.recaller.search(spec, windows=cfg.recall_windows)
-                candidates = [(h.message_ids, h.kind == "window") for h in hits]
+                candidates = [(h.message_ids, h.kind == "window", h.score) for h in hits]
             except EmbedderError as exc:  # a context recalled by keywords beats no context
                 log.warning("lossless: %s; recall falls back to keyword search", exc)
         if candidates is None:
-            candidates = [((h.id,), False) for h in self.store.search(replace(spec, mode="fts"))]
+            candidates = [((h.id,), False, h.score) for h in self.store.search(replace(spec, mode="fts"))]
+        best = max((score for _, _, score in candidates), default=0.0)
+        floor = best * cfg.recall_score_floor if best > 0 else float("-inf")
         ranked: dict[str, bool] = {}
-        for ids, is_window in candidates:
+        for ids, is_window, score in candidates:
+            if score < floor:
+                break  # ranked best first: the rest match too weakly to be worth their room
             for mid in ids:
-                if mid not in shown_ids and mid not in ranked and len(ranked) < cfg.recall_depth:
+                if mid not in shown_ids and mid not in ranked and len(ranked) < depth:
                     ranked[mid] = is_window
-        return ranked
+        return list(ranked.items())
 
     def pieces(self, cid: str, query: str, shown_from: int, room: int,
                shown_ids: set[str] | frozenset[str] = frozenset()) -> list[Piece]:
-        """Older messages that match the query. The best ``recall_depth`` (a window hit
-        brings its pairs) are packed in two passes: first, in rank order, each that fits
-        whole within ``recall_whole_share`` of the room; then the ones skipped, in rank
-        order, cut to a share of the room keeping the sentences that share the query's
-        words. Whole messages keep what was said verbatim; excerpts let the long ones in."""
+        """Older messages that match the query (see :meth:`_ranked`), packed in three
+        passes: first, in rank order, each that fits whole within ``recall_whole_share``
+        of the room; then the short messages next to them (the question a match answers,
+        the answer to a matched question) while room is left; then the matches skipped,
+        in rank order, cut to a share of the room keeping the sentences that share the
+        query's words. Whole messages keep what was said verbatim; excerpts let the long
+        ones in."""
         if room < MIN_ABRIDGED or shown_from <= 1:
             return []
         cfg = self.view.config
         ranked = self._ranked(cid, query, shown_from, room, shown_ids)
-        pieces: list[Piece] = []
-        spent = 0
+        packed = _Packing(room)
         whole_cap = max(MIN_ABRIDGED, int(room * cfg.recall_whole_share))
         per_item = max(MIN_ABRIDGED * 2, min(int(room * cfg.recall_item_share), cfg.recall_item_max_tokens))
         skipped: list[tuple[Message, bool]] = []
-        for rank, (mid, is_window) in enumerate(ranked.items()):
-            if room - spent < MIN_ABRIDGED:
-                return pieces
+        placed: list[Message] = []
+        for rank, (mid, is_window) in enumerate(ranked):
+            if packed.left < MIN_ABRIDGED:
+                return packed.pieces
             msg = self.store.get_message(mid)
             if msg.seq >= shown_from:
                 continue
-            piece = self.piece(msg, query, min(whole_cap, room - spent), whole_only=True)
+            piece = self.piece(msg, query, min(whole_cap, packed.left), whole_only=True)
             if piece is None and rank < cfg.recall_lead_excerpts:  # the very best match is never crowded out
-                piece = self.piece(msg, query, min(per_item // (2 if is_window else 1), room - spent))
+                piece = self.piece(msg, query, min(per_item // (2 if is_window else 1), packed.left))
             if piece is None:
                 skipped.append((msg, is_window))
                 continue
-            pieces.append(piece)
-            spent += piece.tokens
+            packed.add(piece)
+            placed.append(msg)
+        self._neighbours(cid, query, placed, shown_from, shown_ids, packed, per_item)
         for msg, is_window in skipped:
-            if room - spent < MIN_ABRIDGED:
+            if packed.left < MIN_ABRIDGED:
                 break
-            piece = self.piece(msg, query, min(per_item // (2 if is_window else 1), room - spent))
-            if piece is not None:
-                pieces.append(piece)
-                spent += piece.tokens
-        return pieces
+            packed.add(self.piece(msg, query, min(per_item // (2 if is_window else 1), packed.left)))
+        return packed.pieces
+
+    def _neighbours(self, cid: str, query: str, placed: list[Message], shown_from: int,
+                    shown_ids: set[str] | frozenset[str], packed: _Packing, short: int) -> None:
+        """The messages just before and after each placed match, in the matches' rank
+        order, whole and only when they cost at most ``short`` tokens: a reply means
+        little without the question it answers."""
+        for msg in placed:
+            if packed.left < MIN_ABRIDGED:
+                return
+            around = self.store.get_messages(cid, max(1, msg.seq - 1), min(msg.seq + 1, shown_from - 1))
+            for near in around:
+                if near.seq == msg.seq or near.id in shown_ids or near.id in packed.ids or near.role == "tool":
+                    continue
+                packed.add(self.piece(near, query, min(short, packed.left), whole_only=True))
 
     def piece(self, msg: Message, query: str, cap: int, *, whole_only: bool = False) -> Piece | None:
         """One recalled message: whole when it fits ``cap``, else (unless ``whole_only``)

@@ -298,7 +298,8 @@ class RootTier:
 
 
 class MemoriesTier:
-    """Long-term memory records of this user/agent that match the question."""
+    """Long-term memory records of this user/agent that match the question. They take
+    their share first and, like the file chunks, whatever recall leaves."""
 
     priority = 30
 
@@ -309,10 +310,16 @@ class MemoriesTier:
         self.spent = 0
 
     def take(self, room: int) -> int:
-        self.pieces = memory_pieces(self.view, self.records, room) if self.records else []
-        if self.pieces:
-            self.spent = self.view.piece_cost(LONG_TERM_HEADER) + sum(p.tokens for p in self.pieces)
-        return self.spent
+        """Repack the records within what it holds plus ``room`` (a record cut before may
+        now fit whole); the tokens added."""
+        if not self.records:
+            return 0
+        pieces = memory_pieces(self.view, self.records, self.spent + room)
+        spent = self.view.piece_cost(LONG_TERM_HEADER) + sum(p.tokens for p in pieces) if pieces else 0
+        if spent <= self.spent:
+            return 0
+        added, self.pieces, self.spent = spent - self.spent, pieces, spent
+        return added
 
     def shrink(self) -> bool:
         if not self.pieces:
@@ -333,9 +340,15 @@ class FilesTier:
         self.spent = 0
 
     def take(self, room: int) -> int:
-        self.pieces = file_pieces(self.view, self.hits, room) if self.hits else []
-        self.spent = sum(p.tokens for p in self.pieces)  # its header is not counted here
-        return self.spent
+        """Repack the chunks within what it holds plus ``room``; the tokens added."""
+        if not self.hits:
+            return 0
+        pieces = file_pieces(self.view, self.hits, self.spent + room)
+        spent = sum(p.tokens for p in pieces)  # its header is not counted here
+        if spent <= self.spent:
+            return 0
+        added, self.pieces, self.spent = spent - self.spent, pieces, spent
+        return added
 
     def shrink(self) -> bool:
         if not self.pieces:

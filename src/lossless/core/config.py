@@ -52,16 +52,17 @@ class Config:
     memory_flush: bool = True
     memory_share: float = 0.10
     files_share: float = 0.25  # workspace file chunks a message asks for, as a share of recall
-    # assembling for the whole window (budget >= context_window): when everything active
-    # fits in (1 - dynamic_share) of it, show it all in a fixed order and put the
-    # question-dependent parts in one block before the newest user turn, so the prefix
-    # stays byte-identical between compactions (provider prompt caches keep hitting)
     # a message over this many tokens is shown as an exploration of its content (at most
     # large_content_summary_tokens) with its id; lcm_expand pages through the exact text
     large_content_tokens: int = 25_000
     large_content_summary_tokens: int = 600
+    # assembling for the whole window (budget >= context_window): a prefix of the pinned
+    # messages, the frontier summaries and the oldest raw messages, in a fixed order and
+    # at most (1 - dynamic_share) of the budget, then one block with what depends on the
+    # question, then the newest messages; the prefix stays byte-identical between
+    # compactions (provider prompt caches keep hitting) and the question keeps room
     cache_stable: bool = True
-    dynamic_share: float = 0.10
+    dynamic_share: float = 0.50
     tokenizer: str = "cl100k_base"
     max_message_bytes: int = 32 * 1024 * 1024
     max_compaction_passes: int = 10_000
@@ -78,10 +79,14 @@ class Config:
     vector_weight: float = 0.7  # the vector list's share in fusion
     recency_half_life_days: float | None = None  # decay older recall hits; None: off
     mmr_lambda: float | None = None  # diversify recall hits (1 = relevance only); None: off
-    # recall packs in two passes over the best ``recall_depth`` matches: first every one that
-    # fits whole within ``recall_whole_share`` of the recall room, then excerpts of the rest
-    # (each cut to ``recall_item_share`` of the room, at most ``recall_item_max_tokens``)
-    recall_depth: int = 60
+    # recall's depth follows its room: it looks at as many matches as the room could hold
+    # short messages (at most ``recall_depth``, a bound on the work) and keeps those scoring
+    # at least ``recall_score_floor`` of the best match. It packs them in passes: every one
+    # that fits whole within ``recall_whole_share`` of the recall room, then their short
+    # neighbours, then excerpts of the rest (each cut to ``recall_item_share`` of the room,
+    # at most ``recall_item_max_tokens``)
+    recall_depth: int = 400
+    recall_score_floor: float = 0.1
     recall_lead_excerpts: int = 1  # ... except the best N matches, which come (cut) in the first pass
     recall_whole_share: float = 0.2
     recall_item_share: float = 0.125
@@ -104,7 +109,7 @@ class Config:
             if not 0 < value <= 1:
                 raise ValidationError(f"{name} must be in (0, 1], got {value!r}")
         for name in ("tail_share", "summaries_share", "root_share", "recall_share", "memory_share", "dynamic_share",
-                     "files_share", "recall_whole_share", "recall_item_share"):
+                     "files_share", "recall_whole_share", "recall_item_share", "recall_score_floor"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValidationError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
         for name in (
