@@ -187,8 +187,8 @@ def plan_single(d: Draft, kind: str) -> None:
         if kind == "job":
             job = d.take(d.jobs)
             text = r.choice([f"did I tell you my {rel}{a}s {_an(job)} now? {pron} {_s(pron, 'love')} it",
-                             f"my {rel} finally got work as {_an(job)}, so proud",
-                             f"my {rel}{a}s job as {_an(job)} keeps {_obj(pron)} super busy lol"])
+                             f"my {rel} finally qualified as {_an(job)}, so proud",
+                             f"being {_an(job)} keeps my {rel} super busy lol, I barely see {_obj(pron)}"])
             q, ans = f"What is {_poss(name, r)} {rel}{_apos(r)}s job?", job
         elif kind == "city":
             city = d.take(d.cities)
@@ -226,7 +226,6 @@ def plan_single(d: Draft, kind: str) -> None:
 def plan_temporal(d: Draft, kind: str) -> None:
     r = d.rng
     s1, s2 = _two_sessions(d, gap=3)
-    a = _apos(r)
     if kind in ("job", "moved"):
         who, rel = d.relative()
         name = d.people[who].name
@@ -234,7 +233,7 @@ def plan_temporal(d: Draft, kind: str) -> None:
             old, new = d.take(d.jobs), d.take(d.jobs)
             t1 = f"my {rel} works as {_an(old)}, the hours are brutal"
             t2 = r.choice([f"big news: my {rel} quit being {_an(old)} and is {_an(new)} now!",
-                           f"my {rel}{a}s new job as {_an(new)} started this week, no more {old} shifts"])
+                           f"my {rel} started as {_an(new)} this week, no more {old} shifts"])
             q, ans = f"What is {_poss(name, r)} {rel}{_apos(r)}s job now?", new
         else:
             c1, c2 = d.take(d.cities), d.take(d.cities)
@@ -393,7 +392,11 @@ SMALL_TALK: dict[str, list[str]] = {
              "my boss finally approved my time off", "I read an article about {job}s, seems stressful",
              "a {job} came to fix something at the office lol", "today was slow, which I didn't mind",
              "今天好累 lol, work was nonstop"],
-    "family": ["my {rel} is obsessed with crosswords now", "my {rel} wants everyone at dinner on {weekday}", "my {rel} says hi btw", "my {rel} called for like an hour", "family dinner on {weekday}, pray for me",
+    "family": ["my {rel} is redoing the kitchen, it's chaos", "my {rel} and I argued about politics again",
+               "my {rel}'s new haircut is... a choice", "my {rel} keeps asking when I'll visit",
+               "my {rel} lost their phone at the {food} place", "my {rel}’s friend is moving to {city} apparently",
+               "my {rel} got me into crosswords", "dinner at my {rel}'s place on {weekday}, they made {food}",
+               "my {rel} is obsessed with crosswords now", "my {rel} wants everyone at dinner on {weekday}", "my {rel} says hi btw", "my {rel} called for like an hour", "family dinner on {weekday}, pray for me",
                "my {rel} sent me a meme I didn't get", "my {rel}'s birthday is coming up, any gift ideas?",
                "my {rel}’s car broke down again haha", "my {rel} is visiting {city} for a conference"],
     "pets": ["a {pet} in a tiny raincoat walked past me today", "how do people keep a {pet} calm at the vet?", "my feed is all {pet} memes now", "saw a {pet} at the park that looked exactly like a cartoon", "a neighbor's {pet} named {street_pet} "
@@ -412,6 +415,18 @@ SMALL_TALK: dict[str, list[str]] = {
              "my plant is dying and I don't know why", "I finally did {chore}", "coffee number three today lol",
              "the bus was 20 min late", "bought new headphones, the noise-cancelling is magic"],
 }
+# second and third sentences: small talk's padding, which a fact message gets too
+ASIDES = ["honestly I don't know how people do it", "anyway, how are things with you?",
+          "I keep meaning to tell you about it", "it's been one of those weeks", "not complaining though",
+          "I'll send you a picture later", "the whole thing took way longer than I thought",
+          "which is very on brand for me", "I was laughing about it all evening", "we should catch up properly soon",
+          "my sleep schedule is a mess because of it", "I told everyone at work, they were not impressed",
+          "it made my whole day tbh", "I still can't believe it", "so that was my {weekday}",
+          "let me know what you think", "ok rant over haha", "the timing was terrible but whatever",
+          "it reminded me of that thing you said last time", "I'm trying to be more positive about it",
+          "my {rel} thinks I'm overreacting", "we had {food} after, which helped", "no regrets at all",
+          "I need to write this stuff down", "it's a long story, I'll explain later",
+          "the weather didn't help either", "it was cheaper than I expected", "what a day honestly"]
 REACTIONS = ["haha same", "omg yes", "lol", "that's fair", "nooo", "ugh I feel that", "honestly same",
              "wait really?", "love that for you", "hmm maybe", "ha true", "sounds nice", "oof", "yesss",
              "that's so random haha", "totally", "no way", "aw that's sweet", "good call"]
@@ -425,6 +440,24 @@ def _fill(r: random.Random, template: str, d: Draft, speaker: int, pools: dict[s
     return template.format(**slots)
 
 
+def _join(a: str, b: str) -> str:
+    return f"{a} {b}" if a.endswith(("?", "!", ".")) else f"{a}. {b}"
+
+
+def _pad(r: random.Random, line: str) -> str:
+    """One to three sentences: the line, maybe an aside or two."""
+    for _ in range(r.choices((0, 1, 2), weights=(25, 45, 30))[0]):
+        line = _join(line, r.choice(ASIDES))
+    return line
+
+
+def _pad_fact(r: random.Random, text: str, d: Draft, speaker: int, pools: dict[str, list[str]]) -> str:
+    """A fact said in passing: its message may go on with an aside or two."""
+    for _ in range(r.choices((0, 1, 2), weights=(40, 45, 15))[0]):
+        text = _join(text, _fill(r, r.choice(ASIDES), d, speaker, pools))
+    return text
+
+
 def _small_talk(d: Draft, length: int, pools: dict[str, list[str]]) -> list[tuple[int, str]]:
     """A session's filler: an opener, a few topics, a closer; speakers mostly alternate."""
     r = d.rng
@@ -433,14 +466,15 @@ def _small_talk(d: Draft, length: int, pools: dict[str, list[str]]) -> list[tupl
            (1 - first, _fill(r, r.choice(ANSWERS_TO_OPENER), d, 1 - first, pools))]
     speaker = first
     while len(out) < length - 1:
-        topic = r.sample(SMALL_TALK[r.choice(list(SMALL_TALK))], k=6)  # no line twice in a topic
+        # family talk comes up twice as often: it is what the facts are about, so the decoys are too
+        topic = r.sample(SMALL_TALK[r.choice([*SMALL_TALK, "family"])], k=6)  # no line twice in a topic
         for _ in range(r.randint(3, 6)):
             if r.random() < 0.8:
                 speaker = 1 - speaker
-            line = topic.pop() if topic and r.random() < 0.65 else r.choice(REACTIONS)
-            if r.random() < 0.25 and topic:  # two sentences in one message
-                line = f"{line} {topic.pop()}" if line.endswith(("?", "!")) else f"{line}. {topic.pop()}"
-            out.append((speaker, _fill(r, line, d, speaker, pools)))
+            line = topic.pop() if topic and r.random() < 0.7 else r.choice(REACTIONS)
+            if r.random() < 0.4 and topic:  # more on the same topic
+                line = _join(line, topic.pop())
+            out.append((speaker, _fill(r, _pad(r, line), d, speaker, pools)))
     last = r.randrange(2)
     out.append((last, _fill(r, r.choice(CLOSERS), d, last, pools)))
     return out
@@ -494,7 +528,8 @@ def generate_chat(number: int, people: tuple[Person, Person], r: random.Random) 
             (w, t, None) for w, t in _small_talk(d, max(8, per_session + r.randint(-6, 6)), pools)]
         for p in planted_by_session.get(s, []):
             at = r.randint(2, len(lines) - 1)  # after the greeting, before the goodbye
-            block: list[tuple[int, str, str | None]] = [(p.speaker, p.text, p.key)]
+            text = _pad_fact(r, p.text, d, p.speaker, pools)
+            block: list[tuple[int, str, str | None]] = [(p.speaker, text, p.key)]
             if p.reply is not None:
                 block.append((1 - p.speaker, p.reply, None))
             lines[at:at] = block
