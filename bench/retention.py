@@ -1,9 +1,14 @@
 """Retention benchmark: how much of the evidence and of the answer a budgeted context keeps.
 
-Each BEAM dev chat (``/work/shared/data/beam-128k``, see ``bench/beam.py``) is fed, turn by
-turn, into a fresh lossless database with a small window (8192 by default, so compaction
-really happens). Then, for every probing question that names evidence messages, a context
-is built under each budget by each system, and we measure what it holds.
+Two dev sets of different shapes, so no default is fitted to one: BEAM-128k (``--set beam``,
+the default: ``/work/shared/data/beam-128k``, see ``bench/beam.py``; long user–assistant
+chats about code and plans, questions per BEAM ability) and a generated chit-chat set
+(``--set chitchat --seed N``, see ``bench/chitchat.py``; two named people in short casual
+turns over months, questions per category: single_hop, temporal, date, multi_hop,
+open_inference). Each chat is fed, turn by turn, into a fresh lossless database with a
+small window (8192 by default, so compaction really happens). Then, for every question
+that names evidence messages, a context is built under each budget by each system, and we
+measure what it holds.
 
 Run::
 
@@ -12,6 +17,8 @@ Run::
     python bench/retention.py --embed-cache /tmp/retention-emb.sqlite \\
         --json /tmp/retention.json --plot /tmp/retention.png   # with vectors
     python bench/retention.py --budgets 1024 2048 4096 --window 8192 --ingest-unit turn
+    python bench/retention.py --set chitchat --embed-cache /tmp/chitchat-emb.sqlite \\
+        --window-equals-budget --json /tmp/chitchat.json      # ~15 min first, then ~5
 
 With vectors, embedding the retrieval units at ingest (~17.6K passages and QA windows for
 the 20 chats) dominates: ~16 min on 2 CPU cores; the evaluation itself takes ~1-2 min.
@@ -20,11 +27,20 @@ times then exclude the model, which the per-chat ``embed_s`` / ``embed_cache_hit
 
 Systems:
   lossless  ``conv.assemble(budget_tokens=B, query=question)``
+  lossless-wb  (with ``--window-equals-budget``) the same chat in a store opened with
+            ``context_window=B``, assembled with ``budget_tokens=B``: the whole-window case
   recent    the newest whole messages that fit in B (what a sliding window keeps)
-  bm25      messages ranked by ``conv.search(question, mode="fts")`` (top 200), added
-            greedily while they fit (one that does not fit is skipped), shown in time order
-  vector    the same ranking by ``mode="semantic"`` (needs the local embedder;
-            left out with ``--no-vectors``)
+  bm25      plain Okapi BM25 (k1 1.2, b 0.75, lower-case ``\\w+`` words, stopwords kept)
+            over whole messages, written here (``bench/baselines.py``), not lossless's
+            search; its ranking added greedily while it fits (one message that does not
+            fit is skipped), shown in time order
+  vector    the same embedder lossless is given (local MiniLM), cosine over whole
+            messages, packed the same way
+  hybrid    reciprocal-rank fusion (k = 60) of bm25 and vector, packed the same way
+  fts       messages ranked by lossless's ``conv.search(question, mode="fts")`` (top 200),
+            packed the same way (this was ``bm25`` before the baselines above existed)
+  semantic  the same by ``mode="semantic"`` (was ``vector``); vector, hybrid and semantic
+            need the local embedder and are left out with ``--no-vectors``
   full      the whole chat, unbudgeted: the upper bound of what any context could hold
   evidence  a reference, not a baseline: the question's evidence messages themselves, whole,
             in time order, the last one cut (by words) to fit B — what a perfect retriever
@@ -50,6 +66,9 @@ Metrics (per question, then averaged over questions; also per ability and per ch
                  punctuation stripped (apostrophes dropped; ``12.99``, ``1,000``, ``10:30``,
                  ``v1.0.0``, ``app.py`` kept whole),
                  stopwords and words under 3 characters (except numbers) dropped. No stemming.
+                 A date is one word whatever its spelling (``2023-05-14``, ``14 May 2023``,
+                 ``May 14th, 2023``); a date without a year matches on month and day only, so
+                 it earns half of a dated reference.
   tokens         the context's size; ms: time to build one context (p50 and p99). The
                  baselines look messages up in an in-memory copy of the chat, so their time
                  is the store call (``messages()`` or ``search()``) plus packing. Each
@@ -57,6 +76,8 @@ Metrics (per question, then averaged over questions; also per ability and per ch
   target         lossless answer_recall at 4096 / full answer_recall (goal >= 0.95), and
                  whether lossless beats every baseline at every budget on evidence_hit
                  and answer_recall.
+  versus         whether lossless beats ``hybrid`` at every budget on answer_recall and
+                 evidence_full, overall and per category (the compact table at the end).
 
 Questions without evidence ids (all of ``abstention``, a few others) are skipped and
 counted; evidence ids that name no message are dropped and reported. Nothing in the data
