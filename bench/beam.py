@@ -1,6 +1,7 @@
 """Loading the BEAM dev set (``/work/shared/data/beam-128k``) for the benchmarks.
 
-A chat is ``N/chat.json``: batches → turns → messages ``{id, role, content, time_anchor?}``.
+A chat is ``N/chat.json``: batches → turns → messages ``{id, role, content, time_anchor?}``
+(a generated set may add ``name``, the speaker, and ``created_at``, an ISO timestamp).
 Its questions are ``N/probing_questions.json``: ``{ability: [question, ...]}`` where a
 question may carry ``source_chat_ids`` (the ``id`` of the evidence messages) as a list, an
 int, or a dict of lists/ints under sub-keys (``original_info``/``updated_info``, …).
@@ -53,6 +54,7 @@ class BeamMessage:
     content: str
     created_at: datetime
     batch: int
+    name: str | None = None  # the speaker, when the set names them (BEAM does not)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,8 +201,10 @@ def load_chat(number: int, root: Path = DEFAULT_DATA) -> BeamChat:
     for batch_no, m, turn in _iter_messages(batches):
         mid = int(m["id"])
         content = m.get("content")
+        # a set may carry its own timestamps and speaker names (bench/chitchat.py does)
+        stamp = datetime.fromisoformat(m["created_at"]) if m.get("created_at") else times[mid]
         messages.append(BeamMessage(mid, str(m["role"]), content if isinstance(content, str) else json.dumps(content),
-                                    times[mid], batch_no))
+                                    stamp, batch_no, str(m["name"]) if m.get("name") else None))
         turns.setdefault(turn, []).append(mid)
     questions: list[BeamQuestion] = []
     qpath = folder / "probing_questions.json"

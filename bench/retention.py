@@ -1,9 +1,14 @@
 """Retention benchmark: how much of the evidence and of the answer a budgeted context keeps.
 
-Each BEAM dev chat (``/work/shared/data/beam-128k``, see ``bench/beam.py``) is fed, turn by
-turn, into a fresh lossless database with a small window (8192 by default, so compaction
-really happens). Then, for every probing question that names evidence messages, a context
-is built under each budget by each system, and we measure what it holds.
+Two dev sets of different shapes, so no default is fitted to one: BEAM-128k (``--set beam``,
+the default: ``/work/shared/data/beam-128k``, see ``bench/beam.py``; long user–assistant
+chats about code and plans, questions per BEAM ability) and a generated chit-chat set
+(``--set chitchat --seed N``, see ``bench/chitchat.py``; two named people in short casual
+turns over months, questions per category: single_hop, temporal, date, multi_hop,
+open_inference). Each chat is fed, turn by turn, into a fresh lossless database with a
+small window (8192 by default, so compaction really happens). Then, for every question
+that names evidence messages, a context is built under each budget by each system, and we
+measure what it holds.
 
 Run::
 
@@ -12,6 +17,8 @@ Run::
     python bench/retention.py --embed-cache /tmp/retention-emb.sqlite \\
         --json /tmp/retention.json --plot /tmp/retention.png   # with vectors
     python bench/retention.py --budgets 1024 2048 4096 --window 8192 --ingest-unit turn
+    python bench/retention.py --set chitchat --embed-cache /tmp/chitchat-emb.sqlite \\
+        --window-equals-budget --json /tmp/chitchat.json      # ~15 min first, then ~5
 
 With vectors, embedding the retrieval units at ingest (~17.6K passages and QA windows for
 the 20 chats) dominates: ~16 min on 2 CPU cores; the evaluation itself takes ~1-2 min.
@@ -20,11 +27,20 @@ times then exclude the model, which the per-chat ``embed_s`` / ``embed_cache_hit
 
 Systems:
   lossless  ``conv.assemble(budget_tokens=B, query=question)``
+  lossless-wb  (with ``--window-equals-budget``) the same chat in a store opened with
+            ``context_window=B``, assembled with ``budget_tokens=B``: the whole-window case
   recent    the newest whole messages that fit in B (what a sliding window keeps)
-  bm25      messages ranked by ``conv.search(question, mode="fts")`` (top 200), added
-            greedily while they fit (one that does not fit is skipped), shown in time order
-  vector    the same ranking by ``mode="semantic"`` (needs the local embedder;
-            left out with ``--no-vectors``)
+  bm25      plain Okapi BM25 (k1 1.2, b 0.75, lower-case ``\\w+`` words, stopwords kept)
+            over whole messages, written here (``bench/baselines.py``), not lossless's
+            search; its ranking added greedily while it fits (one message that does not
+            fit is skipped), shown in time order
+  vector    the same embedder lossless is given (local MiniLM), cosine over whole
+            messages, packed the same way
+  hybrid    reciprocal-rank fusion (k = 60) of bm25 and vector, packed the same way
+  fts       messages ranked by lossless's ``conv.search(question, mode="fts")`` (top 200),
+            packed the same way (this was ``bm25`` before the baselines above existed)
+  semantic  the same by ``mode="semantic"`` (was ``vector``); vector, hybrid and semantic
+            need the local embedder and are left out with ``--no-vectors``
   full      the whole chat, unbudgeted: the upper bound of what any context could hold
   evidence  a reference, not a baseline: the question's evidence messages themselves, whole,
             in time order, the last one cut (by words) to fit B — what a perfect retriever
@@ -50,6 +66,9 @@ Metrics (per question, then averaged over questions; also per ability and per ch
                  punctuation stripped (apostrophes dropped; ``12.99``, ``1,000``, ``10:30``,
                  ``v1.0.0``, ``app.py`` kept whole),
                  stopwords and words under 3 characters (except numbers) dropped. No stemming.
+                 A date is one word whatever its spelling (``2023-05-14``, ``14 May 2023``,
+                 ``May 14th, 2023``); a date without a year matches on month and day only, so
+                 it earns half of a dated reference.
   tokens         the context's size; ms: time to build one context (p50 and p99). The
                  baselines look messages up in an in-memory copy of the chat, so their time
                  is the store call (``messages()`` or ``search()``) plus packing. Each
@@ -57,6 +76,8 @@ Metrics (per question, then averaged over questions; also per ability and per ch
   target         lossless answer_recall at 4096 / full answer_recall (goal >= 0.95), and
                  whether lossless beats every baseline at every budget on evidence_hit
                  and answer_recall.
+  versus         whether lossless beats ``hybrid`` at every budget on answer_recall and
+                 evidence_full, overall and per category (the compact table at the end).
 
 Questions without evidence ids (all of ``abstention``, a few others) are skipped and
 counted; evidence ids that name no message are dropped and reported. Nothing in the data
@@ -66,39 +87,47 @@ is special-cased. Output is deterministic except for the timings. Progress goes 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
-import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).parent))
+import baselines
 import beam
+import chitchat
+from embed_cache import TimedEmbedder, load_embedder
+from retention_report import (
+    BASELINES,
+    EVIDENCE,
+    FULL,
+    METRICS,
+    UNBUDGETED,
+    aggregate,
+    beats,
+    compact,
+    plot,
+    report,
+    target_check,
+)
 
 import lossless
 from lossless.core.render import chat_message_text
 from lossless.core.tokens import MESSAGE_OVERHEAD, NAME_OVERHEAD, REPLY_PRIMING, count_chat_tokens
 
-SYSTEMS = ("lossless", "recent", "bm25", "vector")
-BASELINES = ("recent", "bm25", "vector")
-FULL = "full"
-EVIDENCE = "evidence"  # the reference context of the evidence messages alone
-UNBUDGETED = "unbudgeted"
-METRICS = ("evidence_hit", "evidence_full", "answer_recall")
-TARGET_BUDGET = 4096
-TARGET_RATIO = 0.95
+__all__ = ["BASELINES", "EVIDENCE", "FULL", "METRICS", "SYSTEMS", "UNBUDGETED", "TimedEmbedder", "load_embedder"]
+
+SYSTEMS = ("lossless", "recent", "bm25", "vector", "hybrid", "fts", "semantic")
+NEEDS_VECTORS = ("vector", "hybrid", "semantic")
+WINDOW_EQUALS_BUDGET = "lossless-wb"  # lossless opened with context_window = the budget
 SEARCH_LIMIT = 200
 MIN_SENTENCE = 20
 
@@ -123,6 +152,20 @@ _APOSTROPHE = re.compile(r"['’`]")
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)+|[^\W_]+(?:\.[^\W_]+)*")
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 
+# dates in any of the usual spellings become one word, so "2023-05-14", "14 May 2023" and
+# "May 14th, 2023" match each other; a date without a year matches on month and day only
+_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+                "october", "november", "december")
+_MONTH = {**{m: i for i, m in enumerate(_MONTH_NAMES, 1)}, **{m[:3]: i for i, m in enumerate(_MONTH_NAMES, 1)},
+          "sept": 9}
+_MONTH_RE = "(" + "|".join(sorted(_MONTH, key=len, reverse=True)) + r")\.?"
+_DAY_RE = r"(\d{1,2})(?:st|nd|rd|th)?"
+_DATES = (
+    ("ymd", re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")),
+    ("dmy", re.compile(rf"\b{_DAY_RE}\s+(?:of\s+)?{_MONTH_RE}(?:,?\s+(\d{{4}}))?\b", re.I)),
+    ("mdy", re.compile(rf"\b{_MONTH_RE}\s+{_DAY_RE}(?:,?\s+(\d{{4}}))?\b", re.I)),
+)
+
 
 # -- text measures -------------------------------------------------------------------------
 
@@ -141,8 +184,31 @@ def evidence_units(content: str) -> list[str]:
     return units
 
 
+def _date_word(year: str | None, month: int, day: int, original: str) -> str:
+    try:
+        date(int(year) if year else 2000, month, day)  # 2000: a leap year, so 29 February passes
+    except ValueError:
+        return original
+    both = f" md{month:02d}{day:02d} "
+    return f" d{year}{month:02d}{day:02d}{both}" if year else both
+
+
+def normalize_dates(text: str) -> str:
+    """Each date as ``d20230514 md0514`` (with a year) or ``md0514`` (without)."""
+    for form, pattern in _DATES:
+        def sub(m: re.Match[str], form: str = form) -> str:
+            g = m.groups()
+            if form == "ymd":
+                return _date_word(g[0], int(g[1]), int(g[2]), m.group(0))
+            if form == "dmy":
+                return _date_word(g[2], _MONTH[g[1].lower()], int(g[0]), m.group(0))
+            return _date_word(g[2], _MONTH[g[0].lower()], int(g[1]), m.group(0))
+        text = pattern.sub(sub, text)
+    return text
+
+
 def words(text: str) -> list[str]:
-    return _TOKEN.findall(_APOSTROPHE.sub("", text.lower()))
+    return _TOKEN.findall(normalize_dates(_APOSTROPHE.sub("", text.lower())))
 
 
 def content_words(texts: Iterable[str]) -> set[str]:
@@ -192,70 +258,6 @@ def score(view: ContextView, evidence: Sequence[Evidence], reference: set[str]) 
     }
 
 
-# -- the embedder, timed and optionally cached on disk ----------------------------------------
-
-class TimedEmbedder:
-    """Wraps an Embedder (same provider/model, same vectors) to time its work, and with
-    ``cache`` set, keeps vectors in a SQLite file keyed by (provider, model, sha256(text))
-    so a re-run of the benchmark does not embed the same texts again."""
-
-    def __init__(self, inner: Any, cache: Path | None = None) -> None:
-        self.inner = inner
-        self.provider: str = inner.provider
-        self.model: str = inner.model
-        self.seconds = 0.0
-        self.texts = 0
-        self.cache_hits = 0
-        self._db: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-        if cache is not None:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            # the library embeds queries on a worker thread (Recaller.prefetch): one
-            # connection shared across threads, its use serialised by the lock
-            self._db = sqlite3.connect(cache, check_same_thread=False)
-            self._db.execute("CREATE TABLE IF NOT EXISTS vectors (provider TEXT, model TEXT, sha TEXT, vec BLOB, "
-                             "PRIMARY KEY (provider, model, sha))")
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        with self._lock:
-            return self._embed(texts)
-
-    def _embed(self, texts: Sequence[str]) -> Any:
-        t0 = time.perf_counter()
-        shas = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
-        found: dict[str, Any] = {}
-        if self._db is not None and texts:
-            for i in range(0, len(shas), 500):
-                chunk = shas[i : i + 500]
-                rows = self._db.execute(
-                    f"SELECT sha, vec FROM vectors WHERE provider = ? AND model = ? AND sha IN ({','.join('?' * len(chunk))})",
-                    [self.provider, self.model, *chunk]).fetchall()
-                found.update((sha, np.frombuffer(vec, dtype=np.float32)) for sha, vec in rows)
-        todo = [i for i, sha in enumerate(shas) if sha not in found]
-        if todo:
-            fresh = self.inner.embed([texts[i] for i in todo])
-            for row, i in zip(fresh, todo, strict=True):
-                found[shas[i]] = np.asarray(row, dtype=np.float32)
-            if self._db is not None:
-                self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
-                                     [(self.provider, self.model, shas[i], found[shas[i]].tobytes()) for i in todo])
-                self._db.commit()
-        self.texts += len(todo)
-        self.cache_hits += len(texts) - len(todo)
-        self.seconds += time.perf_counter() - t0
-        if not texts:
-            return self.inner.embed(texts)
-        return np.stack([found[sha] for sha in shas]).astype(np.float32)
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-
-
 # -- one chat in a lossless store -----------------------------------------------------------
 
 @dataclass
@@ -267,6 +269,16 @@ class ChatRun:
     seq_of_id: dict[int, int]
     ingest_s: float
     stats: dict[str, Any]
+    index: baselines.MessageIndex | None = None  # the bm25 / vector / hybrid baselines' own
+    order: list[lossless.Message] = field(default_factory=list)  # the index's positions
+
+    def attach_index(self, embedder: Any) -> float:
+        """Build the baselines' index over the whole messages; the seconds it took."""
+        t0 = time.perf_counter()
+        self.order = [self.by_seq[s] for s in sorted(self.by_seq)]
+        texts = [baselines.indexed_text(m.text, m.name) for m in self.order]
+        self.index = baselines.MessageIndex.build(texts, embedder)
+        return time.perf_counter() - t0
 
     def cost(self, m: lossless.Message) -> int:
         """What one whole message adds to a context (count_chat_tokens' accounting)."""
@@ -277,7 +289,7 @@ class ChatRun:
 def ingest(chat: beam.BeamChat, folder: Path, window: int, embedder: Any, unit: str) -> ChatRun:
     # inline: the conversation grows turn by turn and compaction keeps up between turns (what
     # a worker thread does in an agent's loop), the same DAG on every run
-    mem = lossless.open(folder / f"beam-{chat.number}.db", context_window=window, embedder=embedder,
+    mem = lossless.open(folder / f"chat-{chat.number}-w{window}.db", context_window=window, embedder=embedder,
                         compaction="inline")
     conv = mem.conversation(f"beam-{chat.number}")
     by_id = chat.by_id()
@@ -285,7 +297,8 @@ def ingest(chat: beam.BeamChat, folder: Path, window: int, embedder: Any, unit: 
     t0 = time.perf_counter()
     for ids in groups:
         conv.add_many([{"role": by_id[i].role, "content": by_id[i].content, "created_at": by_id[i].created_at,
-                        "external_id": str(i)} for i in ids])
+                        "external_id": str(i), **({"name": by_id[i].name} if by_id[i].name else {})}
+                       for i in ids])
     index = getattr(conv, "index", None)
     if embedder is not None and callable(index):
         index()  # embed what is still pending now, not lazily inside the first query
@@ -353,11 +366,25 @@ def ranked_builder(mode: str) -> Builder:
     return build
 
 
+def index_builder(rank: Callable[[baselines.MessageIndex, str], list[int]]) -> Builder:
+    """A baseline of ``bench/baselines.py``: its whole ranking packed greedily."""
+    def build(run: ChatRun, question: str, budget: int) -> Built:
+        assert run.index is not None, "attach_index() first"
+        positions, total = baselines.pack(rank(run.index, question), lambda i: run.cost(run.order[i]), budget,
+                                          REPLY_PRIMING)
+        return Built([run.order[i].to_chat() for i in positions], total if positions else 0)
+
+    return build
+
+
 BUILDERS: dict[str, Builder] = {
     "lossless": build_lossless,
     "recent": build_recent,
-    "bm25": ranked_builder("fts"),
-    "vector": ranked_builder("semantic"),
+    "bm25": index_builder(baselines.MessageIndex.rank_bm25),
+    "vector": index_builder(baselines.MessageIndex.rank_vector),
+    "hybrid": index_builder(baselines.MessageIndex.rank_hybrid),
+    "fts": ranked_builder("fts"),
+    "semantic": ranked_builder("semantic"),
 }
 
 
@@ -403,206 +430,68 @@ class Skips:
     budget_violations: list[dict[str, Any]] = field(default_factory=list)
 
 
-def evaluate_chat(run: ChatRun, systems: Sequence[str], budgets: Sequence[int], skips: Skips) -> list[dict[str, Any]]:
-    """One record per (question, system, budget), plus one per question for ``full``."""
-    full = build_full(run)
+def _question_inputs(run: ChatRun, q: beam.BeamQuestion, skips: Skips | None
+                     ) -> tuple[list[Evidence], set[str], list[int]] | None:
+    """The question's evidence, reference words and evidence seqs; None (and counted in
+    ``skips`` when given) for a question that cannot be scored."""
+    if not q.evidence_ids:
+        if skips is not None:
+            skips.no_evidence[q.ability] += 1
+        return None
+    missing = [i for i in q.evidence_ids if i not in run.seq_of_id]
+    if missing and skips is not None:
+        skips.unknown_ids.append({"question": q.key, "ids": missing})
+    seqs = [run.seq_of_id[i] for i in q.evidence_ids if i in run.seq_of_id]
+    if not seqs:
+        if skips is not None:
+            skips.no_evidence[q.ability] += 1
+        return None
+    reference = content_words(q.reference)
+    if not reference and skips is not None:
+        skips.no_reference.append(q.key)
+    return [evidence_of(run.by_seq[s].text) for s in seqs], reference, seqs
+
+
+def evaluate_chat(run: ChatRun, systems: Sequence[str], budgets: Sequence[int], skips: Skips, *,
+                  label: dict[str, str] | None = None, references: bool = True) -> list[dict[str, Any]]:
+    """One record per (question, system, budget), plus (with ``references``) one per
+    question for ``full`` and one per budget for ``evidence``. ``label`` renames systems in
+    the records (the window = budget runs); without ``references`` skipped questions are
+    not counted again."""
+    full = build_full(run) if references else None
     records: list[dict[str, Any]] = []
     questions = list(run.chat.questions)
+    extra = (EVIDENCE,) if references else ()
     for n, q in enumerate(questions, 1):
-        if not q.evidence_ids:
-            skips.no_evidence[q.ability] += 1
+        inputs = _question_inputs(run, q, skips if references else None)
+        if inputs is None:
             continue
-        missing = [i for i in q.evidence_ids if i not in run.seq_of_id]
-        if missing:
-            skips.unknown_ids.append({"question": q.key, "ids": missing})
-        evidence = [evidence_of(run.by_seq[run.seq_of_id[i]].text) for i in q.evidence_ids if i in run.seq_of_id]
-        if not evidence:
-            skips.no_evidence[q.ability] += 1
-            continue
-        reference = content_words(q.reference)
-        if not reference:
-            skips.no_reference.append(q.key)
+        evidence, reference, seqs = inputs
         base = {"chat": q.chat, "ability": q.ability, "question": q.key, "evidence": len(evidence),
                 "reference_words": len(reference)}
-        records.append({**base, "system": FULL, "budget": UNBUDGETED, "tokens": full.tokens, "ms": round(full.ms, 3),
-                        **score(full, evidence, reference)})
-        seqs = [run.seq_of_id[i] for i in q.evidence_ids if i in run.seq_of_id]
+        if full is not None:
+            records.append({**base, "system": FULL, "budget": UNBUDGETED, "tokens": full.tokens,
+                            "ms": round(full.ms, 3), **score(full, evidence, reference)})
         for budget in budgets:
-            for system in (*systems, EVIDENCE):
+            for system in (*systems, *extra):
                 t0 = time.perf_counter()
                 msgs, tokens, tiers = (build_evidence(run, seqs, budget) if system == EVIDENCE
                                        else BUILDERS[system](run, q.question, budget))
                 ms = (time.perf_counter() - t0) * 1000
+                name = (label or {}).get(system, system)
                 billed = count_chat_tokens(run.mem.counter, msgs)
                 if billed > budget or tokens != billed:
-                    skips.budget_violations.append({"question": q.key, "system": system, "budget": budget,
+                    skips.budget_violations.append({"question": q.key, "system": name, "budget": budget,
                                                     "reported": tokens, "counted": billed})
                 view = ContextView.of(msgs, billed, ms)
-                records.append({**base, "system": system, "budget": budget, "tokens": billed, "ms": round(ms, 3),
+                records.append({**base, "system": name, "budget": budget, "tokens": billed, "ms": round(ms, 3),
                                 **score(view, evidence, reference), **({"tiers": tiers} if tiers is not None else {})})
-        if n % 5 == 0 or n == len(questions):
+        if references and (n % 5 == 0 or n == len(questions)):
             print(f"  chat {run.chat.number}: {n}/{len(questions)} questions", file=sys.stderr, flush=True)
     return records
 
 
 # -- aggregation and output ----------------------------------------------------------------
-
-def percentile(values: Sequence[float], p: float) -> float:
-    ordered = sorted(values)
-    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
-    return ordered[k]
-
-
-def aggregate(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
-    """{system: {budget: {metric: mean, ms_p50, ms_p99, tokens, questions, tier_tokens}}}."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for r in records:
-        groups[(r["system"], str(r["budget"]))].append(r)
-    out: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for (system, budget), rows in groups.items():
-        cell: dict[str, Any] = {"questions": len(rows)}
-        for metric in METRICS:
-            vals = [r[metric] for r in rows if r[metric] is not None]
-            cell[metric] = round(statistics.fmean(vals), 4) if vals else None
-        ms = [r["ms"] for r in rows]
-        cell["ms_p50"] = round(percentile(ms, 50), 2)
-        cell["ms_p99"] = round(percentile(ms, 99), 2)
-        cell["tokens"] = round(statistics.fmean(r["tokens"] for r in rows), 1)
-        tiered = [r["tiers"] for r in rows if "tiers" in r]
-        if tiered:
-            names = sorted({k for t in tiered for k in t})
-            cell["tier_tokens"] = {k: round(statistics.fmean(t.get(k, 0) for t in tiered), 1) for k in names}
-        out[system][budget] = cell
-    return {s: dict(sorted(v.items(), key=lambda kv: _budget_key(kv[0]))) for s, v in out.items()}
-
-
-def _budget_key(budget: str) -> float:
-    return float("inf") if budget == UNBUDGETED else float(budget)
-
-
-def target_check(overall: dict[str, dict[str, dict[str, Any]]], systems: Sequence[str],
-                 budgets: Sequence[int]) -> dict[str, Any]:
-    at = TARGET_BUDGET if TARGET_BUDGET in budgets else max(budgets)
-    ours = overall["lossless"][str(at)]["answer_recall"]
-    full = overall[FULL][UNBUDGETED]["answer_recall"]
-    ratio = round(ours / full, 4) if ours is not None and full else None
-    losses = []
-    for budget in budgets:
-        for base in (s for s in systems if s in BASELINES):
-            for metric in ("evidence_hit", "answer_recall"):
-                a = overall["lossless"][str(budget)][metric]
-                b = overall[base][str(budget)][metric]
-                if a is None or b is None or not a > b:
-                    losses.append({"budget": budget, "baseline": base, "metric": metric, "lossless": a, base: b})
-    evidence = overall.get(EVIDENCE, {}).get(str(at), {}).get("answer_recall")
-    return {"budget": at, "lossless_answer_recall": ours, "full_answer_recall": full, "ratio": ratio,
-            "evidence_answer_recall": evidence,
-            "evidence_ratio": round(evidence / full, 4) if evidence is not None and full else None,
-            "ratio_goal": TARGET_RATIO, "ratio_met": ratio is not None and ratio >= TARGET_RATIO,
-            "beats_every_baseline": not losses, "losses": losses}
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
-    return str(value)
-
-
-def table(title: str, rows: dict[str, list[Any]], columns: Sequence[str]) -> str:
-    """A plain-text table: one row per name, one column per budget (or system)."""
-    first = max(len(title), *(len(name) for name in rows))
-    width = max(9, *(len(c) for c in columns))
-    head = f"{title:<{first}}" + "".join(f"{c:>{width + 1}}" for c in columns)
-    lines = [head, "-" * len(head)]
-    for name, cells in rows.items():
-        lines.append(f"{name:<{first}}" + "".join(f"{_fmt(c):>{width + 1}}" for c in cells))
-    return "\n".join(lines)
-
-
-def report(result: dict[str, Any]) -> str:
-    overall = result["overall"]
-    systems = [*result["config"]["systems"], EVIDENCE, FULL]
-    budgets = [str(b) for b in result["config"]["budgets"]]
-    columns = [*budgets, UNBUDGETED]
-    parts = []
-    for metric in (*METRICS, "tokens", "ms_p50", "ms_p99"):
-        rows = {s: [overall.get(s, {}).get(b, {}).get(metric) for b in columns] for s in systems}
-        parts.append(table(metric, rows, columns))
-    tiers = sorted({k for b in budgets for k in overall.get("lossless", {}).get(b, {}).get("tier_tokens", {})})
-    if tiers:
-        rows = {t: [overall["lossless"][b].get("tier_tokens", {}).get(t, 0.0) for b in budgets] for t in tiers}
-        parts.append(table("lossless tier tokens", rows, budgets))
-    target = result["target"]
-    at = str(target["budget"])
-    for metric in ("evidence_hit", "answer_recall"):
-        rows = {ab: [cells.get(s, {}).get(at if s != FULL else UNBUDGETED, {}).get(metric) for s in systems]
-                for ab, cells in result["by_ability"].items()}
-        parts.append(table(f"{metric}@{at}", rows, systems))
-    lines = [
-        f"target: lossless answer_recall@{at} / full = {_fmt(target['lossless_answer_recall'])} / "
-        f"{_fmt(target['full_answer_recall'])} = {_fmt(target['ratio'])} "
-        f"(goal >= {TARGET_RATIO}: {'met' if target['ratio_met'] else 'NOT met'})",
-        f"reference: the evidence messages alone, answer_recall@{at} / full = "
-        f"{_fmt(target['evidence_answer_recall'])} / {_fmt(target['full_answer_recall'])} = "
-        f"{_fmt(target['evidence_ratio'])}",
-        "lossless beats every baseline at every budget on evidence_hit and answer_recall: "
-        + ("yes" if target["beats_every_baseline"] else "no"),
-    ]
-    lines += [f"  not better: {x['metric']}@{x['budget']} vs {x['baseline']}: lossless {_fmt(x['lossless'])} "
-              f"<= {_fmt(x[x['baseline']])}" for x in target["losses"]]
-    parts.append("\n".join(lines))
-    return "\n\n".join(parts)
-
-
-def plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    overall = result["overall"]
-    budgets = result["config"]["budgets"]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    styles = {"lossless": ("C0", "o"), "recent": ("C1", "s"), "bm25": ("C2", "^"), "vector": ("C3", "D"),
-              EVIDENCE: ("C7", "x")}
-    for ax, metric in zip(axes, ("answer_recall", "evidence_hit"), strict=True):
-        for system in [*result["config"]["systems"], *([EVIDENCE] if metric == "answer_recall" else [])]:
-            ys = [overall[system][str(b)][metric] for b in budgets]
-            color, marker = styles.get(system, ("C4", "x"))
-            ax.plot(budgets, ys, marker=marker, color=color, label=system,
-                    linestyle=":" if system == EVIDENCE else "-")
-        full = overall[FULL][UNBUDGETED][metric]
-        if full is not None:
-            ax.axhline(full, linestyle="--", color="grey", label="full (unbudgeted)")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(budgets, [str(b) for b in budgets])
-        ax.set_xlabel("budget (tokens)")
-        ax.set_ylabel(metric)
-        ax.set_ylim(0, 1.02)
-        ax.grid(alpha=0.3)
-        ax.set_title(metric)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9, frameon=False)
-    n = result["config"]["questions"]
-    fig.suptitle(f"BEAM dev retention: {len(result['config']['chats'])} chats, {n} questions, "
-                 f"window {result['config']['window']}" + ("" if "vector" in result["config"]["systems"] else
-                                                           " (no vectors)"))
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def load_embedder(cache: Path | None) -> TimedEmbedder:
-    try:
-        from lossless.embed.local import LocalEmbedder  # type: ignore[import-not-found,unused-ignore]
-    except ImportError as exc:
-        raise SystemExit(f"the local embedder is not available ({exc}); run with --no-vectors") from None
-    local = LocalEmbedder()
-    local.embed(["warm-up"])  # load the model now, so ingest times do not include it
-    return TimedEmbedder(local, cache)
-
 
 def _code_version() -> str:
     """The commit the library is at, ``-dirty`` if its package folder has uncommitted
@@ -624,25 +513,73 @@ def _embed_counts(embedder: TimedEmbedder | None) -> tuple[float, int, int]:
     return embedder.seconds, embedder.texts, embedder.cache_hits
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--set", choices=("beam", "chitchat"), default="beam",
+                    help="the dev set: BEAM-128k (default) or the generated chit-chat set")
+    ap.add_argument("--seed", type=int, default=chitchat.DEFAULT_SEED, help="the chit-chat set's seed")
+    ap.add_argument("--conversations", type=int, default=chitchat.DEFAULT_CONVERSATIONS,
+                    help="how many chit-chat conversations to generate")
     ap.add_argument("--data", type=Path, default=beam.DEFAULT_DATA, help="the BEAM dev set folder")
     ap.add_argument("--chats", type=int, nargs="+", help="chat numbers (default: all)")
     ap.add_argument("--budgets", type=int, nargs="+", default=[1024, 2048, 4096])
     ap.add_argument("--window", type=int, default=8192, help="context_window of each store")
+    ap.add_argument("--window-equals-budget", action="store_true",
+                    help=f"also run {WINDOW_EQUALS_BUDGET!r}: for each budget B a store opened with "
+                         "context_window=B, assembled with budget_tokens=B")
     ap.add_argument("--ingest-unit", choices=("turn", "batch"), default="turn",
-                    help="add_many per turn (default) or per BEAM batch")
-    ap.add_argument("--no-vectors", action="store_true", help="no embedder, no vector baseline")
+                    help="add_many per turn (default) or per BEAM batch (per session in chit-chat)")
+    ap.add_argument("--no-vectors", action="store_true",
+                    help="no embedder: no vector, hybrid or semantic baseline")
     ap.add_argument("--embed-cache", type=Path, metavar="FILE",
                     help="keep embeddings in this SQLite file across runs (re-runs skip the model; "
                          "ingest times then no longer include embedding)")
     ap.add_argument("--json", type=Path, help="write every number here")
     ap.add_argument("--plot", type=Path, help="write a PNG of answer_recall/evidence_hit vs budget")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
 
+
+def load_set(args: argparse.Namespace) -> list[beam.BeamChat]:
+    if args.set == "chitchat":
+        chats = chitchat.generate(args.seed, args.conversations)
+        return [c for c in chats if not args.chats or c.number in args.chats]
+    return [beam.load_chat(n, args.data) for n in (args.chats or beam.chat_numbers(args.data))]
+
+
+def run_chat(chat: beam.BeamChat, args: argparse.Namespace, folder: Path, embedder: TimedEmbedder | None,
+             systems: Sequence[str], budgets: Sequence[int], skips: Skips) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Ingest one chat, build every context, score it: its records and its ingest line."""
+    before = _embed_counts(embedder)
+    run = ingest(chat, folder, args.window, embedder, args.ingest_unit)
+    after = _embed_counts(embedder)
+    info: dict[str, Any] = {
+        "chat": chat.number, "topic": chat.topic, "messages": len(chat.messages),
+        "tokens": run.stats["message_tokens"], "ingest_s": round(run.ingest_s, 2),
+        "summaries": run.stats["summaries"], "max_depth": run.stats["max_depth"],
+        "raw_tail_messages": run.stats["raw_tail_messages"], "embed_s": round(after[0] - before[0], 2),
+        "embedded_texts": after[1] - before[1], "embed_cache_hits": after[2] - before[2]}
+    info["baseline_index_s"] = round(run.attach_index(embedder), 2)
+    print(f"chat {chat.number}: {info['messages']} messages, {info['tokens']} tokens ingested in "
+          f"{info['ingest_s']}s ({info['embed_s']}s embedding {info['embedded_texts']} texts, "
+          f"{info['embed_cache_hits']} from the cache), {info['summaries']} summaries "
+          f"(depth {info['max_depth']}); baseline index {info['baseline_index_s']}s", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    records = evaluate_chat(run, systems, budgets, skips)
+    run.mem.close()
+    if args.window_equals_budget:
+        for budget in budgets:
+            wb = ingest(chat, folder, budget, embedder, args.ingest_unit)
+            records.extend(evaluate_chat(wb, ["lossless"], [budget], skips,
+                                         label={"lossless": WINDOW_EQUALS_BUDGET}, references=False))
+            wb.mem.close()
+    info["evaluate_s"] = round(time.perf_counter() - t0, 2)
+    return records, info
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _args(argv)
     budgets = sorted(set(args.budgets))
-    chats = args.chats or beam.chat_numbers(args.data)
-    systems = [s for s in SYSTEMS if not (args.no_vectors and s == "vector")]
+    systems = [s for s in SYSTEMS if not (args.no_vectors and s in NEEDS_VECTORS)]
     t_start = time.perf_counter()
     version = _code_version()  # now, not at the end: the library may be edited meanwhile
     embedder: TimedEmbedder | None = None
@@ -651,44 +588,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         embedder = load_embedder(args.embed_cache)
         print(f"embedder loaded in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
 
+    chats = load_set(args)
     records: list[dict[str, Any]] = []
     ingests: list[dict[str, Any]] = []
     skips = Skips()
     with tempfile.TemporaryDirectory(prefix="lossless-retention-") as tmp:
-        for number in chats:
-            chat = beam.load_chat(number, args.data)
-            before = _embed_counts(embedder)
-            run = ingest(chat, Path(tmp), args.window, embedder, args.ingest_unit)
-            after = _embed_counts(embedder)
-            info = {"chat": number, "topic": chat.topic, "messages": len(chat.messages),
-                    "tokens": run.stats["message_tokens"], "ingest_s": round(run.ingest_s, 2),
-                    "summaries": run.stats["summaries"], "max_depth": run.stats["max_depth"],
-                    "raw_tail_messages": run.stats["raw_tail_messages"],
-                    "embed_s": round(after[0] - before[0], 2), "embedded_texts": after[1] - before[1],
-                    "embed_cache_hits": after[2] - before[2]}
+        for chat in chats:
+            chat_records, info = run_chat(chat, args, Path(tmp), embedder, systems, budgets, skips)
+            records.extend(chat_records)
             ingests.append(info)
-            print(f"chat {number}: {info['messages']} messages, {info['tokens']} tokens ingested in "
-                  f"{info['ingest_s']}s ({info['embed_s']}s embedding {info['embedded_texts']} texts, "
-                  f"{info['embed_cache_hits']} from the cache), {info['summaries']} summaries "
-                  f"(depth {info['max_depth']})", file=sys.stderr, flush=True)
-            t0 = time.perf_counter()
-            records.extend(evaluate_chat(run, systems, budgets, skips))
-            info["evaluate_s"] = round(time.perf_counter() - t0, 2)
-            run.mem.close()
     if embedder is not None:
         embedder.close()
+    if args.window_equals_budget:
+        systems.append(WINDOW_EQUALS_BUDGET)
+    result = _result(args, [c.number for c in chats], budgets, systems, version, records, ingests, skips)
+    result["total_s"] = round(time.perf_counter() - t_start, 2)
+    _print(result, skips)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    if args.plot:
+        args.plot.parent.mkdir(parents=True, exist_ok=True)
+        plot(result, args.plot)
+    return 0
 
+
+def _result(args: argparse.Namespace, chats: list[int], budgets: list[int], systems: list[str], version: str,
+            records: list[dict[str, Any]], ingests: list[dict[str, Any]], skips: Skips) -> dict[str, Any]:
     by_ability: dict[str, list[dict[str, Any]]] = defaultdict(list)
     by_chat: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         by_ability[r["ability"]].append(r)
         by_chat[r["chat"]].append(r)
     overall = aggregate(records)
-    n_questions = sum(1 for r in records if r["system"] == FULL)
     result: dict[str, Any] = {
-        "config": {"data": str(args.data), "chats": chats, "budgets": budgets, "window": args.window,
+        "config": {"set": args.set, "seed": args.seed if args.set == "chitchat" else None,
+                   "data": str(args.data) if args.set == "beam" else None, "chats": chats, "budgets": budgets,
+                   "window": args.window, "window_equals_budget": args.window_equals_budget,
                    "systems": systems, "ingest_unit": args.ingest_unit, "vectors": not args.no_vectors,
-                   "search_limit": SEARCH_LIMIT, "min_sentence_chars": MIN_SENTENCE, "questions": n_questions,
+                   "search_limit": SEARCH_LIMIT, "min_sentence_chars": MIN_SENTENCE,
+                   "questions": sum(1 for r in records if r["system"] == FULL),
+                   "bm25": {"k1": baselines.K1, "b": baselines.B, "tokenizer": r"lower-case \w+",
+                            "stopwords": "kept"},
+                   "rrf_k": baselines.RRF_K,
                    "embed_cache": str(args.embed_cache) if args.embed_cache else None,
                    "lossless_version": version},
         "ingest": ingests,
@@ -704,22 +646,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "budget_violations": skips.budget_violations},
         "questions": records,
     }
-    result["total_s"] = round(time.perf_counter() - t_start, 2)
+    result["versus"] = beats(result)
+    return result
 
+
+def _print(result: dict[str, Any], skips: Skips) -> None:
+    n = result["config"]["questions"]
     print(report(result))
-    print(f"\n{n_questions} questions from {len(chats)} chats; skipped without evidence: "
-          f"{sum(skips.no_evidence.values())} {dict(sorted(skips.no_evidence.items()))}; unknown evidence ids: "
-          f"{len(skips.unknown_ids)}; without reference words: {len(skips.no_reference)}; budget violations: "
-          f"{len(skips.budget_violations)}")
+    print("\n" + compact(result))
+    print(f"\n{n} questions from {len(result['config']['chats'])} chats ({result['config']['set']}); skipped "
+          f"without evidence: {sum(skips.no_evidence.values())} {dict(sorted(skips.no_evidence.items()))}; unknown "
+          f"evidence ids: {len(skips.unknown_ids)}; without reference words: {len(skips.no_reference)}; budget "
+          f"violations: {len(skips.budget_violations)}")
     print(f"ingest {result['ingest_s_total']}s (embedding {result['embed_s_ingest_total']}s), "
           f"contexts and metrics {result['evaluate_s_total']}s, total {result['total_s']}s")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    if args.plot:
-        args.plot.parent.mkdir(parents=True, exist_ok=True)
-        plot(result, args.plot)
-    return 0
 
 
 if __name__ == "__main__":
