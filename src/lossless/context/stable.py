@@ -232,7 +232,7 @@ class _Composer:
             blocks = self.question.blocks()
             if self.shown > self.k:
                 blocks.append(_gap_line(self.units[self.k:self.shown]))
-            if blocks or self.k < len(self.units):
+            if blocks:
                 out.append({"role": "system", "content": DYNAMIC_HEADER + SEP + SEP.join(blocks)})
         return out + [self.view.chat(m) for u in self.units[self.shown:] for m in u]
 
