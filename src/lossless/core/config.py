@@ -66,16 +66,15 @@ class Config:
     tokenizer: str = "cl100k_base"
     max_message_bytes: int = 32 * 1024 * 1024
     max_compaction_passes: int = 10_000
-    # Assembly shares of the budget (P0 fresh tail, P1 summaries, P2 root, P3 recall). A
-    # tier with nothing to show passes its share on, so without a query the split is about
-    # 53/33/13 over tail, summaries and root. With a question, recall gets 85 %: chosen on
-    # the generated chit-chat set and checked on BEAM (bench/README.md, retention): against
-    # the old 15/10/5/70 it keeps more evidence on both sets and more answer words at every
-    # budget but one (chit-chat @4096: 0.895 against 0.900).
-    tail_share: float = 0.08
-    summaries_share: float = 0.05
-    root_share: float = 0.02
-    recall_share: float = 0.85
+    # Assembly shares of the budget (P0 fresh tail, P1 summaries, P2 root, P3 recall); a
+    # tier with nothing to show passes its share on, so without a query the split is
+    # 50/33/17 over tail, summaries and root. A leaner 8/5/2/85 kept slightly more on both
+    # retention dev sets but lost the previous turn's tool output at small budgets (the
+    # fresh tail must hold what the agent just did), so these stay.
+    tail_share: float = 0.15
+    summaries_share: float = 0.10
+    root_share: float = 0.05
+    recall_share: float = 0.70
     # recall
     vector_backend: str = "auto"  # "auto" (sqlite-vec if it loads, else numpy), "sqlite-vec", "numpy"
     fusion: str = "weighted"  # "weighted" (normalised score sum) or "rrf" (reciprocal rank)
