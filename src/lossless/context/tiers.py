@@ -10,6 +10,7 @@ the pinned system prompt and, last of all, the newest tail unit.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Protocol
 
 from lossless.context.lookups import file_pieces, memory_pieces
@@ -297,64 +298,68 @@ class RootTier:
         return True
 
 
-class MemoriesTier:
+class _RepackedTier(ABC):
+    """A tier of pieces that repacks its whole list each time it is offered more room (a
+    piece cut before may now fit whole) and drops its last piece to shrink."""
+
+    priority: int
+
+    def __init__(self) -> None:
+        self.pieces: list[Piece] = []
+        self.spent = 0
+
+    @abstractmethod
+    def _pack(self, room: int) -> tuple[list[Piece], int]:
+        """The pieces that fit in ``room`` and what they cost."""
+
+    def take(self, room: int) -> int:
+        """Repack within what it holds plus ``room``; the tokens added."""
+        pieces, spent = self._pack(self.spent + room)
+        if spent <= self.spent:
+            return 0
+        added, self.pieces, self.spent = spent - self.spent, pieces, spent
+        return added
+
+    def shrink(self) -> bool:
+        if not self.pieces:
+            return False
+        self.pieces.pop()
+        return True
+
+
+class MemoriesTier(_RepackedTier):
     """Long-term memory records of this user/agent that match the question. They take
     their share first and, like the file chunks, whatever recall leaves."""
 
     priority = 30
 
     def __init__(self, records: list[MemoryRecord], view: MessageView) -> None:
+        super().__init__()
         self.records = records
         self.view = view
-        self.pieces: list[Piece] = []
-        self.spent = 0
 
-    def take(self, room: int) -> int:
-        """Repack the records within what it holds plus ``room`` (a record cut before may
-        now fit whole); the tokens added."""
+    def _pack(self, room: int) -> tuple[list[Piece], int]:
         if not self.records:
-            return 0
-        pieces = memory_pieces(self.view, self.records, self.spent + room)
-        spent = self.view.piece_cost(LONG_TERM_HEADER) + sum(p.tokens for p in pieces) if pieces else 0
-        if spent <= self.spent:
-            return 0
-        added, self.pieces, self.spent = spent - self.spent, pieces, spent
-        return added
-
-    def shrink(self) -> bool:
-        if not self.pieces:
-            return False
-        self.pieces.pop()
-        return True
+            return [], 0
+        pieces = memory_pieces(self.view, self.records, room)
+        return pieces, (self.view.piece_cost(LONG_TERM_HEADER) + sum(p.tokens for p in pieces) if pieces else 0)
 
 
-class FilesTier:
+class FilesTier(_RepackedTier):
     """Chunks of the workspace files the question names."""
 
     priority = 20
 
     def __init__(self, hits: list[FileHit], view: MessageView) -> None:
+        super().__init__()
         self.hits = hits
         self.view = view
-        self.pieces: list[Piece] = []
-        self.spent = 0
 
-    def take(self, room: int) -> int:
-        """Repack the chunks within what it holds plus ``room``; the tokens added."""
+    def _pack(self, room: int) -> tuple[list[Piece], int]:
         if not self.hits:
-            return 0
-        pieces = file_pieces(self.view, self.hits, self.spent + room)
-        spent = sum(p.tokens for p in pieces)  # its header is not counted here
-        if spent <= self.spent:
-            return 0
-        added, self.pieces, self.spent = spent - self.spent, pieces, spent
-        return added
-
-    def shrink(self) -> bool:
-        if not self.pieces:
-            return False
-        self.pieces.pop()
-        return True
+            return [], 0
+        pieces = file_pieces(self.view, self.hits, room)
+        return pieces, sum(p.tokens for p in pieces)  # its header is not counted here
 
 
 class RecallTier:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from lossless.core.errors import NotFoundError, ValidationError
 from lossless.core.validate import check_conversation_id
+from lossless.store.rows import prefix_upper
 from lossless.store.runner import sql_runner
 
 if TYPE_CHECKING:
@@ -28,12 +29,6 @@ if TYPE_CHECKING:
 __all__ = ["OWNER_KEYS", "Tenant"]
 
 OWNER_KEYS = ("user", "user_id", "agent", "agent_id")  # conversation metadata that scopes memories
-
-
-def _upper(prefix: str) -> str:
-    """The smallest string above every string starting with ``prefix`` (which ends in
-    ``/``): ``@acme/`` → ``@acme0``, so a prefix is an index range scan."""
-    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +78,7 @@ class Tenant:
         if self.implicit:
             return [r[0] for r in db.query("SELECT id FROM conversations ORDER BY id")]
         return [r[0] for r in db.query(f"SELECT id FROM conversations WHERE {db.text_range('id')} ORDER BY id",
-                                       (self.prefix, _upper(self.prefix)))]
+                                       (self.prefix, prefix_upper(self.prefix)))]
 
     def conversations(self, memory: Memory, limit: int, offset: int) -> list[ConversationInfo]:
         """This tenant's conversations, most recently updated first."""
@@ -147,7 +142,7 @@ class Tenant:
         db = sql_runner(memory.store)
         if self.implicit:
             return [r[0] for r in db.query("SELECT id FROM memories ORDER BY rowid")]
-        lo, hi = self.prefix, _upper(self.prefix)
+        lo, hi = self.prefix, prefix_upper(self.prefix)
         # range scans on the owner columns rather than LIKE: '_' and '%' are legal in tenant names
         rows = db.query(f"SELECT id FROM memories WHERE {db.text_range('user_id')} OR agent_id = ? "
                         f"OR {db.text_range('agent_id')} ORDER BY rowid",

@@ -15,7 +15,7 @@ from lossless.core.types import GrepHit, Message
 from lossless.store.base import SearchSpec
 from lossless.store.fts import fts_terms, snippet
 
-__all__ = ["MESSAGE_COLUMNS", "SOURCE_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "VERIFY_MESSAGE_COLUMNS", "UnitRow", "grep_hit", "message_from_row", "stored_message_from_row"]
+__all__ = ["MESSAGE_COLUMNS", "SOURCE_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "VERIFY_MESSAGE_COLUMNS", "UnitRow", "grep_hit", "message_from_row", "prefix_upper", "stored_message_from_row"]
 
 # the columns message_from_row reads, in its order
 MESSAGE_COLUMNS = (
@@ -94,3 +94,9 @@ def grep_hit(kind: Any, hid: str, cid: str, first: int, last: int, role: str | N
         snip = snippet(text, spec.query if spec.mode == "fts" else " ".join(fts_terms(spec.query)))
     return GrepHit(kind=kind, id=hid, conversation_id=cid, first_seq=first, last_seq=last, role=role,
                    created_at=datetime.fromisoformat(created), snippet=snip, score=round(score, 6), depth=depth)
+
+
+def prefix_upper(prefix: str) -> str:
+    """The smallest string above every string starting with ``prefix``: ``@acme/`` →
+    ``@acme0``, so ids with a prefix are an index range scan (compared byte-wise)."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)

@@ -48,6 +48,7 @@ from lossless.store.rows import (
     SOURCE_SUMMARY_COLUMNS,
     SUMMARY_COLUMNS,
     message_from_row,
+    prefix_upper,
 )
 from lossless.store.runner import qmark
 from lossless.store.urls import redact_url
@@ -270,7 +271,7 @@ class PostgresStore:
         args: tuple[str, ...] = ()
         if id_prefix:  # a range, so the primary key's index does the work
             where = 'WHERE c.id >= %s COLLATE "C" AND c.id < %s COLLATE "C" '
-            args = (id_prefix, id_prefix[:-1] + chr(ord(id_prefix[-1]) + 1))
+            args = (id_prefix, prefix_upper(id_prefix))
         rows = self._query(f"{self._CONV_SELECT} {where}ORDER BY c.updated_at DESC, c.id LIMIT %s OFFSET %s",
                            (*args, limit, offset))
         return [self._conv_row(r) for r in rows]

@@ -36,6 +36,7 @@ from lossless.store.rows import (
     SOURCE_SUMMARY_COLUMNS,
     SUMMARY_COLUMNS,
     message_from_row,
+    prefix_upper,
 )
 from lossless.store.sqlite.migrations import migrate
 
@@ -361,7 +362,7 @@ class SQLiteStore:
         args: tuple[str, ...] = ()
         if id_prefix:  # a range, so the primary key's index does the work
             where = "WHERE c.id >= ? AND c.id < ? "
-            args = (id_prefix, id_prefix[:-1] + chr(ord(id_prefix[-1]) + 1))
+            args = (id_prefix, prefix_upper(id_prefix))
         rows = self._query(f"{self._CONV_SELECT} {where}ORDER BY c.updated_at DESC, c.id LIMIT ? OFFSET ?",
                            (*args, limit, offset))
         return [self._conv_row(r) for r in rows]
