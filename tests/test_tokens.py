@@ -3,6 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lossless.core._cjk_single import SINGLE_TOKEN_CJK
 from lossless.core.tokens import EstimatingCounter, TiktokenCounter, count_chat_tokens, get_counter
 
 
@@ -21,6 +22,20 @@ def test_estimator_over_counts_cjk_and_latin(text: str) -> None:
     assert est >= 0
     if text and all("\u4e00" <= ch <= "\u9fff" for ch in text):
         assert est >= exact
+
+
+@given(st.lists(st.one_of(st.sampled_from(sorted(SINGLE_TOKEN_CJK)),
+                         st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),
+                         st.characters(min_codepoint=0xAC00, max_codepoint=0xD7AF)), max_size=200))
+def test_estimator_never_under_counts_mixed_common_and_rare_cjk(chars: list[str]) -> None:
+    text = "".join(chars)
+    assert EstimatingCounter().count(text) >= get_counter("cl100k_base").count(text)
+
+
+def test_estimator_stays_close_on_everyday_chinese() -> None:
+    text = "我们决定使用新的数据库，因为旧的经常崩溃。下一步是迁移数据，然后通知客户。"
+    est, exact = EstimatingCounter().count(text), get_counter("cl100k_base").count(text)
+    assert exact <= est <= 2 * exact
 
 
 def test_chat_overhead_counted() -> None:

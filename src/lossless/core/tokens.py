@@ -14,6 +14,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
+from lossless.core._cjk_single import SINGLE_TOKEN_CJK
 from lossless.core.errors import MissingDependencyError, ValidationError
 
 __all__ = [
@@ -102,8 +103,10 @@ def _is_cjk(ch: str) -> bool:
 
 
 class EstimatingCounter:
-    """A tokenizer-free estimate: ~4 chars a token for Latin text, ~1 token per CJK
-    character, punctuation and symbols 1 each, times a 1.2 safety margin."""
+    """A tokenizer-free estimate that errs high: ~4 chars a token for Latin text,
+    punctuation and symbols 1 each and the ~800 common CJK characters 1 each, times a
+    1.2 safety margin; any other CJK character counts as its UTF-8 byte length, the
+    byte-level BPE worst case (cl100k spends 2 or 3 tokens on those)."""
 
     name = "estimate"
 
@@ -116,12 +119,14 @@ class EstimatingCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        cjk = 0
+        cjk_bytes = 0
         other = 0
         symbols = 0
         for ch in text:
-            if _is_cjk(ch):
-                cjk += 1
+            if ch in SINGLE_TOKEN_CJK:
+                symbols += 1
+            elif _is_cjk(ch):
+                cjk_bytes += len(ch.encode("utf-8"))
             elif ch.isalnum() or ch.isspace():
                 other += 1
             else:
@@ -130,8 +135,8 @@ class EstimatingCounter:
                     symbols += 1
                 else:
                     other += 1
-        raw = cjk * 1.0 + other / 4.0 + symbols * 1.0
-        return max(1, math.ceil(raw * self.safety_margin))
+        raw = other / 4.0 + symbols * 1.0
+        return max(1, math.ceil(raw * self.safety_margin) + cjk_bytes)
 
 
 @lru_cache(maxsize=8)
