@@ -99,6 +99,73 @@ def test_inline_mode_compacts_on_the_callers_path(store_target: StoreTarget, tmp
     mem.close()
 
 
+def test_wait_idle_sees_a_row_finished_while_it_looked(store_target: StoreTarget, monkeypatch: pytest.MonkeyPatch
+                                                      ) -> None:
+    # a worker can finish the last row between wait_idle's two reads of the backlog (seen
+    # on PostgreSQL under load): that is idle, not "only failures left"
+    mem = lossless.open(store_target("w"), embedder=None, context_window=2048, compaction="deferred")
+    conv = mem.conversation("c")
+    conv.add_many(chat(30, words=20))
+    assert mem.backlog.pending(["c"]) == ["c"]
+    due = mem.backlog.due
+    calls = []
+
+    def finished_meanwhile(ids: list[str]) -> list[str]:
+        calls.append(ids)
+        if len(calls) == 1:
+            mem.store._query("DELETE FROM backlog")  # the other worker's finish lands now
+            return []
+        return due(ids)
+
+    monkeypatch.setattr(mem.backlog, "due", finished_meanwhile)
+    assert mem.wait_idle(10) is True and calls
+    mem.close()
+
+
+@pytest.mark.postgres
+def test_finishing_a_row_never_drops_an_append_in_flight(pg_url: str) -> None:
+    # an append locks its conversation, adds messages, finds the row queued (nothing to
+    # write) and commits; a worker finishing the row meanwhile must see those messages
+    mem = lossless.open(pg_url, embedder=None, context_window=2048, compaction="deferred")
+    conv = mem.conversation("c")
+    conv.add_many(chat(10, words=10))
+    claim = mem.backlog.claim("w", limit=1)[0]
+    locked, finished = threading.Event(), []
+
+    def worker_finishes() -> None:
+        locked.wait(10)
+        finished.append(mem.backlog.finish(claim, "w"))
+
+    thread = threading.Thread(target=worker_finishes)
+    thread.start()
+    with mem.store.transaction() as conn:  # the append, as append_messages does it
+        conn.execute("SELECT last_seq FROM conversations WHERE id = 'c' FOR UPDATE")
+        conn.execute("UPDATE conversations SET last_seq = last_seq + 1 WHERE id = 'c'")
+        conn.execute("INSERT INTO backlog (conversation_id, queued_seq, queued_ts, due_ts) VALUES ('c', 11, 0, 0) "
+                     "ON CONFLICT (conversation_id) DO NOTHING")
+        locked.set()
+        time.sleep(0.5)  # the finish runs now, before this commits
+    thread.join(10)
+    assert finished == [False]  # it saw the new message: the row stays, due again
+    assert mem.backlog.pending() == ["c"]
+    mem.close()
+
+
+def test_wait_idle_waits_for_a_row_put_back_for_a_moment(store_target: StoreTarget) -> None:
+    # a turn that found another process compacting puts the row back a second later,
+    # without a failure: wait_idle waits for it instead of calling it failed
+    mem = lossless.open(store_target("w"), embedder=None, context_window=2048, fresh_tail_count=4,
+                        compaction="deferred")
+    conv = mem.conversation("c")
+    conv.add_many(chat(60, words=25))
+    claim = mem.backlog.claim("someone", limit=1)[0]
+    mem.backlog.release(claim.conversation_id, "someone", delay=0.5)
+    assert not mem.backlog.due(["c"]) and not mem.backlog.failing(["c"])
+    assert mem.wait_idle(20) is True
+    assert conv.summaries() and mem.backlog.pending() == []
+    mem.close()
+
+
 @pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=st.lists(st.integers(min_value=1, max_value=60), min_size=1, max_size=12),

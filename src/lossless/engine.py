@@ -284,7 +284,16 @@ class Memory:
                     self.backlog.retry_now(again)
                     retried.update(again)
             if not self.backlog.due(left):
-                return False  # only failing rows are left, waiting for their retry
+                left = self.backlog.pending(ids)  # (a row may have been finished in between)
+                if not left:
+                    continue
+                if not self.backlog.due(left):
+                    if set(left) <= set(self.backlog.failing(left)):
+                        return False  # only failing rows are left, waiting for their retry
+                    if deadline is not None and time.monotonic() >= deadline:
+                        return False
+                    time.sleep(0.05)  # a row put back for a moment (compacted elsewhere)
+                    continue
             if deadline is not None and time.monotonic() >= deadline:
                 return False
             worker = self._worker

@@ -121,10 +121,16 @@ class Backlog:
         """The work the claim asked for is done: delete the row, unless messages arrived
         since it was claimed (then it goes back in line). True when it was deleted."""
         now = time.time()
+        # PostgreSQL: take the conversation's row lock, as appends do before they queue, so
+        # an append in flight is either seen here (its last_seq) or queues after the delete;
+        # without it a READ COMMITTED delete could drop the row an uncommitted append found
+        lock = " FOR UPDATE" if self.runner.dialect == "postgresql" else ""
         with self.runner.transaction() as conn:
-            conn.execute("DELETE FROM backlog WHERE conversation_id = ? AND owner = ? AND "
-                         "(SELECT last_seq FROM conversations WHERE id = ?) <= ?",
-                         (claim.conversation_id, owner, claim.conversation_id, claim.queued_seq))
+            row = conn.execute(f"SELECT last_seq FROM conversations WHERE id = ?{lock}",
+                               (claim.conversation_id,)).fetchone()
+            if row is None or int(row[0]) <= claim.queued_seq:
+                conn.execute("DELETE FROM backlog WHERE conversation_id = ? AND owner = ?",
+                             (claim.conversation_id, owner))
             left = conn.execute("SELECT 1 FROM backlog WHERE conversation_id = ?",
                                 (claim.conversation_id,)).fetchone()
             if left is not None:
@@ -137,9 +143,13 @@ class Backlog:
     def clear(self, conversation_id: str, upto_seq: int) -> None:
         """The work owed up to ``upto_seq`` was done by the caller (``compaction="inline"``
         without an embedder): drop the row unless a worker holds it or more was queued."""
-        self.runner.query("DELETE FROM backlog WHERE conversation_id = ? AND claimed_until < ? AND "
-                          "(SELECT last_seq FROM conversations WHERE id = ?) <= ?",
-                          (conversation_id, time.time(), conversation_id, upto_seq))
+        lock = " FOR UPDATE" if self.runner.dialect == "postgresql" else ""  # as in finish()
+        with self.runner.transaction() as conn:
+            row = conn.execute(f"SELECT last_seq FROM conversations WHERE id = ?{lock}",
+                               (conversation_id,)).fetchone()
+            if row is None or int(row[0]) <= upto_seq:
+                conn.execute("DELETE FROM backlog WHERE conversation_id = ? AND claimed_until < ?",
+                             (conversation_id, time.time()))
 
     def release(self, conversation_id: str, owner: str, *, delay: float = 0.0) -> None:
         """Give a row back unfinished: it waits behind every row due now (fair turns)."""
