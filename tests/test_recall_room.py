@@ -80,6 +80,29 @@ def test_a_match_brings_its_short_neighbours() -> None:
     mem.close()
 
 
+def test_with_a_question_the_room_summaries_leave_goes_to_recall_not_older_tail() -> None:
+    """The summaries' and the root's shares, when they cannot use them, go to the matches
+    for the question before the tail grows past its own share; the tail takes what
+    recall leaves, and nothing is shown twice."""
+    planted = {i: f"Caroline: the lighthouse trip number {i} was lovely." for i in range(0, 600, 4)}
+    mem = lossless.open(":memory:", embedder=None, context_window=8192, compaction="inline")
+    conv = mem.conversation("c")
+    conv.add_many(_casual(700, planted=planted))
+    budget = 1000
+    ctx = conv.assemble(budget_tokens=budget, query="lighthouse trip")
+    tiers = ctx.tier_tokens()
+    # more matches than fit: the tail stays at its share (the newest turn is one short message)
+    assert tiers["fresh_tail"] <= int(budget * mem.config.tail_share) + 40
+    assert tiers["recall"] > 0.6 * budget
+    ids = [i.ref for i in ctx.items]
+    assert len(ids) == len(set(ids))
+    # a question nothing matches: the summaries and the tail grow into the room recall left
+    none = conv.assemble(budget_tokens=budget, query="zyzzyva quux")
+    assert none.tier_tokens().get("recall", 0) == 0
+    assert none.tier_tokens()["fresh_tail"] > budget * mem.config.tail_share and none.tokens > 0.8 * budget
+    mem.close()
+
+
 def test_the_whole_window_gives_the_question_room() -> None:
     """At window = budget the question's block may take far more than 10 % of the window
     when it has matches, and the prefix stays the same for another question."""

@@ -1,8 +1,8 @@
-"""The budgeted layout: each tier first takes up to its share of the budget; what the
-tail, summaries and root leave goes to them again in that order, the question-dependent
-tiers take theirs (recall all the room left, as deep as its matches go), what recall
-leaves goes to the memories and file chunks, then the summaries and the root, and
-pointers say where the rest is. The result is then counted with
+"""The budgeted layout: each tier first takes up to its share of the budget. Without a
+question, what the tail, summaries and root leave goes to them again in that order. With
+one, recall takes all the room left (as deep as its matches go: what matches the
+question outranks older recent messages), what recall leaves goes to the memories and
+file chunks, the summaries, the root, and last the tail. Pointers say where the rest is. The result is then counted with
 the configured tokenizer and trimmed, lowest priority first, if joining the pieces cost
 a token more than the parts did."""
 
@@ -105,10 +105,12 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     root_share = allow["root"] + max(0, allow["summaries"]) if not recent else allow["root"]
     for tier, share in ((tail, allow["tail"]), (summaries, allow["summaries"]), (root, root_share)):
         tier.take(share)
-    # what the shares left: the tail first, then summaries, then the root unabridged
+    # what the shares left: without a question, the tail first, then summaries, then the
+    # root unabridged; with one, recall first (what matches the question outranks older
+    # recent messages), and the tail grows last into what nothing else used
     leftover = (plan.body_room - tail.spent - summaries.spent - root.spent
                 - allow["recall"] - allow["memory"] - allow["files"])
-    for tier in (tail, summaries, root):
+    for tier in () if want_recall else (tail, summaries, root):
         if leftover > 0:
             leftover -= tier.take(leftover)
 
@@ -120,10 +122,13 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     spent += recall.take(plan.body_room - spent)
     # room recall did not use flows to the memories and file chunks a share cut short,
     # then to the summaries and the root (recall's messages are not in them: nothing twice)
-    late: tuple[Tier, ...] = (memories, files, summaries, root)
+    late: tuple[Tier, ...] = (memories, files, summaries, root, tail) if want_recall else (
+        memories, files, summaries, root)
     for taker in late:
         if plan.body_room - spent > 0:
             spent += taker.take(plan.body_room - spent)
+    if want_recall and tail.spent:
+        spent -= recall.drop_shown()  # (nothing twice: the tail may have grown over recalled messages)
     pointers = PointersTier(view, frontier, raw, history.backlog, summaries=summaries, root=root, tail=tail)
     pointers.take(plan.body_room + plan.pointer_room + plan.backlog_room - spent)
 

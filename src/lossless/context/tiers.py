@@ -386,6 +386,20 @@ class RecallTier:
         self.spent = header + sum(p.tokens for p in self.pieces) if self.pieces else 0
         return self.spent
 
+    def drop_shown(self) -> int:
+        """Drop the pieces the tail now shows itself (it grew into the room recall left,
+        back over messages recall had placed): the tokens freed."""
+        if not self.pieces:
+            return 0
+        start, ids = self.tail.recall_from(self.fallback_from), self.tail.shown_ids()
+        kept = [p for p in self.pieces if p.item.first_seq < start and p.item.ref not in ids]
+        if len(kept) == len(self.pieces):
+            return 0
+        header = self.recalled.view.piece_cost(RECALL_HEADER)
+        before, self.pieces = self.spent, kept
+        self.spent = header + sum(p.tokens for p in kept) if kept else 0
+        return before - self.spent
+
     def shrink(self) -> bool:
         if not self.pieces:
             return False

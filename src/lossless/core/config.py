@@ -78,7 +78,7 @@ class Config:
     # recall
     vector_backend: str = "auto"  # "auto" (sqlite-vec if it loads, else numpy), "sqlite-vec", "numpy"
     fusion: str = "weighted"  # "weighted" (normalised score sum) or "rrf" (reciprocal rank)
-    vector_weight: float = 0.7  # the vector list's share in fusion
+    vector_weight: float = 0.5  # the vector list's share in fusion (as for memories and file chunks)
     recency_half_life_days: float | None = None  # decay older recall hits; None: off
     mmr_lambda: float | None = None  # diversify recall hits (1 = relevance only); None: off
     # recall's depth follows its room: it looks at as many matches as the room could hold
@@ -93,7 +93,7 @@ class Config:
     recall_whole_share: float = 0.2
     recall_item_share: float = 0.125
     recall_item_max_tokens: int = 160
-    recall_windows: bool = True  # recall QA-pair windows as well as single messages
+    recall_windows: bool = False  # recall QA-pair windows as well as single messages (their vectors are made either way)
     # what leaves the assembled context first (never the store): "summary" (the newest
     # raw messages, then summaries newest first, then the root), "selective" (raw messages
     # by importance and recency), "hierarchical" (newest summary whole, older ones as key
