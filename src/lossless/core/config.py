@@ -62,7 +62,7 @@ class Config:
     # question, then the newest messages; the prefix stays byte-identical between
     # compactions (provider prompt caches keep hitting) and the question keeps room
     cache_stable: bool = True
-    dynamic_share: float = 0.50
+    dynamic_share: float = 0.70  # as recall_share: the question gets as much room as in the budgeted layout
     tokenizer: str = "cl100k_base"
     max_message_bytes: int = 32 * 1024 * 1024
     max_compaction_passes: int = 10_000
