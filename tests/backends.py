@@ -333,6 +333,31 @@ def raw_query(target: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple
         conn.close()
 
 
+def tamper(target: str, sql: str, params: tuple[Any, ...] = ()) -> None:
+    """Run one write behind lossless's back with its immutability triggers off, as someone
+    who drops them (or a disk that corrupts a page) would: what ``verify`` must catch."""
+    if target.startswith(("postgresql://", "postgres://")):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn, conn.transaction():
+            conn.execute("SET LOCAL session_replication_role = replica")  # no triggers fire
+            conn.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
+        return
+    import apsw
+
+    conn = apsw.Connection(target)
+    try:
+        with conn:
+            triggers = [r[0] for r in conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger'")]
+            for (name,) in list(conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")):
+                conn.execute(f'DROP TRIGGER "{name}"')
+            conn.execute(sql, params)
+            for text in triggers:
+                conn.execute(text)
+    finally:
+        conn.close()
+
+
 # --- the suite's store mode (``pytest --store=postgres``) -----------------------------------
 
 STORE_MODES = ("sqlite", "postgres")
