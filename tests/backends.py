@@ -139,7 +139,7 @@ def pg_template(pg_server: str) -> Iterator[str]:
 
 
 # children before parents (foreign keys); tables a later migration adds are emptied last
-_EMPTY_ORDER = ("summary_sources", "memory_vectors", "vector_progress", "compaction_log", "compaction_leases",
+_EMPTY_ORDER = ("summary_sources", "summary_revisions", "tombstones", "compaction_timers", "memory_vectors", "vector_progress", "compaction_log", "compaction_leases",
                 "memory_flush", "recall_units", "recall_progress", "summaries", "messages", "memories", "settings",
                 "embedding_cache", "vector_indexes", "conversations", "file_chunks", "files", "file_vector_indexes",
                 "api_keys")
@@ -192,6 +192,8 @@ def _empty(url: str) -> None:
 
     with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
         conn.execute("SET LOCAL lock_timeout = '5s'")
+        # the immutability triggers (migration 12) refuse these deletes: off for this emptying
+        conn.execute("SET LOCAL session_replication_role = replica")
         versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
         if versions != [m[0] for m in pg_migrations.MIGRATIONS]:
             raise psycopg.DataError("a test changed the schema: start from a fresh clone")
@@ -327,6 +329,31 @@ def raw_query(target: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple
     conn = apsw.Connection(target)
     try:
         return [tuple(r) for r in conn.execute(sql, params)]
+    finally:
+        conn.close()
+
+
+def tamper(target: str, sql: str, params: tuple[Any, ...] = ()) -> None:
+    """Run one write behind lossless's back with its immutability triggers off, as someone
+    who drops them (or a disk that corrupts a page) would: what ``verify`` must catch."""
+    if target.startswith(("postgresql://", "postgres://")):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn, conn.transaction():
+            conn.execute("SET LOCAL session_replication_role = replica")  # no triggers fire
+            conn.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
+        return
+    import apsw
+
+    conn = apsw.Connection(target)
+    try:
+        with conn:
+            triggers = [r[0] for r in conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger'")]
+            for (name,) in list(conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")):
+                conn.execute(f'DROP TRIGGER "{name}"')
+            conn.execute(sql, params)
+            for text in triggers:
+                conn.execute(text)
     finally:
         conn.close()
 

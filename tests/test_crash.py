@@ -19,6 +19,8 @@ import pytest
 
 import lossless
 
+from .backends import tamper
+
 pytestmark = pytest.mark.sqlite_only(reason="the crash harness kills writers of one SQLite file and checks that file")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,9 +96,8 @@ def test_checker_sees_a_torn_batch(tmp_path: Path) -> None:
 def test_checker_sees_changed_content(tmp_path: Path) -> None:
     db = tmp_path / "changed.db"
     stored = _write_like_a_writer(db, [soak_harness.batch_for("s.0")])
-    mem = lossless.open(db, embedder=None)
-    with mem.store.transaction() as conn:  # simulate a torn write of the content column
-        conn.execute("UPDATE messages SET content = substr(content, 1, 10) WHERE seq = 1")
-    mem.close()
+    lossless.open(db, embedder=None).close()
+    # simulate a torn write of the content column (the immutability triggers dropped first)
+    tamper(str(db), "UPDATE messages SET content = substr(content, 1, 10) WHERE seq = 1")
     problems, _ = soak_harness.check_database(str(db), _acks(stored), resume=False)
     assert any("changed" in p for p in problems) and any("content hash" in p for p in problems)

@@ -26,6 +26,7 @@ from lossless.store.postgres.store import PostgresStore, split_schema
 from lossless.store.urls import redact_url, sqlite_path
 from lossless.testing import HashEmbedder
 
+from .backends import tamper
 from .conftest import T0, chat
 
 pytestmark = pytest.mark.postgres
@@ -76,8 +77,7 @@ def test_newer_schema_is_refused(pg_url: str) -> None:
 def test_verify_detects_tampering(pg_url: str) -> None:
     with lossless.open(pg_url) as mem:
         mem.conversation("t").add(role="user", content="original")
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("UPDATE messages SET content = 'tampered'")
+    tamper(pg_url, "UPDATE messages SET content = 'tampered'")  # with the triggers off
     with lossless.open(pg_url) as mem:
         assert any("content hash" in p for p in mem.verify())
 
@@ -217,8 +217,8 @@ def test_migrate_verification_catches_a_difference(tmp_path: Path, pg_url: str) 
         mem.conversation("v").add_many(chat(80))
         assert mem.wait_idle(60)
     assert copy_sqlite_to_postgres(str(path), pg_url).ok
+    tamper(pg_url, "UPDATE summaries SET content = content || ' (edited)' WHERE rowid = 1")
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("UPDATE summaries SET content = content || ' (edited)' WHERE rowid = 1")
         conn.execute("DELETE FROM compaction_log WHERE rowid = 1")
     problems = _copy_problems(path, pg_url)
     assert any(p.startswith("summaries: the rows differ") for p in problems)

@@ -14,7 +14,7 @@ from lossless.core.errors import MigrationError
 from lossless.store import migrations
 from lossless.store.sqlite.store import SQLiteStore
 
-from .backends import raw_query
+from .backends import tamper
 from .conftest import T0, StoreTarget, chat
 
 # PostgreSQL's migrations are tested in test_postgres.py
@@ -102,7 +102,7 @@ def test_messages_survive_reopen_byte_for_byte(backend_target: str) -> None:
 def test_verify_detects_tampering(store_target: StoreTarget) -> None:
     with lossless.open(store_target("t")) as mem:
         mem.conversation("t").add(role="user", content="original")
-    raw_query(store_target("t"), "UPDATE messages SET content = 'tampered'")
+    tamper(store_target("t"), "UPDATE messages SET content = 'tampered'")  # the triggers dropped first
     with lossless.open(store_target("t")) as mem:
         assert any("content hash" in p for p in mem.verify())
 

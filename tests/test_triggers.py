@@ -59,10 +59,15 @@ def test_message_count_trigger(store_target: StoreTarget, tmp_path: Path) -> Non
 
 
 def test_interval_trigger(store_target: StoreTarget, tmp_path: Path) -> None:
-    mem = lossless.open(store_target("i"), embedder=None, compact_interval_seconds=3600, fresh_tail_count=4)
+    mem = lossless.open(store_target("i"), embedder=None, compact_interval_seconds=3, fresh_tail_count=4)
     conv = mem.conversation("c")
-    # messages from yesterday: the interval since the first message has elapsed
+    # the interval counts on the store's clock, from when the conversation was stored: the
+    # messages' own times (from last year) do not make it overdue
     conv.add_many(chat(10, words=5))
+    assert mem.wait_idle(30)
+    assert conv.compaction_log() == []
+    time.sleep(3.1)
+    conv.add("user", "three seconds later")
     assert mem.wait_idle(30)
     log = conv.compaction_log()
     assert log and log[0]["reason"].startswith("interval elapsed")
@@ -70,6 +75,33 @@ def test_interval_trigger(store_target: StoreTarget, tmp_path: Path) -> None:
     conv.add("user", "one more")
     assert mem.wait_idle(30)
     assert len(conv.compaction_log()) == 1
+
+
+def test_seed_trigger_defaults() -> None:
+    """Seed 003: token count, 500 messages and one hour since the last compaction."""
+    cfg = lossless.Config()
+    assert (cfg.compact_after_messages, cfg.compact_interval_seconds) == (500, 3600.0)
+
+
+def test_worker_fires_the_interval_on_a_timer(store_target: StoreTarget) -> None:
+    """A conversation that got messages and went quiet is compacted by the worker once the
+    interval has passed, without another write."""
+    from datetime import UTC, datetime
+
+    mem = lossless.open(store_target("q"), embedder=None, context_window=128_000, compact_after_messages=None,
+                        compact_interval_seconds=2, fresh_tail_count=4, leaf_target_tokens=100)
+    conv = mem.conversation("quiet")
+    conv.add_many(chat(30, words=40, start=datetime.now(UTC)))  # written now: the interval runs from here
+    assert mem.wait_idle(30)
+    assert conv.compaction_log() == []  # under every trigger when the messages arrived
+    assert "quiet" in mem.backlog.timers()
+    deadline = time.monotonic() + 20
+    while not conv.compaction_log() and time.monotonic() < deadline:
+        time.sleep(0.2)  # no write: only the worker's timer can start it
+    log = conv.compaction_log()
+    assert log and log[0]["reason"].startswith("interval elapsed")
+    assert conv.summaries() and mem.verify() == []
+    mem.close()
 
 
 def test_manual_and_chat_command_triggers(store_target: StoreTarget, tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -16,6 +16,7 @@ from lossless.core.errors import StoreError, ValidationError
 from lossless.core.types import AssembledContext, ConversationInfo, GrepHit, Message, Summary
 from lossless.core.validate import NewMessage, validate_message
 from lossless.recall.dispatch import SearchMode
+from lossless.store.erase import Tombstone
 
 if TYPE_CHECKING:
     from lossless.agent.loop import TurnResult
@@ -156,6 +157,28 @@ class Conversation:
         ``manual``)."""
         return self.memory.compactor.compact(self.id, force=force, full=full, emergency=emergency, reason=reason,
                                              wait=self.memory.config.tool_wait_seconds)
+
+    def erase(self, messages: Sequence[str | int] | str | int | None = None, *, reason: str,
+              by: str) -> list[Tombstone]:
+        """Erase messages for privacy — the one way stored history changes. ``messages``:
+        message ids or seqs (None: every message of the conversation); ``reason`` and
+        ``by`` (who erases) are required and recorded in a tombstone per message with the
+        time. Each message keeps its id, seq, role and place and reads ``[erased]`` (its
+        tool calls keep their ids and names); in the same transaction the summaries over
+        it are rewritten without it (marked as fallbacks, for ``compact
+        --redo-fallbacks``), its keyword rows and the retrieval units, vectors and cached
+        embeddings that quoted it are replaced; then long-term memories distilled from it
+        are forgotten. ``verify()`` stays clean. Returns the tombstones, in seq order."""
+        from lossless.compaction.erase import erase_messages
+
+        return erase_messages(self.memory, self.id, messages, reason=reason, by=by,
+                              wait=max(30.0, self.memory.config.tool_wait_seconds))
+
+    def tombstones(self) -> list[Tombstone]:
+        """The erased messages of this conversation: who erased each, when and why."""
+        from lossless.store.erase import tombstones
+
+        return tombstones(self.memory.store, self.id)
 
     def redo_fallbacks(self, progress: Callable[[int, int], None] | None = None) -> RedoReport:
         """Write again, with the summarizer's model, the summaries its deterministic

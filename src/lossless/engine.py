@@ -19,7 +19,7 @@ from lossless.compaction.worker import Worker, WorkerStats
 from lossless.context import Assembler
 from lossless.conversation import Conversation
 from lossless.core.config import Config
-from lossless.core.errors import ValidationError
+from lossless.core.errors import NotFoundError, ValidationError
 from lossless.core.owners import live, new_owner, retire
 from lossless.core.tokens import TokenCounter, get_counter
 from lossless.core.types import ConversationInfo, GrepHit, Message
@@ -30,6 +30,7 @@ from lossless.recall.dispatch import SearchMode, run_search
 from lossless.recall.hybrid import Recaller
 from lossless.store.backlog import Backlog
 from lossless.store.base import SearchSpec, Store
+from lossless.store.erase import Tombstone
 from lossless.store.sqlite.store import SQLiteStore
 from lossless.store.urls import is_postgres_url, sqlite_path
 from lossless.summarize.base import GuardedSummarizer, Summarizer
@@ -197,6 +198,24 @@ class Memory:
         not pass them gets these instead of the built-in defaults."""
         Config.from_kwargs(**{**self.store.get_settings(), **values})  # validate first
         self.store.set_settings(values)
+
+    def erase_conversation(self, conversation_id: str, *, reason: str, by: str) -> list[Tombstone]:
+        """Erase every message of a conversation for privacy (see
+        :meth:`lossless.Conversation.erase`); the tombstones, in seq order."""
+        return self._stored_conversation(conversation_id).erase(None, reason=reason, by=by)
+
+    def erase_message(self, message_id: str, *, reason: str, by: str) -> Tombstone:
+        """Erase one message, found by its id, for privacy (see
+        :meth:`lossless.Conversation.erase`); its tombstone."""
+        found = self.store.get_message(message_id)
+        return self._stored_conversation(found.conversation_id).erase([message_id], reason=reason, by=by)[0]
+
+    def _stored_conversation(self, conversation_id: str) -> Conversation:
+        """A stored conversation's handle (NotFoundError if there is none)."""
+        conv = self.get_conversation(conversation_id)
+        if conv is None:
+            raise NotFoundError(f"no conversation {conversation_id!r}")
+        return conv
 
     def verify(self, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
         """Re-check hashes and DAG invariants; returns the problems found (none: []).

@@ -20,7 +20,7 @@ from lossless.core.owners import holder_is_dead, live, new_owner, retire
 from lossless.core.render import message_text
 from lossless.core.tokens import TokenCounter
 from lossless.core.types import Message, SourceRef, Summary
-from lossless.core.validate import check_text
+from lossless.core.validate import check_text, timestamp
 from lossless.store.base import NewSummary, RevisedSummary, Store
 from lossless.summarize.base import (
     GuardedSummarizer,
@@ -367,11 +367,20 @@ class Compactor:
         if cfg.compact_after_messages is not None and raw > cfg.compact_after_messages:
             return f"message count over limit ({raw} raw > {cfg.compact_after_messages})"
         if cfg.compact_interval_seconds is not None and raw > cfg.fresh_tail_count:
-            log = self.store.compaction_log(conversation_id, 1)
-            since = log[0]["finished_ts"] if log else self.store.first_message_ts(conversation_id)
+            since = self.interval_since(conversation_id)
             if since is not None and time.time() - since > cfg.compact_interval_seconds:
                 return f"interval elapsed ({time.time() - since:.0f} s > {cfg.compact_interval_seconds:g} s)"
         return None
+
+    def interval_since(self, conversation_id: str) -> float | None:
+        """Where ``compact_interval_seconds`` counts from, on the store's clock: the end of
+        the last compaction, else when the conversation was first stored (not its first
+        message's time: imported history from last year is not an hour overdue)."""
+        log = self.store.compaction_log(conversation_id, 1)
+        if log:
+            return float(log[0]["finished_ts"])
+        info = self.store.get_conversation(conversation_id)
+        return timestamp(info.created_at) if info is not None else None
 
     def state(self, conversation_id: str) -> Literal["ACTIVE", "COMPACTING"]:
         """``COMPACTING`` while any thread or process holds the conversation's lease."""

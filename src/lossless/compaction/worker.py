@@ -337,8 +337,30 @@ class Worker:
             if self.backlog.finish(claim, owner):
                 with self.stats.lock:
                     self.stats.finished += 1
+                self._arm_interval(cid)
         else:  # "more" (the turn ran out): back of the line; "busy" (compacted elsewhere): a pause first
             self.backlog.release(cid, owner, delay=self.poll_seconds if outcome == "busy" else 0.0)
+
+    def _arm_interval(self, cid: str) -> None:
+        """A conversation left with raw messages past its fresh tail is queued again when
+        ``compact_interval_seconds`` since its last compaction (or since it was first
+        stored) has passed, so it is compacted if it stays quiet; not sooner than one interval from
+        now if that moment is past (the trigger did not fire: e.g. too little to summarize)."""
+        cfg = self.engine.config
+        if cfg.compact_interval_seconds is None or not cfg.auto_compact:
+            return
+        store = self.engine.store
+        try:
+            if store.last_seq(cid) - store.covered_seq(cid) <= cfg.fresh_tail_count:
+                return
+            since = self.engine.compactor.interval_since(cid)
+            now = time.time()
+            due = (since or now) + cfg.compact_interval_seconds
+            self.backlog.arm_timer(cid, due if due > now else now + cfg.compact_interval_seconds)
+        except Exception as exc:  # a timer is a convenience: the next message checks the trigger too
+            if _closed(exc):
+                raise
+            log.debug("lossless: worker: %s: arming the interval timer failed: %s", cid, exc)
 
     def serve(self, conversation_id: str, *, owner: str, stop: threading.Event | None = None,
               started: float | None = None, forced: str | None = None) -> str:

@@ -39,10 +39,12 @@ class Config:
     # write that triggered it, and vectors made by the first query that needs them), or
     # "deferred" (queued for a `lossless worker` process, or for Memory.wait_idle())
     compaction: str = "background"
-    # more triggers (None: off) and a cooldown after an automatic compaction that could
-    # not get under the trigger, so it does not retry on every message
-    compact_after_messages: int | None = None
-    compact_interval_seconds: float | None = None
+    # more triggers (seed 003: 500 messages, one hour since the last compaction; None: off)
+    # and a cooldown after an automatic compaction that could not get under the trigger, so
+    # it does not retry on every message. The interval is also checked by the worker on a
+    # timer, so a conversation that went quiet is compacted without a new message.
+    compact_after_messages: int | None = 500
+    compact_interval_seconds: float | None = 3600.0
     compaction_cooldown_seconds: float = 30.0
     chat_commands: bool = True  # a user message "/compact" compacts the conversation
     tool_wait_seconds: float = 10.0  # agent tools wait this long for a running compaction

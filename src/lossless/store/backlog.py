@@ -85,6 +85,7 @@ class Backlog:
         lock = " FOR UPDATE OF b SKIP LOCKED" if self.runner.dialect == "postgresql" else ""
         claims: list[Claim] = []
         with self.runner.transaction() as conn:
+            _fire_timers(conn, now)
             rows = conn.execute(
                 f"SELECT b.conversation_id, c.last_seq, b.queued_ts, b.attempts, b.owner, b.claimed_until, "
                 f"b.force_reason FROM backlog b JOIN conversations c ON c.id = b.conversation_id "
@@ -99,6 +100,17 @@ class Backlog:
                              (owner, now + lease_seconds, cid))
                 claims.append(Claim(cid, int(seq), float(queued), int(attempts), forced))
         return claims
+
+    def arm_timer(self, conversation_id: str, due_ts: float) -> None:
+        """Queue the conversation again at ``due_ts`` (its interval trigger is then due),
+        without a new message: a worker's claim moves due timers into the backlog."""
+        self.runner.query("INSERT INTO compaction_timers (conversation_id, due_ts) VALUES (?, ?) "
+                          "ON CONFLICT (conversation_id) DO UPDATE SET due_ts = excluded.due_ts",
+                          (conversation_id, due_ts))
+
+    def timers(self) -> dict[str, float]:
+        """The armed interval timers: conversation id -> when it is due (Unix seconds)."""
+        return {c: float(t) for c, t in self.runner.query("SELECT conversation_id, due_ts FROM compaction_timers")}
 
     def force(self, conversation_id: str, reason: str) -> None:
         """Ask the worker for a compaction of everything outside the fresh tail, trigger
@@ -266,3 +278,14 @@ class Backlog:
         return {"queued_seq": int(seq), "queued_seconds": round(time.time() - float(queued), 1),
                 "in_progress": bool(owner) and float(until) >= time.time(), "attempts": int(attempts),
                 "last_error": error}
+
+
+def _fire_timers(conn: Any, now: float, limit: int = 100) -> None:
+    """Move the interval timers that are due into the backlog (inside a claim's
+    transaction): one index range on ``compaction_timers_due``, empty on most polls."""
+    due = conn.execute("SELECT t.conversation_id, c.last_seq FROM compaction_timers t JOIN conversations c "
+                       "ON c.id = t.conversation_id WHERE t.due_ts <= ? ORDER BY t.due_ts LIMIT ?",
+                       (now, limit)).fetchall()
+    for cid, seq in due:
+        conn.execute(QUEUE_SQL, (cid, int(seq), now, now))
+        conn.execute("DELETE FROM compaction_timers WHERE conversation_id = ? AND due_ts <= ?", (cid, now))

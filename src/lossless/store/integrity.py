@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lossless.core.dag import StoredNode, verify
+from lossless.core.erasure import ERASED
 from lossless.core.types import SourceRef
 from lossless.store.rows import VERIFY_MESSAGE_COLUMNS, stored_message_from_row
 
@@ -39,4 +40,10 @@ def verify_conversations(query: Query, conversation_id: str | None = None) -> li
         ):
             sources.setdefault(sid, []).append(SourceRef(kind=kind, id=source))
         problems += verify(cid, last, messages, nodes, sources)
+        # an erased message reads ERASED and hashes as its tombstone says (the tombstone
+        # is the audit record of the one change a message may undergo)
+        problems += [f"{cid}: message #{seq} has a tombstone but is not erased as it records"
+                     for (seq,) in query("SELECT t.seq FROM tombstones t JOIN messages m ON m.id = t.message_id "
+                                         "WHERE t.conversation_id = ? AND (m.content IS NULL OR m.content <> ? "
+                                         "OR m.content_hash <> t.content_hash) ORDER BY t.seq", (cid, ERASED))]
     return problems

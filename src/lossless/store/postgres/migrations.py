@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+from lossless.core.erasure import ERASED
 from lossless.core.errors import MigrationError
 from lossless.store import migrator
 from lossless.store.migrator import Migration
@@ -468,6 +469,132 @@ def _keyword_forms(conn: Any) -> None:
     from lossless.store.reindex import reindex_postgres
 
     reindex_postgres(conn)
+
+
+@migration(12, "immutability")
+def _immutability(conn: Any) -> None:
+    # As SQLite's migration 11: the database refuses to alter history; the one way to change
+    # a message's text is lossless.store.erase, which first writes the tombstone looked for.
+    conn.execute(
+        """
+        CREATE TABLE tombstones (
+            id TEXT COLLATE "C" PRIMARY KEY,
+            conversation_id TEXT COLLATE "C" NOT NULL REFERENCES conversations(id),
+            message_id TEXT COLLATE "C" NOT NULL UNIQUE REFERENCES messages(id),
+            seq BIGINT NOT NULL,
+            reason TEXT NOT NULL CHECK (length(reason) > 0),
+            erased_by TEXT NOT NULL CHECK (length(erased_by) > 0),
+            erased_at TEXT COLLATE "C" NOT NULL,
+            content_hash TEXT NOT NULL
+        );
+        CREATE INDEX tombstones_span ON tombstones (conversation_id, seq);
+        """
+    )
+    schema = conn.execute("SELECT current_schema()").fetchone()[0]
+    conn.execute(_guards(f'"{schema}"'))
+
+
+def _guards(schema: str) -> str:
+    """The trigger functions of migration 12. Tables are named with their schema: a
+    trigger runs under the search_path of whoever writes, which may name another."""
+    msg = "lossless: messages are immutable (erase one with lossless erase / conv.erase())"
+    fixed = ", ".join(("rowid", "id", "conversation_id", "seq", "role", "name", "tool_call_id", "created_at",
+                       "created_ts", "metadata", "external_id"))
+    text = ", ".join(("content", "content_is_json", "tool_calls", "content_hash"))
+    span = ", ".join(("rowid", "id", "conversation_id", "depth", "first_seq", "last_seq", "earliest_at", "latest_at",
+                      "earliest_ts", "latest_ts", "descendant_count", "source_token_count", "created_at"))
+
+    def row(cols: str, which: str) -> str:
+        return "ROW(" + ", ".join(f"{which}.{c.strip()}" for c in cols.split(",")) + ")"
+
+    erased_in_span = (f"EXISTS (SELECT 1 FROM {schema}.tombstones t WHERE t.conversation_id = OLD.conversation_id "
+                      "AND t.seq BETWEEN OLD.first_seq AND OLD.last_seq)")
+    return f"""
+        CREATE FUNCTION {schema}.lossless_messages_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP <> 'UPDATE' THEN
+                RAISE EXCEPTION '{msg}' USING ERRCODE = 'restrict_violation';
+            END IF;
+            -- only the search vector may be recomputed (store/reindex.py); the text only by erase
+            IF {row(fixed, 'NEW')} IS DISTINCT FROM {row(fixed, 'OLD')}
+               OR ({row(text, 'NEW')} IS DISTINCT FROM {row(text, 'OLD')}
+                   AND NOT (NEW.content = '{ERASED}' AND NEW.content_is_json = 0 AND EXISTS (
+                       SELECT 1 FROM {schema}.tombstones t
+                       WHERE t.message_id = OLD.id AND t.content_hash = NEW.content_hash))) THEN
+                RAISE EXCEPTION '{msg}' USING ERRCODE = 'restrict_violation';
+            END IF;
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER messages_immutable BEFORE UPDATE OR DELETE ON {schema}.messages
+            FOR EACH ROW EXECUTE FUNCTION {schema}.lossless_messages_guard();
+
+        CREATE FUNCTION {schema}.lossless_summaries_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP <> 'UPDATE' THEN
+                RAISE EXCEPTION 'lossless: summaries are never deleted' USING ERRCODE = 'restrict_violation';
+            END IF;
+            IF {row(span, 'NEW')} IS DISTINCT FROM {row(span, 'OLD')}
+               OR (OLD.parent_id IS NOT NULL AND NEW.parent_id IS DISTINCT FROM OLD.parent_id) THEN
+                RAISE EXCEPTION 'lossless: a summary''s span and parent are immutable'
+                    USING ERRCODE = 'restrict_violation';
+            END IF;
+            IF NEW.content IS DISTINCT FROM OLD.content
+               AND NOT EXISTS (SELECT 1 FROM {schema}.summary_revisions r
+                               WHERE r.summary_id = OLD.id AND r.content = OLD.content)
+               AND NOT {erased_in_span} THEN
+                RAISE EXCEPTION 'lossless: a summary''s text changes only by revise_summary or erase'
+                    USING ERRCODE = 'restrict_violation';
+            END IF;
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER summaries_immutable BEFORE UPDATE OR DELETE ON {schema}.summaries
+            FOR EACH ROW EXECUTE FUNCTION {schema}.lossless_summaries_guard();
+
+        -- an erase drops the earlier texts of the summaries over it (they may quote it)
+        CREATE FUNCTION {schema}.lossless_revisions_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'DELETE' AND EXISTS (
+                SELECT 1 FROM {schema}.summaries s JOIN {schema}.tombstones t ON t.conversation_id = s.conversation_id
+                AND t.seq BETWEEN s.first_seq AND s.last_seq WHERE s.id = OLD.summary_id) THEN
+                RETURN OLD;
+            END IF;
+            RAISE EXCEPTION 'lossless: % rows are immutable', TG_TABLE_NAME USING ERRCODE = 'restrict_violation';
+        END $$;
+        CREATE TRIGGER summary_revisions_immutable BEFORE UPDATE OR DELETE ON {schema}.summary_revisions
+            FOR EACH ROW EXECUTE FUNCTION {schema}.lossless_revisions_guard();
+
+        CREATE FUNCTION {schema}.lossless_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            RAISE EXCEPTION 'lossless: % rows are immutable', TG_TABLE_NAME USING ERRCODE = 'restrict_violation';
+        END $$;
+        CREATE TRIGGER summary_sources_immutable BEFORE UPDATE OR DELETE ON {schema}.summary_sources
+            FOR EACH ROW EXECUTE FUNCTION {schema}.lossless_append_only();
+        CREATE TRIGGER tombstones_immutable BEFORE UPDATE OR DELETE ON {schema}.tombstones
+            FOR EACH ROW EXECUTE FUNCTION {schema}.lossless_append_only();
+        -- TRUNCATE fires no row trigger
+        CREATE TRIGGER messages_no_truncate BEFORE TRUNCATE ON {schema}.messages
+            FOR EACH STATEMENT EXECUTE FUNCTION {schema}.lossless_append_only();
+        CREATE TRIGGER summaries_no_truncate BEFORE TRUNCATE ON {schema}.summaries
+            FOR EACH STATEMENT EXECUTE FUNCTION {schema}.lossless_append_only();
+        CREATE TRIGGER summary_sources_no_truncate BEFORE TRUNCATE ON {schema}.summary_sources
+            FOR EACH STATEMENT EXECUTE FUNCTION {schema}.lossless_append_only();
+        CREATE TRIGGER tombstones_no_truncate BEFORE TRUNCATE ON {schema}.tombstones
+            FOR EACH STATEMENT EXECUTE FUNCTION {schema}.lossless_append_only();
+        """
+
+
+@migration(13, "compaction_timers")
+def _compaction_timers(conn: Any) -> None:
+    conn.execute(
+        """
+        -- As SQLite's migration 12: when a quiet conversation's interval trigger is due.
+        CREATE TABLE compaction_timers (
+            conversation_id TEXT COLLATE "C" PRIMARY KEY REFERENCES conversations(id),
+            due_ts DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX compaction_timers_due ON compaction_timers (due_ts);
+        """
+    )
 
 
 def _lock(conn: Any) -> None:

@@ -64,6 +64,11 @@ class PostgresRecall:
 
     # -- units ----------------------------------------------------------------------------
 
+    def forget_conversation(self, conversation_id: str) -> None:
+        """Drop the cached unit counts of a conversation (after an erase replaced units)."""
+        for key in [k for k in self._counts if k[1] == conversation_id]:
+            self._counts.pop(key, None)
+
     def progress(self, conversation_id: str) -> tuple[int, int]:
         rows = self.store._query(
             "SELECT message_seq, window_seq FROM recall_progress WHERE conversation_id = %s", (conversation_id,)

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+from lossless.core.erasure import ERASED
 from lossless.store import migrator
 from lossless.store.migrator import Migration
 
@@ -481,6 +482,102 @@ def _keyword_forms(conn: Any) -> None:
     from lossless.store.reindex import reindex_sqlite
 
     reindex_sqlite(conn)
+
+
+@migration(11, "immutability")
+def _immutability(conn: Any) -> None:
+    # The database itself refuses to alter history (issue 20, seed 000): triggers, so a raw
+    # UPDATE or DELETE fails however it is sent; the one way to change a message's text is
+    # lossless.store.erase, which first writes the tombstone the trigger looks for.
+    conn.execute(
+        f"""
+        -- Who erased which message, when and why. The message keeps its id, seq and place
+        -- and shows ERASED; its original hash is not kept (a hash of a short text can be
+        -- guessed back), content_hash is the hash of the message as erased.
+        CREATE TABLE tombstones (
+            id TEXT PRIMARY KEY,  -- tomb_ + 20 hex
+            conversation_id TEXT NOT NULL REFERENCES conversations(id),
+            message_id TEXT NOT NULL UNIQUE REFERENCES messages(id),
+            seq INTEGER NOT NULL,
+            reason TEXT NOT NULL CHECK (length(reason) > 0),
+            erased_by TEXT NOT NULL CHECK (length(erased_by) > 0),
+            erased_at TEXT NOT NULL,
+            content_hash TEXT NOT NULL
+        ) WITHOUT ROWID;
+        -- the summary triggers ask "is a message of this span erased?": an index range
+        CREATE INDEX tombstones_span ON tombstones (conversation_id, seq);
+        {_guards()}
+        """
+    )
+
+
+def _guards() -> str:
+    """The triggers of migration 11: messages, summary spans and edges, tombstones."""
+    msg = "lossless: messages are immutable (erase one with lossless erase / conv.erase())"
+    fixed = " OR ".join(f"NEW.{c} IS NOT OLD.{c}" for c in (
+        "rowid", "id", "conversation_id", "seq", "role", "name", "tool_call_id", "created_at", "created_ts",
+        "metadata", "external_id"))
+    text = " OR ".join(f"NEW.{c} IS NOT OLD.{c}" for c in (
+        "content", "content_is_json", "tool_calls", "content_hash"))
+    span = " OR ".join(f"NEW.{c} IS NOT OLD.{c}" for c in (
+        "rowid", "id", "conversation_id", "depth", "first_seq", "last_seq", "earliest_at", "latest_at", "earliest_ts",
+        "latest_ts", "descendant_count", "source_token_count", "created_at"))
+    erased_in_span = ("EXISTS (SELECT 1 FROM tombstones t WHERE t.conversation_id = OLD.conversation_id "
+                      "AND t.seq BETWEEN OLD.first_seq AND OLD.last_seq)")
+    return f"""
+        CREATE TRIGGER messages_no_delete BEFORE DELETE ON messages
+        BEGIN SELECT RAISE(ABORT, '{msg}'); END;
+        -- Only the erase may change the text, and only to the marker its tombstone names.
+        CREATE TRIGGER messages_immutable BEFORE UPDATE ON messages
+        WHEN {fixed} OR (({text}) AND NOT (NEW.content = '{ERASED}' AND NEW.content_is_json = 0
+            AND EXISTS (SELECT 1 FROM tombstones t WHERE t.message_id = OLD.id AND t.content_hash = NEW.content_hash)))
+        BEGIN SELECT RAISE(ABORT, '{msg}'); END;
+
+        CREATE TRIGGER summaries_no_delete BEFORE DELETE ON summaries
+        BEGIN SELECT RAISE(ABORT, 'lossless: summaries are never deleted'); END;
+        -- A summary's span never changes; its parent is set once (when it is condensed).
+        CREATE TRIGGER summaries_span BEFORE UPDATE ON summaries
+        WHEN {span} OR (OLD.parent_id IS NOT NULL AND NEW.parent_id IS NOT OLD.parent_id)
+        BEGIN SELECT RAISE(ABORT, 'lossless: a summary''s span and parent are immutable'); END;
+        -- Its text changes when it is redone (the old text kept in summary_revisions first)
+        -- or when a message it covers is erased.
+        CREATE TRIGGER summaries_text BEFORE UPDATE OF content ON summaries
+        WHEN NEW.content IS NOT OLD.content
+            AND NOT EXISTS (SELECT 1 FROM summary_revisions r WHERE r.summary_id = OLD.id AND r.content = OLD.content)
+            AND NOT {erased_in_span}
+        BEGIN SELECT RAISE(ABORT, 'lossless: a summary''s text changes only by revise_summary or erase'); END;
+        CREATE TRIGGER summary_sources_no_update BEFORE UPDATE ON summary_sources
+        BEGIN SELECT RAISE(ABORT, 'lossless: summary sources are immutable'); END;
+        CREATE TRIGGER summary_sources_no_delete BEFORE DELETE ON summary_sources
+        BEGIN SELECT RAISE(ABORT, 'lossless: summary sources are immutable'); END;
+        CREATE TRIGGER summary_revisions_no_update BEFORE UPDATE ON summary_revisions
+        BEGIN SELECT RAISE(ABORT, 'lossless: summary revisions are immutable'); END;
+        -- an erase drops the earlier texts of the summaries over it (they may quote it)
+        CREATE TRIGGER summary_revisions_no_delete BEFORE DELETE ON summary_revisions
+        WHEN NOT EXISTS (SELECT 1 FROM summaries s WHERE s.id = OLD.summary_id AND EXISTS (
+            SELECT 1 FROM tombstones t WHERE t.conversation_id = s.conversation_id
+            AND t.seq BETWEEN s.first_seq AND s.last_seq))
+        BEGIN SELECT RAISE(ABORT, 'lossless: summary revisions are immutable'); END;
+        CREATE TRIGGER tombstones_no_update BEFORE UPDATE ON tombstones
+        BEGIN SELECT RAISE(ABORT, 'lossless: tombstones are immutable'); END;
+        CREATE TRIGGER tombstones_no_delete BEFORE DELETE ON tombstones
+        BEGIN SELECT RAISE(ABORT, 'lossless: tombstones are immutable'); END;
+    """
+
+
+@migration(12, "compaction_timers")
+def _compaction_timers(conn: Any) -> None:
+    conn.execute(
+        """
+        -- When a quiet conversation's interval trigger is due (compact_interval_seconds): a
+        -- worker's claim moves the due rows into the backlog, one index range per poll.
+        CREATE TABLE compaction_timers (
+            conversation_id TEXT PRIMARY KEY REFERENCES conversations(id),
+            due_ts REAL NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX compaction_timers_due ON compaction_timers (due_ts);
+        """
+    )
 
 
 def _ensure_table(conn: Any) -> None:

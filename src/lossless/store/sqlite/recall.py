@@ -106,6 +106,15 @@ class SQLiteRecall:
         self._matrix_bytes = 0
         self._lock = threading.Lock()
 
+    def forget_conversation(self, conversation_id: str) -> None:
+        """Drop what this process holds in memory of a conversation's vectors (after an
+        erase replaced some of its units): read again on the next query."""
+        with self._lock:
+            for key in [k for k in self._matrices if k[1] == conversation_id]:
+                self._matrix_bytes -= self._matrices.pop(key).nbytes
+            for key in [k for k in self._counts if k[1] == conversation_id]:
+                del self._counts[key]
+
     # -- units ----------------------------------------------------------------------------
 
     def progress(self, conversation_id: str) -> tuple[int, int]:
