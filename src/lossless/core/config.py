@@ -45,7 +45,7 @@ class Config:
     compact_interval_seconds: float | None = None
     compaction_cooldown_seconds: float = 30.0
     chat_commands: bool = True  # a user message "/compact" compacts the conversation
-    tool_wait_seconds: float = 10.0  # agent tools wait this long for a running compaction
+    tool_wait_seconds: float = 10.0  # tool calls (lossless's and yours in conv.turn) wait this long for a running compaction
     # long-term memory: distil durable items (decisions, preferences, errors, …) into
     # memory records before compaction summarizes their messages; show the records that
     # match the query (same user/agent scope) in assembly, within this share of recall
