@@ -67,6 +67,9 @@ TABLES: dict[str, tuple[str, ...]] = {
                  "errors"),
     "memory_vectors": ("memory_rowid", "provider", "model", "dim", "text_sha256", "vector"),
     "memory_flush": ("conversation_id", "last_seq"),
+    "task_bounds": ("conversation_id", "ended_seq"),
+    "forgotten_memories": ("rowid", "memory_id", "kind", "content", "user_id", "agent_id", "reason", "record",
+                           "forgotten_at", "forgotten_ts"),
     "compaction_log": ("rowid", "conversation_id", "reason", "started_ts", "finished_ts", "tokens_before",
                        "tokens_after", "leaves", "condensed", "skipped", "owner"),
     # the work still owed comes along (not who was on it: a claim belongs to a process)
@@ -82,7 +85,8 @@ TABLES: dict[str, tuple[str, ...]] = {
 }
 # written to PostgreSQL with a search document computed from the row (see _document)
 _INDEXED = {"messages", "summaries", "memories"}
-_IDENTITY = ("messages", "summaries", "recall_units", "memories", "compaction_log", "files", "file_chunks")
+_IDENTITY = ("messages", "summaries", "recall_units", "memories", "compaction_log", "files", "file_chunks",
+             "forgotten_memories")
 _BATCH = 2000
 # the units a SQLite vector index holds for one conversation, with their cached vectors
 _INDEXED_UNITS = ("SELECT u.rowid, u.kind, c.vector FROM recall_units u JOIN embedding_cache c ON c.provider = ? "
