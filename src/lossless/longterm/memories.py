@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 from lossless.core.errors import NotFoundError, QueryError, ValidationError
 from lossless.core.validate import timestamp
 from lossless.longterm import extract as rules
+from lossless.longterm import forgetting
 from lossless.longterm.backend import memory_backend
 from lossless.longterm.records import DEFAULT_IMPORTANCE, SCOPES, MemoryRecord, Scope, search_text
 from lossless.longterm.relevance import relevance_boost
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from lossless.core.tokens import TokenCounter
     from lossless.core.types import Message
     from lossless.embed.base import Embedder
+    from lossless.longterm.forgetting import ForgetPolicy, Forgotten
     from lossless.store.base import Store
     from lossless.summarize.base import Summarizer
 
@@ -153,6 +155,12 @@ class Memories:
             return {}
         rows = self._rows(f"m.rowid IN ({','.join('?' * len(rowids))})", list(rowids))
         return {r[0]: r for r in rows}
+
+    def _rows_in(self, conn: Any, rowids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+        """The rows with these rowids, read in ``conn``'s transaction."""
+        marks = ",".join("?" * len(rowids))
+        return {r[0]: tuple(r) for r in conn.execute(f"SELECT {_COLS} FROM memories m WHERE m.rowid IN ({marks})",
+                                                       list(rowids))}
 
     def get(self, memory_id: str) -> MemoryRecord:
         """The record with this id (reading it does not count as a use)."""
@@ -579,6 +587,20 @@ class Memories:
 
     def _vacuum(self) -> None:
         self.db.vacuum()
+
+    def apply_policy(self, policy: ForgetPolicy, *, dry_run: bool = False) -> list[Forgotten]:
+        """Forget what the forgetting ``policy`` says (capacity per owner, age since last
+        use, importance floor), each record logged with its reason and restorable; with
+        ``dry_run`` only report. See :mod:`lossless.longterm.forgetting`."""
+        return forgetting.apply_policy(self, policy, dry_run=dry_run)
+
+    def forgotten(self, limit: int = 100, offset: int = 0) -> list[Forgotten]:
+        """What the forgetting policy removed, newest first, with why and when."""
+        return forgetting.forgotten(self, limit, offset)
+
+    def restore(self, memory_id: str) -> MemoryRecord:
+        """Put back a record the forgetting policy removed (same id and fields)."""
+        return forgetting.restore(self, memory_id)
 
     # -- distilling -----------------------------------------------------------------------
 
