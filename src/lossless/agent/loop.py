@@ -14,7 +14,9 @@ memory tools ``lcm_grep`` / ``lcm_describe`` / ``lcm_expand``) for at most
 are stored in one transaction, and compaction runs if a trigger fired (in a background
 thread when ``background_compaction`` with ``compaction="inline"``; by default the worker
 does it); (5) with ``end_task`` the session's durable items
-are distilled into long-term memory. A context-length error from the provider compacts
+are distilled into long-term memory and the task's record is written (seed 003's task-level
+memory, :mod:`lossless.longterm.tasks`). While a compaction of the conversation runs, tool
+calls wait for it (``tool_wait_seconds``), then answer :data:`COMPACTING_RESULT`. A context-length error from the provider compacts
 harder and retries (see :mod:`lossless.agent.emergency`). A turn that fails stores nothing: the
 conversation is as it was before it.
 """
