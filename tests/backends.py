@@ -139,8 +139,9 @@ def pg_template(pg_server: str) -> Iterator[str]:
 
 
 # children before parents (foreign keys); tables a later migration adds are emptied last
-_EMPTY_ORDER = ("summary_sources", "summary_revisions", "tombstones", "compaction_timers", "memory_vectors", "vector_progress", "compaction_log", "compaction_leases",
-                "memory_flush", "recall_units", "recall_progress", "summaries", "messages", "memories", "settings",
+_EMPTY_ORDER = ("summary_sources", "summary_revisions", "tombstones", "compaction_timers", "memory_vectors",
+                "vector_progress", "compaction_log", "compaction_leases", "memory_flush", "task_bounds",
+                "forgotten_memories", "recall_units", "recall_progress", "summaries", "messages", "memories", "settings",
                 "embedding_cache", "vector_indexes", "conversations", "file_chunks", "files", "file_vector_indexes",
                 "api_keys")
 _KEPT = ("schema_migrations", "files_generation")  # rows a migration wrote: kept (the counter's value is immaterial)

@@ -210,16 +210,18 @@ class Conversation:
         return await arun_turn(self, user_message, call, **options)
 
     def end(self, *, use_summarizer: bool = True) -> list[MemoryRecord]:
-        """Close the session: distil the messages not distilled yet into long-term memory
-        records of this conversation's user/agent scope (its metadata ``user`` / ``agent``)
-        and return them. With an LLM summarizer configured it writes the records (unless
+        """Close the session (and its current task): distil the messages not distilled yet
+        into long-term memory records of this conversation's user/agent scope (its metadata
+        ``user`` / ``agent``), write the task's record (type, status, result, patterns,
+        errors; merged into the record an earlier write of the same task made, see
+        :mod:`lossless.longterm.tasks`) and return them. With an LLM summarizer configured it writes the records (unless
         ``use_summarizer`` is False), else the extractive rules do; the conversation itself
         stays as it is and can go on."""
         from lossless.summarize.extractive import ExtractiveSummarizer
 
         summarizer = self.memory.summarizer
         llm = use_summarizer and not isinstance(summarizer, ExtractiveSummarizer)
-        return self.memory.distill(self.id, summarizer=summarizer if llm else None)
+        return self.memory.distill(self.id, summarizer=summarizer if llm else None, end_task=True)
 
     close_session = end
 

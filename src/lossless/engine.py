@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -116,19 +117,48 @@ class Memory:
         return (str(user) if user is not None else None, str(agent) if agent is not None else None)
 
     def distill(self, conversation_id: str, upto_seq: int | None = None,
-                summarizer: Summarizer | None = None) -> list[MemoryRecord]:
+                summarizer: Summarizer | None = None, *, end_task: bool = False) -> list[MemoryRecord]:
         """Distil the conversation's messages not distilled yet (up to ``upto_seq``) into
-        long-term records of its user/agent scope. A conversation with neither is not
+        long-term records of its user/agent scope, and write (or merge into) the record
+        of its current task (:mod:`lossless.longterm.tasks`): ``in_progress``, or with
+        ``end_task`` ended (``completed`` unless a model says otherwise), the next
+        task then beginning after it. A conversation with neither user nor agent is not
         distilled: its records would be global, seen by every other conversation."""
         user, agent = self.scope_of(conversation_id)
         start = self.store.flushed_seq(conversation_id) + 1
         last = self.store.last_seq(conversation_id) if upto_seq is None else upto_seq
-        if (user is None and agent is None) or last < start:
+        if user is None and agent is None:
             return []
-        records = self.memories.distill(self.store.get_messages(conversation_id, start, last), user=user, agent=agent,
-                                        conversation_id=conversation_id, summarizer=summarizer)
-        self.store.set_flushed_seq(conversation_id, last)
-        return records
+        records: list[MemoryRecord] = []
+        if last >= start:
+            records = self.memories.distill(self.store.get_messages(conversation_id, start, last), user=user,
+                                            agent=agent, conversation_id=conversation_id, summarizer=summarizer)
+        task = self._write_task(conversation_id, start, last, user, agent, summarizer if end_task else None,
+                                end_task)
+        if last >= start:
+            self.store.set_flushed_seq(conversation_id, last)
+        return [*records, *([task] if task is not None else [])]
+
+    def _write_task(self, cid: str, start: int, last: int, user: str | None, agent: str | None,
+                    summarizer: Summarizer | None, ended: bool) -> MemoryRecord | None:
+        """The task record for the current task's messages up to ``last``: on its end all of
+        them (the type comes from its first request), before that those not written yet."""
+        from lossless.longterm import tasks
+
+        first = self.memories.task_start(cid)
+        if last < first or (not ended and last < start):
+            return None
+        msgs = self.store.get_messages(cid, first if ended else max(first, start), last)
+        draft = tasks.draft(msgs, "completed" if ended else "in_progress")
+        if draft is None:
+            return None
+        draft = replace(draft, first_seq=first)  # the task's id is its first seq, whatever this write saw
+        if summarizer is not None:
+            draft = tasks.llm_draft(msgs, draft, summarizer, self.counter, cid)
+        record = self.memories.record_task(draft, conversation_id=cid, user=user, agent=agent)
+        if ended:
+            self.memories.end_task_at(cid, last)
+        return record
 
     def _flush(self, conversation_id: str, chunk: list[Message]) -> None:
         """Before compaction summarizes ``chunk``: keep its durable items as records."""

@@ -14,7 +14,9 @@ memory tools ``lcm_grep`` / ``lcm_describe`` / ``lcm_expand``) for at most
 are stored in one transaction, and compaction runs if a trigger fired (in a background
 thread when ``background_compaction`` with ``compaction="inline"``; by default the worker
 does it); (5) with ``end_task`` the session's durable items
-are distilled into long-term memory. A context-length error from the provider compacts
+are distilled into long-term memory and the task's record is written (seed 003's task-level
+memory, :mod:`lossless.longterm.tasks`). While a compaction of the conversation runs, tool
+calls wait for it (``tool_wait_seconds``), then answer :data:`COMPACTING_RESULT`. A context-length error from the provider compacts
 harder and retries (see :mod:`lossless.agent.emergency`). A turn that fails stores nothing: the
 conversation is as it was before it.
 """
@@ -31,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from lossless.agent.tools import openai_tools
+from lossless.agent.tools import openai_tools, wait_while_compacting
 from lossless.core.errors import ContextOverflowError, LosslessError, ValidationError
 from lossless.core.tokens import count_chat_tokens
 from lossless.core.types import AssembledContext, ChatMessage, Message
@@ -43,9 +45,11 @@ if TYPE_CHECKING:
     from lossless.conversation import Conversation
     from lossless.longterm import MemoryRecord
 
-__all__ = ["ModelCallError", "TurnResult", "run_turn"]
+__all__ = ["COMPACTING_RESULT", "ModelCallError", "TurnResult", "run_turn"]
 
 _MEMORY_TOOLS = frozenset({"lcm_grep", "lcm_describe", "lcm_expand"})
+# what the model reads when one of your tools waited ``tool_wait_seconds`` for a compaction
+COMPACTING_RESULT = "lossless: the conversation is being compacted; call the tool again"
 ToolFn = Callable[..., Any]
 
 
@@ -215,6 +219,10 @@ def _run_tool(conv: Conversation, call: Mapping[str, Any], tools: Mapping[str, T
     handler = (tools or {}).get(name)
     if handler is None:
         return json.dumps({"error": f"unknown tool {name!r}"})
+    # seed 003: no new tool call while the conversation is COMPACTING (a worker, another
+    # process or a background thread holds its lease); past the wait the model retries
+    if not wait_while_compacting(conv.memory, conv.id):
+        return json.dumps({"error": COMPACTING_RESULT, "retry": True})
     try:
         args = json.loads(fn.get("arguments") or "{}")
     except ValueError as exc:

@@ -28,7 +28,7 @@ from lossless.store.base import SearchSpec
 if TYPE_CHECKING:
     from lossless.engine import Memory
 
-__all__ = ["TOOL_NAMES", "ToolBox", "anthropic_tools", "hit_dict", "openai_tools"]
+__all__ = ["TOOL_NAMES", "ToolBox", "anthropic_tools", "hit_dict", "openai_tools", "wait_while_compacting"]
 
 TOOL_NAMES = ("lcm_grep", "lcm_describe", "lcm_expand")
 
@@ -158,6 +158,19 @@ def _check_int(value: Any, name: str, *, minimum: int = 0) -> int:
         kind = "a positive integer" if minimum else "an integer >= 0"
         raise ValidationError(f"{name} must be {kind}; got {value!r}")
     return value
+
+
+def wait_while_compacting(memory: Memory, conversation_id: str, seconds: float | None = None) -> bool:
+    """Wait while the conversation is COMPACTING (its lease is held by any thread or
+    process: seed 003's "pause new tool calls"), at most ``seconds`` (default: the
+    config's ``tool_wait_seconds``). True when it is ACTIVE, False when the time ran out."""
+    compactor = memory.compactor
+    deadline = time.monotonic() + (memory.config.tool_wait_seconds if seconds is None else seconds)
+    while compactor.state(conversation_id) == "COMPACTING":
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 class ToolBox:
@@ -417,14 +430,10 @@ class ToolBox:
         refuse with an error the model can read and retry on."""
         if self.conversation_id is None:
             return
-        compactor = self.memory.compactor
-        deadline = time.monotonic() + self.memory.config.tool_wait_seconds
-        while compactor.state(self.conversation_id) == "COMPACTING":
-            if time.monotonic() >= deadline:
-                raise CompactionBusyError(
-                    f"conversation {self.conversation_id!r} is being compacted; try the tool call again shortly"
-                )
-            time.sleep(0.05)
+        if not wait_while_compacting(self.memory, self.conversation_id):
+            raise CompactionBusyError(
+                f"conversation {self.conversation_id!r} is being compacted; try the tool call again shortly"
+            )
 
     def dispatch(self, tool_call: Mapping[str, Any]) -> dict[str, Any]:
         """Answer a model's tool call with the tool-result message for its API.

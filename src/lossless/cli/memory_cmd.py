@@ -1,4 +1,4 @@
-"""``lossless memory add|search|ls|forget``: long-term memory records from the shell.
+"""``lossless memory add|search|ls|forget|forgotten|restore``: long-term memory records from the shell.
 
 :func:`register` adds the ``memory`` command to the top-level subparsers; each
 sub-command function takes the invocation's :class:`CommandContext` (its parsed
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -19,13 +20,16 @@ from rich.text import Text
 from lossless.cli import render
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, command_parents
+from lossless.longterm.forgetting import ForgetPolicy, Forgotten
 from lossless.longterm.memories import Memories
 from lossless.longterm.records import KINDS, SCOPES, MemoryRecord
 
 __all__ = [
     "cmd_memory_add",
     "cmd_memory_forget",
+    "cmd_memory_forgotten",
     "cmd_memory_ls",
+    "cmd_memory_restore",
     "cmd_memory_search",
     "parse_duration",
     "register",
@@ -128,6 +132,18 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
     p.add_argument("--all", action="store_true", help="allow forgetting with no other criterion: everything")
     p.add_argument("--vacuum", action="store_true",
                    help="also scrub freed pages from the file (VACUUM: rewrites the whole database)")
+    p.add_argument("--policy", action="store_true",
+                   help="apply the configured forgetting policy (memory_capacity, memory_max_unused_days, "
+                        "memory_importance_floor) as the worker does: logged, restorable; with --dry-run a report")
+
+    p = sub.add_parser("forgotten", parents=common, help="what the forgetting policy removed, newest first")
+    p.set_defaults(run=cmd_memory_forgotten)
+    p.add_argument("--limit", metavar="N", type=_positive, default=100)
+    p.add_argument("--offset", metavar="N", type=_non_negative, default=0)
+
+    p = sub.add_parser("restore", parents=common, help="put back a memory the forgetting policy removed")
+    p.set_defaults(run=cmd_memory_restore)
+    p.add_argument("id", metavar="ID", help="the mem_… id (from `lossless memory forgotten`)")
 
 
 def memories(ctx: CommandContext, *, create: bool = False) -> Memories:
@@ -205,8 +221,65 @@ def cmd_memory_ls(ctx: CommandContext) -> int:
     return 0
 
 
+def _policy_report(ctx: CommandContext, gone: Sequence[Forgotten], dry_run: bool) -> int:
+    if ctx.json:
+        ctx.emit_json({"dry_run": dry_run, "count": len(gone), "forgotten": [f.to_dict() for f in gone]})
+        return 0
+    verb = "would forget" if dry_run else "forgot"
+    reasons = Counter(f.reason for f in gone)
+    why = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
+    ctx.out.print(Text(f"{verb} {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}" + (f" ({why})" if why else "")))
+    if gone:
+        ctx.print_unwrapped(_reason_table(gone))
+    return 0
+
+
+def _reason_table(gone: Sequence[Forgotten]) -> Table:
+    table = Table()
+    for name in ("id", "kind", "owner", "imp.", "last used (UTC)", "reason", "content"):
+        table.add_column(name, overflow="fold" if name == "content" else "ellipsis")
+    for f in gone:
+        r = f.record
+        owner = f"user:{r.user}" if r.user else f"agent:{r.agent}" if r.agent else "global"
+        table.add_row(Text(r.id), r.kind, Text(owner), f"{r.importance:.2f}",
+                      f"{render.utc(r.last_used_at):%Y-%m-%d %H:%M}", f.reason, Text(r.content))
+    return table
+
+
+def cmd_memory_forgotten(ctx: CommandContext) -> int:
+    args = ctx.args
+    gone = memories(ctx).forgotten(limit=args.limit, offset=args.offset)
+    if ctx.json:
+        ctx.emit_json([f.to_dict() for f in gone])
+    elif not gone:
+        ctx.out.print(Text("the forgetting policy has removed nothing", style="dim"))
+    else:
+        ctx.print_unwrapped(_reason_table(gone))
+    return 0
+
+
+def cmd_memory_restore(ctx: CommandContext) -> int:
+    record = memories(ctx).restore(ctx.args.id)
+    if ctx.json:
+        ctx.emit_json(record.to_dict())
+    else:
+        ctx.out.print(Text(f"restored {record.id} {record.kind} {record.scope}"))
+    return 0
+
+
 def cmd_memory_forget(ctx: CommandContext) -> int:
     args = ctx.args
+    if args.policy:
+        if args.ids or args.user or args.agent or args.kind or args.scope or args.older_than is not None \
+                or args.importance_below is not None or args.keep is not None or args.all or args.vacuum:
+            raise CommandError("--policy applies the configured policy: give no other criterion with it "
+                               "(only --dry-run)")
+        memory = ctx.memory()
+        policy = ForgetPolicy.from_config(memory.config)
+        if not policy.active:
+            raise CommandError("no forgetting policy is configured (memory_capacity, memory_max_unused_days "
+                               "and memory_importance_floor are all off)")
+        return _policy_report(ctx, memories(ctx).apply_policy(policy, dry_run=args.dry_run), args.dry_run)
     gone = memories(ctx).forget(
         args.ids or None, user=args.user, agent=args.agent, kind=args.kind, scope=args.scope,
         older_than=args.older_than, importance_below=args.importance_below, keep=args.keep,

@@ -75,6 +75,7 @@ class WorkerStats:
     units_embedded: int = 0
     messages_indexed: int = 0
     errors: int = 0
+    memories_forgotten: int = 0  # by the forgetting policy
     last_error: str | None = None
     busy_seconds: float = 0.0
     current: str | None = None  # the conversation in hand
@@ -93,6 +94,7 @@ class WorkerStats:
                 "units_embedded": self.units_embedded,
                 "messages_indexed": self.messages_indexed,
                 "errors": self.errors,
+                "memories_forgotten": self.memories_forgotten,
                 "last_error": self.last_error,
                 "current": self.current,
             }
@@ -146,6 +148,7 @@ class Worker:
         # claim is never left to lapse on its own while this worker lives
         self._unrecorded: dict[str, tuple[str, str, float]] = {}
         self._last_write = 0.0
+        self._policy_at: float | None = None  # when the forgetting policy last ran (monotonic)
         self._writes = 0  # writes of this process in progress
         self._writes_guard = threading.Lock()
 
@@ -264,6 +267,7 @@ class Worker:
                         self.stats.current = None
                     if until_idle:
                         return
+                    self._forget_by_policy()
                     if wake is not None:
                         wake.wait(self.poll_seconds)
                         wake.clear()
@@ -287,6 +291,30 @@ class Worker:
                 log.debug("lossless: worker: could not remove its report", exc_info=True)
             with self._done:
                 self._done.notify_all()
+
+    def _forget_by_policy(self) -> None:
+        """When idle, at most every ``memory_policy_interval_seconds``: apply the forgetting
+        policy (:mod:`lossless.longterm.forgetting`); a failure is logged, never fatal."""
+        config = self.engine.config
+        now = time.monotonic()
+        if self._policy_at is not None and now - self._policy_at < config.memory_policy_interval_seconds:
+            return
+        self._policy_at = now
+        from lossless.longterm.forgetting import ForgetPolicy
+
+        policy = ForgetPolicy.from_config(config)
+        if not policy.active:
+            return
+        try:
+            gone = self.engine.memories.apply_policy(policy)
+        except Exception as exc:
+            if not _closed(exc):
+                self._error(f"forgetting policy: {type(exc).__name__}: {exc}")
+            return
+        if gone:
+            with self.stats.lock:
+                self.stats.memories_forgotten += len(gone)
+            log.info("lossless: the forgetting policy removed %d memories (see `lossless memory forgotten`)", len(gone))
 
     def status(self) -> dict[str, Any]:
         """The counters, with the circuit breaker of the summarizer it compacts with."""

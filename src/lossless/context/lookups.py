@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from lossless.files import FileHit, Files
     from lossless.longterm import Memories, MemoryRecord
 
-__all__ = ["file_hits", "file_pieces", "memory_pieces", "memory_records"]
+__all__ = ["file_hits", "file_pieces", "memory_pieces", "memory_records", "record_text"]
 
 log = logging.getLogger("lossless")
 
@@ -84,16 +84,32 @@ def file_pieces(view: MessageView, hits: list[FileHit], room: int) -> list[Piece
     return pieces
 
 
+def record_text(record: MemoryRecord) -> str:
+    """What the model reads of a record: its content; a task record (seed 003) also its
+    type, status, result, patterns and errors."""
+    if record.kind != "task" or record.status is None:
+        return record.content
+    parts = [f"{record.task_type or 'task'} ({record.status}): {record.content}"]
+    if record.result:
+        parts.append(f"result: {record.result}")
+    if record.patterns:
+        parts.append("patterns: " + "; ".join(record.patterns))
+    if record.errors:
+        parts.append("errors: " + "; ".join(record.errors))
+    return " — ".join(parts)
+
+
 def memory_pieces(view: MessageView, records: list[MemoryRecord], room: int) -> list[Piece]:
     """Dated memory records within ``room`` (their header's cost included), the last cut to fit."""
     pieces: list[Piece] = []
     spent = view.piece_cost(LONG_TERM_HEADER)
     for record in records:
         when = record.created_at.strftime("%Y-%m-%d")
-        text = f"[{record.id} · {record.kind} · {when}] {neutralise_tags(record.content)}"
+        body = neutralise_tags(record_text(record))
+        text = f"[{record.id} · {record.kind} · {when}] {body}"
         cost = view.piece_cost(text)
         if spent + cost > room:
-            short = fit_text(neutralise_tags(record.content), room - spent - 24, view.counter) if room - spent > 64 else ""
+            short = fit_text(body, room - spent - 24, view.counter) if room - spent > 64 else ""
             if not short:
                 continue
             text = f"[{record.id} · {record.kind} · {when}] {short} …"

@@ -47,12 +47,20 @@ class Config:
     compact_interval_seconds: float | None = 3600.0
     compaction_cooldown_seconds: float = 30.0
     chat_commands: bool = True  # a user message "/compact" compacts the conversation
-    tool_wait_seconds: float = 10.0  # agent tools wait this long for a running compaction
+    tool_wait_seconds: float = 10.0  # tool calls (lossless's and yours in conv.turn) wait this long for a running compaction
     # long-term memory: distil durable items (decisions, preferences, errors, …) into
     # memory records before compaction summarizes their messages; show the records that
     # match the query (same user/agent scope) in assembly, within this share of recall
     memory_flush: bool = True
     memory_share: float = 0.10
+    # the forgetting policy the worker applies (seed 003; None: that rule is off; see
+    # lossless.longterm.forgetting): at most memory_capacity records per owner pool, none
+    # unused for memory_max_unused_days, none under memory_importance_floor; checked at
+    # most every memory_policy_interval_seconds, each record gone logged and restorable
+    memory_capacity: int | None = 10_000
+    memory_max_unused_days: float | None = None
+    memory_importance_floor: float | None = None
+    memory_policy_interval_seconds: float = 600.0
     files_share: float = 0.25  # workspace file chunks a message asks for, as a share of recall
     # a message over this many tokens is shown as an exploration of its content (at most
     # large_content_summary_tokens) with its id; lcm_expand pages through the exact text
@@ -137,6 +145,16 @@ class Config:
                                   f"got {self.compact_after_messages!r}")
         if self.compact_interval_seconds is not None and not self.compact_interval_seconds > 0:
             raise ValidationError(f"compact_interval_seconds must be positive or None, got {self.compact_interval_seconds!r}")
+        if self.memory_capacity is not None and self.memory_capacity < 1:
+            raise ValidationError(f"memory_capacity must be a positive integer or None, got {self.memory_capacity!r}")
+        if self.memory_max_unused_days is not None and not self.memory_max_unused_days > 0:
+            raise ValidationError(f"memory_max_unused_days must be positive or None, got {self.memory_max_unused_days!r}")
+        if self.memory_importance_floor is not None and not 0 <= self.memory_importance_floor <= 1:
+            raise ValidationError(f"memory_importance_floor must be in [0, 1] or None, "
+                                  f"got {self.memory_importance_floor!r}")
+        if not self.memory_policy_interval_seconds > 0:
+            raise ValidationError(f"memory_policy_interval_seconds must be positive, "
+                                  f"got {self.memory_policy_interval_seconds!r}")
         for name in ("compaction_cooldown_seconds", "tool_wait_seconds"):
             if not getattr(self, name) >= 0:
                 raise ValidationError(f"{name} must be >= 0, got {getattr(self, name)!r}")

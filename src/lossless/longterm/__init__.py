@@ -1,6 +1,7 @@
 """Long-term memory: records that outlive a conversation (seed 003's long-term tier)."""
 
+from lossless.longterm.forgetting import ForgetPolicy, Forgotten
 from lossless.longterm.memories import Memories
 from lossless.longterm.records import KINDS, SCOPES, TASK_STATUSES, MemoryKind, MemoryRecord, Scope
 
-__all__ = ["KINDS", "SCOPES", "TASK_STATUSES", "Memories", "MemoryKind", "MemoryRecord", "Scope"]
+__all__ = ["KINDS", "SCOPES", "TASK_STATUSES", "ForgetPolicy", "Forgotten", "Memories", "MemoryKind", "MemoryRecord", "Scope"]

@@ -28,9 +28,11 @@ from typing import TYPE_CHECKING, Any, cast
 from lossless.core.errors import NotFoundError, QueryError, ValidationError
 from lossless.core.validate import timestamp
 from lossless.longterm import extract as rules
+from lossless.longterm import forgetting
 from lossless.longterm.backend import memory_backend
 from lossless.longterm.records import DEFAULT_IMPORTANCE, SCOPES, MemoryRecord, Scope, search_text
 from lossless.longterm.relevance import relevance_boost
+from lossless.longterm.tasks import TaskDraft, merge_lists, task_id_for
 from lossless.longterm.validate import (
     MAX_CONTENT_CHARS,
     NewMemory,
@@ -51,10 +53,11 @@ if TYPE_CHECKING:
     from lossless.core.tokens import TokenCounter
     from lossless.core.types import Message
     from lossless.embed.base import Embedder
+    from lossless.longterm.forgetting import ForgetPolicy, Forgotten
     from lossless.store.base import Store
     from lossless.summarize.base import Summarizer
 
-__all__ = ["MAX_CONTENT_CHARS", "Memories", "content_hash", "memory_id"]
+__all__ = ["MAX_CONTENT_CHARS", "Memories", "content_hash", "dedupe_hash", "memory_id"]
 
 log = logging.getLogger("lossless")
 
@@ -76,6 +79,12 @@ def content_hash(content: str) -> str:
     collapsed, so "I prefer tea." and "i prefer  tea." are one memory."""
     norm = " ".join(unicodedata.normalize("NFC", content).casefold().split())
     return hashlib.sha256(norm.encode("utf-8")).hexdigest()
+
+
+def dedupe_hash(content: str, kind: str = "fact", task_id: str | None = None) -> str:
+    """The key of the unique index: :func:`content_hash`, except that a task record with a
+    ``task_id`` is one per task (two tasks with the same request are two records)."""
+    return content_hash(f"{content}\n\x00{task_id}" if kind == "task" and task_id else content)
 
 
 def memory_id(user: str | None, agent: str | None, chash: str, created_at: str) -> str:
@@ -146,6 +155,12 @@ class Memories:
             return {}
         rows = self._rows(f"m.rowid IN ({','.join('?' * len(rowids))})", list(rowids))
         return {r[0]: r for r in rows}
+
+    def _rows_in(self, conn: Any, rowids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+        """The rows with these rowids, read in ``conn``'s transaction."""
+        marks = ",".join("?" * len(rowids))
+        return {r[0]: tuple(r) for r in conn.execute(f"SELECT {_COLS} FROM memories m WHERE m.rowid IN ({marks})",
+                                                       list(rowids))}
 
     def get(self, memory_id: str) -> MemoryRecord:
         """The record with this id (reading it does not count as a use)."""
@@ -221,7 +236,14 @@ class Memories:
         fresh: list[tuple[int, str]] = []
         with self.db.transaction() as conn:
             for new in items:
-                chash = content_hash(new.content)
+                task = new.task
+                if new.kind == "task" and task.get("task_id"):
+                    merged = self._merge_task(conn, new, now_iso)
+                    if merged is not None:
+                        rowids.append(merged[0])
+                        fresh.append(merged)
+                        continue
+                chash = dedupe_hash(new.content, new.kind, task.get("task_id"))
                 hit = conn.execute(
                     "SELECT rowid, importance, source_message_ids FROM memories WHERE coalesce(user_id, '') = ? "
                     "AND coalesce(agent_id, '') = ? AND content_hash = ?",
@@ -240,7 +262,6 @@ class Memories:
                 created = new.created_at or now
                 created_iso = created.isoformat()
                 importance = new.importance if new.importance is not None else DEFAULT_IMPORTANCE[new.kind]
-                task = new.task
                 rowid = conn.execute(
                     "INSERT INTO memories (id, kind, content, content_hash, token_count, importance, user_id, "
                     "agent_id, metadata, source_message_ids, conversation_id, created_at, created_ts, "
@@ -269,6 +290,66 @@ class Memories:
                 log.warning("lossless: embedding a new memory failed (%s); it will be retried at search time", exc)
         rows = self._by_rowids(rowids)
         return [self._record(rows[r]) for r in rowids]
+
+    def _merge_task(self, conn: Any, new: NewMemory, now_iso: str) -> tuple[int, str] | None:
+        """Merge ``new`` into the record of the same owners and ``task_id``, if there is one:
+        status, result and type replaced by the new ones given, patterns and errors appended
+        without repeats, source ids joined, importance the higher, metadata updated; the
+        content (the task's request) stays. Returns (rowid, its new search text)."""
+        task = new.task
+        row = conn.execute(
+            f"SELECT {_COLS} FROM memories m WHERE coalesce(m.user_id, '') = ? AND coalesce(m.agent_id, '') = ? "
+            "AND m.kind = 'task' AND m.task_id = ?", (new.user or "", new.agent or "", task["task_id"])).fetchone()
+        if row is None:
+            return None
+        old = self._record(tuple(row))
+        patterns = merge_lists(old.patterns, task.get("patterns", ()))
+        errors = merge_lists(old.errors, task.get("errors", ()))
+        result = task.get("result") or old.result
+        # the type named first stays (a later write may see only the task's tail), unless a model names it
+        task_type = task.get("task_type") if (old.task_type is None or new.metadata.get("extracted") == "llm") \
+            else old.task_type
+        sources = list(dict.fromkeys([*old.source_message_ids, *new.source_message_ids]))
+        meta = {**old.metadata, **new.metadata, "writes": int(old.metadata.get("writes", 1)) + 1}
+        importance = max(old.importance, new.importance or 0.0)
+        conn.execute(
+            "UPDATE memories SET status = ?, result = ?, task_type = ?, patterns = ?, errors = ?, "
+            "source_message_ids = ?, metadata = ?, importance = ?, updated_at = ? WHERE rowid = ?",
+            (task.get("status") or old.status, result, task_type or old.task_type,
+             dumps(list(patterns)) if patterns else None, dumps(list(errors)) if errors else None,
+             dumps(sources), dumps(meta), importance, now_iso, row[0]),
+        )
+        old_text = search_text(old.content, old.result, old.patterns, old.errors)
+        text = search_text(old.content, result, patterns, errors)
+        if text != old_text:
+            self._unindex(conn, [row[0]])
+            self._index_text(conn, row[0], text)
+            drop_cached(conn, [text_sha256(old_text)])
+        return row[0], text
+
+    def record_task(self, draft: TaskDraft, *, conversation_id: str, user: str | None = None,
+                    agent: str | None = None, task_id: str | None = None) -> MemoryRecord:
+        """Write one task record from ``draft`` (see :mod:`lossless.longterm.tasks`), or
+        merge it into the record of the same task (by default the task of
+        ``conversation_id`` that begins at ``draft.first_seq``)."""
+        tid = task_id or task_id_for(conversation_id, draft.first_seq)
+        meta = {"extracted": draft.extracted, "first_seq": draft.first_seq, "last_seq": draft.last_seq}
+        new = check_new(draft.request, "task", user, agent, None, meta, draft.source_message_ids,
+                        conversation_id, draft.created_at, draft.task(tid))
+        return self._add_many([new])[0]
+
+    def task_start(self, conversation_id: str) -> int:
+        """The first seq of the conversation's current task (after the last one ended)."""
+        rows = self.db.query("SELECT ended_seq FROM task_bounds WHERE conversation_id = ?", (conversation_id,))
+        return int(rows[0][0]) + 1 if rows else 1
+
+    def end_task_at(self, conversation_id: str, last_seq: int) -> None:
+        """The current task of the conversation ended with ``last_seq``: the next begins after it."""
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO task_bounds (conversation_id, ended_seq) VALUES (?, ?) ON CONFLICT (conversation_id) "
+                f"DO UPDATE SET ended_seq = {self.db.greatest}(task_bounds.ended_seq, excluded.ended_seq)",
+                (conversation_id, last_seq))
 
     def _index_text(self, conn: Any, rowid: int, text: str) -> None:
         self.db.index_text(conn, rowid, text)
@@ -307,7 +388,7 @@ class Memories:
             if result is not None:
                 sets["result"] = result
             if new_content is not None:
-                sets.update(content=new_content, content_hash=content_hash(new_content),
+                sets.update(content=new_content, content_hash=dedupe_hash(new_content, old.kind, old.task_id),
                             token_count=self.counter.count(new_content))
             try:
                 assignments = ", ".join(f"{k} = ?" for k in sets)
@@ -506,6 +587,20 @@ class Memories:
 
     def _vacuum(self) -> None:
         self.db.vacuum()
+
+    def apply_policy(self, policy: ForgetPolicy, *, dry_run: bool = False) -> list[Forgotten]:
+        """Forget what the forgetting ``policy`` says (capacity per owner, age since last
+        use, importance floor), each record logged with its reason and restorable; with
+        ``dry_run`` only report. See :mod:`lossless.longterm.forgetting`."""
+        return forgetting.apply_policy(self, policy, dry_run=dry_run)
+
+    def forgotten(self, limit: int = 100, offset: int = 0) -> list[Forgotten]:
+        """What the forgetting policy removed, newest first, with why and when."""
+        return forgetting.forgotten(self, limit, offset)
+
+    def restore(self, memory_id: str) -> MemoryRecord:
+        """Put back a record the forgetting policy removed (same id and fields)."""
+        return forgetting.restore(self, memory_id)
 
     # -- distilling -----------------------------------------------------------------------
 

@@ -67,12 +67,17 @@ TABLES: dict[str, tuple[str, ...]] = {
                  "errors"),
     "memory_vectors": ("memory_rowid", "provider", "model", "dim", "text_sha256", "vector"),
     "memory_flush": ("conversation_id", "last_seq"),
+    "task_bounds": ("conversation_id", "ended_seq"),
+    "forgotten_memories": ("rowid", "memory_id", "kind", "content", "user_id", "agent_id", "reason", "record",
+                           "forgotten_at", "forgotten_ts"),
     "compaction_log": ("rowid", "conversation_id", "reason", "started_ts", "finished_ts", "tokens_before",
                        "tokens_after", "leaves", "condensed", "skipped", "owner"),
     # the work still owed comes along (not who was on it: a claim belongs to a process)
     "backlog": ("conversation_id", "queued_seq", "queued_ts", "due_ts", "attempts", "last_error", "force_reason"),
     "summary_revisions": ("summary_id", "revision", "content", "token_count", "summarizer", "fallback_level",
                           "metadata", "replaced_at"),
+    "tombstones": ("id", "conversation_id", "message_id", "seq", "reason", "erased_by", "erased_at", "content_hash"),
+    "compaction_timers": ("conversation_id", "due_ts"),
     "proxy_requests": ("conversation_id", "idempotency_key", "request_sha256", "request_seq", "reply_id",
                        "created_at"),
     "api_keys": ("id", "tenant", "name", "salt", "hash", "prefix", "created_at", "revoked_at", "last_used_at"),
@@ -82,7 +87,8 @@ TABLES: dict[str, tuple[str, ...]] = {
 }
 # written to PostgreSQL with a search document computed from the row (see _document)
 _INDEXED = {"messages", "summaries", "memories"}
-_IDENTITY = ("messages", "summaries", "recall_units", "memories", "compaction_log", "files", "file_chunks")
+_IDENTITY = ("messages", "summaries", "recall_units", "memories", "compaction_log", "files", "file_chunks",
+             "forgotten_memories")
 _BATCH = 2000
 # the units a SQLite vector index holds for one conversation, with their cached vectors
 _INDEXED_UNITS = ("SELECT u.rowid, u.kind, c.vector FROM recall_units u JOIN embedding_cache c ON c.provider = ? "

@@ -580,6 +580,40 @@ def _compaction_timers(conn: Any) -> None:
     )
 
 
+
+@migration(13, "tasks_and_forgetting")
+def _tasks_and_forgetting(conn: Any) -> None:
+    conn.execute(
+        """
+        -- Where each conversation's current task begins (seed 003: long-term memory by task):
+        -- the messages after ended_seq are the task in hand; ending it writes its task
+        -- record (lossless.longterm.tasks) and moves ended_seq to the conversation's end.
+        CREATE TABLE task_bounds (
+            conversation_id TEXT PRIMARY KEY REFERENCES conversations(id),
+            ended_seq INTEGER NOT NULL
+        ) WITHOUT ROWID;
+
+        -- Memories the forgetting policy removed (seed 003: forget so memory does not grow
+        -- without bound), each with its whole record as JSON: what went, why, and enough
+        -- to put it back (Memories.restore). A manual forget() is a deletion for good and
+        -- is not logged here.
+        CREATE TABLE forgotten_memories (
+            rowid INTEGER PRIMARY KEY,
+            memory_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            content TEXT NOT NULL,
+            user_id TEXT,
+            agent_id TEXT,
+            reason TEXT NOT NULL,  -- capacity | unused | importance
+            record TEXT NOT NULL,  -- MemoryRecord.to_dict() as JSON
+            forgotten_at TEXT NOT NULL,
+            forgotten_ts REAL NOT NULL
+        );
+        CREATE INDEX forgotten_memories_id ON forgotten_memories (memory_id);
+        CREATE INDEX forgotten_memories_ts ON forgotten_memories (forgotten_ts);
+        """
+    )
+
 def _ensure_table(conn: Any) -> None:
     conn.execute(migrator.TABLE)  # outside a transaction: opening takes no write lock
 
