@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -170,3 +171,25 @@ def test_the_whole_window_prefix_is_byte_identical_across_questions_and_turns(
         if prefix is not None:
             assert later.messages[: len(prefix)] == prefix
     mem.close()
+
+
+@pytest.mark.model
+def test_with_the_real_model_a_paraphrase_is_recalled_into_the_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The configuration users run with the embeddings extra: the local MiniLM, the
+    background worker, the default recall settings. A question that shares no word with
+    the planted message still brings it into a small budget, whole, exactly once."""
+    from lossless.embed.local import LocalEmbedder
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    planted = {37: "Melanie: my automobile broke down on the highway, so I took the bus to work."}
+    with lossless.open(":memory:", embedder=LocalEmbedder(), context_window=8192) as mem:
+        conv = mem.conversation("c")
+        conv.add_many(_casual(400, planted=planted))
+        assert mem.wait_idle(120)
+        ctx = conv.assemble(budget_tokens=1000, query="Did her car stop working at some point?")
+        recalled = [i for i in ctx.items if i.tier == "recall"]
+        assert ctx.tokens <= 1000 and recalled
+        text = "\n".join(str(m["content"]) for m in ctx.messages)
+        assert planted[37].split(": ", 1)[1] in text
+        refs = [i.ref for i in ctx.items]
+        assert len(refs) == len(set(refs))
