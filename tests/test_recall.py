@@ -237,7 +237,10 @@ def test_recall_packs_short_matches_whole_and_cuts_long_ones(backend_target: str
     emb = HashEmbedder()
     # deferred, then the work done in one go: the DAG (and so what is left to recall) does
     # not depend on when a worker thread happened to run
-    mem = _mem(backend_target, emb, fresh_tail_count=6, compaction="deferred")
+    # (the packing is under test, not the ranking: PostgreSQL's ts_rank has no idf, so at
+    # an even fusion weight the filler's "service port" outranks the rarer "billing"
+    # there; the hash embedder's vectors keep the short notes on top at 0.7)
+    mem = _mem(backend_target, emb, fresh_tail_count=6, compaction="deferred", vector_weight=0.7)
     conv = mem.conversation("p")
     filler = " ".join(f"Paragraph {i} rambles about scheduling and lunch menus." for i in range(120))
     conv.add(role="assistant", content=f"{filler} The billing service port is 7311. {filler}", created_at=T0)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from lossless.core.errors import NotFoundError, QueryError, ValidationError
+from lossless.core.errors import NotFoundError, QueryError, StoreError, ValidationError
 from lossless.core.validate import timestamp
 from lossless.longterm import extract as rules
 from lossless.longterm import forgetting
@@ -482,13 +482,16 @@ class Memories:
         if not top:
             return []
         now = self.clock()
-        with self.db.transaction() as conn:
-            conn.execute(
-                f"UPDATE memories SET last_used_at = ?, last_used_ts = {self.db.greatest}(last_used_ts, ?), "
-                "use_count = use_count + 1 "
-                f"WHERE rowid IN ({','.join('?' * len(top))})",
-                [now.isoformat(), timestamp(now), *(t[3] for t in top)],
-            )
+        try:
+            with self.db.transaction() as conn:
+                conn.execute(
+                    f"UPDATE memories SET last_used_at = ?, last_used_ts = {self.db.greatest}(last_used_ts, ?), "
+                    "use_count = use_count + 1 "
+                    f"WHERE rowid IN ({','.join('?' * len(top))})",
+                    [now.isoformat(), timestamp(now), *(t[3] for t in top)],
+                )
+        except StoreError as exc:  # a search (and the assembly it serves) is a read: a full disk must not fail it
+            log.warning("lossless: could not record the use of %d memories: %s", len(top), exc)
         fresh = self._by_rowids([t[3] for t in top])
         return [self._record(fresh[t[3]], score=t[0]) for t in top if t[3] in fresh]
 
