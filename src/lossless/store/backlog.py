@@ -136,11 +136,8 @@ class Backlog:
         # PostgreSQL: take the conversation's row lock, as appends do before they queue, so
         # an append in flight is either seen here (its last_seq) or queues after the delete;
         # without it a READ COMMITTED delete could drop the row an uncommitted append found
-        lock = " FOR UPDATE" if self.runner.dialect == "postgresql" else ""
         with self.runner.transaction() as conn:
-            row = conn.execute(f"SELECT last_seq FROM conversations WHERE id = ?{lock}",
-                               (claim.conversation_id,)).fetchone()
-            if row is None or int(row[0]) <= claim.queued_seq:
+            if self._last_seq_locked(conn, claim.conversation_id) <= claim.queued_seq:
                 conn.execute("DELETE FROM backlog WHERE conversation_id = ? AND owner = ?",
                              (claim.conversation_id, owner))
             left = conn.execute("SELECT 1 FROM backlog WHERE conversation_id = ?",
@@ -152,14 +149,18 @@ class Backlog:
                              (now, now, claim.conversation_id, owner))
         return left is None
 
+    def _last_seq_locked(self, conn: Any, conversation_id: str) -> int:
+        """The conversation's last seq, read under its row lock on PostgreSQL (the lock
+        appends take before they queue; see finish); 0 for an unknown conversation."""
+        lock = " FOR UPDATE" if self.runner.dialect == "postgresql" else ""
+        row = conn.execute(f"SELECT last_seq FROM conversations WHERE id = ?{lock}", (conversation_id,)).fetchone()
+        return int(row[0]) if row else 0
+
     def clear(self, conversation_id: str, upto_seq: int) -> None:
         """The work owed up to ``upto_seq`` was done by the caller (``compaction="inline"``
         without an embedder): drop the row unless a worker holds it or more was queued."""
-        lock = " FOR UPDATE" if self.runner.dialect == "postgresql" else ""  # as in finish()
         with self.runner.transaction() as conn:
-            row = conn.execute(f"SELECT last_seq FROM conversations WHERE id = ?{lock}",
-                               (conversation_id,)).fetchone()
-            if row is None or int(row[0]) <= upto_seq:
+            if self._last_seq_locked(conn, conversation_id) <= upto_seq:
                 conn.execute("DELETE FROM backlog WHERE conversation_id = ? AND claimed_until < ?",
                              (conversation_id, time.time()))
 
