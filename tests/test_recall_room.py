@@ -120,6 +120,25 @@ def test_the_whole_window_gives_the_question_room() -> None:
     mem.close()
 
 
+@pytest.mark.parametrize("window", [1024, 2048])
+def test_a_window_too_small_to_cache_gives_the_question_the_budgeted_room(window: int) -> None:
+    """At window = budget below what a provider caches ((1 - dynamic_share) of the window
+    under ``cache_min_prefix``), a question gets the same context as the budgeted layout
+    gives it, not a fixed prefix that no cache would hold; ``cache_min_prefix=0`` keeps
+    the fixed prefix."""
+    planted = {i: f"Caroline: my pottery class {i} made a blue bowl with a glaze." for i in range(10, 300, 7)}
+    contexts = {}
+    for name, extra in (("auto", {}), ("budgeted", {"cache_stable": False}), ("forced", {"cache_min_prefix": 0})):
+        mem = lossless.open(":memory:", embedder=None, context_window=window, compaction="inline", **extra)
+        conv = mem.conversation("c")
+        conv.add_many(_casual(320, planted=planted))
+        contexts[name] = conv.assemble(query="pottery class blue bowl glaze")
+        mem.close()
+    assert contexts["auto"].messages == contexts["budgeted"].messages
+    assert _recall_tokens(contexts["auto"]) > _recall_tokens(contexts["forced"])
+    assert any(str(m.get("content", "")).startswith(DYNAMIC_HEADER) for m in contexts["forced"].messages)
+
+
 @PROPS
 @given(window=st.sampled_from([256, 512, 1024, 4096]), n=st.integers(min_value=1, max_value=160),
        over=st.sampled_from([0, 0, 1, 500]), tools=st.sampled_from([0, 3]),

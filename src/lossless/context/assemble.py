@@ -26,7 +26,7 @@ from lossless.context.inputs import History, Sources
 from lossless.context.lookups import file_hits, memory_records
 from lossless.context.recalled import RecalledMessages
 from lossless.context.shown import AssemblyCaches, MessageView
-from lossless.context.stable import stable_layout
+from lossless.context.stable import prefix_cap, stable_layout
 from lossless.context.summaries import SummaryPieces
 from lossless.core.config import Config
 from lossless.core.errors import BudgetError
@@ -98,6 +98,16 @@ class Assembler:
                        records_for=partial(memory_records, self.store, self.memories, self.config, cid),
                        hits_for=partial(file_hits, self.files))
 
+    def _cache_pays(self, budget: int, query: str | None) -> bool:
+        """Whether this call gets the cache-stable layout: it has the whole window, and (with
+        a question) the prefix may grow to ``cache_min_prefix`` tokens. Providers cache no
+        shorter prompt prefix (OpenAI and Anthropic: 1,024 tokens), and at a small window
+        a prefix that cannot be cached only takes room from what the question brings."""
+        cfg = self.config
+        if not cfg.cache_stable or budget < cfg.context_window:
+            return False
+        return not (query and query.strip()) or prefix_cap(cfg) >= cfg.cache_min_prefix
+
     def _raw(self, cid: str, covered: int, budget: int, view: MessageView) -> tuple[list[Message], bool]:
         """The raw messages after the frontier that assembly may show, and whether that is
         all of them. All, unless the worker is far behind (more than two windows' worth
@@ -153,8 +163,7 @@ class Assembler:
         pinned_ids = {p.id for p in pinned}
         history = History(conversation_id, frontier, [m for m in raw if m.id not in pinned_ids], complete, backlog,
                           pinned)
-        if complete and (layout == "stable" or (layout == "auto" and self.config.cache_stable
-                                                and budget >= self.config.context_window)):
+        if complete and (layout == "stable" or (layout == "auto" and self._cache_pays(budget, query))):
             stable = stable_layout(history, budget, query, sources)
             if stable is not None:
                 return stable

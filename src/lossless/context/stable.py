@@ -26,11 +26,17 @@ from lossless.context.pieces import (
     memory_blocks,
 )
 from lossless.context.shown import MessageView
+from lossless.core.config import Config
 from lossless.core.render import format_span, render_summary
 from lossless.core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, count_chat_tokens
 from lossless.core.types import AssembledContext, ChatMessage, ContextItem, Message
 
-__all__ = ["stable_layout"]
+__all__ = ["prefix_cap", "stable_layout"]
+
+
+def prefix_cap(config: Config) -> int:
+    """The most the fixed prefix may hold: (1 - ``dynamic_share``) of the window."""
+    return int((config.context_window - REPLY_PRIMING) * (1 - config.dynamic_share))
 
 
 def _fixed_prefix(history: History, sources: Sources, cap: int) -> tuple[list[ChatMessage], list[ContextItem], int, bool]:
@@ -182,7 +188,7 @@ def stable_layout(history: History, budget: int, query: str | None, sources: Sou
         return _Composer(chats, items, units, len(units), len(units), None, view).result(budget)
     # the prefix's size comes from the window, never from this call's budget (an agent's
     # turn passes the window less its own new message, which differs from turn to turn)
-    cap = int((view.config.context_window - REPLY_PRIMING) * (1 - view.config.dynamic_share))
+    cap = prefix_cap(view.config)
     chats, items, cost, _ = _fixed_prefix(history, sources, cap)
     split = next((i for i in range(len(units) - 1, -1, -1) if units[i][0].role == "user"), len(units))
     k = _prefix_cut(units, split, cost, cap, view)

@@ -73,6 +73,10 @@ class Config:
     # compactions (provider prompt caches keep hitting) and the question keeps room
     cache_stable: bool = True
     dynamic_share: float = 0.70  # as recall_share: the question gets as much room as in the budgeted layout
+    # ... but only where the prefix can be cached: when (1 - dynamic_share) of the window is
+    # below this many tokens (OpenAI and Anthropic cache no shorter prefix), a call with a
+    # question gets the budgeted layout, which gives recall the room a prefix would hold
+    cache_min_prefix: int = 1024
     tokenizer: str = "cl100k_base"
     max_message_bytes: int = 32 * 1024 * 1024
     max_compaction_passes: int = 10_000
@@ -158,9 +162,10 @@ class Config:
         for name in ("compaction_cooldown_seconds", "tool_wait_seconds"):
             if not getattr(self, name) >= 0:
                 raise ValidationError(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        if isinstance(self.recall_lead_excerpts, bool) or not isinstance(self.recall_lead_excerpts, int) \
-                or self.recall_lead_excerpts < 0:
-            raise ValidationError(f"recall_lead_excerpts must be an integer >= 0, got {self.recall_lead_excerpts!r}")
+        for name in ("recall_lead_excerpts", "cache_min_prefix"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValidationError(f"{name} must be an integer >= 0, got {value!r}")
         if self.compaction not in ("background", "inline", "deferred"):
             raise ValidationError(f"compaction must be background, inline or deferred, got {self.compaction!r}")
         if self.vector_backend not in ("auto", "sqlite-vec", "numpy"):

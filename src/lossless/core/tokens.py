@@ -70,15 +70,15 @@ class TiktokenCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        if len(text) < 256:
+        if len(text) < 24:
             return len(self._enc.encode_ordinary(text))
-        # Long texts come back turn after turn (the tail, the summaries, recalled
-        # messages): hashing them is far cheaper than encoding them again.
+        # Texts come back turn after turn (the tail, the summaries, recalled messages
+        # with their headers): hashing them is far cheaper than encoding them again.
         n = self._memo.get(text)
         if n is None:
             n = len(self._enc.encode_ordinary(text))
             with self._memo_lock:
-                if len(self._memo) >= 4096:
+                if len(self._memo) >= 16384:
                     self._memo.clear()
                 self._memo[text] = n
         return n
