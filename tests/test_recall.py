@@ -407,3 +407,14 @@ def test_semantic_search_over_many_conversations(store_target: StoreTarget, tmp_
     best = sorted(zip(texts, vectors @ query, strict=True), key=lambda p: -p[1])[:3]
     assert {h.conversation_id for h in hits[:3]} == {cid for cid, _ in best}
     mem.close()
+
+
+@given(st.lists(st.text(max_size=12), max_size=6))
+def test_unit_message_ids_read_back_as_written(ids: list[str]) -> None:
+    """The fast reader of a unit's message ids gives what ``json.dumps`` wrote, whatever
+    the ids hold (quotes, backslashes, the separator itself)."""
+    import json
+
+    from lossless.store.sqlite.recall import _ids
+
+    assert _ids(json.dumps(ids)) == tuple(ids)

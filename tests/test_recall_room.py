@@ -120,6 +120,24 @@ def test_the_whole_window_gives_the_question_room() -> None:
     mem.close()
 
 
+@pytest.mark.parametrize("rounds", [0, 1])
+def test_a_second_round_follows_what_the_first_match_names(rounds: int) -> None:
+    """Multi-hop: the question names a city, the message that answers it names only the
+    relative who lives there. A second keyword round with the first match's words finds
+    it; one round does not."""
+    planted = {40: "Caroline: my sister-in-law lives in Porto now, the rent there is wild",
+               160: "Caroline: my sister-in-law got hired as a welder, finally!"}
+    mem = lossless.open(":memory:", embedder=None, context_window=8192, compaction="inline",
+                        recall_second_round=rounds)
+    conv = mem.conversation("c")
+    conv.add_many(_casual(320, planted=planted))
+    ctx = conv.assemble(budget_tokens=2048, query="What does the person who lives in Porto do for work?")
+    recalled = [str(m.get("content", "")) for m in ctx.messages]
+    assert any("lives in Porto" in c for c in recalled)
+    assert any("hired as a welder" in c for c in recalled) == (rounds == 1)
+    mem.close()
+
+
 @pytest.mark.parametrize("window", [1024, 2048])
 def test_a_window_too_small_to_cache_gives_the_question_the_budgeted_room(window: int) -> None:
     """At window = budget below what a provider caches ((1 - dynamic_share) of the window

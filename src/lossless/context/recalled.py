@@ -76,7 +76,30 @@ class RecalledMessages:
             for mid in ids:
                 if mid not in shown_ids and mid not in ranked and len(ranked) < depth:
                     ranked[mid] = is_window
+        if cfg.recall_second_round and ranked and len(ranked) < depth:
+            self._second_round(spec, list(ranked)[: cfg.recall_second_round], ranked, shown_ids, depth)
         return list(ranked.items())
+
+    def _second_round(self, spec: SearchSpec, top: list[str], ranked: dict[str, bool],
+                      shown_ids: set[str] | frozenset[str], depth: int) -> None:
+        """Keyword search again with the words of the best matches added to the question
+        (pseudo-relevance feedback): what the first matches name (a relative, a place)
+        finds the messages that say more about it. What it finds comes after the first
+        round's matches."""
+        texts = [self.view.body(self.store.get_message(mid))[:2000] for mid in top]
+        wider = replace(spec, query=spec.query + "\n" + "\n".join(texts), mode="fts")
+        extra = [h.id for h in self.store.search(wider) if h.id not in shown_ids and h.id not in ranked]
+        first = list(ranked.items())
+        ranked.clear()
+        ranked.update(first[: len(top)])
+        rest = first[len(top):]
+        for i in range(max(len(rest), len(extra))):
+            if i < len(rest):
+                ranked.setdefault(rest[i][0], rest[i][1])
+            if i < len(extra):
+                ranked.setdefault(extra[i], False)
+        while len(ranked) > depth:
+            ranked.popitem()
 
     def pieces(self, cid: str, query: str, shown_from: int, room: int,
                shown_ids: set[str] | frozenset[str] = frozenset()) -> list[Piece]:

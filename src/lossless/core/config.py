@@ -103,6 +103,10 @@ class Config:
     # at most ``recall_item_max_tokens``)
     recall_depth: int = 400
     recall_score_floor: float = 0.1
+    # a second keyword round with the words of the best N matches added to the question
+    # (pseudo-relevance feedback), its matches interleaved after the first N: on chit-chat
+    # multi-hop answers +0.03/+0.07 at 2048/4096 but open inference -0.03, overall level
+    recall_second_round: int = 0
     recall_lead_excerpts: int = 1  # ... except the best N matches, which come (cut) in the first pass
     recall_whole_share: float = 0.2
     recall_item_share: float = 0.125
@@ -162,7 +166,7 @@ class Config:
         for name in ("compaction_cooldown_seconds", "tool_wait_seconds"):
             if not getattr(self, name) >= 0:
                 raise ValidationError(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        for name in ("recall_lead_excerpts", "cache_min_prefix"):
+        for name in ("recall_lead_excerpts", "cache_min_prefix", "recall_second_round"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValidationError(f"{name} must be an integer >= 0, got {value!r}")

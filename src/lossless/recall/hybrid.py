@@ -288,21 +288,26 @@ class Recaller:
         qvec = self._query_vector(spec.query)
         kinds = None if windows else ["message"]  # None: one k-NN over both kinds
         pairs = self.index_store.knn(index, self.embedder.provider, self.embedder.model, cids, qvec, k * 2, kinds)
-        units = self.index_store.units([r for r, _ in pairs])
+        text = spec.snippets or self.config.mmr_lambda is not None
         out: list[tuple[UnitRow, float]] = []
         since = spec.since.timestamp() if spec.since else None
         until = spec.until.timestamp() if spec.until else None
-        for rowid, sim in pairs:
-            u = units.get(rowid)
-            if u is None:
-                continue
-            if spec.max_seq is not None and u.last_seq > spec.max_seq:
-                continue
-            if spec.roles and (u.kind != "message" or u.role not in spec.roles):
-                continue
-            if (since is not None and u.end_ts < since) or (until is not None and u.start_ts > until):
-                continue
-            out.append((u, sim))
+        for start in range(0, len(pairs), k):  # read the units a batch at a time: most pass the filters
+            batch = pairs[start : start + k]
+            units = self.index_store.units([r for r, _ in batch], text=text)
+            for rowid, sim in batch:
+                u = units.get(rowid)
+                if u is None:
+                    continue
+                if spec.max_seq is not None and u.last_seq > spec.max_seq:
+                    continue
+                if spec.roles and (u.kind != "message" or u.role not in spec.roles):
+                    continue
+                if (since is not None and u.end_ts < since) or (until is not None and u.start_ts > until):
+                    continue
+                out.append((u, sim))
+            if len(out) >= k:
+                break
         return out[:k]
 
     def _query_vector(self, query: str) -> np.ndarray:

@@ -100,10 +100,12 @@ class PostgresRecall:
                 (message_seq, window_seq, conversation_id),
             )
 
-    def units(self, rowids: Sequence[int]) -> dict[int, UnitRow]:
+    def units(self, rowids: Sequence[int], *, text: bool = True) -> dict[int, UnitRow]:
+        """The units by rowid; without ``text`` their text comes back empty."""
         if not rowids:
             return {}
-        rows = self.store._query(f"SELECT {_UNIT_COLS} FROM recall_units WHERE rowid = ANY(%s)", (list(rowids),))
+        cols = _UNIT_COLS if text else _UNIT_COLS.replace(" text,", " '',")
+        rows = self.store._query(f"SELECT {cols} FROM recall_units WHERE rowid = ANY(%s)", (list(rowids),))
         return {int(r[0]): _unit_row(r) for r in rows}
 
     # -- embedding cache ------------------------------------------------------------------

@@ -36,8 +36,16 @@ _UNIT_COLS = ("rowid, conversation_id, kind, first_seq, last_seq, part, role, me
               "text_sha256")
 
 
+def _ids(raw: str) -> tuple[str, ...]:
+    """A unit's message ids from their JSON list (as ``json.dumps`` wrote it); plain ids,
+    the usual case, without the JSON parser."""
+    if "\\" in raw or raw.count('"') != 2 * (raw.count('", "') + 1):
+        return tuple(json.loads(raw))
+    return tuple(raw[2:-2].split('", "'))
+
+
 def _unit_row(r: tuple[Any, ...]) -> UnitRow:
-    return UnitRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7])), r[8], r[9], r[10], r[11])
+    return UnitRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], _ids(r[7]), r[8], r[9], r[10], r[11])
 
 
 def _index_name(provider: str, model: str, dim: int) -> str:
@@ -140,11 +148,14 @@ class SQLiteRecall:
                 (conversation_id, message_seq, window_seq),
             )
 
-    def units(self, rowids: Sequence[int]) -> dict[int, UnitRow]:
+    def units(self, rowids: Sequence[int], *, text: bool = True) -> dict[int, UnitRow]:
+        """The units by rowid; without ``text`` their text comes back empty (a k-NN over
+        long messages need not read them to rank them)."""
         if not rowids:
             return {}
+        cols = _UNIT_COLS if text else _UNIT_COLS.replace(" text,", " '',")
         rows = self.store._query(
-            f"SELECT {_UNIT_COLS} FROM recall_units WHERE rowid IN ({','.join('?' * len(rowids))})", list(rowids)
+            f"SELECT {cols} FROM recall_units WHERE rowid IN ({','.join('?' * len(rowids))})", list(rowids)
         )
         return {r[0]: _unit_row(r) for r in rows}
 
