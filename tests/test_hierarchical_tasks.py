@@ -129,6 +129,14 @@ def test_hierarchical_keeps_the_active_task_whole_and_completed_ones_as_key_poin
             assert f"history #{root.first_seq}-#{root.last_seq}" in text
             points = text.split(f"history #{root.first_seq}-#{root.last_seq}")[1].split("Key points: ")[1]
             assert mem.counter.count(points.split("\n\n")[0]) <= max(48, int(root.token_count * KEY_POINTS_SHARE)) + 2
+        # the cache-stable prefix (the turn loop's layout) shows the completed task as key points too
+        ctx = mem.assembler.assemble("c", 4096, layout="stable")
+        text = _text(ctx)
+        assert ctx.tokens <= 4096 and "Earlier parts of this conversation" in text
+        for node in active:
+            assert render_summary(node) in text
+        for node in done:
+            assert render_summary(node) not in text and f'<summary id="{node.id}"' in text
         # every summary shown is still expandable to the exact originals
         for node in frontier:
             assert conv.expand(node.id, max_tokens=10**9)["items"]

@@ -116,6 +116,16 @@ class SummaryPieces:
             return self.piece(root, "root", allowance)
         return self._statistics(root, allowance, completed=status == "completed")
 
+    def prefix_text(self, node: Summary) -> str:
+        """``node`` as the cache-stable prefix shows it: whole, except (hierarchical) a
+        completed task's as its key points. Both change only when compaction runs or a
+        task ends, so the prefix stays byte-identical between those."""
+        if self.hierarchical and self.tasks.status(node) == "completed":
+            piece = self.key_points(node, "summary", 2**31 - 1)
+            if piece is not None:
+                return piece.text
+        return render_summary(node)
+
     def key_points(self, node: Summary, tier: Literal["summary", "root"], allowance: int) -> Piece | None:
         """A completed task's summary as its most important lines: at most
         :data:`KEY_POINTS_SHARE` of it (never under ``MIN_ABRIDGED`` tokens), within
