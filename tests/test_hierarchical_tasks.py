@@ -176,7 +176,7 @@ def test_history_of_no_task_keeps_the_age_layering(store_target: StoreTarget) ->
 # -- the budget, whatever the tasks ------------------------------------------------------
 
 WORDS = ["deploy", "port", "5433", "decided", "because", "error:", "数据库", "迁移", "ok", "latency", "42ms", "we"]
-text_st = st.lists(st.sampled_from(WORDS), min_size=1, max_size=120).map(" ".join)
+text_st = st.lists(st.sampled_from(WORDS), min_size=10, max_size=150).map(" ".join)
 event_st = st.one_of(
     st.tuples(st.just("turn"), text_st),
     st.tuples(st.just("end"), text_st),  # a turn that ends its task
@@ -186,14 +186,15 @@ event_st = st.one_of(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(events=st.lists(event_st, min_size=1, max_size=30), budgets=st.lists(st.integers(150, 3000), min_size=1,
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=st.lists(event_st, min_size=4, max_size=30), budgets=st.lists(st.integers(150, 3000), min_size=1,
                                                                            max_size=4),
-       query=st.sampled_from([None, "which port did we decide on?"]))
+       query=st.sampled_from([None, "which port did we decide on?"]),
+       layout=st.sampled_from(["auto", "stable", "budgeted"]))
 def test_hierarchical_by_task_never_exceeds_the_budget(backend: str, shared_target: str, events: list[tuple[str, str]],
-                                                       budgets: list[int], query: str | None) -> None:
+                                                       budgets: list[int], query: str | None, layout: Any) -> None:
     with open_backend(backend, shared_target, embedder=None, strategy="hierarchical", context_window=1024,
-                      fresh_tail_count=4, auto_compact=False) as mem:
+                      fresh_tail_count=2, auto_compact=False) as mem:
         conv = mem.conversation(f"h-{uuid.uuid4().hex[:12]}", metadata={"user": "u"})
         for i, (kind, text) in enumerate(events):
             if kind == "compact":
@@ -201,9 +202,9 @@ def test_hierarchical_by_task_never_exceeds_the_budget(backend: str, shared_targ
             elif kind == "add":
                 conv.add("user", text, created_at=T0 + timedelta(minutes=i))
             else:
-                conv.turn(text, call=lambda messages, text=text: f"{text} {text}", end_task=kind == "end",
+                conv.turn(text, call=lambda messages, text=text: f"{text}. {text}. {text}", end_task=kind == "end",
                           memory_tools=False)
         for budget in budgets:
-            ctx = conv.assemble(budget_tokens=budget, query=query)
+            ctx = mem.assembler.assemble(conv.id, budget, query, layout=layout)
             assert ctx.tokens <= budget
             assert count_chat_tokens(mem.counter, ctx.messages) == ctx.tokens
