@@ -123,11 +123,14 @@ class Memory:
         of its current task (:mod:`lossless.longterm.tasks`): ``in_progress``, or with
         ``end_task`` ended (``completed`` unless a model says otherwise), the next
         task then beginning after it. A conversation with neither user nor agent is not
-        distilled: its records would be global, seen by every other conversation."""
+        distilled (its records would be global, seen by every other conversation); with
+        ``end_task`` its task still ends, so the next messages are the next task."""
         user, agent = self.scope_of(conversation_id)
         start = self.store.flushed_seq(conversation_id) + 1
         last = self.store.last_seq(conversation_id) if upto_seq is None else upto_seq
         if user is None and agent is None:
+            if end_task and last >= self.memories.task_start(conversation_id):
+                self.memories.end_task_at(conversation_id, last)  # no record (it would be global), but the task ended
             return []
         records: list[MemoryRecord] = []
         if last >= start:

@@ -15,7 +15,8 @@ are stored in one transaction, and compaction runs if a trigger fired (in a back
 thread when ``background_compaction`` with ``compaction="inline"``; by default the worker
 does it); (5) with ``end_task`` the session's durable items
 are distilled into long-term memory and the task's record is written (seed 003's task-level
-memory, :mod:`lossless.longterm.tasks`). While a compaction of the conversation runs, tool
+memory, :mod:`lossless.longterm.tasks`). Every message a turn stores carries its task's
+id in ``metadata["task_id"]``. While a compaction of the conversation runs, tool
 calls wait for it (``tool_wait_seconds``), then answer :data:`COMPACTING_RESULT`. A context-length error from the provider compacts
 harder and retries (see :mod:`lossless.agent.emergency`). A turn that fails stores nothing: the
 conversation is as it was before it.
@@ -263,6 +264,7 @@ def run_turn(
     pending_user = validate_message(data, max_bytes=memory.config.max_message_bytes)
     if pending_user.role != "user":
         raise ValidationError(f"a turn starts with a user message, got role {pending_user.role!r}")
+    task = _current_task(conv, data)
     if max_tool_rounds < 0:
         raise ValidationError(f"max_tool_rounds must be >= 0, got {max_tool_rounds}")
     user_chat: ChatMessage = {"role": "user", "content": pending_user.content}
@@ -307,11 +309,27 @@ def run_turn(
                         "content": _run_tool(conv, tool_call, tools)})
     result.reply = str(new[-1].get("content") or "")
     stamp = data["created_at"]
-    to_store = [data] + [{**m, "created_at": stamp} for m in new]
+    to_store = [{**m, "created_at": stamp, "metadata": {**(m.get("metadata") or {}), "task_id": task}}
+                for m in [data, *new]]
     result.messages = _store(conv, to_store, background_compaction, result)
     if end_task:
         result.memories = conv.end()
     return result
+
+
+def _current_task(conv: Conversation, data: Mapping[str, Any]) -> str:
+    """The id of the conversation's current task (the record ``end_task`` writes, see
+    :mod:`lossless.longterm.tasks`), which every message of the turn carries in
+    ``metadata["task_id"]``; the hierarchical strategy groups history by it. A user
+    message naming another task is refused before the model is called."""
+    from lossless.longterm.tasks import task_id_for
+
+    task = task_id_for(conv.id, conv.memory.memories.task_start(conv.id))
+    given = (data.get("metadata") or {}).get("task_id")
+    if given is not None and given != task:
+        raise ValidationError(f"metadata task_id {given!r} is not the conversation's current task {task!r}: "
+                              "the turn loop sets it (end a task with end_task=True)")
+    return task
 
 
 def _store(conv: Conversation, messages: list[dict[str, Any]], background: bool, result: TurnResult) -> list[Message]:

@@ -93,7 +93,8 @@ class Assembler:
         """This call's view of messages under the current config (a benchmark may swap
         it between calls), with the caches kept across calls."""
         view = MessageView(self.config, self.counter, self.caches)
-        return Sources(view=view, summaries=SummaryPieces(view, self.store),
+        task_start = self.memories.task_start if self.memories is not None else None
+        return Sources(view=view, summaries=SummaryPieces(view, self.store, task_start),
                        recalled=RecalledMessages(view, self.store, self.recaller),
                        records_for=partial(memory_records, self.store, self.memories, self.config, cid),
                        hits_for=partial(file_hits, self.files))

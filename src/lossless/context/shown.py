@@ -28,6 +28,7 @@ class AssemblyCaches:
     importance: dict[str, float] = field(default_factory=dict)
     explored: dict[str, str] = field(default_factory=dict)  # message id -> what stands in for it
     role_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    task_tagged: dict[tuple[str, int, int], bool] = field(default_factory=dict)  # (cid, lo, hi) -> has a task's message
 
 
 class MessageView:

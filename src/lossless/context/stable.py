@@ -27,7 +27,7 @@ from lossless.context.pieces import (
 )
 from lossless.context.shown import MessageView
 from lossless.core.config import Config
-from lossless.core.render import format_span, render_summary
+from lossless.core.render import format_span
 from lossless.core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, count_chat_tokens
 from lossless.core.types import AssembledContext, ChatMessage, ContextItem, Message
 
@@ -55,7 +55,7 @@ def _fixed_prefix(history: History, sources: Sources, cap: int) -> tuple[list[Ch
     frontier = history.frontier
     if not frontier:
         return chats, items, cost, True
-    texts = [render_summary(node) for node in frontier]
+    texts = [sources.summaries.prefix_text(node) for node in frontier]
     costs = [view.piece_cost(text) for text in texts]
     left = cap - cost - MESSAGE_OVERHEAD - view.counter.count(MEMORY_HEADER)
     keep = set(range(len(frontier)))

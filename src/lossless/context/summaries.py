@@ -1,26 +1,33 @@
 """Frontier summaries as pieces of the memory block: whole when they fit, else abridged
-to their most important lines, and (hierarchical) the oldest history as statistics."""
+to their most important lines, and (hierarchical) grouped by task: the active task's
+summaries whole, completed tasks' as key points, history of no task by age (the newest
+whole, older ones as key points, the oldest as statistics)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from lossless.context.pieces import MIN_ABRIDGED, Piece
 from lossless.context.shown import MessageView
+from lossless.context.tasks import TaskSpans
 from lossless.core.render import format_span, neutralise_tags, render_summary
 from lossless.core.textfit import fit_text
 from lossless.core.types import ContextItem, Summary
 from lossless.store.base import Store
 
-__all__ = ["SummaryPieces"]
+__all__ = ["KEY_POINTS_SHARE", "SummaryPieces"]
+
+KEY_POINTS_SHARE = 0.25  # hierarchical: a completed task's summary as key points, at most this share of it
 
 
 class SummaryPieces:
     """Summaries cut to the room a tier gives them, the way the config's strategy says."""
 
-    def __init__(self, view: MessageView, store: Store) -> None:
+    def __init__(self, view: MessageView, store: Store, task_start: Callable[[str], int] | None = None) -> None:
         self.view = view
         self.store = store
+        self.tasks = TaskSpans(store, task_start, view.caches.task_tagged)
 
     @property
     def hierarchical(self) -> bool:
@@ -78,14 +85,20 @@ class SummaryPieces:
         return spent
 
     def _take_key_points(self, recent: list[Summary], chosen: list[Piece], limit: int, already: int) -> int:
-        """Hierarchical: the newest summary (the active work) whole if it fits; each older
-        one cut to its key points, the room shared evenly among those left."""
+        """Hierarchical, newest first: a summary of the active task whole if it fits (else
+        abridged); one of completed tasks as its key points (at most
+        :data:`KEY_POINTS_SHARE` of it, within an even share of the room left); one of no
+        task by age: the newest whole if it fits, each older one within an even share."""
         spent = already
         while len(chosen) < len(recent):
             node = recent[len(recent) - 1 - len(chosen)]
             left = limit - spent
             share = left if not chosen else left // (len(recent) - len(chosen))
-            piece = self.piece(node, "summary", share)
+            status = self.tasks.status(node)
+            if status == "completed":
+                piece = self.key_points(node, "summary", share)
+            else:
+                piece = self.piece(node, "summary", left if status == "active" else share)
             if piece is None:
                 break
             chosen.append(piece)
@@ -96,9 +109,42 @@ class SummaryPieces:
         """The oldest frontier summary as the root piece: a summary, or (hierarchical) statistics."""
         if root is None:
             return None
-        if self.hierarchical:
-            return self._statistics(root, allowance)
-        return self.piece(root, "root", allowance)
+        if not self.hierarchical:
+            return self.piece(root, "root", allowance)
+        status = self.tasks.status(root)
+        if status == "active":
+            return self.piece(root, "root", allowance)
+        return self._statistics(root, allowance, completed=status == "completed")
+
+    def prefix_text(self, node: Summary) -> str:
+        """``node`` as the cache-stable prefix shows it: whole, except (hierarchical) a
+        completed task's as its key points. Both change only when compaction runs or a
+        task ends, so the prefix stays byte-identical between those."""
+        if self.hierarchical and self.tasks.status(node) == "completed":
+            piece = self.key_points(node, "summary", 2**31 - 1)
+            if piece is not None:
+                return piece.text
+        return render_summary(node)
+
+    def key_points(self, node: Summary, tier: Literal["summary", "root"], allowance: int) -> Piece | None:
+        """A completed task's summary as its most important lines: at most
+        :data:`KEY_POINTS_SHARE` of it (never under ``MIN_ABRIDGED`` tokens), within
+        ``allowance``; None when not even that fits."""
+        room = min(self._key_points_room(node), allowance - self.view.piece_cost(render_summary(node, "")) - 2)
+        if room < MIN_ABRIDGED:
+            return None
+        short = self.fit(node, room)
+        if not short:
+            return None
+        text = render_summary(node, short, abridged=short != node.content)
+        cost = self.view.piece_cost(text)
+        if cost > allowance:
+            return None
+        return Piece(text, cost, ContextItem(tier, node.id, cost, node.first_seq, node.last_seq), True)
+
+    @staticmethod
+    def _key_points_room(node: Summary) -> int:
+        return max(MIN_ABRIDGED, int(node.token_count * KEY_POINTS_SHARE))
 
     def _role_counts(self, root: Summary) -> dict[str, int]:
         cache = self.view.caches.role_counts
@@ -110,9 +156,10 @@ class SummaryPieces:
             cache[root.id] = roles
         return roles
 
-    def _statistics(self, root: Summary, allowance: int) -> Piece | None:
+    def _statistics(self, root: Summary, allowance: int, *, completed: bool = False) -> Piece | None:
         """Hierarchical: the oldest history as statistics (how many messages of each kind,
-        over what time), with its key points if room is left."""
+        over what time), with its key points if room is left (of a ``completed`` task: at
+        most :data:`KEY_POINTS_SHARE` of it)."""
         roles = self._role_counts(root)
         mix = ", ".join(f"{n:,} {role}" for role, n in sorted(roles.items(), key=lambda kv: -kv[1]))
         stats = (f"[{root.id} · history #{root.first_seq}-#{root.last_seq} · "
@@ -122,6 +169,8 @@ class SummaryPieces:
         if cost > allowance:
             return None
         room = allowance - cost - 2
+        if completed:
+            room = min(room, self._key_points_room(root))
         if room >= MIN_ABRIDGED:
             short = self.fit(root, room) if root.token_count > room else root.content
             text = f"{stats}\nKey points: {neutralise_tags(short)}"

@@ -114,8 +114,9 @@ class Config:
     recall_windows: bool = False  # recall QA-pair windows as well as single messages (their vectors are made either way)
     # what leaves the assembled context first (never the store): "summary" (the newest
     # raw messages, then summaries newest first, then the root), "selective" (raw messages
-    # by importance and recency), "hierarchical" (newest summary whole, older ones as key
-    # points, the oldest history as statistics). Chosen with bench/shares_sweep.py.
+    # by importance and recency), "hierarchical" (by task: the active task's summaries
+    # whole, completed tasks' as key points; history of no task by age: newest summary
+    # whole, older ones as key points, the oldest as statistics). Chosen with bench/shares_sweep.py.
     strategy: str = "summary"
 
     def __post_init__(self) -> None:
