@@ -96,7 +96,7 @@ class Assembler:
         return Sources(view=view, summaries=SummaryPieces(view, self.store),
                        recalled=RecalledMessages(view, self.store, self.recaller),
                        records_for=partial(memory_records, self.store, self.memories, self.config, cid),
-                       hits_for=partial(file_hits, self.files))
+                       hits_for=partial(file_hits, self.files, config=self.config))
 
     def _raw(self, cid: str, covered: int, budget: int, view: MessageView) -> tuple[list[Message], bool]:
         """The raw messages after the frontier that assembly may show, and whether that is
