@@ -71,7 +71,7 @@ class Config:
     files_share: float = 0.25
     files_top_k: int = 10
     files_max_distance: float | None = 0.6
-    files_min_relevance: float | None = 0.5
+    files_min_relevance: float | None = 0.7
     files_reference_phrases: bool = True
     # a message over this many tokens is shown as an exploration of its content (at most
     # large_content_summary_tokens) with its id; lcm_expand pages through the exact text

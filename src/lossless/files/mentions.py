@@ -113,14 +113,19 @@ _REFERENCE_WORDS = re.compile(
     r"|之前|先前|以前|此前|早先|刚才|刚刚|上次|前面|上面|早些时候|参考|参照|对照|按照|根据|依据|查阅|查看"
     r"|发给你|发给我|给你|给我|分享|上传|转发",
     re.IGNORECASE)
+# Chinese question and function words: a CJK query is matched by its bigrams, and
+# "怎么做" or "里说的" would count against every chunk that does not happen to say them.
+_CN_FUNCTION_WORDS = re.compile(
+    r"为什么|怎么样|怎么|怎样|如何|什么|哪些|哪个|哪里|可以|应该|需要|一下|帮我|请问|里面|关于|那份|那个|那篇|这份|这个"
+    r"|是否|有没有|说的|写的|提到的|我们|你们|的|了|吗|呢|吧|啊|里|中|请|做|说|讲|写|是|在|有|我|你|您")
 
 
 def document_reference(text: str) -> str | None:
     """What to search the file index for when ``text`` refers to earlier documents
     without naming a path (one of :data:`DOCUMENT_PATTERNS` matches): the message with
-    the words that only make the reference ("shared", "earlier", "之前", "参考") left
-    out; None when it makes no such reference."""
+    the words that only make the reference ("shared", "earlier", "之前", "参考") and
+    Chinese question words ("怎么", "吗") left out; None when it makes no such reference."""
     if not isinstance(text, str) or not any(p.search(text) for p in DOCUMENT_PATTERNS):
         return None
-    query = " ".join(_REFERENCE_WORDS.sub(" ", text).split())
+    query = " ".join(_CN_FUNCTION_WORDS.sub(" ", _REFERENCE_WORDS.sub(" ", text)).split())
     return query or None
