@@ -7,6 +7,7 @@ never by chit-chat. Everything that touches a store runs on SQLite and on Postgr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lossless
+from lossless.cli import main
 from lossless.core.errors import ValidationError
 from lossless.files import DOCUMENT_PATTERNS, Files, document_reference
 from lossless.testing import HashEmbedder
@@ -315,3 +317,22 @@ def test_minilm_finds_the_document_a_paraphrase_refers_to(backend_target: str, t
         assert hits[0].distance is not None and hits[0].distance <= 0.6
         ctx = conv.assemble(budget_tokens=4000, query="the doc I shared aside, what's a good banana bread recipe?")
         assert "<context>" not in "\n".join(str(x["content"]) for x in ctx.messages)
+
+
+def test_cli_search_applies_and_shows_the_thresholds(mem: lossless.Memory, backend_target: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    def run(*args: str) -> tuple[int, str, str]:
+        status = main(["--db", backend_target, *args])
+        captured = capsys.readouterr()
+        return status, captured.out, captured.err
+
+    status, out, _ = run("files", "search", "banana bread recipe for the retry party")
+    assert status == 0 and "retry-spec.md" in out and "keyword 0." in out
+    status, out, _ = run("files", "search", "banana bread recipe for the retry party", "--min-relevance", "0.7")
+    assert status == 0 and "no matching files" in out
+    status, out, _ = run("--json", "files", "search", "retry backoff idempotency", "--min-relevance", "0.7")
+    hits = json.loads(out)
+    assert status == 0 and hits[0]["path"] == "docs/retry-spec.md" and hits[0]["keyword"] >= 0.7
+    assert hits[0]["distance"] is None  # keyword only: no vector to measure
+    status, _, err = run("files", "search", "retry", "--max-distance", "5")
+    assert status != 0 and "max_distance" in err
