@@ -141,6 +141,18 @@ def test_document_reference_never_fails(text: str) -> None:
     assert document_reference(None) is None  # type: ignore[arg-type]
 
 
+def test_a_long_paste_is_read_at_its_ends() -> None:
+    import time
+
+    started = time.perf_counter()
+    assert document_reference("the " * 50_000) is None
+    query = document_reference("log line\n" * 30_000 + "As in the API doc I shared, why does this fail?")
+    assert query is not None and "API doc" in query and len(query) <= 4_001
+    assert document_reference("per the spec, why? " + "x " * 100_000) is not None
+    assert document_reference("x " * 5_000 + "the spec from before " + "x " * 5_000) is None  # the middle is not read
+    assert time.perf_counter() - started < 1.0
+
+
 def test_a_reference_brings_the_document_as_a_context_block(mem: lossless.Memory) -> None:
     text = _text(mem, "As in the API doc I shared, how does pagination work?")
     block = _block(text)

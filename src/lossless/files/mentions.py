@@ -120,12 +120,21 @@ _CN_FUNCTION_WORDS = re.compile(
     r"|是否|有没有|说的|写的|提到的|我们|你们|的|了|吗|呢|吧|啊|里|中|请|做|说|讲|写|是|在|有|我|你|您")
 
 
+_REFERENCE_SCAN = 2000  # characters read at each end of a message
+
+
 def document_reference(text: str) -> str | None:
     """What to search the file index for when ``text`` refers to earlier documents
     without naming a path (one of :data:`DOCUMENT_PATTERNS` matches): the message with
     the words that only make the reference ("shared", "earlier", "之前", "参考") and
-    Chinese question words ("怎么", "吗") left out; None when it makes no such reference."""
-    if not isinstance(text, str) or not any(p.search(text) for p in DOCUMENT_PATTERNS):
+    Chinese question words ("怎么", "吗") left out; None when it makes no such reference.
+    Of a long message only the first and last 2,000 characters are read (a pasted log
+    does not make every assembly slow)."""
+    if not isinstance(text, str):
+        return None
+    if len(text) > 2 * _REFERENCE_SCAN:  # a long paste: the question is at its start or its end
+        text = text[:_REFERENCE_SCAN] + "\n" + text[-_REFERENCE_SCAN:]
+    if not any(p.search(text) for p in DOCUMENT_PATTERNS):
         return None
     query = " ".join(_CN_FUNCTION_WORDS.sub(" ", _REFERENCE_WORDS.sub(" ", text)).split())
     return query or None
