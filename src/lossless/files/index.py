@@ -428,7 +428,8 @@ class Files:
         chunks with enough evidence of their own: a cosine distance to the query of at
         most ``max_distance`` (when the index has vectors), or a keyword relevance
         (:attr:`FileHit.keyword`) of at least ``min_relevance``. A chunk passing either
-        is kept; with neither given (or only ``max_distance`` and no embedder) all are."""
+        is kept; with neither given (or only ``max_distance`` and no embedder) all are.
+        (Vector candidates end at a distance of ``1 - min_similarity``, 0.9 by default.)"""
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("query must be a non-empty string")
         _limit(limit)
