@@ -59,6 +59,10 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
     p.add_argument("--limit", metavar="N", type=positive, default=10)
     p.add_argument("--path", metavar="GLOB", action="append", help="only files matching (repeatable)")
     p.add_argument("--kind", choices=FILE_KINDS, action="append", help="only this kind (repeatable)")
+    p.add_argument("--max-distance", metavar="D", type=float, default=None,
+                   help="only chunks within this cosine distance of the query (or passing --min-relevance)")
+    p.add_argument("--min-relevance", metavar="R", type=float, default=None,
+                   help="only chunks with at least this keyword relevance, 0..1 (or passing --max-distance)")
     p = sub.add_parser("ls", parents=common, help="list indexed files")
     p.set_defaults(run=cmd_files_ls)
     p.add_argument("--path", metavar="GLOB", action="append", help="only files matching (repeatable)")
@@ -131,7 +135,8 @@ def _location(hit: FileHit) -> str:
 
 def cmd_files_search(ctx: CommandContext) -> int:
     args = ctx.args
-    hits = files(ctx).search(args.query, limit=args.limit, paths=args.path, kinds=args.kind)
+    hits = files(ctx).search(args.query, limit=args.limit, paths=args.path, kinds=args.kind,
+                             max_distance=args.max_distance, min_relevance=args.min_relevance)
     if ctx.json:
         ctx.emit_json([h.to_dict() for h in hits])
         return 0
@@ -139,7 +144,9 @@ def cmd_files_search(ctx: CommandContext) -> int:
         ctx.out.print(Text("no matching files", style="dim"))
         return 0
     for hit in hits:
-        ctx.out.print(Text.assemble((_location(hit), "bold cyan"), (f"  {hit.kind}  score {hit.score:.3f}", "dim")))
+        distance = "" if hit.distance is None else f"  distance {hit.distance:.3f}"
+        ctx.out.print(Text.assemble((_location(hit), "bold cyan"),
+                                    (f"  {hit.kind}  score {hit.score:.3f}{distance}  keyword {hit.keyword:.2f}", "dim")))
         lines = hit.text.split("\n")
         shown = "\n".join(f"  {line}" for line in lines[:_SHOWN_LINES])
         more = f"\n  … {len(lines) - _SHOWN_LINES} more lines" if len(lines) > _SHOWN_LINES else ""

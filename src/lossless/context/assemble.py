@@ -97,7 +97,7 @@ class Assembler:
         return Sources(view=view, summaries=SummaryPieces(view, self.store, task_start),
                        recalled=RecalledMessages(view, self.store, self.recaller),
                        records_for=partial(memory_records, self.store, self.memories, self.config, cid),
-                       hits_for=partial(file_hits, self.files))
+                       hits_for=partial(file_hits, self.files, config=self.config))
 
     def _cache_pays(self, budget: int, query: str | None) -> bool:
         """Whether this call gets the cache-stable layout: it has the whole window, and (with

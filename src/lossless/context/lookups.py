@@ -4,9 +4,16 @@ its user and agent, and chunks of the workspace files it names."""
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING
 
-from lossless.context.pieces import FILES_HEADER, LONG_TERM_HEADER, MIN_ABRIDGED, Piece
+from lossless.context.pieces import (
+    FILES_FOOTER,
+    FILES_HEADER,
+    LONG_TERM_HEADER,
+    MIN_ABRIDGED,
+    Piece,
+)
 from lossless.context.shown import MessageView
 from lossless.core.config import Config
 from lossless.core.errors import LosslessError
@@ -19,9 +26,10 @@ if TYPE_CHECKING:
     from lossless.files import FileHit, Files
     from lossless.longterm import Memories, MemoryRecord
 
-__all__ = ["file_hits", "file_pieces", "memory_pieces", "memory_records", "record_text"]
+__all__ = ["file_hits", "file_pieces", "files_block_cost", "memory_pieces", "memory_records", "record_text"]
 
 log = logging.getLogger("lossless")
+_CONTEXT_TAG = re.compile(r"<(/?)(context)\b", re.IGNORECASE)
 
 
 def memory_records(store: Store, memories: Memories | None, config: Config, cid: str, query: str) -> list[MemoryRecord]:
@@ -43,36 +51,61 @@ def memory_records(store: Store, memories: Memories | None, config: Config, cid:
     return [r for r in found if r.conversation_id != cid]
 
 
-def file_hits(files: Files | None, query: str) -> list[FileHit]:
-    """Chunks of indexed workspace files the message asks for: files it names (a path,
-    or a file name only one indexed file has), or what a ``/context …`` line asks."""
+def file_hits(files: Files | None, query: str, config: Config | None = None) -> list[FileHit]:
+    """Chunks of indexed workspace files the message asks for (at most
+    ``config.files_top_k``): the files it names (a path, or a file name only one indexed
+    file has), what a ``/context …`` line asks, or, when it refers to earlier documents
+    without a path ("the API doc I shared", "参考之前的 API 文档"), the chunks most like
+    it within the thresholds (seed 004). Files named come first and need no threshold:
+    their best chunks for the message, or their first ones."""
     if files is None:
         return []
+    cfg = config if config is not None else Config()
+    k = cfg.files_top_k
     try:
         request = files.context_request(query)
         if request is not None:
-            if request and files.mentioned(request):
-                return files.for_path(files.mentioned(request)[0], None, limit=4)
-            return files.search(request, limit=4) if request else []
-        hits: list[FileHit] = []
-        for path in files.mentioned(query)[:3]:
-            hits += files.for_path(path, query, limit=2)
-        return hits
+            named = files.mentioned(request) if request else []
+            if named:
+                return files.for_path(named[0], None, limit=k)
+            return _similar(files, request, cfg) if request else []
+        named = files.mentioned(query)[:k]
+        if named:
+            hits: list[FileHit] = []
+            for path in named:
+                hits += files.for_path(path, query, limit=max(1, k // len(named)))
+            return hits[:k]
+        if cfg.files_reference_phrases:
+            wanted = files.document_reference(query)
+            if wanted:
+                return _similar(files, wanted, cfg)
+        return []
     except LosslessError as exc:  # an index problem must not cost the context
         log.warning("lossless: file context skipped: %s", exc)
         return []
 
 
+def _similar(files: Files, query: str, cfg: Config) -> list[FileHit]:
+    return files.search(query, limit=cfg.files_top_k, max_distance=cfg.files_max_distance,
+                        min_relevance=cfg.files_min_relevance)
+
+
+def files_block_cost(view: MessageView) -> int:
+    """What the <context> block's opening and closing lines cost."""
+    return view.piece_cost(FILES_HEADER) + view.counter.count("\n" + FILES_FOOTER)
+
+
 def file_pieces(view: MessageView, hits: list[FileHit], room: int) -> list[Piece]:
-    """File chunks within ``room`` (their header's cost included), cut where they do not fit."""
+    """File chunks within ``room`` (the block's opening and closing lines included), best
+    first, the last cut where it does not fit whole."""
     pieces: list[Piece] = []
-    spent = view.piece_cost(FILES_HEADER)
+    spent = files_block_cost(view)
     for hit in hits:
         head = f"[{hit.path}:{hit.start_line}-{hit.end_line}]"
         left = room - spent - view.piece_cost(head) - 4
         if left < MIN_ABRIDGED:
             break
-        body = neutralise_tags(hit.text)
+        body = _CONTEXT_TAG.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", neutralise_tags(hit.text))
         if view.counter.count(body) > left:
             body = fit_text(body, left, view.counter) + "\n…"
         text = f"{head}\n{body}"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from lossless.compaction.engine import tool_groups
 from lossless.context.inputs import History, Sources
-from lossless.context.lookups import file_pieces, memory_pieces
+from lossless.context.lookups import file_pieces, files_block_cost, memory_pieces
 from lossless.context.pieces import (
     DYNAMIC_HEADER,
     LONG_TERM_HEADER,
@@ -127,7 +127,7 @@ def _for_the_question(history: History, query: str, left: int, shown_from: int, 
         return view.piece_cost(LONG_TERM_HEADER) + sum(p.tokens for p in out.memories) if out.memories else 0
 
     def files_cost() -> int:
-        return sum(p.tokens for p in out.files)
+        return files_block_cost(view) + sum(p.tokens for p in out.files) if out.files else 0
 
     if records:
         out.memories = memory_pieces(view, records, int(left * cfg.memory_share))

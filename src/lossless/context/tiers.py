@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Protocol
 
-from lossless.context.lookups import file_pieces, memory_pieces
+from lossless.context.lookups import file_pieces, files_block_cost, memory_pieces
 from lossless.context.pieces import (
     LONG_TERM_HEADER,
     MIN_ABRIDGED,
@@ -359,7 +359,7 @@ class FilesTier(_RepackedTier):
         if not self.hits:
             return [], 0
         pieces = file_pieces(self.view, self.hits, room)
-        return pieces, sum(p.tokens for p in pieces)  # its header is not counted here
+        return pieces, (files_block_cost(self.view) + sum(p.tokens for p in pieces) if pieces else 0)
 
 
 class RecallTier:

@@ -61,7 +61,18 @@ class Config:
     memory_max_unused_days: float | None = None
     memory_importance_floor: float | None = None
     memory_policy_interval_seconds: float = 600.0
-    files_share: float = 0.25  # workspace file chunks a message asks for, as a share of recall
+    # workspace file chunks (seed 004): a message that names an indexed file, says
+    # "/context …", or (files_reference_phrases) refers to earlier documents without a
+    # path ("the API doc I shared", "参考之前的 API 文档") brings up to files_top_k
+    # chunks, as many as fit in files_share of recall's room, as one <context> block. A
+    # chunk found by search (not one of a named file) needs a cosine distance to the
+    # message of at most files_max_distance or a keyword relevance of at least
+    # files_min_relevance (None: that side sets no bound); bench/files_threshold.py
+    files_share: float = 0.25
+    files_top_k: int = 10
+    files_max_distance: float | None = 0.6
+    files_min_relevance: float | None = 0.7
+    files_reference_phrases: bool = True
     # a message over this many tokens is shown as an exploration of its content (at most
     # large_content_summary_tokens) with its id; lcm_expand pages through the exact text
     large_content_tokens: int = 25_000
@@ -161,6 +172,13 @@ class Config:
         if self.memory_importance_floor is not None and not 0 <= self.memory_importance_floor <= 1:
             raise ValidationError(f"memory_importance_floor must be in [0, 1] or None, "
                                   f"got {self.memory_importance_floor!r}")
+        if not 1 <= self.files_top_k <= 1000:
+            raise ValidationError(f"files_top_k must be an integer in 1..1000, got {self.files_top_k!r}")
+        if self.files_max_distance is not None and not 0 <= self.files_max_distance <= 2:
+            raise ValidationError(f"files_max_distance must be a cosine distance in [0, 2] or None, "
+                                  f"got {self.files_max_distance!r}")
+        if self.files_min_relevance is not None and not 0 <= self.files_min_relevance <= 1:
+            raise ValidationError(f"files_min_relevance must be in [0, 1] or None, got {self.files_min_relevance!r}")
         if not self.memory_policy_interval_seconds > 0:
             raise ValidationError(f"memory_policy_interval_seconds must be positive, "
                                   f"got {self.memory_policy_interval_seconds!r}")

@@ -33,7 +33,7 @@ from lossless.files.chunk import (
     split_text,
 )
 from lossless.files.lookup import FILE_COLS, display, lookup, one
-from lossless.files.mentions import context_request, path_candidates
+from lossless.files.mentions import context_request, document_reference, path_candidates
 from lossless.files.records import FileHit, FileStats, IndexedFile, IndexReport, Skip
 from lossless.files.relevance import kind_prior, path_boost, query_terms, recency_factor
 from lossless.files.vectors import text_sha256
@@ -99,6 +99,13 @@ def _limit(limit: object) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _MAX_LIMIT:
         raise ValidationError(f"limit must be an integer in 1..{_MAX_LIMIT}, got {limit!r}")
     return limit
+
+
+def _threshold(value: object, name: str, top: float) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= top:
+        raise ValidationError(f"{name} must be a number in 0..{top:g} or None, got {value!r}")
 
 
 def _in_dir(column: str, directory: str) -> tuple[str, list[str]]:
@@ -385,6 +392,13 @@ class Files:
         """The argument of a ``/context <query or path>`` line in a message, or None."""
         return context_request(text)
 
+    @staticmethod
+    def document_reference(text: str) -> str | None:
+        """What to search for when a message refers to earlier documents without a path
+        ("the API doc I shared", "参考之前的 API 文档"), or None: see
+        :func:`lossless.files.mentions.document_reference`."""
+        return document_reference(text)
+
     def for_path(self, path_text: str, query: str | None = None, limit: int = 3) -> list[FileHit]:
         """The best chunks of one indexed file, named by an absolute or relative path or a
         unique file name: those matching ``query`` best, or (no query, or nothing in the
@@ -403,14 +417,24 @@ class Files:
     # -- searching ------------------------------------------------------------------------
 
     def search(self, query: str, *, limit: int = 10, paths: str | Sequence[str] | None = None,
-               kinds: str | Sequence[str] | None = None) -> list[FileHit]:
+               kinds: str | Sequence[str] | None = None, max_distance: float | None = None,
+               min_relevance: float | None = None) -> list[FileHit]:
         """Chunks relevant to ``query``, best first: keyword (bm25 and term coverage) and
         vector similarity fused by weight, then re-ranked by kind (code, markdown, text,
         data), query words in the path, and (mildly) how recently the file changed.
-        ``paths`` keeps files matching any of these globs; ``kinds`` those kinds."""
+        ``paths`` keeps files matching any of these globs; ``kinds`` those kinds.
+
+        The thresholds (seed 004's ``WHERE cosine_distance < threshold``) keep only the
+        chunks with enough evidence of their own: a cosine distance to the query of at
+        most ``max_distance`` (when the index has vectors), or a keyword relevance
+        (:attr:`FileHit.keyword`) of at least ``min_relevance``. A chunk passing either
+        is kept; with neither given (or only ``max_distance`` and no embedder) all are.
+        (Vector candidates end at a distance of ``1 - min_similarity``, 0.9 by default.)"""
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("query must be a non-empty string")
         _limit(limit)
+        _threshold(max_distance, "max_distance", 2.0)
+        _threshold(min_relevance, "min_relevance", 1.0)
         kind_set: set[str] | None = None
         if kinds is not None:
             kind_set = {kinds} if isinstance(kinds, str) else set(kinds)
@@ -424,9 +448,11 @@ class Files:
                      if globs.match(r[1], r[3]) or globs.match(r[2], r[3])}
             if not files:
                 return []
-        return self._search(query, limit, files=files, kinds=kind_set)
+        return self._search(query, limit, files=files, kinds=kind_set, max_distance=max_distance,
+                            min_relevance=min_relevance)
 
-    def _search(self, query: str, limit: int, *, files: set[int] | None, kinds: set[str] | None) -> list[FileHit]:
+    def _search(self, query: str, limit: int, *, files: set[int] | None, kinds: set[str] | None,
+                max_distance: float | None = None, min_relevance: float | None = None) -> list[FileHit]:
         wide = max(limit * 3, 30)
         clauses, args = [], []
         if files is not None:
@@ -451,20 +477,27 @@ class Files:
         lo, hi = (min(similar.values()), max(similar.values())) if similar else (0.0, 1.0)
         newest = max(r[9] for r in rows) / 1e9
         hits: list[FileHit] = []
+        by_vector = max_distance is not None and vectors is not None
         for r in rows:
             rowid = int(r[0])
-            score = (1 - w) * keyword.get(rowid, 0.0)
+            kw = keyword.get(rowid, 0.0)
+            distance = round(1.0 - similar[rowid], 6) if rowid in similar else None
+            if (by_vector or min_relevance is not None) and not (
+                    (by_vector and distance is not None and max_distance is not None and distance <= max_distance)
+                    or (min_relevance is not None and kw >= min_relevance)):
+                continue  # below both thresholds: seed 004's "no match" rather than a nearest neighbour
+            score = (1 - w) * kw
             if rowid in similar:
                 score += w * ((similar[rowid] - lo) / (hi - lo) if hi > lo else 1.0)
             score *= kind_prior(r[5], query) * path_boost(r[6], stems) * recency_factor(r[9] / 1e9, newest)
-            hits.append(self._hit(r, round(score, 6)))
+            hits.append(self._hit(r, round(score, 6), distance, round(kw, 6)))
         hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
         return _distinct(hits)[:limit]
 
     @staticmethod
-    def _hit(r: Sequence[Any], score: float) -> FileHit:
+    def _hit(r: Sequence[Any], score: float, distance: float | None = None, keyword: float = 0.0) -> FileHit:
         return FileHit(path=r[6], start_line=r[2], end_line=r[3], text=r[4], score=score, chunk_id=int(r[0]),
-                       root=r[7], abs_path=r[8], kind=r[5], mtime=r[9] / 1e9)
+                       root=r[7], abs_path=r[8], kind=r[5], mtime=r[9] / 1e9, distance=distance, keyword=keyword)
 
     # -- listing and removing -------------------------------------------------------------
 

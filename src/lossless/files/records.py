@@ -19,7 +19,10 @@ REFUSALS = frozenset({"outside roots"})
 @dataclass(frozen=True, slots=True)
 class FileHit:
     """One chunk of an indexed file: lines ``start_line``..``end_line`` of ``path``
-    (relative to ``root``; ``abs_path`` is the resolved real path)."""
+    (relative to ``root``; ``abs_path`` is the resolved real path). ``score`` ranks the
+    hits of one search; ``distance`` (the cosine distance of the chunk to the query, None
+    without a vector) and ``keyword`` (its keyword relevance in [0, 1]) are the absolute
+    evidence a threshold is held against (seed 004's ``cosine_distance < threshold``)."""
 
     path: str
     start_line: int
@@ -31,6 +34,8 @@ class FileHit:
     abs_path: str
     kind: FileKind
     mtime: float  # Unix seconds
+    distance: float | None = None
+    keyword: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
