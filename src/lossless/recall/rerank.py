@@ -364,7 +364,7 @@ def rerank_order(reranker: Reranker, query: str, texts: Sequence[str], counter: 
     sentences that share the question's words), or None, logged, when it fails or answers
     with something that is not an order of them: the caller keeps its own order."""
     # a text far beyond the cut is read only in part: counting a whole 100k-token log per query costs more than it gives
-    heads = [t[: tokens_each * 40] for t in texts]
+    heads = [t[: tokens_each * 12] for t in texts]
     shown = [fit_text(t, tokens_each, counter, focus=query) or t[: tokens_each * 3] for t in heads]
     try:
         order = reranker.rerank(query, shown)
