@@ -32,7 +32,7 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -115,6 +115,9 @@ class FakeOpenAIServer:
     _httpd: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
     _chat_count: int = 0
+    responder: Callable[[dict[str, Any]], str] | None = None
+    """With no reply queued, answer a chat completion with ``responder(request body)``:
+    a scripted model that reads its prompt (before the summary fallback)."""
 
     # -- control ---------------------------------------------------------------------
 
@@ -441,6 +444,8 @@ class _Handler(BaseHTTPRequestHandler):
             prompt,
         )
         reply = self.fake._next_chat()
+        if reply is None and self.fake.responder is not None:
+            reply = _ChatReply(self.fake.responder(body), "stop")
         if reply is None:
             limit = body.get("max_tokens", body.get("max_completion_tokens"))
             summary = fake_summary(last_user, limit if isinstance(limit, int) else None)

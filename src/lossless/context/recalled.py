@@ -13,6 +13,7 @@ from lossless.core.errors import EmbedderError
 from lossless.core.render import message_header, neutralise_tags
 from lossless.core.textfit import fit_text
 from lossless.core.types import ContextItem, Message
+from lossless.recall.rerank import rerank_order
 from lossless.store.base import SearchSpec, Store
 
 if TYPE_CHECKING:
@@ -69,10 +70,14 @@ class RecalledMessages:
             candidates = [((h.id,), False, h.score) for h in self.store.search(replace(spec, mode="fts"))]
         best = max((score for _, _, score in candidates), default=0.0)
         floor = best * cfg.recall_score_floor if best > 0 else float("-inf")
-        ranked: dict[str, bool] = {}
+        kept: list[tuple[tuple[str, ...], bool]] = []
         for ids, is_window, score in candidates:
             if score < floor:
                 break  # ranked best first: the rest match too weakly to be worth their room
+            if any(mid not in shown_ids for mid in ids):
+                kept.append((ids, is_window))
+        ranked: dict[str, bool] = {}
+        for ids, is_window in self._reranked(query, kept):
             for mid in ids:
                 if mid not in shown_ids and mid not in ranked and len(ranked) < depth:
                     ranked[mid] = is_window
@@ -100,6 +105,23 @@ class RecalledMessages:
                 ranked.setdefault(extra[i], False)
         while len(ranked) > depth:
             ranked.popitem()
+
+    def _reranked(self, query: str, kept: list[tuple[tuple[str, ...], bool]]) -> list[tuple[tuple[str, ...], bool]]:
+        """``kept`` with its ``rerank_top_n`` best reordered by the configured reranker
+        (``Config.rerank``; unchanged when it is off or fails, which it logs)."""
+        cfg = self.view.config
+        reranker = self.recaller.rerankers.get(cfg) if self.recaller is not None else None
+        top = kept[: cfg.rerank_top_n]
+        if reranker is None or len(top) < 2 or not query.strip():
+            return kept
+        texts = []
+        for ids, _ in top:
+            msgs = [self.store.get_message(mid) for mid in ids]
+            texts.append("\n".join(f"{m.name or m.role}: {self.view.body(m)}" for m in msgs))
+        order = rerank_order(reranker, query, texts, self.view.counter, cfg.rerank_candidate_tokens)
+        if order is None:
+            return kept
+        return [top[i] for i in order] + kept[len(top):]
 
     def pieces(self, cid: str, query: str, shown_from: int, room: int,
                shown_ids: set[str] | frozenset[str] = frozenset()) -> list[Piece]:

@@ -123,6 +123,19 @@ class Config:
     recall_item_share: float = 0.125
     recall_item_max_tokens: int = 160
     recall_windows: bool = False  # recall QA-pair windows as well as single messages (their vectors are made either way)
+    # an optional rerank of recall's best candidates (seed 001's LLM reranker; None: off):
+    # "llm" asks the chat model (rerank_model, else model) through the OpenAI-compatible
+    # client (rerank_base_url, else $LOSSLESS_SUMMARIZER_BASE_URL / $OPENAI_BASE_URL) for
+    # their order; "cross-encoder" scores them with a sentence-transformers cross-encoder
+    # from a local folder (rerank_model is its path). The rerank_top_n best, each cut to
+    # rerank_candidate_tokens, within rerank_timeout_seconds; on any failure recall keeps
+    # its own order (see lossless.recall.rerank)
+    rerank: str | None = None
+    rerank_model: str | None = None
+    rerank_base_url: str | None = None
+    rerank_top_n: int = 20
+    rerank_candidate_tokens: int = 120
+    rerank_timeout_seconds: float = 5.0
     # what leaves the assembled context first (never the store): "summary" (the newest
     # raw messages, then summaries newest first, then the root), "selective" (raw messages
     # by importance and recency), "hierarchical" (by task: the active task's summaries
@@ -155,6 +168,8 @@ class Config:
             "large_content_summary_tokens",
             "recall_depth",
             "recall_item_max_tokens",
+            "rerank_top_n",
+            "rerank_candidate_tokens",
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -195,6 +210,10 @@ class Config:
             raise ValidationError(f"vector_backend must be auto, sqlite-vec or numpy, got {self.vector_backend!r}")
         if self.strategy not in ("summary", "selective", "hierarchical"):
             raise ValidationError(f"strategy must be summary, selective or hierarchical, got {self.strategy!r}")
+        if self.rerank is not None and self.rerank not in ("llm", "cross-encoder"):
+            raise ValidationError(f"rerank must be llm, cross-encoder or None (off), got {self.rerank!r}")
+        if not self.rerank_timeout_seconds > 0:
+            raise ValidationError(f"rerank_timeout_seconds must be positive, got {self.rerank_timeout_seconds!r}")
         if self.fusion not in ("rrf", "weighted"):
             raise ValidationError(f"fusion must be rrf or weighted, got {self.fusion!r}")
         if not 0 <= self.vector_weight <= 1:

@@ -17,6 +17,7 @@ import numpy as np
 from lossless.core.tokens import TokenCounter
 from lossless.core.types import GrepHit
 from lossless.embed.base import Warmable, embed_checked
+from lossless.recall.rerank import RerankerCache
 from lossless.recall.units import message_units, text_sha256, window_units
 from lossless.store.base import RecallIndex, SearchSpec, Store
 from lossless.store.rows import UnitRow
@@ -81,6 +82,9 @@ class Recaller:
         self._ahead: dict[str, tuple[Future[np.ndarray], bool]] = {}
         self._ahead_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+        # the optional rerank of assembly's recall candidates (Config.rerank), built on first use
+        self.rerankers = RerankerCache()
+        self.rerankers.get(config)  # a rerank setting that names no usable model fails here, at open
 
     def warming(self) -> bool:
         """Whether the embedder is being loaded by another thread (the worker, as it
@@ -123,6 +127,7 @@ class Recaller:
             self._ahead.clear()
         if pool is not None:
             pool.shutdown(wait=True)
+        self.rerankers.close()
 
     # -- indexing -------------------------------------------------------------------------
 
