@@ -10,7 +10,9 @@ one such object — including ``lossless export --format json`` (its summaries a
 imported: compaction rebuilds them).
 
 Messages are stored as given: ``external_id`` is honoured when present and never made up,
-so an export imported into a fresh store gives back the very same messages.
+so an export imported into a fresh store gives back the very same messages. A file
+without ids imported again adds nothing all the same: the import recognises messages that
+stand where the same messages are stored (:mod:`lossless.importers.load`).
 """
 
 from __future__ import annotations
