@@ -159,7 +159,7 @@ def test_reimporting_an_openai_file_without_ids_adds_nothing(store_target: Store
     with lossless.open(store_target("reimport"), embedder=None) as mem:
         first = import_file(mem, path)
         assert first.added["trip"] == 3
-        assert first.line().endswith(f"from 3 records ({first.lines} lines) (openai)") and first.lines > 3 < lines
+        assert first.line().endswith("from 3 records of a JSON document (openai)") and lines > 3
         again = import_file(mem, path)
         assert sum(again.added.values()) == 0 and again.already_stored == 3
         # the file grew: only the new message is added

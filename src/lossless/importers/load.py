@@ -32,6 +32,7 @@ from lossless.core.validate import NewMessage, check_conversation_id, validate_m
 from lossless.engine import Memory
 from lossless.importers.base import HEAD_BYTES, ByteStream, Ignored, Meta, Problem, Record, Source
 from lossless.importers.detect import FORMATS, detect, reader_for
+from lossless.importers.openai_messages import is_document
 
 __all__ = ["BATCH_SIZE", "ImportReport", "check_source", "file_size", "import_file", "import_stream"]
 
@@ -48,7 +49,8 @@ class ImportReport:
     added: Counter[str] = field(default_factory=Counter)  # conversation → messages newly stored
     already_stored: int = 0
     lines: int = 0
-    records: int = 0  # messages, problems and ignored items read (a pretty-printed file has more lines)
+    records: int = 0  # messages, problems and ignored items read
+    document: bool = False  # one JSON document (not JSON lines): counted in records, not lines
     skipped: list[Problem] = field(default_factory=list)
     ignored: Counter[str] = field(default_factory=Counter)
     stopped_at: int | None = None  # strict: the line that stopped the import
@@ -62,6 +64,7 @@ class ImportReport:
             "already_stored": self.already_stored,
             "lines": self.lines,
             "records": self.records,
+            "document": self.document,
             "skipped": [{"line": p.line, "reason": p.reason, "conversation": p.conversation} for p in self.skipped],
             "ignored": dict(self.ignored.most_common()),
             "stopped_at": self.stopped_at,
@@ -72,8 +75,8 @@ class ImportReport:
         added = sum(self.added.values())
         convs = sum(1 for n in self.added.values() if n)
         source = f"{self.lines:,} line{'s' if self.lines != 1 else ''}"
-        if self.records and self.records < self.lines:  # a pretty-printed document: lines say little
-            source = f"{self.records:,} record{'s' if self.records != 1 else ''} ({source})"
+        if self.document:  # a (pretty-printed) JSON document: its lines say nothing of its size
+            source = f"{self.records:,} record{'s' if self.records != 1 else ''} of a JSON document"
         text = (f"imported {added:,} message{'s' if added != 1 else ''} into {convs} "
                 f"conversation{'s' if convs != 1 else ''} from {source}")
         if self.format:
@@ -237,7 +240,7 @@ def import_stream(
     max_bytes = memory.config.max_message_bytes
     source = Source(name=name, stem=stem, head=head, max_message_bytes=max_bytes)
     counted = _Input(stream, head)
-    report = ImportReport(source=name, format=fmt)
+    report = ImportReport(source=name, format=fmt, document=is_document(head))
     batches = _Batches(memory, report, batch_size)
     tick = time.monotonic()
     for n, item in enumerate(reader(counted, source)):
