@@ -16,13 +16,12 @@ import importlib.util
 import os
 import platform
 import re
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from rich.text import Text
 
@@ -125,24 +124,28 @@ def check_installed() -> list[Check]:
 
 
 def check_sqlite() -> list[Check]:
-    """SQLite with FTS5 and its trigram tokenizer (the store needs both), and sqlite-vec."""
-    conn = sqlite3.connect(":memory:")
+    """The SQLite the store runs on (apsw's), with FTS5 and its trigram tokenizer (the
+    store needs both), and whether sqlite-vec loads into it."""
+    import apsw
+
+    conn = apsw.Connection(":memory:")
+    version = apsw.sqlite_lib_version()
     try:
         try:
             conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')")
-            out = [Check("installed", "sqlite", "ok", f"{sqlite3.sqlite_version} with FTS5 and the trigram tokenizer")]
-        except sqlite3.Error as exc:
-            out = [Check("installed", "sqlite", "fail", f"{sqlite3.sqlite_version} lacks FTS5 or its trigram "
-                         f"tokenizer ({exc}): keyword search cannot work",
-                         "use a Python whose SQLite is 3.34 or newer with FTS5 (python.org, pyenv and most "
-                         "distributions build it so), or a PostgreSQL store")]
+            out = [Check("installed", "sqlite", "ok", f"{version} (apsw) with FTS5 and the trigram tokenizer")]
+        except apsw.Error as exc:
+            out = [Check("installed", "sqlite", "fail", f"{version} (apsw) lacks FTS5 or its trigram tokenizer "
+                         f"({exc}): keyword search cannot work",
+                         "pip install --force-reinstall apsw (its wheels bundle a SQLite with FTS5), or use a "
+                         "PostgreSQL store")]
         out.append(_sqlite_vec(conn))
     finally:
         conn.close()
     return out
 
 
-def _sqlite_vec(conn: sqlite3.Connection) -> Check:
+def _sqlite_vec(conn: Any) -> Check:
     if importlib.util.find_spec("sqlite_vec") is None:
         return Check("installed", "sqlite-vec", "warn", "not installed: vector search on SQLite scans with numpy "
                      "(fine up to a few thousand units per conversation, slower beyond)", "pip install sqlite-vec")
@@ -152,11 +155,11 @@ def _sqlite_vec(conn: sqlite3.Connection) -> Check:
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec.loadable_path())
         conn.enable_load_extension(False)
-        (version,) = conn.execute("SELECT vec_version()").fetchone()
-    except (AttributeError, sqlite3.Error, OSError) as exc:  # AttributeError: Python built without extension loading
+        ((version,),) = list(conn.execute("SELECT vec_version()"))
+    except Exception as exc:  # no build for this platform, or extension loading disabled
         return Check("installed", "sqlite-vec", "warn", f"installed but it does not load ({exc}): vector search "
-                     "scans with numpy", "use a Python whose sqlite3 can load extensions (pyenv: "
-                     "PYTHON_CONFIGURE_OPTS=--enable-loadable-sqlite-extensions)")
+                     "on SQLite scans with numpy", "pip install --force-reinstall sqlite-vec (a wheel for this "
+                     "platform)")
     return Check("installed", "sqlite-vec", "ok", f"{version} loads")
 
 
@@ -285,7 +288,8 @@ def check_contents(memory: Memory) -> list[Check]:
         "store", "schema", "warn", f"version {applied}, this lossless knows {latest}",
         "open it once with a write command (migrations run on open), or `lossless migrate`")
     counts = {t: _count(memory, t) for t in ("conversations", "messages", "summaries", "memories")}
-    holds = ", ".join(f"{n:,} {t if n != 1 else t.removesuffix('s')}" for t, n in counts.items())
+    singular = {"conversations": "conversation", "messages": "message", "summaries": "summary", "memories": "memory"}
+    holds = ", ".join(f"{n:,} {t if n != 1 else singular[t]}" for t, n in counts.items())
     return [schema, Check("store", "holds", "ok" if counts["messages"] else "info", holds,
                           None if counts["messages"] else "nothing stored yet: `lossless demo` shows what it does")]
 
