@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from rich.panel import Panel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from lossless.cli import render
 from lossless.cli.commands import raw_tail, show_dag
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents, positive
+from lossless.cli.progress import WorkProgress
 from lossless.conversation import Conversation
 from lossless.core.render import chat_message_text, message_text
 from lossless.store.urls import is_postgres_url, redact_url
@@ -76,13 +76,12 @@ def _conversation_id(ctx: CommandContext) -> str:
 
 
 def _ingest(ctx: CommandContext, conv: Conversation, messages: Sequence[dict[str, Any]]) -> None:
-    with Progress(TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TextColumn("messages"),
-                  TimeElapsedColumn(), console=ctx.err, transient=True, disable=not ctx.err.is_terminal) as bar:
-        task = bar.add_task("ingest", total=len(messages))
+    with WorkProgress(ctx.err, "ingesting", unit="messages") as bar:
+        bar.update(0, len(messages))
         for start in range(0, len(messages), _INGEST_BATCH):
             batch = messages[start:start + _INGEST_BATCH]
             conv.add_many(batch)
-            bar.advance(task, len(batch))
+            bar.update(start + len(batch))
 
 
 def _words(text: str) -> list[str]:
