@@ -1,4 +1,7 @@
-"""Loading the BEAM dev set (``/work/shared/data/beam-128k``) for the benchmarks.
+"""Loading the BEAM dev set for the benchmarks. Where it is: ``$LOSSLESS_BEAM_DATA``, else
+the first ``shared/data/beam-128k`` found beside the repository or one of its parent
+folders (a checkout at ``X/main`` or a worktree at ``X/wt/name`` finds ``X/shared/data``);
+the benchmarks also take ``--data``. See :func:`default_data`.
 
 A chat is ``N/chat.json``: batches → turns → messages ``{id, role, content, time_anchor?}``
 (a generated set may add ``name``, the speaker, and ``created_at``, an ISO timestamp).
@@ -13,6 +16,7 @@ ability is treated specially.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,13 +30,32 @@ __all__ = [
     "BeamMessage",
     "BeamQuestion",
     "chat_numbers",
+    "default_data",
     "flatten_ids",
     "load_chat",
     "parse_anchor",
     "reference_texts",
 ]
 
-DEFAULT_DATA = Path("/work/shared/data/beam-128k")
+DATA_ENV = "LOSSLESS_BEAM_DATA"
+_SET = Path("shared") / "data" / "beam-128k"
+
+
+def default_data(start: Path | None = None) -> Path:
+    """The BEAM dev set folder: ``$LOSSLESS_BEAM_DATA`` when set, else the nearest
+    ``shared/data/beam-128k`` in ``start``'s parent folders (default: this repository's),
+    else where it would be beside the repository (a missing folder: callers check)."""
+    given = os.environ.get(DATA_ENV)
+    if given:
+        return Path(given).expanduser()
+    repo = (start or Path(__file__)).resolve().parent.parent
+    for folder in (repo, *repo.parents):
+        if (folder / _SET).is_dir():
+            return folder / _SET
+    return repo.parent / _SET
+
+
+DEFAULT_DATA = default_data()
 
 # the first message of a batch is dated at this hour of its anchor day
 DAY_START = timedelta(hours=9)

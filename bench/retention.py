@@ -1,7 +1,7 @@
 """Retention benchmark: how much of the evidence and of the answer a budgeted context keeps.
 
 Two dev sets of different shapes, so no default is fitted to one: BEAM-128k (``--set beam``,
-the default: ``/work/shared/data/beam-128k``, see ``bench/beam.py``; long user–assistant
+the default: ``shared/data/beam-128k`` beside the repository or ``$LOSSLESS_BEAM_DATA``, see ``bench/beam.py``; long user–assistant
 chats about code and plans, questions per BEAM ability) and a generated chit-chat set
 (``--set chitchat --seed N``, see ``bench/chitchat.py``; two named people in short casual
 turns over months, questions per category: single_hop, temporal, date, multi_hop,

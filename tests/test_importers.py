@@ -489,8 +489,8 @@ def test_one_beam_chat_through_every_format(store_target: StoreTarget, fmt: str,
     chat = _beam_messages()
     path = tmp_path / file_name
     path.write_text(convert(chat), encoding="utf-8")
-    # text-only content blocks are valid OpenAI content parts too: nothing tells the two apart
-    assert detect(path) == (fmt if fmt != "anthropic" else "openai")
+    # text-only content blocks are valid OpenAI content parts too: the Claude model tells them apart
+    assert detect(path) == fmt
     with lossless.open(store_target("beam"), embedder=None, context_window=200_000) as mem:
         report, problems = _imp(mem, path, format=fmt)
         assert not problems and report.added[conversation] == len(chat)

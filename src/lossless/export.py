@@ -12,7 +12,10 @@ metadata, …}, "messages": [... with id, seq, token_count, content_hash], "summ
 
 Both are streamed page by page: a conversation of any length is never held whole.
 Files are written to a temporary name beside the target and renamed into place, so an
-interrupted export never leaves half a file under the real name.
+interrupted export never leaves half a file under the real name. A new file gets the
+usual permissions under the umask (like a shell redirect: an export is a file for the
+user to share or archive, no more secret than the database it came from); a replaced
+file keeps its own.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,6 +133,25 @@ def file_name_for(conversation_id: str, format: ExportFormat) -> str:
     return f"{stem}-{digest}.{'jsonl' if format == 'openai-jsonl' else 'json'}"
 
 
+def _file_mode(target: Path) -> int:
+    """The permissions the export gets: those of the file it replaces, else what any new
+    file gets under the process umask (``0644`` under the usual ``022``), as a shell
+    redirect would give. The temporary file is created ``0600`` and only widened to this
+    once complete."""
+    with contextlib.suppress(OSError):
+        return stat.S_IMODE(target.stat().st_mode)
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux shows it."""
+    with contextlib.suppress(OSError, ValueError, StopIteration), open("/proc/self/status", encoding="ascii") as f:
+        return int(next(line for line in f if line.startswith("Umask:")).split()[1], 8)
+    mask = os.umask(0o022)  # elsewhere: set and restore (the only portable way to read it)
+    os.umask(mask)
+    return mask
+
+
 def export_to_path(conv: Conversation, path: str | os.PathLike[str], format: ExportFormat = "openai-jsonl",
                    *, force: bool = False, inside: Path | None = None) -> tuple[Path, int, int]:
     """Export to a file, atomically. Refuses a directory, a missing parent directory, an
@@ -145,10 +168,14 @@ def export_to_path(conv: Conversation, path: str | os.PathLike[str], format: Exp
         raise ValidationError(f"refusing to write {target}: it is outside {inside}")
     if target.exists() and not force:
         raise ValidationError(f"{target} exists: pass --force to replace it")
+    mode = _file_mode(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             counts = export_conversation(conv, f, format)
+            f.flush()
+            os.fsync(f.fileno())  # whole on disk before it takes the real name
+            os.fchmod(f.fileno(), mode)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -87,7 +87,9 @@ _SPECS: dict[str, dict[str, Any]] = {
                 "to": {"type": "string", "enum": ["messages", "sources"], "default": "messages",
                        "description": "Summaries only: the original messages or the direct sources."},
                 "max_tokens": {"type": "integer", "minimum": 1, "default": 4000,
-                               "description": "Summaries: the token budget of the returned items. Messages: the "
+                               "description": "Summaries: the token budget of the returned items (a first "
+                                              "item over it comes back as a slice marked partial, the rest "
+                                              "readable by its id from next_offset). Messages: the "
                                               "most tokens of text one slice holds (it ends at a line break "
                                               "when one is near)."},
                 "from_seq": {"type": "integer", "minimum": 1,
@@ -344,16 +346,29 @@ class ToolBox:
                 child = store.get_summary(ref.id)
                 if from_seq is not None and child.last_seq < from_seq:
                     continue
-                if spent + child.token_count > max_tokens and items:
-                    truncated, next_seq = True, child.first_seq
+                if spent + child.token_count > max_tokens:
+                    if not items:  # the first alone is over: a slice of it, never more than asked
+                        item, spent = self._partial(_summary_brief(child), child.content, max_tokens)
+                        items.append(item)
+                        following = child.last_seq + 1
+                    else:
+                        following = child.first_seq
+                    truncated, next_seq = True, following if following <= node.last_seq else None
                     break
                 items.append({**_summary_brief(child), "content": child.content})
                 spent += child.token_count
         else:
             start = max(node.first_seq, from_seq or node.first_seq)
             for msg in store.get_messages(node.conversation_id, start, node.last_seq):
-                if spent + msg.token_count > max_tokens and items:
-                    truncated, next_seq = True, msg.seq
+                if spent + msg.token_count > max_tokens:
+                    if not items:  # the first alone is over: a slice of it, never more than asked
+                        item, spent = self._partial({**_message_brief(msg), "header": message_header(msg)},
+                                                    _message_body(msg)[0], max_tokens)
+                        items.append(item)
+                        following = msg.seq + 1
+                    else:
+                        following = msg.seq
+                    truncated, next_seq = True, following if following <= node.last_seq else None
                     break
                 items.append({**_message_brief(msg), "header": message_header(msg), "content": msg.content,
                               **({"tool_calls": list(msg.tool_calls)} if msg.tool_calls else {}),
@@ -361,6 +376,14 @@ class ToolBox:
                 spent += msg.token_count
         return {"id": node.id, "to": to, "first_seq": node.first_seq, "last_seq": node.last_seq, "tokens": spent,
                 "truncated": truncated, "next_from_seq": next_seq, "items": items}
+
+    def _partial(self, brief: dict[str, Any], text: str, max_tokens: int) -> tuple[dict[str, Any], int]:
+        """An item whose text alone is over ``max_tokens``: its first slice within them,
+        marked ``partial`` with where the rest starts (read it by the item's own id with
+        ``offset=next_offset``), and the tokens the slice holds."""
+        end, tokens = token_slice(text, 0, max_tokens, self.memory.counter)
+        return {**brief, "content": text[:end], "partial": True, "next_offset": end if end < len(text) else None,
+                "total_chars": len(text)}, tokens
 
     def _read_message(self, msg: Message, *, max_tokens: int, offset: int, max_chars: int | None,
                       page: int | None) -> dict[str, Any]:

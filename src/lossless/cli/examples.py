@@ -36,6 +36,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "expand": ("lossless expand sum_3f9a1c2b --max-tokens 2000", "lossless expand sum_3f9a1c2b --to sources"),
     "compact": ("lossless compact support-42", "lossless --window 8192 compact support-42 --full",
                 "lossless compact --all --redo-fallbacks"),
+    "doctor": ("lossless doctor", "lossless doctor --quick   # without loading the embedding model",
+               "lossless --db postgresql://me@db/lossless --json doctor | jq '.checks[] | select(.status != \"ok\")'"),
     "worker": ("lossless worker", "lossless --db postgresql://me@db/lossless worker --slice 5",
                "lossless worker --once"),
     "stats": ("lossless stats support-42", "lossless stats support-42 --plot compression.png", "lossless stats"),

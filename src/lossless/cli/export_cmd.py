@@ -12,6 +12,7 @@ from rich.text import Text
 
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents
+from lossless.cli.progress import WorkProgress
 from lossless.conversation import Conversation
 from lossless.export import EXPORT_FORMATS, export_conversation, export_to_path, file_name_for
 
@@ -60,18 +61,26 @@ def _export_all(ctx: CommandContext) -> int:
         raise CommandError(f"{folder} is not a directory (export --all writes one file per conversation into it)")
     folder.mkdir(parents=True, exist_ok=True)
     written: list[dict[str, Any]] = []
+    infos = []
     offset = 0
     while batch := memory.conversations(limit=1000, offset=offset):
         offset += len(batch)
-        for info in batch:
+        infos += batch
+        if len(batch) < 1000:
+            break
+    total = sum(info.message_count for info in infos)
+    with WorkProgress(ctx.err, "exporting", unit="messages", disable=ctx.json) as bar:
+        bar.update(0, total)
+        done = 0
+        for info in infos:
             conv = Conversation(memory, info.id)
             # the name comes from the conversation id: made safe, and checked to stay inside the folder
             target = folder / file_name_for(info.id, args.format)
             path, messages, summaries = export_to_path(conv, target, args.format, force=args.force, inside=folder)
             written.append({"conversation": info.id, "path": str(path), "messages": messages,
                             "summaries": summaries})
-        if len(batch) < 1000:
-            break
+            done += messages
+            bar.update(done, max(total, done))
     _report(ctx, written)
     return 0
 

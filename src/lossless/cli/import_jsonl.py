@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents, no_wait
+from lossless.cli.progress import WorkProgress
 from lossless.importers import (
     BATCH_SIZE,
     FORMATS,
@@ -58,12 +58,11 @@ def cmd_import(ctx: CommandContext) -> int:
         where = f"{name} line {p.line}" if p.line else name
         ctx.err.print(Text(f"{where}: {p.reason}"), soft_wrap=True)
 
-    with Progress(TextColumn("importing"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                  console=ctx.err, transient=True, disable=not ctx.err.is_terminal) as progress:
-        task = progress.add_task("import", total=file_size(args.file))
+    with WorkProgress(ctx.err, "importing", sizes=True, disable=ctx.json) as bar:
+        size = file_size(args.file)
+        bar.update(0, size)
         report = import_file(memory, args.file, format=args.format, conversation=args.conversation,
-                             strict=args.strict, on_problem=problem,
-                             progress=lambda done: progress.update(task, completed=done))
+                             strict=args.strict, on_problem=problem, progress=lambda done: bar.update(done, size))
     if ctx.json:
         ctx.emit_json(report.to_json())
     else:

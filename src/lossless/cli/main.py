@@ -16,6 +16,7 @@ from lossless.cli import (
     add_cmd,
     commands,
     demo,
+    doctor_cmd,
     erase_cmd,
     export_cmd,
     files_cmd,
@@ -45,8 +46,8 @@ history condensed into a DAG of summaries that expand back to the originals.
 Start with `lossless demo`."""
 
 # In the order ``lossless --help`` lists their commands.
-_COMMAND_MODULES = (add_cmd, import_jsonl, export_cmd, commands, erase_cmd, demo, worker_cmd, memory_cmd,
-                    migrate_cmd, files_cmd, serve_cmd)
+_COMMAND_MODULES = (add_cmd, import_jsonl, export_cmd, commands, erase_cmd, demo, doctor_cmd, worker_cmd,
+                    memory_cmd, migrate_cmd, files_cmd, serve_cmd)
 
 
 def _version() -> str:

@@ -46,15 +46,24 @@ def cmd_migrate(ctx: CommandContext) -> int:
     path = Path(sqlite_path(source)).expanduser()
     if not path.is_file():
         raise CommandError(f"no SQLite database at {path}")
+    from lossless.cli.progress import WorkProgress
     from lossless.store.transfer import copy_sqlite_to_postgres
 
+    total = _source_rows(path)
+    copied = 0
+
     def progress(table: str, rows: int) -> None:
+        nonlocal copied
+        copied += rows
+        bar.update(copied, max(total, copied))
         if not ctx.json:
             ctx.err.print(Text(f"  {table}: {rows:,}", style="dim"))
 
     if not ctx.json:
         ctx.err.print(Text(f"copying {path} -> {redact_url(target)}", style="dim"))
-    report = copy_sqlite_to_postgres(str(path), target, progress=progress)
+    with WorkProgress(ctx.err, "copying", unit="rows", disable=ctx.json) as bar:
+        bar.update(0, total)
+        report = copy_sqlite_to_postgres(str(path), target, progress=progress)
     if ctx.json:
         ctx.emit_json(report.to_dict())
     else:
@@ -71,3 +80,18 @@ def cmd_migrate(ctx: CommandContext) -> int:
         for problem in report.problems:
             ctx.err.print(Text(f"mismatch: {problem}", style="red"))
     return 0 if report.ok else 1
+
+
+def _source_rows(path: Path) -> int:
+    """The rows the copy will move (for the progress bar's total), read-only."""
+    import apsw
+
+    from lossless.store.transfer import TABLES
+
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = [t for t in TABLES if t in names]
+        return sum(int(next(iter(conn.execute(f"SELECT count(*) FROM {t}")))[0]) for t in tables)
+    finally:
+        conn.close()

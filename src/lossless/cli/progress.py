@@ -1,22 +1,23 @@
-"""Progress for long CLI work: a rich bar with the count, the total, the rate and the time
-left on a terminal; one plain line to stderr every few seconds otherwise (a log or a CI
-job sees that it is alive and how far it got), and a last line when it ends."""
+"""Progress for long CLI work: a rich bar with the count, the total, the time spent and the
+time left on a terminal; one plain line to stderr every few seconds otherwise (a log or a
+CI job sees that it is alive and how far it got), and a last line when it ends.
+
+The time left is this module's own estimate, not rich's: rich derives a speed from the
+updates of the last 30 seconds and shows ``-:--:--`` until it has two, which a step that
+reports every few hundred items (embedding batches, import buffers) may not give it for
+a long while. Here the rate is measured from the first update that made progress (so a
+model loading before the first batch does not count as slow work) and, until a second
+one comes, from the start."""
 
 from __future__ import annotations
 
+import threading
 import time
 from types import TracebackType
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.filesize import decimal
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 __all__ = ["WorkProgress"]
 
@@ -25,13 +26,17 @@ class WorkProgress:
     """``with WorkProgress(console, "embedding") as bar: bar.update(done, total)``.
 
     ``quiet_seconds``: nothing is shown unless the work is still going after this long
-    (a short step stays silent). ``disable``: never show anything (``--json``)."""
+    (a short step stays silent). ``disable``: never show anything (``--json``). A ticker
+    thread keeps it alive between updates: the bar appears once ``quiet_seconds`` have
+    passed even if the first batch is still running, its time left counts down, and off a
+    terminal a line comes every ``every`` seconds whether or not an update came."""
 
     def __init__(self, console: Console, label: str, *, unit: str = "", every: float = 3.0,
-                 quiet_seconds: float = 0.5, disable: bool = False) -> None:
+                 quiet_seconds: float = 0.5, disable: bool = False, sizes: bool = False) -> None:
         self.console = console
         self.label = label
         self.unit = unit
+        self.sizes = sizes  # the counts are bytes: shown as "1.2/3.4 MB"
         self.every = every
         self.quiet_seconds = quiet_seconds
         self.disable = disable
@@ -40,50 +45,97 @@ class WorkProgress:
         self._started = time.monotonic()
         self._last_line = 0.0
         self._lines = 0
+        self._last_shown: tuple[int, int | None] | None = None  # (done, total) of the last line
         self._bar: Progress | None = None
         self._task: TaskID | None = None
+        self._first: tuple[float, int] | None = None  # (when, done) of the first update that made progress
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
 
     def __enter__(self) -> WorkProgress:
         self._started = time.monotonic()
+        if not self.disable:
+            self._ticker = threading.Thread(target=self._tick, name="lossless-progress", daemon=True)
+            self._ticker.start()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-        elif self._lines and not self.disable:
-            self._line(final=True)
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        with self._lock:
+            if self._bar is not None:
+                self._bar.stop()
+            elif self._lines and not self.disable and self._last_shown != (self.done, self.total):
+                self._line(final=True)
 
     def update(self, done: int, total: int | None = None) -> None:
-        self.done = done
-        if total is not None:
-            self.total = total
-        if self.disable or time.monotonic() - self._started < self.quiet_seconds:
+        with self._lock:
+            self.done = done
+            if total is not None:
+                self.total = total
+            if self._first is None and done > 0:
+                self._first = (time.monotonic(), done)
+            self._show()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(min(0.5, self.every)):
+            with self._lock:
+                self._show()
+
+    def _show(self) -> None:
+        """Draw the bar or (when due) a line; the caller holds the lock."""
+        now = time.monotonic()
+        if self.disable or now - self._started < self.quiet_seconds:
             return
         if self.console.is_terminal:
             if self._bar is None:
-                self._bar = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(),
-                                     TextColumn(self.unit), TimeElapsedColumn(), TextColumn("eta"),
-                                     TimeRemainingColumn(), console=self.console, transient=True)
+                self._bar = Progress(TextColumn(self.label), BarColumn(), TextColumn("{task.fields[count]}"),
+                                     TimeElapsedColumn(), TextColumn("{task.fields[left]}"), console=self.console,
+                                     transient=True)
                 self._bar.start()
-                self._task = self._bar.add_task(self.label, total=self.total)
+                self._task = self._bar.add_task(self.label, total=self.total, count="", left="")
             assert self._task is not None
-            self._bar.update(self._task, completed=done, total=self.total)
-        elif time.monotonic() - self._last_line >= self.every:
+            left = self.seconds_left()
+            self._bar.update(self._task, completed=self.done, total=self.total, count=self._count(),
+                             left=f"eta {_clock(left)}" if left is not None else "eta …")
+        elif now - self._last_line >= self.every:
             self._line()
+
+    def seconds_left(self) -> float | None:
+        """The time left at the rate measured so far; None before any progress or
+        without a total."""
+        if not self.total or self.done <= 0:
+            return None
+        if self.done >= self.total:
+            return 0.0
+        now = time.monotonic()
+        since, base = self._first if self._first is not None else (self._started, 0)
+        if self.done <= base or now - since < 1e-3:  # one update so far: the rate since the start
+            since, base = self._started, 0
+        rate = (self.done - base) / max(now - since, 1e-3)
+        return (self.total - self.done) / rate
+
+    def _count(self) -> str:
+        unit = f" {self.unit}" if self.unit else ""
+        if self.sizes:
+            return f"{decimal(self.done)}/{decimal(self.total)}" if self.total else decimal(self.done)
+        return f"{self.done:,}/{self.total:,}{unit}" if self.total else f"{self.done:,}{unit}"
 
     def _line(self, *, final: bool = False) -> None:
         self._last_line = time.monotonic()
         self._lines += 1
+        self._last_shown = (self.done, self.total)
         elapsed = time.monotonic() - self._started
-        unit = f" {self.unit}" if self.unit else ""
+        text = f"{self.label}: {self._count()}"
         if self.total:
-            share = min(1.0, self.done / self.total)
-            text = f"{self.label}: {self.done:,}/{self.total:,}{unit} ({share:.0%}), {_clock(elapsed)} elapsed"
-            if 0 < share < 1 and not final:
-                text += f", about {_clock(elapsed * (1 - share) / share)} left"
-        else:
-            text = f"{self.label}: {self.done:,}{unit}, {_clock(elapsed)} elapsed"
+            text += f" ({min(1.0, self.done / self.total):.0%})"
+        text += f", {_clock(elapsed)} elapsed"
+        left = None if final else self.seconds_left()
+        if left is not None and self.total and 0 < self.done < self.total:
+            text += f", about {_clock(left)} left"
         self.console.print(text, soft_wrap=True, highlight=False)
 
 

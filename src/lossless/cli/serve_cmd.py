@@ -234,8 +234,12 @@ def cmd_serve(ctx: CommandContext) -> int:
 
 
 def cmd_mcp(ctx: CommandContext) -> int:
-    from lossless.server.auth import is_loopback
-    from lossless.server.mcp_server import build_server
+    try:
+        from lossless.server.auth import is_loopback
+        from lossless.server.mcp_server import build_server
+    except ImportError as exc:  # the mcp SDK, or starlette it serves HTTP with, is missing
+        raise MissingDependencyError(f"lossless mcp needs the mcp extra: pip install 'lossless[mcp]' "
+                                     f"({exc})") from exc
 
     args = ctx.args
     if args.transport == "http" and not is_loopback(args.host):

@@ -35,6 +35,11 @@ FORMATS: dict[str, tuple[Reader, str]] = {
 _CODEX_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 _ANTHROPIC = re.compile(rb'"type"\s*:\s*"(?:tool_use|tool_result|thinking|redacted_thinking)"'
                         rb'|"source"\s*:\s*\{\s*"type"\s*:\s*"(?:base64|url)"')
+# what only Anthropic writes around plain text: a Messages API response (``"type":
+# "message"``, ``stop_reason``, ``usage.input_tokens``), a Claude model, a Bedrock/Vertex
+# request's ``anthropic_version``
+_ANTHROPIC_DOC = re.compile(rb'"model"\s*:\s*"claude|"stop_reason"\s*:|"anthropic_version"\s*:'
+                            rb'|"type"\s*:\s*"message"\s*,\s*"role"')
 _CODEX_LINE = re.compile(rb'^\{"timestamp":\s*"[^"]*",\s*"type":\s*"(?:session_meta|response_item|event_msg)"')
 _COMMENT = re.compile(rb"^\s*(?://|/\*)", re.MULTILINE)
 
@@ -67,6 +72,16 @@ def _anthropic(data: Any) -> bool:
     return _ANTHROPIC.search(json.dumps(data).encode()) is not None
 
 
+def _anthropic_object(obj: dict[str, Any]) -> bool:
+    """A message or request only Anthropic writes, even when its content is plain text
+    (which reads as OpenAI content parts too)."""
+    model = obj.get("model")
+    usage = obj.get("usage")
+    return (obj.get("type") == "message" or "stop_reason" in obj or "anthropic_version" in obj
+            or (isinstance(model, str) and model.startswith("claude"))
+            or (isinstance(usage, dict) and "input_tokens" in usage))
+
+
 def _by_line(obj: Any) -> str | None:
     if not isinstance(obj, dict):
         return None
@@ -82,9 +97,11 @@ def _by_line(obj: Any) -> str | None:
     if "mapping" in obj:
         return chatgpt.FORMAT
     if "role" in obj:
-        return anthropic_messages.FORMAT if _anthropic(obj.get("content")) else openai_messages.FORMAT
+        if _anthropic_object(obj) or _anthropic(obj.get("content")):
+            return anthropic_messages.FORMAT
+        return openai_messages.FORMAT
     if isinstance(obj.get("messages"), list):
-        if "system" in obj or _anthropic(obj["messages"]):
+        if "system" in obj or _anthropic_object(obj) or _anthropic(obj["messages"]):
             return anthropic_messages.FORMAT
         return openai_messages.FORMAT
     return None
@@ -134,7 +151,7 @@ def _by_content(head: bytes) -> str | None:
             return openclaw.FORMAT
         if b'"mapping"' in body:
             return chatgpt.FORMAT
-        if _ANTHROPIC.search(body) or re.search(rb'"system"\s*:', body):
+        if _ANTHROPIC.search(body) or _ANTHROPIC_DOC.search(body) or re.search(rb'"system"\s*:', body):
             return anthropic_messages.FORMAT
         if b'"role"' in body or b'"messages"' in body:
             return openai_messages.FORMAT

@@ -5,6 +5,13 @@ skipped; the rest go on), then stored in per-conversation batches through
 ``Conversation.add_many``: each batch is one transaction, so an interrupted import leaves
 whole batches, and importing again completes it (external ids make stored messages count
 as already there).
+
+Records without an external id (OpenAI lines usually have none) are recognised by where
+they stand: while a conversation's messages in the file repeat, from its first, the very
+messages stored at the same positions (same role, content, name, tool fields, and time
+when the file gives one), they count as already stored — importing the same file again,
+or a longer copy of it, adds only what is new. From the first message that differs on,
+everything is stored. No id is made up, so an export still round-trips exactly.
 """
 
 from __future__ import annotations
@@ -18,11 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lossless.core._canonical import message_hash
 from lossless.core.errors import LosslessError, ValidationError
-from lossless.core.validate import check_conversation_id, validate_message
+from lossless.core.types import Message
+from lossless.core.validate import NewMessage, check_conversation_id, validate_message
 from lossless.engine import Memory
 from lossless.importers.base import HEAD_BYTES, ByteStream, Ignored, Meta, Problem, Record, Source
 from lossless.importers.detect import FORMATS, detect, reader_for
+from lossless.importers.openai_messages import is_document
 
 __all__ = ["BATCH_SIZE", "ImportReport", "check_source", "file_size", "import_file", "import_stream"]
 
@@ -39,6 +49,8 @@ class ImportReport:
     added: Counter[str] = field(default_factory=Counter)  # conversation → messages newly stored
     already_stored: int = 0
     lines: int = 0
+    records: int = 0  # messages, problems and ignored items read
+    document: bool = False  # one JSON document (not JSON lines): counted in records, not lines
     skipped: list[Problem] = field(default_factory=list)
     ignored: Counter[str] = field(default_factory=Counter)
     stopped_at: int | None = None  # strict: the line that stopped the import
@@ -51,6 +63,8 @@ class ImportReport:
             "added": sum(self.added.values()),
             "already_stored": self.already_stored,
             "lines": self.lines,
+            "records": self.records,
+            "document": self.document,
             "skipped": [{"line": p.line, "reason": p.reason, "conversation": p.conversation} for p in self.skipped],
             "ignored": dict(self.ignored.most_common()),
             "stopped_at": self.stopped_at,
@@ -60,8 +74,11 @@ class ImportReport:
         """The one-line summary: conversations, messages, skipped with reasons."""
         added = sum(self.added.values())
         convs = sum(1 for n in self.added.values() if n)
+        source = f"{self.lines:,} line{'s' if self.lines != 1 else ''}"
+        if self.document:  # a (pretty-printed) JSON document: its lines say nothing of its size
+            source = f"{self.records:,} record{'s' if self.records != 1 else ''} of a JSON document"
         text = (f"imported {added:,} message{'s' if added != 1 else ''} into {convs} "
-                f"conversation{'s' if convs != 1 else ''} from {self.lines:,} line{'s' if self.lines != 1 else ''}")
+                f"conversation{'s' if convs != 1 else ''} from {source}")
         if self.format:
             text += f" ({self.format})"
         if self.already_stored:
@@ -127,8 +144,41 @@ class _Batches:
         self.pending: dict[str, list[dict[str, Any]]] = {}
         self.metadata: dict[str, dict[str, Any]] = {}
         self.touched: set[str] = set()
+        self.position: Counter[str] = Counter()  # the file's messages per conversation so far
+        self.diverged: set[str] = set()  # conversations whose file messages left the stored ones
+        self._page: dict[str, dict[int, Message]] = {}
 
-    def add(self, conversation: str, message: dict[str, Any]) -> None:
+    _PAGE = 500
+
+    def _stored(self, conversation: str, seq: int) -> Message | None:
+        page = self._page.get(conversation)
+        if page is None or seq not in page:
+            if page is not None and seq <= max(page, default=0):
+                return None
+            got = self.memory.store.get_messages(conversation, seq, seq + self._PAGE - 1)
+            self._page[conversation] = page = {m.seq: m for m in got}
+        return page.get(seq)
+
+    def _same_as_stored(self, conversation: str, position: int, message: dict[str, Any], new: NewMessage) -> bool:
+        """Whether the file's ``position``-th message of the conversation is the one stored
+        there (only asked while every earlier one was)."""
+        if new.external_id is not None:
+            return False  # an external id settles it in the store
+        stored = self._stored(conversation, position)
+        if stored is None or stored.external_id is not None:
+            return False
+        if "created_at" in message and new.created_at != stored.created_at:
+            return False
+        return (message_hash(new.role, new.content, new.name, new.tool_calls, new.tool_call_id)
+                == message_hash(stored.role, stored.content, stored.name, stored.tool_calls, stored.tool_call_id))
+
+    def add(self, conversation: str, message: dict[str, Any], checked: NewMessage) -> None:
+        position = self.position[conversation] = self.position[conversation] + 1
+        if conversation not in self.diverged:
+            if self._same_as_stored(conversation, position, message, checked):
+                self.report.already_stored += 1
+                return
+            self.diverged.add(conversation)
         batch = self.pending.setdefault(conversation, [])
         batch.append(message)
         if len(batch) >= self.batch_size:
@@ -156,17 +206,16 @@ class _Batches:
             self.memory.conversation(conversation, metadata=self.metadata.pop(conversation))
 
 
-def _check(record: Record, conversation: str | None, max_bytes: int) -> Problem | None:
-    """Why a record cannot be stored (None: it can), checked before it joins a batch so
-    one bad record never fails the batch it would have been written with."""
+def _check(record: Record, conversation: str | None, max_bytes: int) -> Problem | NewMessage:
+    """Why a record cannot be stored, or the message it makes, checked before it joins a
+    batch so one bad record never fails the batch it would have been written with."""
     if conversation is None:
         return Problem(record.line, "no conversation: give --conversation or a 'conversation' field on the line")
     try:
         check_conversation_id(conversation)
-        validate_message(record.message, max_bytes=max_bytes)
+        return validate_message(record.message, max_bytes=max_bytes)
     except LosslessError as exc:
         return Problem(record.line, f"invalid message: {exc}", conversation)
-    return None
 
 
 def import_stream(
@@ -191,21 +240,24 @@ def import_stream(
     max_bytes = memory.config.max_message_bytes
     source = Source(name=name, stem=stem, head=head, max_message_bytes=max_bytes)
     counted = _Input(stream, head)
-    report = ImportReport(source=name, format=fmt)
+    report = ImportReport(source=name, format=fmt, document=is_document(head))
     batches = _Batches(memory, report, batch_size)
     tick = time.monotonic()
     for n, item in enumerate(reader(counted, source)):
         if progress is not None and not n % 256 and time.monotonic() - tick > 0.1:
             tick = time.monotonic()
             progress(counted.done)
+        if isinstance(item, Record | Problem | Ignored):
+            report.records += 1
         if isinstance(item, Record):
             report.lines = max(report.lines, item.line)
             conv = conversation if conversation is not None else item.conversation
             checked = _check(item, conv, max_bytes)
-            if checked is None and conv is not None:
-                batches.add(conv, item.message)
+            if not isinstance(checked, Problem):
+                assert conv is not None  # (_check refuses a record without one)
+                batches.add(conv, item.message, checked)
                 continue
-            item = checked or item
+            item = checked
         if isinstance(item, Problem):
             report.lines = max(report.lines, item.line)
             if strict:

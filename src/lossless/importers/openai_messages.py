@@ -10,7 +10,9 @@ one such object — including ``lossless export --format json`` (its summaries a
 imported: compaction rebuilds them).
 
 Messages are stored as given: ``external_id`` is honoured when present and never made up,
-so an export imported into a fresh store gives back the very same messages.
+so an export imported into a fresh store gives back the very same messages. A file
+without ids imported again adds nothing all the same: the import recognises messages that
+stand where the same messages are stored (:mod:`lossless.importers.load`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from lossless.importers.base import (
 )
 from lossless.importers.jsonstream import JsonStreamError, iter_document
 
-__all__ = ["FORMAT", "read"]
+__all__ = ["FORMAT", "is_document", "read"]
 
 FORMAT = "openai"
 EXPORT_FORMAT = "lossless.conversation"
@@ -42,13 +44,15 @@ _EXPORT_KEYS = ("id", "seq", "token_count", "content_hash", "conversation_id")
 
 def read(stream: ByteStream, source: Source) -> Iterator[Item]:
     """Records from a JSONL file or a JSON document (chosen by the first bytes)."""
-    if _is_document(source.head):
+    if is_document(source.head):
         yield from _read_document(stream)
     else:
         yield from _read_lines(stream, source)
 
 
-def _is_document(head: bytes) -> bool:
+def is_document(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is one JSON document (an array, or an object
+    spread over lines), not JSON lines."""
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if text.startswith(b"["):
         return True

@@ -30,7 +30,7 @@ __all__ = ["RecallHit", "Recaller"]
 
 log = logging.getLogger("lossless")
 _RRF_K = 60  # the constant from Cormack et al.; ranks past ~60 barely matter
-_EMBED_BATCH = 256
+_EMBED_BATCH = 64  # units per embedding call: small enough that a progress bar moves every second or two on a CPU
 
 
 @dataclass(frozen=True, slots=True)

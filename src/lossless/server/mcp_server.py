@@ -40,6 +40,15 @@ _SPECS = {t["function"]["name"]: t["function"] for t in openai_tools()}
 _SCOPE = "Only inside this conversation (default: every conversation)."
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lossless")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
 def _doc(tool: str, param: str) -> str:
     """A parameter's description in :mod:`lossless.agent.tools`, so MCP and tool calling agree."""
     prop = _SPECS[tool]["parameters"]["properties"].get(param, {})
@@ -71,8 +80,10 @@ def build_server(memory: Memory | Callable[[], Memory], *, name: str = "lossless
         except LosslessError as exc:
             raise ToolError(str(exc)) from exc
 
+    # the package's version in serverInfo (the SDK's default is ""), and only warnings on
+    # stderr: an MCP client shows a stdio server's stderr as its log, not INFO per request
     server: MCPServer[Any] = MCPServer(
-        name, instructions="Long-term memory of past conversations: every message kept verbatim, older history "
+        name, version=_version(), log_level="WARNING", instructions="Long-term memory of past conversations: every message kept verbatim, older history "
                            "as a DAG of summaries. lcm_grep to find, lcm_describe to inspect a node, lcm_expand to "
                            "read the originals; memory_search / memory_add for durable facts and preferences.")
     _add_dag_tools(server, mem, run)

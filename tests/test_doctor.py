@@ -1,0 +1,120 @@
+"""`lossless doctor`: what is installed, what the store holds, the background work, and
+what to do about each problem; exit 1 only when something is broken; nothing written."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import lossless
+from lossless.cli import main
+from tests.conftest import StoreTarget, chat
+
+
+def _doctor(capsys: pytest.CaptureFixture[str], db: str | Path, *args: str) -> tuple[int, dict[str, Any]]:
+    capsys.readouterr()
+    status = main(["--db", str(db), "--json", "doctor", "--quick", *args])
+    out = capsys.readouterr().out
+    return status, json.loads(out)
+
+
+def _by_name(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["name"]: c for c in report["checks"]}
+
+
+def test_doctor_on_a_store_with_work_in_it(store_target: StoreTarget, capsys: pytest.CaptureFixture[str]) -> None:
+    db = store_target("doctor")
+    with lossless.open(db, embedder=None, context_window=4096) as mem:
+        conv = mem.conversation("c1")
+        conv.add_many(chat(40))
+        assert mem.wait_idle(60)
+        mem.memories.add("Maya takes her coffee black", kind="preference")
+        summaries = len(conv.summaries())
+    status, report = _doctor(capsys, db)
+    assert status == 0 and report["ok"] and report["failures"] == 0
+    checks = _by_name(report)
+    assert checks["database"]["status"] == "ok"
+    assert checks["schema"]["status"] == "ok" and "(current)" in checks["schema"]["detail"]
+    assert checks["holds"]["detail"] == f"1 conversation, 40 messages, {summaries} summaries, 1 memory"
+    assert checks["backlog"]["status"] == "ok"
+    assert checks["sqlite"]["status"] == "ok" and "trigram" in checks["sqlite"]["detail"]
+    assert checks["lossless"]["status"] == "ok"
+    assert checks["tokenizer"]["status"] == "ok" and "cl100k_base" in checks["tokenizer"]["detail"]
+    # every extra of the package is reported, and one not installed says how to install it
+    extras = {c["name"]: c for c in report["checks"] if c["name"].startswith("[")}
+    assert {"[embeddings]", "[server]", "[mcp]", "[postgres]"} <= set(extras)
+    for name, check in extras.items():
+        assert check["status"] == "ok" or check["fix"] == f"pip install 'lossless{name}'"
+    # every finding that is not ok says what to do
+    assert all(c["fix"] for c in report["checks"] if c["status"] in ("warn", "fail"))
+
+
+def test_doctor_reports_failing_and_long_owed_work_with_what_to_do(store_target: StoreTarget,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    db = store_target("owed")
+    with lossless.open(db, embedder=None, context_window=4096, compaction="deferred") as mem:
+        mem.conversation("c1").add_many(chat(30))
+        mem.conversation("c2").add_many(chat(30))
+        assert "c1" in {c.conversation_id for c in mem.backlog.claim("test")}  # as a worker would
+        mem.backlog.fail("c1", "test", "summarizer: 401 Unauthorized (check OPENAI_API_KEY)", retry_in=600)
+        mem.backlog.report_worker("host:1", "process", time.time() - 5, "working",
+                                  {"breaker": {"provider": "openai", "state": "open", "circuits": {}}})
+    status, report = _doctor(capsys, db)
+    assert status == 0  # degraded, not broken
+    checks = _by_name(report)
+    assert checks["backlog"]["status"] == "warn"
+    assert "2 conversation(s) owed work, 1 failing" in checks["backlog"]["detail"]
+    assert "401 Unauthorized" in checks["backlog"]["detail"] and "lossless worker" in checks["backlog"]["fix"]
+    assert checks["breaker"]["status"] == "warn" and "open" in checks["breaker"]["detail"]
+    assert "provider" in checks["breaker"]["fix"]
+
+
+def test_doctor_exits_1_when_the_database_is_broken(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "broken.db"
+    db.write_bytes(b"this is not a SQLite database, just some bytes " * 100)
+    status, report = _doctor(capsys, db)
+    assert status == 1 and not report["ok"] and report["failures"] == 1
+    database = _by_name(report)["database"]
+    assert database["status"] == "fail" and "does not open" in database["detail"] and database["fix"]
+    # the text report names the problem and what to do, and exits 1 too
+    assert main(["--db", str(db), "doctor", "--quick"]) == 1
+    out = capsys.readouterr().out
+    assert "✗ database" in out and "→ " in out and "1 problem" in out
+
+
+def test_doctor_writes_nothing_where_there_is_no_database_yet(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "not-yet.db"
+    status, report = _doctor(capsys, db)
+    assert status == 0 and not db.exists()
+    database = _by_name(report)["database"]
+    assert database["status"] == "info" and "lossless demo" in database["fix"]
+
+
+def test_doctor_says_recall_is_keyword_only_when_vectors_are_off(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "k.db"
+    with lossless.open(db, embedder=None) as mem:
+        mem.conversation("c").add_many(chat(3))
+    monkeypatch.setenv("LOSSLESS_EMBEDDER", "none")
+    _, report = _doctor(capsys, db)
+    embedder = _by_name(report)["embedder"]
+    assert embedder["status"] == "info" and "keyword-only" in embedder["detail"]
+    assert "LOSSLESS_EMBEDDER" in embedder["fix"]
+
+
+@pytest.mark.model
+def test_doctor_loads_the_model_and_embeds_a_probe(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "m.db"
+    with lossless.open(db, embedder=None) as mem:
+        mem.conversation("c").add_many(chat(3))
+    monkeypatch.setenv("LOSSLESS_EMBEDDER", "auto")
+    capsys.readouterr()
+    assert main(["--db", str(db), "--json", "doctor"]) == 0
+    embedder = _by_name(json.loads(capsys.readouterr().out))["embedder"]
+    assert embedder["status"] == "ok" and "384 dimensions" in embedder["detail"] and "probe" in embedder["detail"]
