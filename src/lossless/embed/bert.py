@@ -11,8 +11,11 @@ need is here; :class:`~lossless.embed.local.LocalEmbedder` puts them behind the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +70,10 @@ class BertModel:
 
     def forward(self, enc: Encoded) -> F32:
         """The last hidden state, ``(batch, tokens, hidden)``, computed in numpy."""
+        with _one_blas_thread():
+            return self._forward(enc)
+
+    def _forward(self, enc: Encoded) -> F32:
         w = self.weights
         tokens = enc.ids.shape[1]
         x = w["embeddings.word_embeddings.weight"][enc.ids]
@@ -97,6 +104,30 @@ class BertModel:
         inner = _gelu(x @ self.t(f"{p}intermediate.dense.weight") + w[f"{p}intermediate.dense.bias"])
         out = inner @ self.t(f"{p}output.dense.weight") + w[f"{p}output.dense.bias"]
         return _layer_norm(x + out, w[f"{p}output.LayerNorm.weight"], w[f"{p}output.LayerNorm.bias"], self.eps)
+
+
+_blas_lock = threading.Lock()
+_blas: list[Any] = []  # threadpoolctl's controller, found once; [None] without threadpoolctl
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """Run numpy's BLAS on one thread while a forward pass runs. The pass is many small
+    products; OpenBLAS's threads spin between them and, on a machine with other work,
+    one pass took 2 s instead of 40 ms. Without threadpoolctl, BLAS is left as it is."""
+    with _blas_lock:
+        if not _blas:
+            try:
+                from threadpoolctl import ThreadpoolController
+            except ImportError:
+                _blas.append(None)
+            else:
+                _blas.append(ThreadpoolController())
+    if _blas[0] is None:
+        yield
+        return
+    with _blas[0].limit(limits=1, user_api="blas"):
+        yield
 
 
 def mean_pool(hidden: F32, mask: I64) -> F32:
