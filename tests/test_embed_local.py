@@ -159,7 +159,7 @@ def test_bad_arguments_say_what_was_wrong(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match=r"not a BERT.*xlm-roberta.*SentenceTransformerEmbedder"):
         LocalEmbedder(tmp_path).embed(["x"])
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
-    with pytest.raises(ValidationError, match="has no model.safetensors"):
+    with pytest.raises(ValidationError, match=r"has no model\.safetensors"):
         LocalEmbedder(tmp_path).embed(["x"])
     with pytest.raises(MissingDependencyError, match="no model folder"):
         LocalEmbedder(tmp_path / "missing").embed(["x"])

