@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import lossless
 from lossless.core.errors import MissingDependencyError, ValidationError
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(lossless.__file__).resolve().parents[1])  # the subprocesses run this same copy
 
 # >= 50 varied texts: short, long (past 256 tokens, so truncated), CJK, emoji, RTL, code,
 # whitespace-only and empty
