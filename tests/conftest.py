@@ -60,6 +60,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if len(kept) < len(items):
         config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker(other)])
         items[:] = kept
+    _deselect_torch(config, items)
+
+
+def _deselect_torch(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``torch`` compare with sentence-transformers: deselected where it is
+    not installed (the ``[test]`` extra has no torch), required with LOSSLESS_TEST_TORCH=1
+    (.ci/run installs it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("sentence_transformers") is not None:
+        return
+    marked = [item for item in items if item.get_closest_marker("torch")]
+    if marked and os.environ.get("LOSSLESS_TEST_TORCH") == "1":
+        raise pytest.UsageError("LOSSLESS_TEST_TORCH=1 but sentence-transformers is not installed "
+                                "(pip install torch --index-url https://download.pytorch.org/whl/cpu "
+                                "&& pip install -e '.[test,torch]')")
+    if marked:
+        config.hook.pytest_deselected(items=marked)
+        items[:] = [item for item in items if not item.get_closest_marker("torch")]
 
 
 @pytest.fixture(autouse=True)

