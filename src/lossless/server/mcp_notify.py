@@ -126,7 +126,7 @@ class Call:
         self.label = label
         meta = ctx.meta or {}
         self.progress_token = meta.get("progress_token", meta.get("progressToken"))
-        self.done = 0.0
+        self.done: float | None = None  # the last progress sent
         self.total: float | None = None
         self._allowed = self._levels()
 
@@ -150,11 +150,13 @@ class Call:
     async def aprogress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         if self.progress_token is None:
             return
-        # progress must increase with every notification (spec): a heartbeat adds a hair
-        self.done = done if done > self.done else self.done + 1e-3
-        self.total = total if total is not None else self.total
-        if self.total is not None and self.done > self.total:
-            self.total = self.done
+        # progress must increase with every notification (spec): a heartbeat adds a hair;
+        # once at the total there is nothing more to say
+        new = done if self.done is None or done > self.done else self.done + 1e-3
+        total = total if total is not None else self.total
+        if total is not None and new > total:
+            return
+        self.done, self.total = new, total
         await self.ctx.session.report_progress(self.done, self.total, message)
 
     def _from_thread(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
@@ -187,6 +189,7 @@ async def in_thread(fn: Callable[[], T], label: str | None = None) -> T:
     call = Call(ctx, name)
     token = _call.set(call)  # copied into the worker thread with the rest of the context
     t0 = time.perf_counter()
+    failure: Exception | None = None
     try:
         await call.alog("debug", {"call": name, "arguments": _arguments(ctx)})
         async with anyio.create_task_group() as tg:
@@ -195,15 +198,17 @@ async def in_thread(fn: Callable[[], T], label: str | None = None) -> T:
                 tg.start_soon(_heartbeat, call, t0)
             try:
                 result = await anyio.to_thread.run_sync(fn)
+            except Exception as exc:  # raised below, outside the task group (no exception group)
+                failure = exc
             finally:
                 tg.cancel_scope.cancel()
-    except Exception as exc:
-        await call.alog("error", f"{name} failed after {time.perf_counter() - t0:.2f} s: {exc}")
-        raise
+        if failure is not None:
+            await call.alog("error", f"{name} failed after {time.perf_counter() - t0:.2f} s: {failure}")
+            raise failure
     finally:
         _call.reset(token)
     seconds = time.perf_counter() - t0
-    await call.aprogress(call.total if call.total is not None else call.done + 1, None, f"{name}: done")
+    await call.aprogress(call.total if call.total is not None else (call.done or 0) + 1, None, f"{name}: done")
     await call.alog("info", f"{name} done in {seconds:.2f} s{_outcome(result)}")
     return result
 
@@ -212,7 +217,7 @@ async def _heartbeat(call: Call, t0: float) -> None:
     """A progress notification every second while the core runs (its own reports count)."""
     while True:
         await anyio.sleep(HEARTBEAT_SECONDS)
-        await call.aprogress(call.done, call.total, f"{call.label}: running, {time.perf_counter() - t0:.0f} s")
+        await call.aprogress(call.done or 0, call.total, f"{call.label}: running, {time.perf_counter() - t0:.0f} s")
 
 
 def _request_label(ctx: ServerRequestContext[Any, Any]) -> str:

@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
+from mcp.shared.exceptions import MCPError
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
 from pydantic import Field
 
 from lossless.core.errors import LosslessError, NotFoundError, ValidationError
@@ -42,10 +43,14 @@ QUOTE_CHARS = 1200  # of each match quoted in the recall prompt (lcm_expand read
 
 
 async def _fill(fn: Callable[[], list[Message]]) -> list[Message]:
+    """The sync core in a worker thread; a lossless error as a JSON-RPC error naming what
+    was wrong (the SDK would hide it behind "Error rendering prompt")."""
     try:
         return await in_thread(fn)
+    except (NotFoundError, ValidationError) as exc:
+        raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
     except LosslessError as exc:
-        raise ToolError(str(exc)) from exc
+        raise MCPError(code=INTERNAL_ERROR, message=str(exc)) from exc
 
 
 def _quote(memory: Memory, hit: GrepHit) -> str:
