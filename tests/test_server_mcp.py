@@ -32,7 +32,9 @@ def test_mcp_over_stdio(store_target: StoreTarget, tmp_path: Path) -> None:
         assert mem.wait_idle(60)
         leaf = next(s for s in conv.summaries() if s.depth == 0)
     params = StdioServerParameters(command=sys.executable, args=["-m", "lossless", "mcp", "--db", str(db)],
-                                   env={"LOSSLESS_EMBEDDER": "none", "LOSSLESS_HOME": str(tmp_path)})
+                                   env={"LOSSLESS_EMBEDDER": "none", "LOSSLESS_HOME": str(tmp_path),
+                                        # this tree's lossless, not an installed one
+                                        "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")})
 
     async def session_run() -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -70,7 +72,8 @@ def test_mcp_over_stdio(store_target: StoreTarget, tmp_path: Path) -> None:
                 assert [str(r.uri) for r in resources.resources] == ["lossless://conversations"]
                 templates = await session.list_resource_templates()
                 assert [t.uri_template for t in templates.resource_templates] == [
-                    "lossless://conversations/{conversation_id}"]
+                    "lossless://conversations/{conversation_id}", "lossless://summaries/{summary_id}",
+                    "lossless://messages/{message_id}"]
                 everything = json.loads((await session.read_resource("lossless://conversations")).contents[0].text)
                 assert everything["conversations"][0]["id"] == "c1"
                 one = json.loads((await session.read_resource("lossless://conversations/c1")).contents[0].text)

@@ -80,8 +80,9 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
 
     p = subparsers.add_parser(
         "mcp", parents=common, help="serve the memory tools over MCP (stdio by default)",
-        description="An MCP server with lcm_grep, lcm_describe, lcm_expand, memory_search and memory_add, and "
-                    "the conversations as resources. stdio for a local agent; --transport http serves "
+        description="An MCP server with lcm_grep, lcm_describe, lcm_expand, lcm_compact, memory_search and "
+                    "memory_add; conversations, summaries and messages as resources; the recall and resume "
+                    "prompts; id completion, log levels and progress. stdio for a local agent; --transport http serves "
                     "streamable HTTP at /mcp on loopback.")
     p.set_defaults(run=cmd_mcp)
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio")

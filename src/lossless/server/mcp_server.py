@@ -2,10 +2,12 @@
 
 Tools: ``lcm_grep``, ``lcm_describe``, ``lcm_expand`` (the agent tools of
 :mod:`lossless.agent.tools`, same descriptions and arguments, plus an optional
-``conversation`` to stay inside one conversation), ``memory_search`` and ``memory_add``
-(long-term memory). Resources: ``lossless://conversations`` (the list) and
-``lossless://conversations/{conversation_id}`` (one conversation's stats and summary DAG).
-A lossless error comes back as a tool error the model can read.
+``conversation`` to stay inside one conversation), ``lcm_compact`` (compact a
+conversation now, with progress), ``memory_search`` and ``memory_add`` (long-term
+memory). Resources and completions of ids: :mod:`lossless.server.mcp_resources`; prompts
+(``recall``, ``resume``): :mod:`lossless.server.mcp_prompts`; ``logging/setLevel``, log
+messages and progress: :mod:`lossless.server.mcp_notify`. A lossless error comes back as a
+tool error the model can read.
 
 Over stdio it serves the local user; over HTTP (streamable HTTP at ``/mcp``) it binds
 loopback only, since it has no keys: for remote agents use ``lossless serve``.
@@ -16,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
-import anyio
 from pydantic import Field
 
 from lossless.agent.tools import openai_tools
@@ -25,6 +26,11 @@ from lossless.core.errors import LosslessError, MissingDependencyError
 try:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+
+    from lossless.server.mcp_compact import add_compact_tool
+    from lossless.server.mcp_notify import in_thread, install
+    from lossless.server.mcp_prompts import PROMPT_IDS, add_prompts
+    from lossless.server.mcp_resources import add_completions, add_resources
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise MissingDependencyError("the MCP server needs the mcp extra: pip install 'lossless[mcp]'") from exc
 
@@ -33,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TOOL_NAMES", "build_server"]
 
-TOOL_NAMES = ("lcm_grep", "lcm_describe", "lcm_expand", "memory_search", "memory_add")
+TOOL_NAMES = ("lcm_grep", "lcm_describe", "lcm_expand", "lcm_compact", "memory_search", "memory_add")
 T = TypeVar("T")
 
 _SPECS = {t["function"]["name"]: t["function"] for t in openai_tools()}
@@ -76,7 +82,7 @@ def build_server(memory: Memory | Callable[[], Memory], *, name: str = "lossless
     async def run(fn: Callable[[], T]) -> T:
         """The sync core in a worker thread; lossless errors as tool errors."""
         try:
-            return await anyio.to_thread.run_sync(fn)
+            return await in_thread(fn)
         except LosslessError as exc:
             raise ToolError(str(exc)) from exc
 
@@ -88,7 +94,11 @@ def build_server(memory: Memory | Callable[[], Memory], *, name: str = "lossless
                            "read the originals; memory_search / memory_add for durable facts and preferences.")
     _add_dag_tools(server, mem, run)
     _add_memory_tools(server, mem, run)
-    _add_resources(server, mem, run)
+    add_compact_tool(server, mem, run)
+    install(server)
+    add_resources(server, mem)
+    add_prompts(server, mem)
+    add_completions(server, mem, PROMPT_IDS)
     return server
 
 
@@ -164,28 +174,3 @@ def _add_memory_tools(server: MCPServer[Any], mem: Callable[[], Memory], run: _R
         record = await run(lambda: mem().memories.add(content, kind=kind, user=user, agent=agent,
                                                       importance=importance))
         return record.to_dict()
-
-
-def _add_resources(server: MCPServer[Any], mem: Callable[[], Memory], run: _Run) -> None:
-    """The conversations, as a list and one by one."""
-
-    @server.resource("lossless://conversations", name="conversations", mime_type="application/json",
-                     description="Every conversation with its message and summary counts, newest first.")
-    async def conversations() -> dict[str, Any]:
-        infos = await run(lambda: mem().conversations(limit=10_000))
-        return {"conversations": [{"id": c.id, "messages": c.message_count, "summaries": c.summary_count,
-                                   "updated_at": c.updated_at.isoformat(), "metadata": c.metadata} for c in infos]}
-
-    @server.resource("lossless://conversations/{conversation_id}", name="conversation", mime_type="application/json",
-                     description="One conversation: its stats and its summary DAG (frontier first).")
-    async def conversation(conversation_id: str) -> dict[str, Any]:
-        def read() -> dict[str, Any]:
-            conv = mem().get_conversation(conversation_id)
-            if conv is None:
-                raise LosslessError(f"no conversation {conversation_id!r}")
-            frontier = [s.id for s in conv.frontier()]
-            nodes = [{"id": s.id, "depth": s.depth, "first_seq": s.first_seq, "last_seq": s.last_seq,
-                      "tokens": s.token_count, "sources": [r.id for r in s.sources]} for s in conv.summaries()]
-            return {"stats": conv.stats(), "frontier": frontier, "summaries": nodes}
-
-        return await run(read)

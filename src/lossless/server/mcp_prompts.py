@@ -1,0 +1,155 @@
+"""The MCP server's prompts: templates a user picks in their client, filled from the store.
+
+- ``recall`` (``topic``, optional ``conversation``, ``limit``): "what did we say about X"
+  — a search of every message and summary (hybrid keyword + vector when an embedder is
+  configured, else keyword), the matches quoted with their ids, dates and places, and
+  the question put to the model, told to cite the ids and to read more with
+  ``lcm_expand``;
+- ``resume`` (``conversation``, optional ``budget`` tokens and ``focus``): "pick up where
+  we left off" — the conversation's assembled context (recent messages verbatim, older
+  history as summaries, what the focus recalls) as the prompt's messages, then a request
+  to carry on.
+
+An MCP prompt has only user and assistant messages: system text (summaries, recalled
+history) and tool results come as user messages that say what they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
+
+from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
+from mcp.shared.exceptions import MCPError
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
+from pydantic import Field
+
+from lossless.core.errors import LosslessError, NotFoundError, ValidationError
+from lossless.core.types import GrepHit
+from lossless.recall.dispatch import run_search
+from lossless.server.mcp_notify import in_thread
+from lossless.store.base import SearchSpec
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from lossless.engine import Memory
+
+__all__ = ["PROMPT_IDS", "add_prompts", "recall_messages", "resume_messages"]
+
+# the prompts' arguments that take ids, for completion/complete
+PROMPT_IDS = {"recall": {"conversation": "conversation"}, "resume": {"conversation": "conversation"}}
+QUOTE_CHARS = 1200  # of each match quoted in the recall prompt (lcm_expand reads the rest)
+
+
+async def _fill(fn: Callable[[], list[Message]]) -> list[Message]:
+    """The sync core in a worker thread; a lossless error as a JSON-RPC error naming what
+    was wrong (the SDK would hide it behind "Error rendering prompt")."""
+    try:
+        return await in_thread(fn)
+    except (NotFoundError, ValidationError) as exc:
+        raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
+    except LosslessError as exc:
+        raise MCPError(code=INTERNAL_ERROR, message=str(exc)) from exc
+
+
+def _quote(memory: Memory, hit: GrepHit) -> str:
+    """One match: where and when, then its text (a message's own, a summary's content)."""
+    if hit.kind == "message":
+        text = memory.store.get_message(hit.id).text
+        where = f"message #{hit.first_seq} ({hit.role})"
+    elif hit.kind == "summary":
+        text = memory.store.get_summary(hit.id).content
+        where = f"summary of #{hit.first_seq}–{hit.last_seq}"
+    else:
+        text, where = hit.snippet, f"messages #{hit.first_seq}–{hit.last_seq}"
+    if len(text) > QUOTE_CHARS:
+        text = text[:QUOTE_CHARS] + f" … [{len(text) - QUOTE_CHARS} more characters: lcm_expand {hit.id}]"
+    return f"[{hit.id} · {hit.conversation_id} · {where} · {hit.created_at:%Y-%m-%d %H:%M}]\n{text}"
+
+
+def recall_messages(memory: Memory, topic: str, conversation: str | None = None, limit: int = 8) -> list[Message]:
+    """The ``recall`` prompt's messages for ``topic``."""
+    topic = topic.strip()
+    if not topic:
+        raise ValidationError("topic must say what to recall (it is empty)")
+    if conversation and memory.get_conversation(conversation) is None:
+        raise NotFoundError(f"no conversation {conversation!r}")
+    spec = SearchSpec(query=topic, conversation_ids=(conversation,) if conversation else None,
+                      kinds=("message", "summary"), mode="hybrid" if memory.embedder is not None else "fts",
+                      limit=limit)
+    hits = run_search(memory.store, memory.recaller, spec)
+    where = f"conversation {conversation!r}" if conversation else "every conversation"
+    if not hits:
+        return [UserMessage(f"Recall what we said about: {topic}\n\nThe memory ({where}) has nothing that matches. "
+                            "Say so, and offer to search with other words (lcm_grep).")]
+    quoted = "\n\n".join(_quote(memory, h) for h in hits)
+    return [UserMessage(
+        f"Recall what we said about: {topic}\n\nWhat the memory ({where}) holds on it, best match first "
+        f"({len(hits)} of them):\n\n{quoted}\n\nAnswer from these, citing the ids in brackets. Where a quote "
+        "is cut or a summary is too coarse, read the original with lcm_expand(id). If they do not settle "
+        "it, say what is missing.")]
+
+
+def _chat_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        text = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    else:
+        text = "" if content is None else str(content)
+    for call in message.get("tool_calls") or ():
+        fn = call.get("function") or {}
+        text += f"\n[tool call {call.get('id', '')}: {fn.get('name', '')}({fn.get('arguments', '')})]"
+    return text.strip()
+
+
+def resume_messages(memory: Memory, conversation: str, budget: int | None = None,
+                    focus: str | None = None) -> list[Message]:
+    """The ``resume`` prompt's messages: ``conversation``'s assembled context."""
+    conv = memory.get_conversation(conversation)
+    if conv is None:
+        raise NotFoundError(f"no conversation {conversation!r}")
+    ctx = conv.assemble(budget_tokens=budget, query=focus or None)
+    out: list[Message] = []
+    for m in ctx.messages:
+        text = _chat_text(dict(m))
+        role = m.get("role")
+        if role == "assistant":
+            out.append(AssistantMessage(text or "(no text)"))
+        elif role == "user":
+            out.append(UserMessage(text))
+        elif role == "tool":
+            out.append(UserMessage(f"[tool result for {m.get('tool_call_id', '?')}]\n{text}"))
+        else:
+            out.append(UserMessage(f"[{role}: earlier history and context]\n{text}"))
+    tail = f" Keep in mind: {focus}." if focus else ""
+    out.append(UserMessage(f"That is conversation {conversation!r} so far ({ctx.tokens} tokens of a "
+                           f"{ctx.budget_tokens}-token budget; older parts summarized, ids can be expanded with "
+                           f"lcm_expand). Pick up where it left off.{tail}"))
+    return out
+
+
+def add_prompts(server: MCPServer[Any], mem: Callable[[], Memory]) -> None:
+    """``recall`` and ``resume``."""
+
+    @server.prompt(name="recall", title="Recall what we said about…",
+                   description="Search the whole history (messages and summaries) for a topic and ask the model "
+                               "to answer from the matches, quoted with their ids and dates.")
+    async def recall(
+        topic: Annotated[str, Field(description="What to recall, in plain words.")],
+        conversation: Annotated[str | None, Field(description="Only this conversation (default: all).")] = None,
+        limit: Annotated[int, Field(ge=1, le=50, description="How many matches to quote (default 8).")] = 8,
+    ) -> list[Message]:
+        return await _fill(lambda: recall_messages(mem(), topic, conversation, limit))
+
+    @server.prompt(name="resume", title="Pick up where we left off",
+                   description="A conversation's context as the model would get it (recent messages verbatim, "
+                               "older history summarized), to carry on from.")
+    async def resume(
+        conversation: Annotated[str, Field(description="The conversation to resume.")],
+        budget: Annotated[int | None, Field(ge=1, description="At most this many tokens (default: the context "
+                                                               "window).")] = None,
+        focus: Annotated[str | None, Field(description="What the next turn is about: older history on it is "
+                                                        "recalled into the context.")] = None,
+    ) -> list[Message]:
+        return await _fill(lambda: resume_messages(mem(), conversation, budget, focus))

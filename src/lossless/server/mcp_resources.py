@@ -1,0 +1,159 @@
+"""The MCP server's resources and argument completions.
+
+Resources, all ``application/json``:
+
+- ``lossless://conversations``: every conversation with its counts, newest first;
+- ``lossless://conversations/{conversation_id}``: one conversation's stats and summary DAG;
+- ``lossless://summaries/{summary_id}``: one summary as ``lcm_describe`` tells it (span,
+  times, how it was made, parent, children, content);
+- ``lossless://messages/{message_id}``: one message exactly as stored (content, tool
+  calls, metadata).
+
+``completion/complete`` offers the stored ids that start with what the user typed, for
+the templates' ids and for the prompts' ``conversation`` argument: conversation ids
+(most recently updated first), summary and message ids (in id order, inside the
+conversation already chosen when the request's context names one). At most 100 values,
+with the total and whether there are more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.types import (
+    Completion,
+    CompletionArgument,
+    CompletionContext,
+    PromptReference,
+    ResourceTemplateReference,
+)
+
+from lossless.core.errors import LosslessError, NotFoundError
+from lossless.core.types import Message
+from lossless.server.mcp_notify import in_thread
+from lossless.store.rows import prefix_upper
+from lossless.store.runner import sql_runner
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from lossless.engine import Memory
+
+__all__ = ["COMPLETION_LIMIT", "TEMPLATES", "add_completions", "add_resources", "complete_ids", "message_dict"]
+
+COMPLETION_LIMIT = 100  # the most values one completion may carry (MCP spec)
+TEMPLATES = {
+    "lossless://conversations/{conversation_id}": "conversation_id",
+    "lossless://summaries/{summary_id}": "summary_id",
+    "lossless://messages/{message_id}": "message_id",
+}
+# which argument names, in a template or a prompt, take which kind of id
+_ID_KINDS = {"conversation_id": "conversation", "conversation": "conversation",
+             "summary_id": "summary", "summary": "summary", "message_id": "message", "message": "message"}
+
+
+async def _read(fn: Callable[[], Any]) -> Any:
+    """The sync core in a worker thread; a lossless error as a resource error."""
+    try:
+        return await in_thread(fn)
+    except LosslessError as exc:
+        raise ResourceError(str(exc)) from exc
+
+
+def message_dict(msg: Message) -> dict[str, Any]:
+    """One message as stored, for its resource."""
+    out: dict[str, Any] = {"id": msg.id, "conversation_id": msg.conversation_id, "seq": msg.seq, "role": msg.role,
+                           "name": msg.name, "created_at": msg.created_at.isoformat(), "tokens": msg.token_count,
+                           "content": msg.content}
+    if msg.tool_calls:
+        out["tool_calls"] = list(msg.tool_calls)
+    if msg.tool_call_id is not None:
+        out["tool_call_id"] = msg.tool_call_id
+    out.update({"metadata": msg.metadata, "external_id": msg.external_id})
+    return out
+
+
+def add_resources(server: MCPServer[Any], mem: Callable[[], Memory]) -> None:
+    """The conversations (the list and one by one), summaries and messages."""
+
+    @server.resource("lossless://conversations", name="conversations", mime_type="application/json",
+                     description="Every conversation with its message and summary counts, newest first.")
+    async def conversations() -> dict[str, Any]:
+        infos = await _read(lambda: mem().conversations(limit=10_000))
+        return {"conversations": [{"id": c.id, "messages": c.message_count, "summaries": c.summary_count,
+                                   "updated_at": c.updated_at.isoformat(), "metadata": c.metadata} for c in infos]}
+
+    @server.resource("lossless://conversations/{conversation_id}", name="conversation", mime_type="application/json",
+                     description="One conversation: its stats and its summary DAG (frontier first).")
+    async def conversation(conversation_id: str) -> dict[str, Any]:
+        def read() -> dict[str, Any]:
+            conv = mem().get_conversation(conversation_id)
+            if conv is None:
+                raise NotFoundError(f"no conversation {conversation_id!r}")
+            frontier = [s.id for s in conv.frontier()]
+            nodes = [{"id": s.id, "depth": s.depth, "first_seq": s.first_seq, "last_seq": s.last_seq,
+                      "tokens": s.token_count, "sources": [r.id for r in s.sources]} for s in conv.summaries()]
+            return {"stats": conv.stats(), "frontier": frontier, "summaries": nodes}
+
+        result: dict[str, Any] = await _read(read)
+        return result
+
+    @server.resource("lossless://summaries/{summary_id}", name="summary", mime_type="application/json",
+                     description="One summary (sum_…): its span, times, how it was made, parent, children and "
+                                 "content, as lcm_describe gives it.")
+    async def summary(summary_id: str) -> dict[str, Any]:
+        if not summary_id.startswith("sum_"):
+            raise ResourceError(f"{summary_id!r} is not a summary id (sum_…)")
+        result: dict[str, Any] = await _read(lambda: mem().tools(None).lcm_describe(summary_id))
+        return result
+
+    @server.resource("lossless://messages/{message_id}", name="message", mime_type="application/json",
+                     description="One message (msg_…) exactly as stored: role, time, content, tool calls, "
+                                 "metadata.")
+    async def message(message_id: str) -> dict[str, Any]:
+        if not message_id.startswith("msg_"):
+            raise ResourceError(f"{message_id!r} is not a message id (msg_…)")
+        return message_dict(await _read(lambda: mem().store.get_message(message_id)))
+
+
+def complete_ids(memory: Memory, kind: str, prefix: str, conversation_id: str | None = None) -> Completion:
+    """The stored ids of ``kind`` (conversation, summary, message) starting with ``prefix``."""
+    if kind == "conversation":
+        infos = memory.store.list_conversations(limit=COMPLETION_LIMIT + 1, id_prefix=prefix or None)
+        ids = [c.id for c in infos]
+    else:
+        db = sql_runner(memory.store)
+        table = "summaries" if kind == "summary" else "messages"
+        where, args = [], []
+        if prefix:
+            where.append(db.text_range("id"))
+            args += [prefix, prefix_upper(prefix)]
+        if conversation_id:
+            where.append("conversation_id = ?")
+            args.append(conversation_id)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        # one more than is shown, to say whether there are more
+        rows = db.query(f"SELECT id FROM {table}{clause} ORDER BY id LIMIT {COMPLETION_LIMIT + 1}", args)
+        ids = [r[0] for r in rows]
+    more = len(ids) > COMPLETION_LIMIT
+    return Completion(values=ids[:COMPLETION_LIMIT], total=None if more else len(ids), has_more=more)
+
+
+def add_completions(server: MCPServer[Any], mem: Callable[[], Memory], prompt_ids: dict[str, dict[str, str]]) -> None:
+    """``completion/complete`` for the id arguments of the templates and of the prompts
+    (``prompt_ids``: prompt name -> argument name -> id kind)."""
+
+    @server.completion()  # type: ignore[no-untyped-call, untyped-decorator]
+    async def complete(ref: PromptReference | ResourceTemplateReference, argument: CompletionArgument,
+                       context: CompletionContext | None) -> Completion | None:
+        if isinstance(ref, ResourceTemplateReference):
+            kind = _ID_KINDS.get(argument.name) if TEMPLATES.get(ref.uri) == argument.name else None
+        else:
+            kind = prompt_ids.get(ref.name, {}).get(argument.name)
+        if kind is None:
+            return None  # an argument without ids to offer: no values
+        known = (context.arguments if context is not None else None) or {}
+        scope = known.get("conversation") or known.get("conversation_id")
+        return await in_thread(lambda: complete_ids(mem(), kind, argument.value, scope))
