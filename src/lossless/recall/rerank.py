@@ -270,7 +270,7 @@ class CrossEncoderReranker:
             import sentence_transformers  # noqa: F401
         except ImportError as exc:
             raise MissingDependencyError("rerank='cross-encoder' needs sentence-transformers: "
-                                         "pip install torch==2.13.0 && pip install 'lossless[embeddings]'") from exc
+                                         "pip install 'lossless[torch]'") from exc
         self.path = folder
         self.device = device
         self.stats = RerankStats()
