@@ -4,6 +4,7 @@ compaction on a context-length error, errors, and keys."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -343,6 +344,6 @@ def test_sse_parser_gives_back_the_events_however_the_stream_is_cut(
         text += "".join(f"data: {d}{line_end}" for d in data) + line_end
     raw = text.encode()
     bounds = sorted({0, len(raw), *(c for c in cuts if c < len(raw))})
-    got = _parse([raw[a:b] for a, b in zip(bounds, bounds[1:], strict=False)])
+    got = _parse([raw[a:b] for a, b in itertools.pairwise(bounds)])
     assert got == [(name, "\n".join(data)) for name, data in events]
     assert all(isinstance(e, ServerSentEvent) for e in SSEParser().feed(raw))
