@@ -10,6 +10,7 @@ package not installed here is listed as missing rather than guessed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
@@ -81,10 +82,8 @@ def main() -> int:
     core = closure(project["dependencies"], extras, core_missing)
     sizes = {}
     for name in core:
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             sizes[name] = _size(metadata.distribution(name))
-        except metadata.PackageNotFoundError:
-            pass
     core_mb = sum(sizes.get(n, 0) for n in core) / 1e6
     rows = [{"extra": "(core)", "adds_mb": round(core_mb, 1), "total_mb": round(core_mb, 1),
              "packages": len(core), "missing": sorted(core_missing)}]
@@ -92,10 +91,8 @@ def main() -> int:
         missing: set[str] = set()
         names = closure(reqs, extras, missing) | core
         for n in names - sizes.keys():
-            try:
+            with contextlib.suppress(metadata.PackageNotFoundError):
                 sizes[n] = _size(metadata.distribution(n))
-            except metadata.PackageNotFoundError:
-                pass
         total = sum(sizes.get(n, 0) for n in names) / 1e6
         rows.append({"extra": extra, "adds_mb": round(total - core_mb, 1), "total_mb": round(total, 1),
                      "packages": len(names), "missing": sorted(missing)})

@@ -107,6 +107,8 @@ class FakeOpenAIServer:
     """Seconds between the chunks of a streamed answer."""
     """Sent as ``retry-after-ms`` with injected failures so SDK retries do not back off
     for half a second; ``None`` sends no such header."""
+    sse_line_end: str = "\n"  # "\r\n" or "\r": the other line ends the SSE spec allows
+    sse_bom: bool = False  # start the event stream with a UTF-8 BOM (the spec says to drop it)
     requests: list[RecordedRequest] = field(default_factory=list)
     _failures: list[_Failure | _Canned] = field(default_factory=list)
     _chat_replies: list[_ChatReply] = field(default_factory=list)
@@ -627,8 +629,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
             self.end_headers()
+            if self.fake.sse_bom:
+                self.wfile.write(b"\xef\xbb\xbf")
+            end = self.fake.sse_line_end
             for name, data in events:
-                frame = (f"event: {name}\n" if name else "") + f"data: {data}\n\n"
+                frame = (f"event: {name}{end}" if name else "") + f"data: {data}{end}{end}"
                 self.wfile.write(frame.encode("utf-8"))
                 self.wfile.flush()
                 if self.fake.stream_delay and self.fake._closing.wait(self.fake.stream_delay):

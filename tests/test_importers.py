@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lossless
 from lossless.core.errors import ValidationError
@@ -294,6 +296,33 @@ def test_stream_parser_errors_name_the_line() -> None:
     with pytest.raises(JsonStreamError) as err:
         list(iter_document(io.BytesIO(b'[\n{"a": 1},\n{"b" 2}]')))
     assert err.value.line == 3 and "Expecting ':'" in err.value.message
+
+
+def test_stream_parser_reads_what_streaming_json_libraries_refuse() -> None:
+    # kept by hand over ijson (bench/lib_jsonstream.py): its C backend refuses integers past
+    # 2**63 and a BOM, and reads a lone surrogate escape as "?", silently changing the text
+    raw = b'\xef\xbb\xbf[\n{"id": 18446744073709551616},\n"\\ud800 x",\n-1.5e3]'
+    assert [(v, line) for _, v, line in iter_document(io.BytesIO(raw))] == [
+        ({"id": 2**64}, 2), ("\ud800 x", 3), (-1500.0, 4)]  # the surrogate is kept for validation to refuse
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids, max_size=4),
+    max_leaves=25)
+
+
+@settings(max_examples=150, deadline=None)
+@given(doc=st.lists(_JSON, max_size=6), indent=st.sampled_from([None, 1]), chunk=st.sampled_from([1, 3, 64, 1 << 16]))
+def test_stream_parser_gives_json_loads_items_at_any_chunk_size(doc: list[Any], indent: int | None, chunk: int) -> None:
+    raw = json.dumps(doc, indent=indent, ensure_ascii=chunk % 2 == 0).encode()
+    old = jsonstream._CHUNK
+    jsonstream._CHUNK = chunk  # (not monkeypatch: hypothesis runs many examples in one test call)
+    try:
+        got = [value for _, value, _ in iter_document(io.BytesIO(raw))]
+    finally:
+        jsonstream._CHUNK = old
+    assert got == json.loads(raw)
 
 
 # -- bad input ------------------------------------------------------------------------

@@ -4,6 +4,7 @@ compaction on a context-length error, errors, and keys."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -13,12 +14,15 @@ import anthropic
 import httpx
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lossless
 from lossless.core.models import context_window
 from lossless.core.tokens import count_chat_tokens
 from lossless.server.keys import APIKeys
 from lossless.server.run import free_port
+from lossless.server.sse import ServerSentEvent, SSEParser
 from lossless.server.state import Upstream
 from tests.conftest import StoreTarget, chat
 from tests.fake_openai import FakeOpenAIServer, fake_openai
@@ -154,6 +158,22 @@ def test_streaming_is_relayed_and_stored(proxy: str, memory: lossless.Memory, fa
         "q": "fox", "n": 3}
 
 
+@pytest.mark.parametrize(("line_end", "bom"), [("\r", False), ("\r\n", True), ("\r", True)])
+def test_streams_with_other_line_ends_or_a_bom_are_stored(proxy: str, memory: lossless.Memory,
+                                                          fake_openai: FakeOpenAIServer, line_end: str,
+                                                          bom: bool) -> None:
+    # the SSE spec's other line ends (a lone CR, CRLF) and a leading BOM: the reply is still
+    # read off the relayed copy and stored, and the client gets the provider's bytes as they were
+    fake_openai.sse_line_end, fake_openai.sse_bom = line_end, bom
+    fake_openai.enqueue_chat("Carriage returns are line ends too.")
+    body = {"model": MODEL, "stream": True, "messages": [{"role": "user", "content": "Line ends?"}]}
+    with httpx.stream("POST", proxy + "/v1/chat/completions", json=body,
+                      headers={"X-Lossless-Conversation": "cr"}, timeout=30) as response:
+        raw = b"".join(response.iter_raw())
+    assert raw.startswith(b"\xef\xbb\xbf" if bom else b"data: ") and raw.endswith(f"[DONE]{line_end * 2}".encode())
+    assert _stored(memory, "cr") == [("user", "Line ends?"), ("assistant", "Carriage returns are line ends too.")]
+
+
 def test_streaming_passes_chunks_on_as_they_come(proxy: str, fake_openai: FakeOpenAIServer) -> None:
     fake_openai.stream_delay = 0.15
     fake_openai.enqueue_chat(" ".join(f"word{i}" for i in range(30)))  # 10 content chunks, ~1.8 s in all
@@ -278,3 +298,52 @@ def test_anthropic_messages(proxy: str, memory: lossless.Memory, fake_openai: Fa
     sent = fake_openai.messages_requests()[-1].body["messages"]
     assert sent[-1]["content"][0] == {"type": "tool_result", "tool_use_id": use.id, "content": "Ann, admin"}
     assert sent[-2]["content"][-1]["type"] == "tool_use"
+
+
+# -- the SSE parser on its own ----------------------------------------------------------------
+
+_SSE_CASES = [  # (stream, the events the WHATWG rules dispatch)
+    (b"data: a\r\n\r\n", [(None, "a")]),
+    (b"data: a\r\r", [(None, "a")]),
+    (b"data: a\r\ndata: b\rdata: c\n\n", [(None, "a\nb\nc")]),
+    (b": ping\n\ndata: a\n: keep-alive\n\n", [(None, "a")]),
+    (b"event: delta\ndata: {}\n\nevent:\ndata: b\n\n", [("delta", "{}"), (None, "b")]),
+    (b"retry: 1000\n\nid: 7\n\ndata: a\n\n\n", [(None, "a")]),
+    (b"\xef\xbb\xbfdata: a\n\n", [(None, "a")]),
+    (b"data: a\n\ndata: b", [(None, "a")]),
+    (b"data\n\ndata:x\n\n", [(None, ""), (None, "x")]),
+    (b"data: \xff\n\n", [(None, "\ufffd")]),
+    ("data: 汉字 ✓\u2028\n\n".encode(), [(None, "汉字 ✓\u2028")]),
+]
+
+
+def _parse(chunks: list[bytes]) -> list[tuple[str | None, str]]:
+    parser = SSEParser()
+    return [(e.event, e.data) for chunk in chunks for e in parser.feed(chunk)]
+
+
+@pytest.mark.parametrize(("raw", "expected"), _SSE_CASES)
+def test_sse_parser_edge_cases_whole_and_byte_by_byte(raw: bytes, expected: list[tuple[str | None, str]]) -> None:
+    assert _parse([raw]) == expected
+    assert _parse([raw[i:i + 1] for i in range(len(raw))]) == expected
+
+
+_FIELD = st.text(st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(events=st.lists(st.tuples(st.none() | _FIELD.filter(bool), st.lists(_FIELD, min_size=1, max_size=3)),
+                       max_size=5),
+       line_end=st.sampled_from(["\n", "\r\n", "\r"]), comments=st.booleans(), bom=st.booleans(),
+       cuts=st.lists(st.integers(0, 400), max_size=8))
+def test_sse_parser_gives_back_the_events_however_the_stream_is_cut(
+        events: list[tuple[str | None, list[str]]], line_end: str, comments: bool, bom: bool, cuts: list[int]) -> None:
+    text = "\ufeff" if bom else ""
+    for name, data in events:
+        text += (f": keep-alive{line_end}" if comments else "") + (f"event: {name}{line_end}" if name else "")
+        text += "".join(f"data: {d}{line_end}" for d in data) + line_end
+    raw = text.encode()
+    bounds = sorted({0, len(raw), *(c for c in cuts if c < len(raw))})
+    got = _parse([raw[a:b] for a, b in itertools.pairwise(bounds)])
+    assert got == [(name, "\n".join(data)) for name, data in events]
+    assert all(isinstance(e, ServerSentEvent) for e in SSEParser().feed(raw))

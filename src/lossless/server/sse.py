@@ -3,6 +3,7 @@ bytes through untouched and rebuilds the assistant's reply from a copy, to store
 
 from __future__ import annotations
 
+import codecs
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,35 +18,62 @@ class ServerSentEvent:
 
 
 class SSEParser:
-    """Incremental: feed it bytes as they arrive, get the complete events so far."""
+    """Incremental: feed it bytes as they arrive, get the complete events so far.
+
+    Follows the WHATWG event-stream rules that change which events come out: lines end at
+    CRLF, LF or a lone CR (also when a CRLF is split between two reads), a leading BOM is
+    dropped, bytes that are not UTF-8 read as U+FFFD, ``:`` lines are comments, ``data``
+    lines join with LF, a block with no ``data`` (only ``id``/``retry``, say) dispatches
+    nothing, and an event cut off by the end of the stream is never dispatched. ``id`` and
+    ``retry`` are read past: the proxy does not reconnect. Kept by hand rather than
+    httpx-sse or an SDK's decoder: the proxy parses a copy of bytes it relays, which those
+    read from a response they own, and each misses some of these cases
+    (``bench/lib_sse.py``)."""
 
     def __init__(self) -> None:
-        self._buffer = b""
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._pending: list[str] = []  # the start of a line not ended yet
+        self._after_cr = False  # the last read ended in CR: a LF starting the next is its CRLF
+        self._started = False  # a BOM is dropped only at the very start
         self._event: str | None = None
         self._data: list[str] = []
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
-        self._buffer += chunk
+        text = self._decoder.decode(chunk)
+        if not self._started and text:
+            self._started = True
+            text = text.removeprefix("\ufeff")
+        if self._after_cr and text.startswith("\n"):
+            text = text[1:]
+        if not text:
+            return []
+        self._after_cr = text.endswith("\r")
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        rest = lines.pop()  # after the last line end: "" when the text ends with one
+        if lines and self._pending:
+            lines[0] = "".join([*self._pending, lines[0]])
+            self._pending = []
+        if rest:
+            self._pending.append(rest)
         events: list[ServerSentEvent] = []
-        while True:
-            cut = self._buffer.find(b"\n")
-            if cut < 0:
-                return events
-            line = self._buffer[:cut].rstrip(b"\r").decode("utf-8", "replace")
-            self._buffer = self._buffer[cut + 1:]
-            if not line:  # a blank line ends an event
-                if self._data:
-                    events.append(ServerSentEvent(self._event, "\n".join(self._data)))
-                self._event, self._data = None, []
-            elif line.startswith(":"):
-                continue  # a comment (keep-alive)
-            else:
-                name, _, value = line.partition(":")
-                value = value[1:] if value.startswith(" ") else value
-                if name == "data":
-                    self._data.append(value)
-                elif name == "event":
-                    self._event = value
+        for line in lines:
+            self._line(line, events)
+        return events
+
+    def _line(self, line: str, events: list[ServerSentEvent]) -> None:
+        if not line:  # a blank line ends an event
+            if self._data:
+                events.append(ServerSentEvent(self._event, "\n".join(self._data)))
+            self._event, self._data = None, []
+        elif not line.startswith(":"):  # ":" starts a comment (keep-alive)
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "data":
+                self._data.append(value)
+            elif name == "event":
+                self._event = value or None  # empty: the default type, "message"
 
 
 def _json(data: str) -> dict[str, Any] | None:
