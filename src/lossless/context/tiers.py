@@ -25,7 +25,7 @@ from lossless.context.pieces import (
 from lossless.context.recalled import RecalledMessages
 from lossless.context.shown import MessageView
 from lossless.context.summaries import SummaryPieces
-from lossless.core.render import format_span
+from lossless.core.render import format_span, render_summary
 from lossless.core.types import ChatMessage, ContextItem, Message, Summary
 
 if TYPE_CHECKING:
@@ -271,14 +271,17 @@ class SummariesTier:
 
 
 class RootTier:
-    """P2: the oldest frontier summary, covering the start of the history. Given more
-    room, an abridged root is made again from the whole of it."""
+    """P2: the root. The whole-conversation root when compaction has written one
+    (``fixed``: placed first, never dropped by trimming); else the oldest frontier
+    summary, covering the start of the history. Given more room, an abridged root is
+    made again from the whole of it."""
 
     priority = 60
 
-    def __init__(self, node: Summary | None, summaries: SummaryPieces) -> None:
+    def __init__(self, node: Summary | None, summaries: SummaryPieces, *, fixed: bool = False) -> None:
         self.node = node
         self.summaries = summaries
+        self.fixed = fixed
         self.piece: Piece | None = None
         self.spent = 0
 
@@ -291,8 +294,20 @@ class RootTier:
         added, self.piece, self.spent = better.tokens - self.spent, better, better.tokens
         return added
 
+    def place(self, room: int) -> int:
+        """The whole-conversation root placed first, in ``room`` tokens: whole when it
+        takes at most half of them, else abridged to that half, or (a budget so small
+        that half says nothing) to the least that still says something."""
+        added = self.take(room // 2)
+        if self.piece is None and self.node is not None:
+            least = self.summaries.view.piece_cost(render_summary(self.node, "")) + MIN_ABRIDGED + 2
+            while self.piece is None and least <= room:  # the first sentence that fits says something
+                added = self.take(least)
+                least += MIN_ABRIDGED // 2
+        return added
+
     def shrink(self) -> bool:
-        if self.piece is None:
+        if self.piece is None or self.fixed:
             return False
         self.piece = None
         return True
@@ -442,9 +457,13 @@ class PointersTier:
         hidden = [s for s in self.frontier if s.id not in shown]
         if hidden:
             ids = ", ".join(s.id for s in hidden[:6]) + (", …" if len(hidden) > 6 else "")
+            root = self.root.piece.item if self.root.fixed and self.root.piece is not None else None
+            briefly = (f" (in brief in the root {root.ref})"
+                       if root is not None and root.last_seq >= hidden[-1].last_seq else "")
             lines.append(
                 f"Not shown for space: {len(hidden)} summaries covering #{hidden[0].first_seq}-#{hidden[-1].last_seq} "
-                f"({format_span(hidden[0].earliest_at, hidden[-1].latest_at)}): {ids}. Use lcm_expand or lcm_grep."
+                f"({format_span(hidden[0].earliest_at, hidden[-1].latest_at)}){briefly}: {ids}. "
+                "Use lcm_expand or lcm_grep."
             )
         shown_ids = self.tail.shown_ids()
         gap = [m for m in self.raw if m.id not in shown_ids]
