@@ -559,7 +559,7 @@ class SQLiteStore:
                         else dag.condensed_span(new.depth, ids, sources))
                 if span is None:
                     return None
-            sid = summary_id(cid, new.depth, new.sources, new.content)
+            sid = summary_id(cid, new.depth, new.sources, new.content, root=new.root)
             if new.root and conn.execute("SELECT 1 FROM summaries WHERE id = ?", (sid,)).fetchone():
                 return self.get_summary(sid)  # this very root is written already
             conn.execute(
