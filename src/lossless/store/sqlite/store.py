@@ -787,11 +787,11 @@ class SQLiteStore:
     def verify(self, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
         """Re-check every invariant the design states (:func:`lossless.core.dag.verify`)
         and, with ``integrity``, SQLite's own check of the file; empty when all hold."""
-        from lossless.store.integrity import verify_conversations
+        from lossless.store.integrity import sqlite_integrity, verify_conversations
 
         problems = verify_conversations(self._query, conversation_id)
         if integrity:
-            (result,) = self._query("PRAGMA integrity_check")[0]
+            result = sqlite_integrity(self._query)
             if result != "ok":
                 problems.append(f"integrity_check: {result}")
         return problems
