@@ -89,7 +89,7 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     root = RootTier(history.root, sources.summaries, fixed=True) if history.root is not None else None
     if root is not None:  # the whole-conversation root first (seed 001: priority 0, never truncated) ...
         overhead = MESSAGE_OVERHEAD + view.counter.count(MEMORY_HEADER) + 2
-        room -= root.place(max(0, room - overhead))  # ... unless it would leave the rest under half
+        room -= root.place(max(0, room - overhead))  # ... abridged only past a quarter of the room
     pinned = PinnedTier(history.pinned, view)
     room -= pinned.take(room)
     asked = bool(query and query.strip())
@@ -107,7 +107,7 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
         root = RootTier(frontier[0] if frontier else None, sources.summaries)
     else:
         recent = list(frontier)
-    summaries = SummariesTier(recent, sources.summaries)
+    summaries = SummariesTier(recent, sources.summaries, levels=True)
     # the root is given the summaries' share too when it is the only summary
     root_share = allow["root"] + max(0, allow["summaries"]) if not recent else allow["root"]
     for tier, share in ((tail, allow["tail"]), (summaries, allow["summaries"]), (root, root_share)):

@@ -22,6 +22,7 @@ from lossless.context.pieces import (
     ShownUnit,
     backlog_line,
 )
+from lossless.context.levels import finest_cut
 from lossless.context.recalled import RecalledMessages
 from lossless.context.shown import MessageView
 from lossless.context.summaries import SummaryPieces
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FilesTier",
     "MemoriesTier",
+    "ROOT_ROOM",
     "NewestUnitTier",
     "PinnedTier",
     "PointersTier",
@@ -248,26 +250,58 @@ class NewestUnitTier:
 
 
 class SummariesTier:
-    """P1: recent frontier summaries, newest first (abridged ones end the run)."""
+    """P1: recent summaries, newest first. When the whole frontier fits, the finest cut
+    of the DAG that fits is shown (:mod:`lossless.context.levels`: the recent history in
+    more detail, a run of summaries swapped for its parent where room is short); when
+    not even the frontier fits, its newest summaries (abridged ones end the run)."""
 
     priority = 50
 
-    def __init__(self, recent: list[Summary], summaries: SummaryPieces) -> None:
+    def __init__(self, recent: list[Summary], summaries: SummaryPieces, *, levels: bool = False) -> None:
         self.recent = recent
         self.summaries = summaries
+        self.levels = levels and not summaries.hierarchical  # (hierarchical shows the frontier its own way)
         self.chosen: list[Piece] = []  # newest first
         self.spent = 0
 
     def take(self, room: int) -> int:
+        if self.levels and self.recent:
+            cut = finest_cut(self.recent, self.spent + room, self._whole_cost, self._children)
+            if cut is not None:
+                pieces = [self._whole(node) for node in reversed(cut)]
+                spent = sum(p.tokens for p in pieces)
+                if spent <= self.spent:
+                    return 0
+                added, self.chosen, self.spent = spent - self.spent, pieces, spent
+                return added
         spent = self.summaries.take(self.recent, self.chosen, self.spent + room, already=self.spent)
         added, self.spent = spent - self.spent, spent
         return added
+
+    def _whole(self, node: Summary) -> Piece:
+        text = render_summary(node)
+        cost = self.summaries.view.piece_cost(text)
+        return Piece(text, cost, ContextItem("summary", node.id, cost, node.first_seq, node.last_seq))
+
+    def _whole_cost(self, node: Summary) -> int:
+        return self.summaries.view.piece_cost(render_summary(node))
+
+    def _children(self, node: Summary) -> list[Summary]:
+        store = self.summaries.store
+        return [store.get_summary(ref.id) for ref in node.sources if ref.kind == "summary"]
+
+    def covers(self, node: Summary) -> bool:
+        """Whether the shown summaries cover ``node``'s span (it, or a cut below it)."""
+        return any(node.first_seq <= p.item.first_seq and p.item.last_seq <= node.last_seq for p in self.chosen)
 
     def shrink(self) -> bool:
         if not self.chosen:
             return False
         self.chosen.pop()
         return True
+
+
+ROOT_ROOM = 0.25  # the most of the room the whole-conversation root takes before it is abridged
 
 
 class RootTier:
@@ -296,9 +330,10 @@ class RootTier:
 
     def place(self, room: int) -> int:
         """The whole-conversation root placed first, in ``room`` tokens: whole when it
-        takes at most half of them, else abridged to that half, or (a budget so small
-        that half says nothing) to the least that still says something."""
-        added = self.take(room // 2)
+        takes at most a quarter of them (:data:`ROOT_ROOM`), else abridged to that, or
+        (a budget so small that a quarter says nothing) to the least that still says
+        something; the rest stays for the newest turn and what the question recalls."""
+        added = self.take(int(room * ROOT_ROOM))
         if self.piece is None and self.node is not None:
             least = self.summaries.view.piece_cost(render_summary(self.node, "")) + MIN_ABRIDGED + 2
             while self.piece is None and least <= room:  # the first sentence that fits says something
@@ -454,7 +489,7 @@ class PointersTier:
         lines: list[str] = []
         if self.backlog is not None and self.backlog[0] <= self.backlog[1]:
             lines.append(backlog_line(self.backlog))
-        hidden = [s for s in self.frontier if s.id not in shown]
+        hidden = [s for s in self.frontier if s.id not in shown and not self.summaries.covers(s)]
         if hidden:
             ids = ", ".join(s.id for s in hidden[:6]) + (", …" if len(hidden) > 6 else "")
             root = self.root.piece.item if self.root.fixed and self.root.piece is not None else None
