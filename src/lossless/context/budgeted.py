@@ -87,9 +87,11 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     if room <= MESSAGE_OVERHEAD:
         return AssembledContext(messages=[], tokens=0, budget_tokens=budget)
     root = RootTier(history.root, sources.summaries, fixed=True) if history.root is not None else None
+    placed = 0  # what the root took before the plan (its later growth counts as the tiers' spending)
     if root is not None:  # the whole-conversation root first (seed 001: priority 0, never truncated) ...
         overhead = MESSAGE_OVERHEAD + view.counter.count(MEMORY_HEADER) + 2
-        room -= root.place(max(0, room - overhead))  # ... abridged only past a quarter of the room
+        placed = root.place(max(0, room - overhead))  # ... abridged only past 15 % of the room
+        room -= placed
     pinned = PinnedTier(history.pinned, view)
     room -= pinned.take(room)
     asked = bool(query and query.strip())
@@ -115,13 +117,13 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     # what the shares left: without a question, the tail first, then summaries, then the
     # root unabridged; with one, recall first (what matches the question outranks older
     # recent messages), and the tail grows last into what nothing else used
-    leftover = (plan.body_room - tail.spent - summaries.spent - root.spent
+    leftover = (plan.body_room - tail.spent - summaries.spent - (root.spent - placed)
                 - allow["recall"] - allow["memory"] - allow["files"])
     for tier in () if want_recall else (tail, summaries, root):
         if leftover > 0:
             leftover -= tier.take(leftover)
 
-    spent = tail.spent + summaries.spent + root.spent
+    spent = tail.spent + summaries.spent + root.spent - placed
     memories, files = MemoriesTier(records, view), FilesTier(hits, view)
     spent += memories.take(allow["memory"]) + files.take(allow["files"])
     fallback = raw[-1].seq + 1 if raw else history.covered + 1

@@ -301,7 +301,7 @@ class SummariesTier:
         return True
 
 
-ROOT_ROOM = 0.25  # the most of the room the whole-conversation root takes before it is abridged
+ROOT_ROOM = 0.15  # the most of the room the root takes before it is abridged (seed 000: P2, 10-15 %)
 
 
 class RootTier:
@@ -330,8 +330,8 @@ class RootTier:
 
     def place(self, room: int) -> int:
         """The whole-conversation root placed first, in ``room`` tokens: whole when it
-        takes at most a quarter of them (:data:`ROOT_ROOM`), else abridged to that, or
-        (a budget so small that a quarter says nothing) to the least that still says
+        takes at most 15 % of them (:data:`ROOT_ROOM`), else abridged to that, or
+        (a budget so small that this says nothing) to the least that still says
         something; the rest stays for the newest turn and what the question recalls."""
         added = self.take(int(room * ROOT_ROOM))
         if self.piece is None and self.node is not None:
