@@ -336,9 +336,10 @@ class RootTier:
         added = self.take(int(room * ROOT_ROOM))
         if self.piece is None and self.node is not None:
             least = self.summaries.view.piece_cost(render_summary(self.node, "")) + MIN_ABRIDGED + 2
-            while self.piece is None and least <= room:  # the first sentence that fits says something
-                added = self.take(least)
-                least += MIN_ABRIDGED // 2
+            step = MIN_ABRIDGED // 2
+            while self.piece is None and least < room + step:  # the first sentence that fits says something
+                added = self.take(min(least, room))
+                least += step
         return added
 
     def shrink(self) -> bool:
