@@ -5,6 +5,7 @@ the budget allows (a run of summaries swapped for its parent when room is short)
 from __future__ import annotations
 
 import functools
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +130,7 @@ def test_at_any_budget_the_root_fits_it_is_there_and_the_budget_holds(tmp_path_f
         assert ctx.tokens <= budget
         assert [i.ref for i in ctx.items if i.tier == "root"] == [root.id]
         shown = sorted((i.first_seq, i.last_seq) for i in ctx.items if i.tier == "summary")
-        assert all(a[1] < b[0] for a, b in zip(shown, shown[1:], strict=False))  # a cut: no summary twice
+        assert all(a[1] < b[0] for a, b in itertools.pairwise(shown))  # a cut: no summary twice
 
 
 def test_a_budget_short_for_the_lower_level_shows_their_parent_not_a_pointer(store_target: StoreTarget) -> None:
@@ -219,3 +220,21 @@ def test_describe_expand_export_and_erase_work_with_the_root(store_target: Store
     assert mem.verify() == []
     assert conv.root() is not None and conv.root().id == root.id  # rewritten in place, as every summary over #2
     mem.close()
+
+
+@pytest.mark.postgres
+def test_lossless_migrate_carries_the_root_to_postgresql(tmp_path: Path, pg_url: str) -> None:
+    from lossless.store.transfer import copy_sqlite_to_postgres
+
+    path = tmp_path / "r.db"
+    with lossless.open(path, embedder=None, compaction="inline", **SMALL) as mem:
+        mem.conversation("c").add_many(chat(400, words=20))
+        root = mem.conversation("c").root()
+        assert root is not None
+    assert copy_sqlite_to_postgres(str(path), pg_url).ok
+    with lossless.open(pg_url, embedder=None, auto_compact=False, **SMALL) as mem:
+        conv = mem.conversation("c")
+        copied = conv.root()
+        assert copied is not None and (copied.id, copied.content, copied.root) == (root.id, root.content, True)
+        assert mem.verify() == [] and root.id not in {s.id for s in conv.frontier()}
+        assert [i.ref for i in conv.assemble(budget_tokens=600).items if i.tier == "root"] == [root.id]

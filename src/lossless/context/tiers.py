@@ -13,6 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Protocol
 
+from lossless.context.levels import finest_cut
 from lossless.context.lookups import file_pieces, memory_pieces
 from lossless.context.pieces import (
     LONG_TERM_HEADER,
@@ -22,7 +23,6 @@ from lossless.context.pieces import (
     ShownUnit,
     backlog_line,
 )
-from lossless.context.levels import finest_cut
 from lossless.context.recalled import RecalledMessages
 from lossless.context.shown import MessageView
 from lossless.context.summaries import SummaryPieces
@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     from lossless.longterm import MemoryRecord
 
 __all__ = [
+    "ROOT_ROOM",
     "FilesTier",
     "MemoriesTier",
-    "ROOT_ROOM",
     "NewestUnitTier",
     "PinnedTier",
     "PointersTier",
