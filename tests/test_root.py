@@ -144,17 +144,20 @@ def test_a_budget_short_for_the_lower_level_shows_their_parent_not_a_pointer(sto
         parent = frontier[0]
         assert parent.depth >= 2
         kids = {ref.id for ref in parent.sources}
+        as_parent, as_kids = [], []  # budgets showing the parent whole (no pointer), and its sources instead
+        for budget in range(2500, 12001, 250):
+            ctx = conv.assemble(budget_tokens=budget)
+            assert ctx.tokens <= budget
+            shown = {i.ref for i in ctx.items if i.tier == "summary"}
+            if parent.id in shown and not kids & shown and "Not shown for space" not in str(ctx.messages):
+                as_parent.append(budget)
+            if kids <= shown and parent.id not in shown:
+                as_kids.append(budget)
+        # room to spare: the history below the frontier, in more detail; a budget too small
+        # for that lower level shows their parent instead, not a pointer to what is missing
+        assert as_kids and as_parent and min(as_parent) < min(as_kids)
         roomy = conv.assemble(budget_tokens=12000)
-        shown = {i.ref for i in roomy.items if i.tier == "summary"}
-        assert roomy.tokens <= 12000
-        # room to spare: the history in more detail than the frontier, starting below it
-        assert shown - {s.id for s in frontier} and parent.id not in shown
-        short = conv.assemble(budget_tokens=4000)
-        shown = {i.ref for i in short.items if i.tier == "summary"}
-        assert short.tokens <= 4000
-        # too little room for the lower level: their parent instead, and no pointer to them
-        assert parent.id in shown and not kids & shown
-        assert "Not shown for space" not in str(short.messages)
+        assert {i.ref for i in roomy.items if i.tier == "summary"} - {s.id for s in frontier}
 
 
 def test_store_refuses_a_root_that_does_not_cover_from_the_start(store_target: StoreTarget) -> None:

@@ -7,7 +7,7 @@ Tiers, in priority order (DESIGN.md, seed 000's budget table):
           is larger than the budget)
   P1      recent frontier summaries, newest first
   P2      the root: the whole-conversation root compaction writes (seeds 000 and 001:
-          placed first and never dropped; abridged only past 15 % of the budget), or
+          placed first and never dropped; abridged only past ``root_share`` of the budget), or
           without one, the oldest frontier summary, covering the start of the history
   P3      recall: older messages matching the query, with their dates
 Each tier first takes up to its share of the budget; what a tier leaves unused goes to the

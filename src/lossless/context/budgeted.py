@@ -90,7 +90,7 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     placed = 0  # what the root took before the plan (its later growth counts as the tiers' spending)
     if root is not None:  # the whole-conversation root first (seed 001: priority 0, never truncated) ...
         overhead = MESSAGE_OVERHEAD + view.counter.count(MEMORY_HEADER) + 2
-        placed = root.place(max(0, room - overhead))  # ... abridged only past 15 % of the room
+        placed = root.place(max(0, room - overhead), view.config.root_share)  # ... abridged past its share
         room -= placed
     pinned = PinnedTier(history.pinned, view)
     room -= pinned.take(room)

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from lossless.longterm import MemoryRecord
 
 __all__ = [
-    "ROOT_ROOM",
     "FilesTier",
     "MemoriesTier",
     "NewestUnitTier",
@@ -261,6 +260,7 @@ class SummariesTier:
         self.recent = recent
         self.summaries = summaries
         self.levels = levels and not summaries.hierarchical  # (hierarchical shows the frontier its own way)
+        self.costs: dict[str, int] = {}
         self.chosen: list[Piece] = []  # newest first
         self.spent = 0
 
@@ -284,7 +284,10 @@ class SummariesTier:
         return Piece(text, cost, ContextItem("summary", node.id, cost, node.first_seq, node.last_seq))
 
     def _whole_cost(self, node: Summary) -> int:
-        return self.summaries.view.piece_cost(render_summary(node))
+        cost = self.costs.get(node.id)
+        if cost is None:  # asked again on each take: counted once per assembly
+            cost = self.costs[node.id] = self.summaries.view.piece_cost(render_summary(node))
+        return cost
 
     def _children(self, node: Summary) -> list[Summary]:
         store = self.summaries.store
@@ -299,9 +302,6 @@ class SummariesTier:
             return False
         self.chosen.pop()
         return True
-
-
-ROOT_ROOM = 0.15  # the most of the room the root takes before it is abridged (seed 000: P2, 10-15 %)
 
 
 class RootTier:
@@ -328,12 +328,12 @@ class RootTier:
         added, self.piece, self.spent = better.tokens - self.spent, better, better.tokens
         return added
 
-    def place(self, room: int) -> int:
+    def place(self, room: int, share: float) -> int:
         """The whole-conversation root placed first, in ``room`` tokens: whole when it
-        takes at most 15 % of them (:data:`ROOT_ROOM`), else abridged to that, or
-        (a budget so small that this says nothing) to the least that still says
-        something; the rest stays for the newest turn and what the question recalls."""
-        added = self.take(int(room * ROOT_ROOM))
+        takes at most ``share`` of them (``root_share``), else abridged to that, or (a
+        budget so small that this says nothing) to the least that still says something;
+        the rest stays for the newest turn and what the question recalls."""
+        added = self.take(int(room * share))
         if self.piece is None and self.node is not None:
             least = self.summaries.view.piece_cost(render_summary(self.node, "")) + MIN_ABRIDGED + 2
             step = MIN_ABRIDGED // 2
