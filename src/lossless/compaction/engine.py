@@ -504,10 +504,11 @@ class Compactor:
 
     def _refresh_root(self, cid: str, report: CompactionReport) -> None:
         """A new whole-conversation root (seed 000's root, seed 001's rolling summary) when
-        the current one no longer reaches the end of the frontier: a summary of the whole
-        frontier (so it expands back to every summarized message), at most
-        ``root_max_tokens``, the previous root given to the summarizer as context. Old
-        roots are kept as they are: a root is written, never rewritten."""
+        the current one no longer reaches the end of the frontier: over the whole frontier
+        (so it expands back to every summarized message), at most ``root_max_tokens``:
+        the frontier's own texts when they fit, else their summary (the previous root
+        given to the summarizer as context). Old roots are kept as they are: a root is
+        written, never rewritten."""
         cap = self.config.root_max_tokens
         frontier = self.store.frontier(cid)
         if cap <= 0 or not frontier:
@@ -515,16 +516,24 @@ class Compactor:
         current = self.store.root(cid)
         if current is not None and current.last_seq >= frontier[-1].last_seq:
             return
-        items = tuple(_summary_item(s) for s in frontier)
         depth = max(s.depth for s in frontier) + 1
-        text, tokens, level, meta = self._write(items, depth=depth, target=cap, previous=current.content if current else None,
-                                                cid=cid, input_tokens=sum(s.token_count for s in frontier))
+        inputs = sum(s.token_count for s in frontier)
+        text = "\n\n".join(f"[#{s.first_seq}–#{s.last_seq}]\n{s.content}" for s in frontier)
+        tokens = self.counter.count(text) if inputs <= cap else cap + 1
+        if tokens <= cap:  # the frontier fits as it is: its own words, no summarizer call, nothing lost
+            meta: dict[str, Any] = {"input_tokens": inputs, "fallback_level": 0}
+            name, level = "frontier", FALLBACK_NORMAL
+        else:
+            items = tuple(_summary_item(s) for s in frontier)
+            text, tokens, level, meta = self._write(items, depth=depth, target=cap, cid=cid, input_tokens=inputs,
+                                                    previous=current.content if current else None)
+            name = self._name(level)
         if tokens > cap:  # the summarizer's leeway (half again its target) is not the root's: its cap is hard
             text = fit_text(text, cap, self.counter) or f"[#1–#{frontier[-1].last_seq}]"
             tokens = self.counter.count(text)
         meta.update(trigger=report.reason, kind="root")
         node = self.store.insert_summary(NewSummary(cid, depth, text, tokens, tuple(SourceRef("summary", s.id) for s in frontier),
-                                                    self._name(level), level, meta, root=True))
+                                                    name, level, meta, root=True))
         if node is not None:
             report.root = node.id
 
