@@ -46,6 +46,9 @@ def test_show_tree_has_depths_tokens_and_time_spans(db: str, capsys: pytest.Capt
     assert "tok ← " in out and "×)" in out  # each summary's tokens and what it condenses
     assert "2024-03-01 → " in out and "d " in out  # time spans with durations
     assert "raw tail #" in out and " tok" in out.split("raw tail", 1)[1]
+    assert out.splitlines()[1].split("whole-conversation root ", 1)[1].startswith("sum_")  # first, over #1…
+    status, out, _ = _run(db, capsys, "show", "c1", "--json")
+    assert status == 0 and json.loads(out)["root"]["first_seq"] == 1
     status, out, _ = _run(db, capsys, "show", "c1", "--levels", "0", "--tail", "1")
     assert status == 0 and re.search(r"… \d+ summaries", out) and "older raw-tail message" in out
     status, out, _ = _run(db, capsys, "show", "empty-dag")

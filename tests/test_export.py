@@ -90,8 +90,10 @@ def test_json_export_holds_the_dag(store_target: StoreTarget, tmp_path: Path) ->
         ids = {m["id"] for m in doc["messages"]} | {s["id"] for s in doc["summaries"]}
         for node in doc["summaries"]:
             assert node["sources"] and all(ref["id"] in ids for ref in node["sources"])
-        roots = [s for s in doc["summaries"] if s["parent"] is None]
-        assert {s["id"] for s in roots} == {s.id for s in conv.frontier()}
+        tops = [s for s in doc["summaries"] if s["parent"] is None and s["type"] != "root"]
+        assert {s["id"] for s in tops} == {s.id for s in conv.frontier()}
+        root = conv.root()  # the whole-conversation root: beside the frontier, over all of it
+        assert root is not None and [s["id"] for s in doc["summaries"] if s["type"] == "root"][-1:] == [root.id]
         assert doc["messages"][0]["content_hash"] == _stored_hashes(store_target("a"), "depot")[0]
 
 

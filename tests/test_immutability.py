@@ -146,6 +146,7 @@ def test_upgrade_from_before_the_triggers_keeps_everything(store_target: StoreTa
         conn.execute("DROP TABLE compaction_timers")
         conn.execute("DROP TABLE task_bounds")  # (migration 13, after the triggers: redone too)
         conn.execute("DROP TABLE forgotten_memories")
+        conn.execute("DROP INDEX summaries_roots")  # (migration 14, also redone)
         conn.execute("DELETE FROM schema_migrations WHERE version >= 11")
     conn.close()
     raw_query(target, "UPDATE messages SET token_count = token_count WHERE seq = 1")  # no trigger yet

@@ -99,6 +99,10 @@ def test_every_endpoint_matches_the_openapi_document(api: httpx.Client, memory: 
     dag = ok(api.get(f"{c}/conv-1/dag")).json()
     leaf = next(s for s in dag["summaries"] if s["depth"] == 0)
     assert dag["frontier"] and dag["tail"]["last_seq"] == 160
+    # the whole-conversation root: beside the frontier, over all of it, no one's parent
+    root = next(s for s in dag["summaries"] if s["id"] == dag["root"])
+    assert root["type"] == "root" and root["first_seq"] == 1 and root["children"] == dag["frontier"]
+    assert all(s["parent"] != root["id"] for s in dag["summaries"])
     grep = post(f"{c}/conv-1/tools/lcm_grep", {"query": "service-7", "scope": "messages"}).json()
     assert grep["count"] >= 1
     described = post(f"{c}/conv-1/tools/lcm_describe", {"id": leaf["id"]}).json()

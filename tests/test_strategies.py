@@ -76,7 +76,7 @@ def test_hierarchical_shows_old_history_as_statistics(store_target: StoreTarget,
     assert len(conv.frontier()) >= 2
     ctx = conv.assemble(budget_tokens=2000)
     text = _context_text(ctx)
-    root = conv.frontier()[0]
+    root = conv.root() or conv.frontier()[0]  # the whole-conversation root, once compaction wrote one
     assert f"history #{root.first_seq}-#{root.last_seq}" in text and "messages (" in text
     assert "user" in text and "tokens, condensed" in text
     assert ctx.tokens <= 2000

@@ -124,7 +124,7 @@ def test_compaction_converges_whatever_the_fault(store_target: StoreTarget,
         assert [m.role for m in stored] == [m["role"] for m in messages]
         assert conv.assemble(budget_tokens=1500).tokens <= 1500
 
-        summaries = conv.summaries()
+        summaries = [s for s in conv.summaries() if s.summarizer != "frontier"]  # (a root copying the frontier)
         sent = fake_openai.chat_requests() if provider == "openai" else fake_openai.messages_requests()
         assert sent  # the provider was asked
         levels = {s.fallback_level for s in summaries}

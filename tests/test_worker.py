@@ -385,7 +385,7 @@ def test_an_outage_costs_little_and_its_fallbacks_are_redone_later(store_target:
     conv = mem.conversation("c")
     conv.add_many(chat(150, words=30))
     assert mem.wait_idle(60)
-    during = conv.summaries()
+    during = [s for s in conv.summaries() if s.summarizer != "frontier"]  # (a root copying the frontier)
     assert during and {s.fallback_level for s in during} == {2}
     asked = len(fake_openai.chat_requests())
     assert asked <= 3 + 2  # three failures open the breaker (the first with the SDK's two retries)
@@ -398,7 +398,7 @@ def test_an_outage_costs_little_and_its_fallbacks_are_redone_later(store_target:
     time.sleep(0.6)
     report = conv.redo_fallbacks()
     assert report.found == len(during) and report.redone and not report.failed and report.skipped is None
-    after = {s.id: s for s in conv.summaries()}
+    after = {s.id: s for s in conv.summaries() if s.summarizer != "frontier"}
     assert set(after) == {s.id for s in during}  # same ids, same places in the DAG
     assert {s.fallback_level for s in after.values()} == {0} and mem.stats()["breaker"]["state"] == "closed"
     first = during[0]

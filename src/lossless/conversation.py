@@ -140,6 +140,12 @@ class Conversation:
         they partition the whole history."""
         return self.memory.store.frontier(self.id)
 
+    def root(self) -> Summary | None:
+        """The whole-conversation root (seed 000): the summary of everything summarized
+        that compaction keeps current and assembly shows first; None before the first
+        compaction (or with ``root_max_tokens=0``)."""
+        return self.memory.store.root(self.id)
+
     def summaries(self) -> list[Summary]:
         return self.memory.store.summaries(self.id)
 

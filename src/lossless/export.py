@@ -82,7 +82,7 @@ def _messages(conv: Conversation) -> Iterator[Message]:
 
 def _summary_record(node: Summary, parent: str | None) -> dict[str, Any]:
     return {
-        "id": node.id, "depth": node.depth, "content": node.content, "token_count": node.token_count,
+        "id": node.id, "type": node.kind, "depth": node.depth, "content": node.content, "token_count": node.token_count,
         "first_seq": node.first_seq, "last_seq": node.last_seq, "earliest_at": node.earliest_at.isoformat(),
         "latest_at": node.latest_at.isoformat(), "descendant_count": node.descendant_count,
         "source_token_count": node.source_token_count, "summarizer": node.summarizer,
@@ -116,7 +116,8 @@ def export_conversation(conv: Conversation, out: IO[str], format: ExportFormat =
         out.write(("," if count else "") + "\n  " + _dumps(record))
         count += 1
     summaries = conv.summaries()
-    parents = {ref.id: s.id for s in summaries for ref in s.sources if ref.kind == "summary"}
+    # a whole-conversation root is nobody's parent: the nodes it was made from stay on the frontier
+    parents = {ref.id: s.id for s in summaries if not s.root for ref in s.sources if ref.kind == "summary"}
     out.write("\n ],\n \"summaries\": [")
     for i, node in enumerate(summaries):
         out.write(("," if i else "") + "\n  " + _dumps(_summary_record(node, parents.get(node.id))))

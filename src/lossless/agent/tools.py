@@ -274,6 +274,7 @@ class ToolBox:
         return {
             **_summary_brief(node),
             "conversation_id": node.conversation_id,
+            "type": node.kind,  # seed 000's node type: leaf, condensed or root
             "message_count": node.message_count,
             "descendant_count": node.descendant_count,
             "source_tokens": node.source_token_count,

@@ -228,7 +228,13 @@ def show_dag(ctx: CommandContext, conv: Conversation, *, with_messages: bool = F
     tail = raw_tail(conv)
     everything = conv.messages() if with_messages else None
     if ctx.json:
-        ctx.emit_json(render.dag_json(conv.id, frontier, conv.summaries(), tail, messages=everything))
+        shown = render.dag_json(conv.id, frontier, [s for s in conv.summaries() if not s.root], tail,
+                                messages=everything)
+        root = conv.root()
+        ctx.emit_json({**shown, "root": None if root is None else {"id": root.id, "first_seq": root.first_seq,
+                                                                   "last_seq": root.last_seq,
+                                                                   "tokens": root.token_count,
+                                                                   "content": root.content}})
         return
     info = conv.info
     title = f"{conv.id} · {info.message_count} messages · {info.summary_count} summaries"
@@ -248,7 +254,7 @@ def cmd_show(ctx: CommandContext) -> int:
     tree = dag_view(conv.id, conv.frontier(), conv.summaries(), raw_tail(conv),
                     total_messages=store.last_seq(conv.id), total_tokens=store.token_sum(conv.id, 1),
                     messages=conv.messages() if ctx.args.messages else None, levels=ctx.args.levels,
-                    tail_limit=ctx.args.tail)
+                    tail_limit=ctx.args.tail, root=conv.root())
     ctx.print_unwrapped(tree)
     return 0
 

@@ -71,8 +71,9 @@ def _add(branch: Tree, node: Summary, by_id: Mapping[str, Summary],
 def dag_view(conversation_id: str, frontier: Sequence[Summary], summaries: Sequence[Summary],
              tail: Sequence[Message], *, total_messages: int, total_tokens: int,
              messages: Sequence[Message] | None = None, levels: int | None = None,
-             tail_limit: int | None = None) -> Tree:
-    """The frontier roots oldest first with their descendants beneath, then the raw tail.
+             tail_limit: int | None = None, root: Summary | None = None) -> Tree:
+    """The whole-conversation root (if any), the frontier nodes oldest first with their
+    descendants beneath, then the raw tail.
 
     ``messages`` puts the originals under each leaf; ``levels`` shows that many levels
     below each root; ``tail_limit`` the newest that many raw-tail messages.
@@ -92,8 +93,10 @@ def dag_view(conversation_id: str, frontier: Sequence[Summary], summaries: Seque
         if active and active < total_tokens:
             title.append(f" ({total_tokens / active:.1f}× smaller)")
     tree = Tree(title, guide_style="dim")
-    for root in frontier:
-        _add(tree.add(summary_label(root)), root, by_id, by_msg_id, levels)
+    if root is not None:  # the whole-conversation root, over the frontier below (its sources when made)
+        tree.add(Text("whole-conversation root ", style="bold") + summary_label(root))
+    for top in frontier:
+        _add(tree.add(summary_label(top)), top, by_id, by_msg_id, levels)
     if not tail:
         return tree
     head = Text("raw tail", style="bold yellow")

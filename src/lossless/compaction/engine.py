@@ -18,6 +18,7 @@ from typing import Any, Literal, overload
 from lossless.core.config import Config
 from lossless.core.owners import holder_is_dead, live, new_owner, retire
 from lossless.core.render import message_text
+from lossless.core.textfit import fit_text
 from lossless.core.tokens import TokenCounter
 from lossless.core.types import Message, SourceRef, Summary
 from lossless.core.validate import check_text, timestamp
@@ -62,6 +63,7 @@ class CompactionReport:
     conversation_id: str
     leaves: list[str] = field(default_factory=list)
     condensed: list[str] = field(default_factory=list)
+    root: str | None = None  # the whole-conversation root written after the passes, if one was
     tokens_before: int = 0
     tokens_after: int = 0
     passes: int = 0
@@ -72,7 +74,7 @@ class CompactionReport:
 
     @property
     def created(self) -> list[str]:
-        return self.leaves + self.condensed
+        return self.leaves + self.condensed + ([self.root] if self.root else [])
 
 
 def tool_groups(messages: Sequence[Message]) -> list[list[Message]]:
@@ -226,6 +228,8 @@ class Compactor:
                 if not report.stopped:
                     self._condense_passes(conversation_id, report, full=full or emergency, owner=owner,
                                           should_stop=should_stop)
+                if not report.stopped:
+                    self._refresh_root(conversation_id, report)
             finally:
                 finished = time.time()
                 self.store.release_lease(conversation_id, owner)
@@ -497,6 +501,41 @@ class Compactor:
             if should_stop is not None and should_stop():
                 report.stopped = True
                 return
+
+    def _refresh_root(self, cid: str, report: CompactionReport) -> None:
+        """A new whole-conversation root (seed 000's root, seed 001's rolling summary) when
+        the current one no longer reaches the end of the frontier: over the whole frontier
+        (so it expands back to every summarized message), at most ``root_max_tokens``:
+        the frontier's own texts when they fit, else their summary (the previous root
+        given to the summarizer as context). Old roots are kept as they are: a root is
+        written, never rewritten."""
+        cap = self.config.root_max_tokens
+        frontier = self.store.frontier(cid)
+        if cap <= 0 or not frontier:
+            return
+        current = self.store.root(cid)
+        if current is not None and current.last_seq >= frontier[-1].last_seq:
+            return
+        depth = max(s.depth for s in frontier) + 1
+        inputs = sum(s.token_count for s in frontier)
+        text = "\n\n".join(f"[#{s.first_seq}–#{s.last_seq}]\n{s.content}" for s in frontier)
+        tokens = self.counter.count(text) if inputs <= cap else cap + 1
+        if tokens <= cap:  # the frontier fits as it is: its own words, no summarizer call, nothing lost
+            meta: dict[str, Any] = {"input_tokens": inputs, "fallback_level": 0}
+            name, level = "frontier", FALLBACK_NORMAL
+        else:
+            items = tuple(_summary_item(s) for s in frontier)
+            text, tokens, level, meta = self._write(items, depth=depth, target=cap, cid=cid, input_tokens=inputs,
+                                                    previous=current.content if current else None)
+            name = self._name(level)
+        if tokens > cap:  # the summarizer's leeway (half again its target) is not the root's: its cap is hard
+            text = fit_text(text, cap, self.counter) or f"[#1–#{frontier[-1].last_seq}]"
+            tokens = self.counter.count(text)
+        meta.update(trigger=report.reason, kind="root")
+        node = self.store.insert_summary(NewSummary(cid, depth, text, tokens, tuple(SourceRef("summary", s.id) for s in frontier),
+                                                    name, level, meta, root=True))
+        if node is not None:
+            report.root = node.id
 
     def _pick_run(self, frontier: list[Summary]) -> list[Summary] | None:
         """The oldest run of 2..max_fanout contiguous same-depth frontier summaries whose

@@ -6,7 +6,9 @@ Tiers, in priority order (DESIGN.md, seed 000's budget table):
           from its results, always including the newest user turn (abridged if it alone
           is larger than the budget)
   P1      recent frontier summaries, newest first
-  P2      the root: the oldest frontier summary, covering the start of the history
+  P2      the root: the whole-conversation root compaction writes (seeds 000 and 001:
+          placed first and never dropped; abridged only past ``root_share`` of the budget), or
+          without one, the oldest frontier summary, covering the start of the history
   P3      recall: older messages matching the query, with their dates
 Each tier first takes up to its share of the budget; what a tier leaves unused goes to the
 others in the same order. The result is checked against the budget with the configured
@@ -162,8 +164,9 @@ class Assembler:
         backlog = (covered + 1, raw[0].seq - 1) if not complete and raw else None
         pinned = self._pinned(conversation_id)
         pinned_ids = {p.id for p in pinned}
+        root = self.store.root(conversation_id) if frontier else None
         history = History(conversation_id, frontier, [m for m in raw if m.id not in pinned_ids], complete, backlog,
-                          pinned)
+                          pinned, root)
         if complete and (layout == "stable" or (layout == "auto" and self._cache_pays(budget, query))):
             stable = stable_layout(history, budget, query, sources)
             if stable is not None:

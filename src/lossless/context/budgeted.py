@@ -54,7 +54,7 @@ def _plan(history: History, sources: Sources, room: int, want_recall: bool, reco
     shares = {
         "tail": config.tail_share,
         "summaries": config.summaries_share if has_summaries else 0.0,
-        "root": config.root_share if has_summaries else 0.0,
+        "root": config.root_share if has_summaries and history.root is None else 0.0,  # a real root is placed first
         "recall": config.recall_share if want_recall else 0.0,
         "memory": config.memory_share * max(config.recall_share, 0.1) if records else 0.0,
         "files": config.files_share * max(config.recall_share, 0.1) if hits else 0.0,
@@ -86,6 +86,12 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     room = budget - REPLY_PRIMING
     if room <= MESSAGE_OVERHEAD:
         return AssembledContext(messages=[], tokens=0, budget_tokens=budget)
+    root = RootTier(history.root, sources.summaries, fixed=True) if history.root is not None else None
+    placed = 0  # what the root took before the plan (its later growth counts as the tiers' spending)
+    if root is not None:  # the whole-conversation root first (seed 001: priority 0, never truncated) ...
+        overhead = MESSAGE_OVERHEAD + view.counter.count(MEMORY_HEADER) + 2
+        placed = root.place(max(0, room - overhead), view.config.root_share)  # ... abridged past its share
+        room -= placed
     pinned = PinnedTier(history.pinned, view)
     room -= pinned.take(room)
     asked = bool(query and query.strip())
@@ -98,9 +104,12 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     frontier, raw = history.frontier, history.raw
     tail = TailTier(tool_groups(raw), view, selective=view.config.strategy == "selective",
                     turn_floor=plan.body_room // 4)
-    recent = frontier[1:] if len(frontier) > 1 else []
-    summaries = SummariesTier(recent, sources.summaries)
-    root = RootTier(frontier[0] if frontier else None, sources.summaries)
+    if root is None:  # no whole-conversation root yet: the oldest frontier summary stands in for it
+        recent = frontier[1:] if len(frontier) > 1 else []
+        root = RootTier(frontier[0] if frontier else None, sources.summaries)
+    else:
+        recent = list(frontier)
+    summaries = SummariesTier(recent, sources.summaries, levels=True)
     # the root is given the summaries' share too when it is the only summary
     root_share = allow["root"] + max(0, allow["summaries"]) if not recent else allow["root"]
     for tier, share in ((tail, allow["tail"]), (summaries, allow["summaries"]), (root, root_share)):
@@ -108,13 +117,13 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     # what the shares left: without a question, the tail first, then summaries, then the
     # root unabridged; with one, recall first (what matches the question outranks older
     # recent messages), and the tail grows last into what nothing else used
-    leftover = (plan.body_room - tail.spent - summaries.spent - root.spent
+    leftover = (plan.body_room - tail.spent - summaries.spent - (root.spent - placed)
                 - allow["recall"] - allow["memory"] - allow["files"])
     for tier in () if want_recall else (tail, summaries, root):
         if leftover > 0:
             leftover -= tier.take(leftover)
 
-    spent = tail.spent + summaries.spent + root.spent
+    spent = tail.spent + summaries.spent + root.spent - placed
     memories, files = MemoriesTier(records, view), FilesTier(hits, view)
     spent += memories.take(allow["memory"]) + files.take(allow["files"])
     fallback = raw[-1].seq + 1 if raw else history.covered + 1
@@ -157,18 +166,19 @@ class _Parts:
     files: FilesTier
 
     def compose(self) -> tuple[list[ChatMessage], list[ContextItem]]:
-        """The pinned messages, one memory block (memories and files, the root, pointers,
+        """The pinned messages, one memory block (the root, memories and files, pointers,
         recent summaries oldest first, recalled messages in conversation order), then the
         tail oldest first."""
         messages: list[ChatMessage] = [c for c, _ in self.pinned.shown]
         items: list[ContextItem] = [i for _, i in self.pinned.shown]
-        outside = self.memories.pieces + self.files.pieces
-        blocks: list[str] = memory_blocks(outside)
-        items.extend(p.item for p in outside)
+        blocks: list[str] = []
         root = self.root.piece
-        if root is not None:
+        if root is not None:  # first: what the whole conversation was about
             blocks.append(root.text)
             items.append(root.item)
+        outside = self.memories.pieces + self.files.pieces
+        blocks += memory_blocks(outside)
+        items.extend(p.item for p in outside)
         blocks.extend(self.pointers.lines)
         for piece in reversed(self.summaries.chosen):  # chosen newest first; show in conversation order
             blocks.append(piece.text)

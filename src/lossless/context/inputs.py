@@ -23,7 +23,8 @@ __all__ = ["History", "Sources"]
 class History:
     """The conversation at this call: its frontier, the raw messages after it that
     assembly may show (``complete``: all of them), the span the worker has not reached
-    (``backlog``) and the pinned opening system messages (not in ``raw``)."""
+    (``backlog``), the pinned opening system messages (not in ``raw``) and the
+    whole-conversation root, if compaction has written one."""
 
     cid: str
     frontier: list[Summary]
@@ -31,6 +32,7 @@ class History:
     complete: bool
     backlog: tuple[int, int] | None
     pinned: list[Message]
+    root: Summary | None = None
 
     @property
     def covered(self) -> int:

@@ -52,7 +52,9 @@ def _fixed_prefix(history: History, sources: Sources, cap: int) -> tuple[list[Ch
         c = view.chat_cost(chat)
         items.append(ContextItem("pinned", msg.id, c, msg.seq, msg.seq))
         cost += c
-    frontier = history.frontier
+    # the whole-conversation root first when there is one (else the oldest frontier
+    # summary stands in for it): index 0 is kept before any other summary
+    frontier = ([history.root] if history.root is not None else []) + history.frontier
     if not frontier:
         return chats, items, cost, True
     texts = [sources.summaries.prefix_text(node) for node in frontier]

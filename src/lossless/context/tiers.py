@@ -13,6 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Protocol
 
+from lossless.context.levels import finest_cut
 from lossless.context.lookups import file_pieces, files_block_cost, memory_pieces
 from lossless.context.pieces import (
     LONG_TERM_HEADER,
@@ -25,7 +26,7 @@ from lossless.context.pieces import (
 from lossless.context.recalled import RecalledMessages
 from lossless.context.shown import MessageView
 from lossless.context.summaries import SummaryPieces
-from lossless.core.render import format_span
+from lossless.core.render import format_span, render_summary
 from lossless.core.types import ChatMessage, ContextItem, Message, Summary
 
 if TYPE_CHECKING:
@@ -248,20 +249,53 @@ class NewestUnitTier:
 
 
 class SummariesTier:
-    """P1: recent frontier summaries, newest first (abridged ones end the run)."""
+    """P1: recent summaries, newest first. When the whole frontier fits, the finest cut
+    of the DAG that fits is shown (:mod:`lossless.context.levels`: the recent history in
+    more detail, a run of summaries swapped for its parent where room is short); when
+    not even the frontier fits, its newest summaries (abridged ones end the run)."""
 
     priority = 50
 
-    def __init__(self, recent: list[Summary], summaries: SummaryPieces) -> None:
+    def __init__(self, recent: list[Summary], summaries: SummaryPieces, *, levels: bool = False) -> None:
         self.recent = recent
         self.summaries = summaries
+        self.levels = levels and not summaries.hierarchical  # (hierarchical shows the frontier its own way)
+        self.costs: dict[str, int] = {}
         self.chosen: list[Piece] = []  # newest first
         self.spent = 0
 
     def take(self, room: int) -> int:
+        if self.levels and self.recent:
+            cut = finest_cut(self.recent, self.spent + room, self._whole_cost, self._children)
+            if cut is not None:
+                pieces = [self._whole(node) for node in reversed(cut)]
+                spent = sum(p.tokens for p in pieces)
+                if spent <= self.spent:
+                    return 0
+                added, self.chosen, self.spent = spent - self.spent, pieces, spent
+                return added
         spent = self.summaries.take(self.recent, self.chosen, self.spent + room, already=self.spent)
         added, self.spent = spent - self.spent, spent
         return added
+
+    def _whole(self, node: Summary) -> Piece:
+        text = render_summary(node)
+        cost = self.summaries.view.piece_cost(text)
+        return Piece(text, cost, ContextItem("summary", node.id, cost, node.first_seq, node.last_seq))
+
+    def _whole_cost(self, node: Summary) -> int:
+        cost = self.costs.get(node.id)
+        if cost is None:  # asked again on each take: counted once per assembly
+            cost = self.costs[node.id] = self.summaries.view.piece_cost(render_summary(node))
+        return cost
+
+    def _children(self, node: Summary) -> list[Summary]:
+        store = self.summaries.store
+        return [store.get_summary(ref.id) for ref in node.sources if ref.kind == "summary"]
+
+    def covers(self, node: Summary) -> bool:
+        """Whether the shown summaries cover ``node``'s span (it, or a cut below it)."""
+        return any(node.first_seq <= p.item.first_seq and p.item.last_seq <= node.last_seq for p in self.chosen)
 
     def shrink(self) -> bool:
         if not self.chosen:
@@ -271,14 +305,17 @@ class SummariesTier:
 
 
 class RootTier:
-    """P2: the oldest frontier summary, covering the start of the history. Given more
-    room, an abridged root is made again from the whole of it."""
+    """P2: the root. The whole-conversation root when compaction has written one
+    (``fixed``: placed first, never dropped by trimming); else the oldest frontier
+    summary, covering the start of the history. Given more room, an abridged root is
+    made again from the whole of it."""
 
     priority = 60
 
-    def __init__(self, node: Summary | None, summaries: SummaryPieces) -> None:
+    def __init__(self, node: Summary | None, summaries: SummaryPieces, *, fixed: bool = False) -> None:
         self.node = node
         self.summaries = summaries
+        self.fixed = fixed
         self.piece: Piece | None = None
         self.spent = 0
 
@@ -291,8 +328,22 @@ class RootTier:
         added, self.piece, self.spent = better.tokens - self.spent, better, better.tokens
         return added
 
+    def place(self, room: int, share: float) -> int:
+        """The whole-conversation root placed first, in ``room`` tokens: whole when it
+        takes at most ``share`` of them (``root_share``), else abridged to that, or (a
+        budget so small that this says nothing) to the least that still says something;
+        the rest stays for the newest turn and what the question recalls."""
+        added = self.take(int(room * share))
+        if self.piece is None and self.node is not None:
+            least = self.summaries.view.piece_cost(render_summary(self.node, "")) + MIN_ABRIDGED + 2
+            step = MIN_ABRIDGED // 2
+            while self.piece is None and least < room + step:  # the first sentence that fits says something
+                added = self.take(min(least, room))
+                least += step
+        return added
+
     def shrink(self) -> bool:
-        if self.piece is None:
+        if self.piece is None or self.fixed:
             return False
         self.piece = None
         return True
@@ -439,12 +490,16 @@ class PointersTier:
         lines: list[str] = []
         if self.backlog is not None and self.backlog[0] <= self.backlog[1]:
             lines.append(backlog_line(self.backlog))
-        hidden = [s for s in self.frontier if s.id not in shown]
+        hidden = [s for s in self.frontier if s.id not in shown and not self.summaries.covers(s)]
         if hidden:
             ids = ", ".join(s.id for s in hidden[:6]) + (", …" if len(hidden) > 6 else "")
+            root = self.root.piece.item if self.root.fixed and self.root.piece is not None else None
+            briefly = (f" (in brief in the root {root.ref})"
+                       if root is not None and root.last_seq >= hidden[-1].last_seq else "")
             lines.append(
                 f"Not shown for space: {len(hidden)} summaries covering #{hidden[0].first_seq}-#{hidden[-1].last_seq} "
-                f"({format_span(hidden[0].earliest_at, hidden[-1].latest_at)}): {ids}. Use lcm_expand or lcm_grep."
+                f"({format_span(hidden[0].earliest_at, hidden[-1].latest_at)}){briefly}: {ids}. "
+                "Use lcm_expand or lcm_grep."
             )
         shown_ids = self.tail.shown_ids()
         gap = [m for m in self.raw if m.id not in shown_ids]

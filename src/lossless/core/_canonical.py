@@ -40,10 +40,13 @@ def message_hash(role: str, content: Any, name: str | None, tool_calls: Any, too
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def summary_id(conversation_id: str, depth: int, sources: Sequence[SourceRef], content: str) -> str:
+def summary_id(conversation_id: str, depth: int, sources: Sequence[SourceRef], content: str, *,
+               root: bool = False) -> str:
     """``sum_`` and 20 hex digits over the conversation, the depth, the ordered source ids
     and the text: a summary's id names what it covers and says, so its sources never
-    change under it."""
+    change under it. A whole-conversation root hashes a marker too (a condensed node over
+    the same run with the same text is another node)."""
     ids = ",".join(s.id for s in sources)
-    digest = hashlib.sha256(f"{conversation_id}\x00{depth}\x00{ids}\x00{content}".encode()).hexdigest()
+    mark = "\x00root" if root else ""
+    digest = hashlib.sha256(f"{conversation_id}\x00{depth}\x00{ids}\x00{content}{mark}".encode()).hexdigest()
     return f"sum_{digest[:20]}"

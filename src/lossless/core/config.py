@@ -31,6 +31,10 @@ class Config:
     condensed_target_tokens: int = 2_000
     condense_min_fanout: int = 2
     condense_max_fanout: int = 8
+    # the whole-conversation root (seeds 000, 001): a summary of everything summarized,
+    # refreshed by compaction and shown first in every context; at most this many tokens
+    # (0: no root is written)
+    root_max_tokens: int = 1_500
     summary_share: float = 0.40  # frontier summaries above this share of the window get condensed
     max_summary_ratio: float = 0.5  # a summary is at most this share of what it covers
     auto_compact: bool = True
@@ -174,6 +178,9 @@ class Config:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValidationError(f"{name} must be a positive integer, got {value!r}")
+        if isinstance(self.root_max_tokens, bool) or not isinstance(self.root_max_tokens, int) or self.root_max_tokens < 0:
+            raise ValidationError(f"root_max_tokens must be a non-negative integer (0: no root), "
+                                  f"got {self.root_max_tokens!r}")
         if self.compact_after_messages is not None and (
                 not isinstance(self.compact_after_messages, int) or self.compact_after_messages < 1):
             raise ValidationError(f"compact_after_messages must be a positive integer or None, "

@@ -9,6 +9,12 @@ messages 1..n once each, with no gap and no overlap. Both stores derive a new su
 span here (:func:`leaf_span`, :func:`condensed_span`) from the source rows they read
 inside the write transaction, and :func:`verify` re-checks a whole stored conversation;
 the stores keep only the SQL, the locking and the transactions.
+
+A **root** (seed 000's whole-conversation summary) stands beside that tree: it
+summarizes a contiguous cover of messages 1..k by existing summaries (the frontier when
+it was made) and is its own parent, so it is never on the frontier, never condensed,
+and the nodes it was made from keep their place. Each refresh writes a new root; the
+current one is the root reaching furthest (:func:`root_span` derives its span).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ __all__ = [
     "condensed_span",
     "extends_frontier",
     "leaf_span",
+    "root_span",
     "source_kind",
     "verify",
 ]
@@ -139,6 +146,30 @@ def condensed_span(depth: int, ids: Sequence[str], rows: Sequence[SourceSummary]
                 source_token_count=sum(int(r.token_count) for r in rows))
 
 
+def root_span(depth: int, ids: Sequence[str], rows: Sequence[SourceSummary]) -> Span:
+    """The span of a root over ``rows`` (the source summaries found, ordered by first
+    seq) when ``ids`` were named, in that order. Raises NotFoundError if some were not
+    found, ValidationError unless they are non-root summaries named in conversation
+    order that cover #1 onward contiguously, and ``depth`` is one more than the deepest."""
+    if not rows or len(rows) != len(ids):
+        raise NotFoundError("a source summary of the root does not exist in this conversation")
+    if [r.id for r in rows] != list(ids):
+        raise ValidationError("a root's sources must be given in conversation order")
+    if any(r.parent_id == r.id for r in rows):
+        raise ValidationError("a root summarizes summaries, not another root")
+    if rows[0].first_seq != 1 or any(a.last_seq + 1 != b.first_seq for a, b in itertools.pairwise(rows)):
+        raise ValidationError("a root's sources must cover the conversation from #1 without a gap")
+    if depth != max(r.depth for r in rows) + 1:
+        raise ValidationError("a root's depth is one more than its deepest source")
+    earliest = min(rows, key=lambda r: r.earliest_ts)
+    latest = max(rows, key=lambda r: r.latest_ts)
+    return Span(first_seq=1, last_seq=int(rows[-1].last_seq),
+                earliest_at=earliest.earliest_at, earliest_ts=earliest.earliest_ts,
+                latest_at=latest.latest_at, latest_ts=latest.latest_ts,
+                descendant_count=sum(int(r.descendant_count) + 1 for r in rows),
+                source_token_count=sum(int(r.token_count) for r in rows))
+
+
 # -- verification --------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -157,13 +188,17 @@ class StoredMessage:
 
 @dataclass(frozen=True, slots=True)
 class StoredNode:
-    """A stored summary's place in the DAG."""
+    """A stored summary's place in the DAG (a root is its own parent)."""
 
     id: str
     depth: int
     first_seq: int
     last_seq: int
     parent_id: str | None
+
+    @property
+    def root(self) -> bool:
+        return self.parent_id == self.id
 
 
 def verify(conversation_id: str, last_seq: int, messages: Sequence[StoredMessage],
@@ -175,7 +210,8 @@ def verify(conversation_id: str, last_seq: int, messages: Sequence[StoredMessage
     summary's sources in order. Checks that the seqs are exactly 1..last_seq, each
     message matches its content hash, the frontier covers a prefix of the messages once,
     each leaf covers exactly its span's messages, and each condensed node's sources are
-    summaries of this conversation, cover its span contiguously, and have it as parent.
+    summaries of this conversation, cover its span contiguously, and have it as parent;
+    a root's sources are non-root summaries covering #1..its last seq contiguously.
     """
     cid = conversation_id
     problems: list[str] = []
@@ -189,7 +225,10 @@ def verify(conversation_id: str, last_seq: int, messages: Sequence[StoredMessage
     nodes = {n.id: n for n in summaries}
     for node in summaries:
         refs = sources.get(node.id, ())
-        if node.depth == 0:
+        if node.root:
+            problems += _root_problems(cid, node, [nodes.get(ref.id) for ref in refs],
+                                       all(ref.kind == "summary" for ref in refs))
+        elif node.depth == 0:
             seqs = [seq_of.get(ref.id, -1) for ref in refs if ref.kind == "message"]
             if len(seqs) != len(refs) or seqs != list(range(node.first_seq, node.last_seq + 1)):
                 problems.append(f"{cid}: leaf {node.id} does not cover exactly #{node.first_seq}..#{node.last_seq}")
@@ -201,7 +240,7 @@ def verify(conversation_id: str, last_seq: int, messages: Sequence[StoredMessage
 def _frontier_problems(cid: str, last_seq: int, summaries: Sequence[StoredNode]) -> list[str]:
     problems: list[str] = []
     expect = 1
-    for node in sorted((n for n in summaries if n.parent_id is None), key=lambda n: n.first_seq):
+    for node in sorted((n for n in summaries if n.parent_id is None and not n.root), key=lambda n: n.first_seq):
         if node.first_seq != expect:
             problems.append(f"{cid}: frontier gap or overlap at {node.id} (starts #{node.first_seq}, "
                             f"expected #{expect})")
@@ -223,4 +262,21 @@ def _condensed_problems(cid: str, node: StoredNode, kids: Sequence[StoredNode | 
         problems.append(f"{cid}: {node.id} sources are not a contiguous cover of its span")
     if any(k.parent_id != node.id for k in found):
         problems.append(f"{cid}: a source of {node.id} has another parent")
+    return problems
+
+
+def _root_problems(cid: str, node: StoredNode, kids: Sequence[StoredNode | None], all_summaries: bool) -> list[str]:
+    found = [k for k in kids if k is not None]
+    if not kids or not all_summaries or len(found) != len(kids):
+        return [f"{cid}: root {node.id} has a source that is not a summary of this conversation"]
+    problems: list[str] = []
+    spans = [(k.first_seq, k.last_seq) for k in found]
+    if node.first_seq != 1 or spans[0][0] != 1 or spans[-1][1] != node.last_seq or any(
+        a[1] + 1 != b[0] for a, b in itertools.pairwise(spans)
+    ):
+        problems.append(f"{cid}: root {node.id} sources are not a contiguous cover of #1..#{node.last_seq}")
+    if any(k.root for k in found):
+        problems.append(f"{cid}: root {node.id} has another root as a source")
+    if node.depth != max(k.depth for k in found) + 1:
+        problems.append(f"{cid}: root {node.id} is not one level above its deepest source")
     return problems

@@ -98,7 +98,9 @@ class Summary:
 
     ``depth`` 0 is a leaf over raw messages; depth d+1 covers depth-d (or, for the
     rolling root, mixed-depth) summaries. Every node covers the contiguous message
-    span ``first_seq..last_seq``.
+    span ``first_seq..last_seq``. ``root``: a whole-conversation root (seed 000's
+    "root" node): it covers #1 onward through the frontier it was made from, is
+    nobody's source and is never on the frontier.
     """
 
     id: str
@@ -117,10 +119,16 @@ class Summary:
     created_at: datetime
     sources: tuple[SourceRef, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    root: bool = False
 
     @property
     def message_count(self) -> int:
         return self.last_seq - self.first_seq + 1
+
+    @property
+    def kind(self) -> Literal["leaf", "condensed", "root"]:
+        """Seed 000's node type: a leaf over messages, condensed over summaries, or the root."""
+        return "root" if self.root else "leaf" if self.depth == 0 else "condensed"
 
 
 @dataclass(frozen=True, slots=True)

@@ -131,8 +131,9 @@ def _context_schemas(tools: dict[str, Any]) -> dict[str, Any]:
         "ToolResult": {**_FREE, "description": "what the tool returns (see lossless.agent.tools)"},
         "Dag": _obj({
             "conversation": _STR, "messages": _INT, "max_depth": _INT, "frontier": {"type": "array", "items": _STR},
+            "root": _nullable(_STR),
             "summaries": {"type": "array", "items": _obj({
-                "id": _STR, "depth": _INT, "first_seq": _INT, "last_seq": _INT, "earliest_at": _TIME,
+                "id": _STR, "type": {"type": "string", "enum": ["leaf", "condensed", "root"]}, "depth": _INT, "first_seq": _INT, "last_seq": _INT, "earliest_at": _TIME,
                 "latest_at": _TIME, "tokens": _INT, "source_tokens": _INT, "message_count": _INT,
                 "parent": _nullable(_STR), "children": {"type": "array", "items": _STR},
                 "child_kind": _nullable({"type": "string", "enum": ["message", "summary"]}), "preview": _STR},

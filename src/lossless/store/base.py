@@ -41,7 +41,9 @@ __all__ = [
 class NewSummary:
     """A summary about to be written. The store derives its span, times and counts from
     ``sources`` inside the write transaction, and refuses it if the sources are no longer
-    on the frontier (another process compacted first)."""
+    on the frontier (another process compacted first). ``root``: a whole-conversation
+    root over summaries covering #1 onward (:func:`lossless.core.dag.root_span`); its
+    sources keep their place on the frontier."""
 
     conversation_id: str
     depth: int
@@ -51,6 +53,7 @@ class NewSummary:
     summarizer: str
     fallback_level: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
+    root: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +170,7 @@ class SummaryDAG(Protocol):
     def get_summary(self, summary_id: str) -> Summary: ...
     def parent_of(self, summary_id: str) -> str | None: ...
     def frontier(self, conversation_id: str) -> list[Summary]: ...
+    def root(self, conversation_id: str) -> Summary | None: ...
     def covered_seq(self, conversation_id: str) -> int: ...
     def summaries(self, conversation_id: str) -> list[Summary]: ...
     def leaf_for(self, conversation_id: str, seq: int) -> Summary | None: ...

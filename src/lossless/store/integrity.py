@@ -13,7 +13,7 @@ from lossless.core.erasure import ERASED
 from lossless.core.types import SourceRef
 from lossless.store.rows import VERIFY_MESSAGE_COLUMNS, stored_message_from_row
 
-__all__ = ["verify_conversations"]
+__all__ = ["sqlite_integrity", "verify_conversations"]
 
 Query = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 
@@ -47,3 +47,18 @@ def verify_conversations(query: Query, conversation_id: str | None = None) -> li
                                          "WHERE t.conversation_id = ? AND (m.content IS NULL OR m.content <> ? "
                                          "OR m.content_hash <> t.content_hash) ORDER BY t.seq", (cid, ERASED))]
     return problems
+
+
+def sqlite_integrity(query: Query) -> str:
+    """SQLite's ``PRAGMA integrity_check`` ("ok" when the file is sound). Its FTS5 check
+    reads each full-text index's structure as this connection last loaded it: after
+    another connection (the worker's) merged segments, it reports blobs that have moved
+    as corruption. A query on each index reloads the structure; only a report that
+    survives that is real."""
+    (result,) = query("PRAGMA integrity_check", ())[0]
+    if result == "ok" or "fts5" not in str(result):
+        return str(result)
+    for (table,) in query("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%USING fts5%'", ()):
+        query(f'SELECT rowid FROM "{table}" WHERE "{table}" MATCH \'"lossless_probe"\' LIMIT 1', ())
+    (result,) = query("PRAGMA integrity_check", ())[0]
+    return str(result)

@@ -15,7 +15,7 @@ from lossless.core.types import GrepHit, Message
 from lossless.store.base import SearchSpec
 from lossless.store.fts import fts_terms, snippet
 
-__all__ = ["MESSAGE_COLUMNS", "SOURCE_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "VERIFY_MESSAGE_COLUMNS", "UnitRow", "grep_hit", "message_from_row", "prefix_upper", "stored_message_from_row"]
+__all__ = ["MESSAGE_COLUMNS", "SOURCE_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "SUMMARY_READ_COLUMNS", "VERIFY_MESSAGE_COLUMNS", "UnitRow", "grep_hit", "message_from_row", "prefix_upper", "stored_message_from_row"]
 
 # the columns message_from_row reads, in its order
 MESSAGE_COLUMNS = (
@@ -28,6 +28,8 @@ SUMMARY_COLUMNS = (
     "latest_at, descendant_count, source_token_count, summarizer, fallback_level, created_at, "
     "metadata"
 )
+# SUMMARY_COLUMNS and whether the row is a root (a root is its own parent): what is read
+SUMMARY_READ_COLUMNS = SUMMARY_COLUMNS + ", CASE WHEN parent_id = id THEN 1 ELSE 0 END"
 # the columns of a condensed node's sources, in lossless.core.dag.SourceSummary's order
 SOURCE_SUMMARY_COLUMNS = ("id, depth, first_seq, last_seq, earliest_at, earliest_ts, latest_at, latest_ts, "
                           "descendant_count, token_count, parent_id")

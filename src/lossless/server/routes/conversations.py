@@ -53,7 +53,7 @@ def message_json(msg: Message) -> dict[str, Any]:
 
 
 def _summary_json(node: Summary, parent: str | None) -> dict[str, Any]:
-    return {"id": node.id, "depth": node.depth, "first_seq": node.first_seq, "last_seq": node.last_seq,
+    return {"id": node.id, "type": node.kind, "depth": node.depth, "first_seq": node.first_seq, "last_seq": node.last_seq,
             "earliest_at": node.earliest_at.isoformat(), "latest_at": node.latest_at.isoformat(),
             "tokens": node.token_count, "source_tokens": node.source_token_count,
             "message_count": node.message_count, "parent": parent,
@@ -208,13 +208,15 @@ def dag(call: Call) -> dict[str, Any]:
     """Every summary with its span, parent and children, the frontier, and the raw tail."""
     conv = _conversation(call)
     nodes = conv.summaries()
-    parents = {ref.id: s.id for s in nodes for ref in s.sources if ref.kind == "summary"}
+    # a whole-conversation root is nobody's parent: the nodes it was made from stay on the frontier
+    parents = {ref.id: s.id for s in nodes if not s.root for ref in s.sources if ref.kind == "summary"}
+    root = call.memory.store.root(conv.id)
     frontier = conv.frontier()
     covered = frontier[-1].last_seq if frontier else 0
     total = call.memory.store.last_seq(conv.id)
     return {"conversation": call.tenant.public_id(conv.id), "messages": total,
             "max_depth": max((s.depth for s in nodes), default=-1),
-            "frontier": [s.id for s in frontier],
+            "frontier": [s.id for s in frontier], "root": root.id if root is not None else None,
             "summaries": [_summary_json(s, parents.get(s.id)) for s in sorted(nodes, key=lambda s: (-s.depth, s.first_seq))],
             "tail": {"first_seq": covered + 1, "last_seq": total, "count": total - covered}}
 

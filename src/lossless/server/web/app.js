@@ -79,7 +79,8 @@ function renderOverview(dag) {
   const rows = [];
   for (let depth = dag.max_depth; depth >= 0; depth--) {
     const lane = el("div", { class: "lane" });
-    for (const s of dag.summaries.filter((x) => x.depth === depth)) {
+    // of the whole-conversation roots, only the current one (the older ones it replaced stay stored)
+    for (const s of dag.summaries.filter((x) => x.depth === depth && (x.type !== "root" || x.id === dag.root))) {
       const left = ((s.first_seq - 1) / total) * 100;
       const width = Math.max(((s.last_seq - s.first_seq + 1) / total) * 100, 0.6);
       lane.append(el("div", { class: "block", "data-id": s.id, title: `${s.id} ${span(s)}`,
@@ -101,14 +102,15 @@ function nodeRow(s) {
   const toggle = el("span", { class: "toggle" }, "▸");
   const node = el("div", { class: "node", "data-id": s.id },
     el("div", { class: "row", onclick: guard(() => Promise.all([select(s.id), expand(s, children, toggle)])) },
-      toggle, el("span", { class: "sid" }, s.id), el("span", { class: "span" }, `d${s.depth} ${span(s)} · ${s.tokens} tok`),
+      toggle, el("span", { class: "sid" }, s.id),
+      el("span", { class: "span" }, `${s.type === "root" ? "root " : ""}d${s.depth} ${span(s)} · ${s.tokens} tok`),
       el("span", { class: "preview" }, s.preview)),
     children);
   return node;
 }
 
 function renderTree(dag) {
-  const roots = dag.frontier.map((id) => state.byId.get(id)).filter(Boolean);
+  const roots = [...(dag.root ? [dag.root] : []), ...dag.frontier].map((id) => state.byId.get(id)).filter(Boolean);
   const tail = el("div", { class: "node tail" }, el("div", { class: "row" }, el("span", { class: "toggle" }, "·"),
     el("span", { class: "span" }, `raw tail ${dag.tail.count ? span(dag.tail) : "(empty)"} · ${dag.tail.count} messages`)));
   $("tree").replaceChildren(...roots.map(nodeRow), tail);

@@ -630,6 +630,13 @@ def _lock(conn: Any) -> None:
     conn.execute("SELECT pg_advisory_xact_lock(hashtext('lossless.migrate'), hashtext(current_schema()))")
 
 
+@migration(15, "summary_roots")
+def _summary_roots(conn: Any) -> None:
+    # The whole-conversation roots (issue 20, seed 000): each is its own parent, so it is
+    # off the frontier; assembly reads the current one every turn: an index range.
+    conn.execute("CREATE INDEX summaries_roots ON summaries (conversation_id, last_seq) WHERE parent_id = id")
+
+
 @contextmanager
 def _transaction(conn: Any) -> Iterator[None]:
     with conn.transaction():

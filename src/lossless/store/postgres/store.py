@@ -47,6 +47,7 @@ from lossless.store.rows import (
     MESSAGE_COLUMNS,
     SOURCE_SUMMARY_COLUMNS,
     SUMMARY_COLUMNS,
+    SUMMARY_READ_COLUMNS,
     message_from_row,
     prefix_upper,
 )
@@ -71,7 +72,7 @@ _MSG_COLS = MESSAGE_COLUMNS
 _SUM_COLS = SUMMARY_COLUMNS
 # a summary row with its sources as two arrays: one round trip for a frontier, not 1 + n
 _SUM_SELECT = (
-    f"SELECT {_SUM_COLS}, "
+    f"SELECT {SUMMARY_READ_COLUMNS}, "
     "ARRAY(SELECT source_kind FROM summary_sources x WHERE x.summary_id = s.id ORDER BY x.ord), "
     "ARRAY(SELECT source_id FROM summary_sources x WHERE x.summary_id = s.id ORDER BY x.ord) "
     "FROM summaries s"
@@ -406,14 +407,14 @@ class PostgresStore:
         out: list[Summary] = []
         for row in rows:
             (sid, cid, depth, content, tokens, first, last, earliest, latest, desc, src_tokens, summarizer, level,
-             created, meta, kinds, ids) = row
+             created, meta, is_root, kinds, ids) = row
             out.append(Summary(
                 id=sid, conversation_id=cid, depth=depth, content=content, token_count=tokens,
                 first_seq=int(first), last_seq=int(last), earliest_at=datetime.fromisoformat(earliest),
                 latest_at=datetime.fromisoformat(latest), descendant_count=desc, source_token_count=src_tokens,
                 summarizer=summarizer, fallback_level=level, created_at=datetime.fromisoformat(created),
                 sources=tuple(SourceRef(kind=k, id=i) for k, i in zip(kinds, ids, strict=True)),
-                metadata=json.loads(meta),
+                metadata=json.loads(meta), root=bool(is_root),
             ))
         return out
 
@@ -444,10 +445,14 @@ class PostgresStore:
             else:
                 rows = conn.execute(f"SELECT {SOURCE_SUMMARY_COLUMNS} FROM summaries WHERE conversation_id = %s "
                                     "AND id = ANY(%s) ORDER BY first_seq", (cid, ids)).fetchall()
-                span = dag.condensed_span(new.depth, ids, [dag.SourceSummary(*r) for r in rows])
+                sources = [dag.SourceSummary(*r) for r in rows]
+                span = (dag.root_span(new.depth, ids, sources) if new.root
+                        else dag.condensed_span(new.depth, ids, sources))
                 if span is None:
                     return None
-            sid = summary_id(cid, new.depth, new.sources, new.content)
+            sid = summary_id(cid, new.depth, new.sources, new.content, root=new.root)
+            if new.root and conn.execute("SELECT 1 FROM summaries WHERE id = %s", (sid,)).fetchone():
+                return self.get_summary(sid)  # this very root is written already
             now = datetime.now(UTC).isoformat()
             conn.execute(
                 f"INSERT INTO summaries ({_SUM_COLS}, earliest_ts, latest_ts, search) VALUES "
@@ -464,7 +469,9 @@ class PostgresStore:
                     "INSERT INTO summary_sources (summary_id, ord, source_kind, source_id) VALUES (%s, %s, %s, %s)",
                     [(sid, i, s.kind, s.id) for i, s in enumerate(new.sources)],
                 )
-            if kind == "summary":
+            if new.root:  # a root is its own parent: never on the frontier, never condensed
+                conn.execute("UPDATE summaries SET parent_id = id WHERE id = %s", (sid,))
+            elif kind == "summary":
                 conn.execute("UPDATE summaries SET parent_id = %s WHERE id = ANY(%s)", (sid, ids))
             conn.execute("UPDATE conversations SET updated_at = %s WHERE id = %s", (now, cid))
         return self.get_summary(sid)
@@ -521,7 +528,7 @@ class PostgresStore:
         return self._summaries(rows)[0]
 
     def parent_of(self, summary_id: str) -> str | None:
-        rows = self._query("SELECT parent_id FROM summaries WHERE id = %s", (summary_id,))
+        rows = self._query("SELECT nullif(parent_id, id) FROM summaries WHERE id = %s", (summary_id,))  # a root: none
         if not rows:
             raise NotFoundError(f"no summary with id {summary_id!r}")
         return rows[0][0]  # type: ignore[no-any-return]
@@ -531,6 +538,12 @@ class PostgresStore:
             f"{_SUM_SELECT} WHERE s.conversation_id = %s AND s.parent_id IS NULL ORDER BY s.first_seq",
             (conversation_id,),
         ))
+
+    def root(self, conversation_id: str) -> Summary | None:
+        """As :meth:`SQLiteStore.root`: the current whole-conversation root, or None."""
+        rows = self._query(f"{_SUM_SELECT} WHERE s.conversation_id = %s AND s.parent_id = s.id "
+                           "ORDER BY s.last_seq DESC, s.created_at DESC, s.id LIMIT 1", (conversation_id,))
+        return self._summaries(rows)[0] if rows else None
 
     def leaf_for(self, conversation_id: str, seq: int) -> Summary | None:
         rows = self._query(

@@ -614,6 +614,17 @@ def _tasks_and_forgetting(conn: Any) -> None:
         """
     )
 
+@migration(14, "summary_roots")
+def _summary_roots(conn: Any) -> None:
+    conn.execute(
+        """
+        -- The whole-conversation roots (issue 20, seed 000): each is its own parent, so it
+        -- is off the frontier; assembly reads the current one every turn: an index range.
+        CREATE INDEX summaries_roots ON summaries (conversation_id, last_seq) WHERE parent_id = id;
+        """
+    )
+
+
 def _ensure_table(conn: Any) -> None:
     conn.execute(migrator.TABLE)  # outside a transaction: opening takes no write lock
 

@@ -35,6 +35,7 @@ from lossless.store.rows import (
     MESSAGE_COLUMNS,
     SOURCE_SUMMARY_COLUMNS,
     SUMMARY_COLUMNS,
+    SUMMARY_READ_COLUMNS,
     message_from_row,
     prefix_upper,
 )
@@ -47,6 +48,7 @@ __all__ = ["SQLiteStore", "message_hash", "message_id", "summary_id"]
 
 _MSG_COLS = MESSAGE_COLUMNS
 _SUM_COLS = SUMMARY_COLUMNS
+_SUM_READ = SUMMARY_READ_COLUMNS
 
 
 _dumps = canonical_json  # the JSON spelling every stored value uses
@@ -502,9 +504,10 @@ class SQLiteStore:
     # -- summaries ----------------------------------------------------------------------
 
     def _summary(self, row: tuple[Any, ...], with_sources: bool = True, cached: bool = False) -> Summary:
-        """A Summary from a row of _SUM_COLS. ``cached``: its sources may come from the
+        """A Summary from a row of _SUM_READ. ``cached``: its sources may come from the
         cache of earlier reads (a summary's sources never change: its id hashes them)."""
-        (sid, cid, depth, content, tokens, first, last, earliest, latest, desc, src_tokens, summarizer, level, created, meta) = row
+        (sid, cid, depth, content, tokens, first, last, earliest, latest, desc, src_tokens, summarizer, level, created, meta,
+         is_root) = row
         sources: tuple[SourceRef, ...] | None = () if not with_sources else self._sources.get(sid) if cached else None
         if sources is None:
             sources = tuple(
@@ -522,7 +525,7 @@ class SQLiteStore:
             first_seq=first, last_seq=last, earliest_at=datetime.fromisoformat(earliest),
             latest_at=datetime.fromisoformat(latest), descendant_count=desc,
             source_token_count=src_tokens, summarizer=summarizer, fallback_level=level,
-            created_at=datetime.fromisoformat(created), sources=sources, metadata=json.loads(meta),
+            created_at=datetime.fromisoformat(created), sources=sources, metadata=json.loads(meta), root=bool(is_root),
         )
 
     def insert_summary(self, new: NewSummary) -> Summary | None:
@@ -551,10 +554,14 @@ class SQLiteStore:
             else:
                 rows = conn.execute(f"SELECT {SOURCE_SUMMARY_COLUMNS} FROM summaries WHERE conversation_id = ? "
                                     f"AND id IN ({marks}) ORDER BY first_seq", [cid, *ids])
-                span = dag.condensed_span(new.depth, ids, [dag.SourceSummary(*r) for r in rows])
+                sources = [dag.SourceSummary(*r) for r in rows]
+                span = (dag.root_span(new.depth, ids, sources) if new.root
+                        else dag.condensed_span(new.depth, ids, sources))
                 if span is None:
                     return None
-            sid = summary_id(cid, new.depth, new.sources, new.content)
+            sid = summary_id(cid, new.depth, new.sources, new.content, root=new.root)
+            if new.root and conn.execute("SELECT 1 FROM summaries WHERE id = ?", (sid,)).fetchone():
+                return self.get_summary(sid)  # this very root is written already
             conn.execute(
                 f"INSERT INTO summaries ({_SUM_COLS}, earliest_ts, latest_ts) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -566,11 +573,13 @@ class SQLiteStore:
                 ),
             )
             rowid = conn.last_insert_rowid()
+            if new.root:  # a root is its own parent: never on the frontier, never condensed
+                conn.execute("UPDATE summaries SET parent_id = id WHERE rowid = ?", (rowid,))
             conn.executemany(
                 "INSERT INTO summary_sources (summary_id, ord, source_kind, source_id) VALUES (?, ?, ?, ?)",
                 [(sid, i, s.kind, s.id) for i, s in enumerate(new.sources)],
             )
-            if kind == "summary":
+            if kind == "summary" and not new.root:
                 conn.executemany("UPDATE summaries SET parent_id = ? WHERE id = ?", [(sid, s.id) for s in new.sources])
             conn.execute("INSERT INTO summaries_fts (rowid, text) VALUES (?, ?)", (rowid, index_text(new.content)))
             conn.execute("INSERT INTO summaries_tri (rowid, text) VALUES (?, ?)", (rowid, new.content))
@@ -624,28 +633,38 @@ class SQLiteStore:
         return summary_revisions(self, summary_id)
 
     def get_summary(self, summary_id: str) -> Summary:
-        rows = self._query(f"SELECT {_SUM_COLS} FROM summaries WHERE id = ?", (summary_id,))
+        rows = self._query(f"SELECT {_SUM_READ} FROM summaries WHERE id = ?", (summary_id,))
         if not rows:
             raise NotFoundError(f"no summary with id {summary_id!r}")
         return self._summary(rows[0])
 
     def parent_of(self, summary_id: str) -> str | None:
-        rows = self._query("SELECT parent_id FROM summaries WHERE id = ?", (summary_id,))
+        rows = self._query("SELECT nullif(parent_id, id) FROM summaries WHERE id = ?", (summary_id,))  # a root: none
         if not rows:
             raise NotFoundError(f"no summary with id {summary_id!r}")
         return rows[0][0]  # type: ignore[no-any-return]
 
     def frontier(self, conversation_id: str) -> list[Summary]:
         rows = self._query(
-            f"SELECT {_SUM_COLS} FROM summaries WHERE conversation_id = ? AND parent_id IS NULL ORDER BY first_seq",
+            f"SELECT {_SUM_READ} FROM summaries WHERE conversation_id = ? AND parent_id IS NULL ORDER BY first_seq",
             (conversation_id,),
         )
         # compaction reads the frontier several times a pass, assembly on every turn
         return [self._summary(r, cached=True) for r in rows]
 
+    def root(self, conversation_id: str) -> Summary | None:
+        """The conversation's current whole-conversation root: the one reaching furthest
+        (the newest of those), or None."""
+        rows = self._query(
+            f"SELECT {_SUM_READ} FROM summaries WHERE conversation_id = ? AND parent_id = id "
+            "ORDER BY last_seq DESC, rowid DESC LIMIT 1",
+            (conversation_id,),
+        )
+        return self._summary(rows[0], cached=True) if rows else None
+
     def leaf_for(self, conversation_id: str, seq: int) -> Summary | None:
         rows = self._query(
-            f"SELECT {_SUM_COLS} FROM summaries WHERE conversation_id = ? AND depth = 0 "
+            f"SELECT {_SUM_READ} FROM summaries WHERE conversation_id = ? AND depth = 0 "
             "AND first_seq <= ? AND last_seq >= ? LIMIT 1",
             (conversation_id, seq, seq),
         )
@@ -653,7 +672,7 @@ class SQLiteStore:
 
     def summaries(self, conversation_id: str) -> list[Summary]:
         rows = self._query(
-            f"SELECT {_SUM_COLS} FROM summaries WHERE conversation_id = ? ORDER BY depth DESC, first_seq",
+            f"SELECT {_SUM_READ} FROM summaries WHERE conversation_id = ? ORDER BY depth DESC, first_seq",
             (conversation_id,),
         )
         return [self._summary(r) for r in rows]
@@ -768,11 +787,11 @@ class SQLiteStore:
     def verify(self, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
         """Re-check every invariant the design states (:func:`lossless.core.dag.verify`)
         and, with ``integrity``, SQLite's own check of the file; empty when all hold."""
-        from lossless.store.integrity import verify_conversations
+        from lossless.store.integrity import sqlite_integrity, verify_conversations
 
         problems = verify_conversations(self._query, conversation_id)
         if integrity:
-            (result,) = self._query("PRAGMA integrity_check")[0]
+            result = sqlite_integrity(self._query)
             if result != "ok":
                 problems.append(f"integrity_check: {result}")
         return problems
