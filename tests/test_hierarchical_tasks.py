@@ -102,7 +102,7 @@ def test_a_turn_naming_another_task_is_refused_before_the_model_is_called(store_
 
 def test_hierarchical_keeps_the_active_task_whole_and_completed_ones_as_key_points(store_target: StoreTarget) -> None:
     mem = lossless.open(store_target("levels"), embedder=None, strategy="hierarchical", context_window=4096,
-                        auto_compact=False)
+                        auto_compact=False, root_max_tokens=0)
     try:
         conv = mem.conversation("c", metadata={"user": "ann"})
         _two_tasks(conv)
@@ -148,7 +148,7 @@ def test_history_of_no_task_keeps_the_age_layering(store_target: StoreTarget) ->
     """Plain messages (no task ever ended, none from the turn loop) are layered by age,
     as before; the turn loop's task after them is active and stays whole."""
     mem = lossless.open(store_target("plain"), embedder=None, strategy="hierarchical", context_window=4096,
-                        auto_compact=False)
+                        auto_compact=False, root_max_tokens=0)
     try:
         conv = mem.conversation("c")
         model = _model()
@@ -208,3 +208,35 @@ def test_hierarchical_by_task_never_exceeds_the_budget(backend: str, shared_targ
             ctx = mem.assembler.assemble(conv.id, budget, query, layout=layout)
             assert ctx.tokens <= budget
             assert count_chat_tokens(mem.counter, ctx.messages) == ctx.tokens
+
+
+def test_hierarchical_with_the_whole_conversation_root(store_target: StoreTarget) -> None:
+    """With the root compaction writes (the default), the hierarchical strategy places it
+    first and whole while a task in it is active, and still shows the finished task's
+    summaries as key points and the active task's whole, within the budget."""
+    mem = lossless.open(store_target("rooted"), embedder=None, strategy="hierarchical", context_window=4096,
+                        auto_compact=False)
+    try:
+        conv = mem.conversation("c", metadata={"user": "ann"})
+        _two_tasks(conv)
+        conv.compact()
+        root = conv.root()
+        assert root is not None and root.first_seq == 1
+        ended = mem.memories.task_start("c") - 1
+        frontier = conv.frontier()
+        done = [n for n in frontier if n.last_seq <= ended]
+        active = [n for n in frontier if n.last_seq > ended]
+        assert done and active
+        ctx = conv.assemble(budget_tokens=4000)
+        assert ctx.tokens <= 4000 and count_chat_tokens(mem.counter, ctx.messages) == ctx.tokens
+        text = _text(ctx)
+        roots = [i for i in ctx.items if i.tier == "root"]
+        assert [i.ref for i in roots] == [root.id]
+        assert text.index(f'<summary id="{root.id}"') < min(text.index(f'<summary id="{n.id}"') for n in active)
+        for node in active:
+            assert render_summary(node) in text
+        for node in done:
+            if f'<summary id="{node.id}"' in text:
+                assert render_summary(node) not in text
+    finally:
+        mem.close()

@@ -471,9 +471,11 @@ def test_progress_prints_lines_off_a_terminal() -> None:
         bar.update(10, 40)
         bar.update(40, 40)
     lines = sink.getvalue().splitlines()
-    assert lines[0].startswith("embedding: 0/40 units (0%)")
+    assert any(line.startswith("embedding: 0/40 units (0%)") for line in lines)
     assert any("10/40 units (25%)" in line and "left" in line for line in lines)
     assert lines[-1].startswith("embedding: 40/40 units (100%)")
+    assert sum(line.startswith("embedding: 40/40") for line in lines) == 1  # the end said once
+    assert len(lines) <= 5  # no line repeated while nothing moved
 
 
 def test_stats_and_health_show_the_worker(store_target: StoreTarget, tmp_path: Path) -> None:

@@ -81,9 +81,12 @@ class WorkProgress:
             self._show()
 
     def _tick(self) -> None:
-        while not self._stop.wait(min(0.5, self.every)):
+        while not self._stop.wait(min(0.5, self.every) if self.every > 0 else 0.5):
             with self._lock:
-                self._show()
+                # off a terminal with every=0 a line comes at each update: the ticker only
+                # says what no line said yet, never the same line again
+                if self.console.is_terminal or self.every > 0 or self._last_shown != (self.done, self.total):
+                    self._show()
 
     def _show(self) -> None:
         """Draw the bar or (when due) a line; the caller holds the lock."""

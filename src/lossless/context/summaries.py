@@ -106,12 +106,18 @@ class SummaryPieces:
         return spent
 
     def root(self, root: Summary | None, allowance: int) -> Piece | None:
-        """The oldest frontier summary as the root piece: a summary, or (hierarchical) statistics."""
+        """The root piece: the whole-conversation root, or (without one) the oldest frontier
+        summary, as a summary or (hierarchical) statistics."""
         if root is None:
             return None
         if not self.hierarchical:
             return self.piece(root, "root", allowance)
         status = self.tasks.status(root)
+        if root.root:  # the whole-conversation root is the conversation's summary, not its oldest part:
+            # whole, or (every task in it completed) its key points
+            if status == "completed":
+                return self.key_points(root, "root", allowance)
+            return self.piece(root, "root", allowance)
         if status == "active":
             return self.piece(root, "root", allowance)
         return self._statistics(root, allowance, completed=status == "completed")

@@ -146,11 +146,14 @@ def condensed_span(depth: int, ids: Sequence[str], rows: Sequence[SourceSummary]
                 source_token_count=sum(int(r.token_count) for r in rows))
 
 
-def root_span(depth: int, ids: Sequence[str], rows: Sequence[SourceSummary]) -> Span:
+def root_span(depth: int, ids: Sequence[str], rows: Sequence[SourceSummary], message_tokens: int) -> Span:
     """The span of a root over ``rows`` (the source summaries found, ordered by first
     seq) when ``ids`` were named, in that order. Raises NotFoundError if some were not
     found, ValidationError unless they are non-root summaries named in conversation
-    order that cover #1 onward contiguously, and ``depth`` is one more than the deepest."""
+    order that cover #1 onward contiguously, and ``depth`` is one more than the deepest.
+    What a root covers is the conversation's messages #1 onward (``message_tokens`` of
+    them), not the frontier it was read from, whose words it may keep as they are: its
+    ``source_token_count`` is theirs, so "shorter than what it covers" holds for it too."""
     if not rows or len(rows) != len(ids):
         raise NotFoundError("a source summary of the root does not exist in this conversation")
     if [r.id for r in rows] != list(ids):
@@ -167,7 +170,7 @@ def root_span(depth: int, ids: Sequence[str], rows: Sequence[SourceSummary]) -> 
                 earliest_at=earliest.earliest_at, earliest_ts=earliest.earliest_ts,
                 latest_at=latest.latest_at, latest_ts=latest.latest_ts,
                 descendant_count=sum(int(r.descendant_count) + 1 for r in rows),
-                source_token_count=sum(int(r.token_count) for r in rows))
+                source_token_count=message_tokens)
 
 
 # -- verification --------------------------------------------------------------------------

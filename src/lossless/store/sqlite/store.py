@@ -555,8 +555,13 @@ class SQLiteStore:
                 rows = conn.execute(f"SELECT {SOURCE_SUMMARY_COLUMNS} FROM summaries WHERE conversation_id = ? "
                                     f"AND id IN ({marks}) ORDER BY first_seq", [cid, *ids])
                 sources = [dag.SourceSummary(*r) for r in rows]
-                span = (dag.root_span(new.depth, ids, sources) if new.root
-                        else dag.condensed_span(new.depth, ids, sources))
+                if new.root:
+                    last = max((int(r.last_seq) for r in sources), default=0)
+                    covered = conn.execute("SELECT coalesce(sum(token_count), 0) FROM messages "
+                                           "WHERE conversation_id = ? AND seq <= ?", (cid, last)).fetchone()[0]
+                    span = dag.root_span(new.depth, ids, sources, int(covered))
+                else:
+                    span = dag.condensed_span(new.depth, ids, sources)
                 if span is None:
                     return None
             sid = summary_id(cid, new.depth, new.sources, new.content, root=new.root)
