@@ -113,11 +113,6 @@ class SummaryPieces:
         if not self.hierarchical:
             return self.piece(root, "root", allowance)
         status = self.tasks.status(root)
-        if root.root:  # the whole-conversation root is the conversation's summary, not its oldest part:
-            # whole, or (every task in it completed) its key points
-            if status == "completed":
-                return self.key_points(root, "root", allowance)
-            return self.piece(root, "root", allowance)
         if status == "active":
             return self.piece(root, "root", allowance)
         return self._statistics(root, allowance, completed=status == "completed")

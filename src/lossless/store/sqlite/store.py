@@ -464,10 +464,8 @@ class SQLiteStore:
 
     def get_messages(self, conversation_id: str, first_seq: int = 1, last_seq: int | None = None) -> list[Message]:
         hi = last_seq if last_seq is not None else 2**62
-        rows = self._query(
-            f"SELECT {_MSG_COLS} FROM messages WHERE conversation_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-            (conversation_id, first_seq, hi),
-        )
+        rows = self._query(f"SELECT {_MSG_COLS} FROM messages WHERE conversation_id = ? AND seq BETWEEN ? AND ? "
+                           "ORDER BY seq", (conversation_id, first_seq, hi))
         return [self._message(r) for r in rows]
 
     def get_message(self, message_id: str) -> Message:
@@ -495,10 +493,8 @@ class SQLiteStore:
 
     def token_sum(self, conversation_id: str, first_seq: int, last_seq: int | None = None) -> int:
         hi = last_seq if last_seq is not None else 2**62
-        rows = self._query(
-            "SELECT coalesce(sum(token_count), 0) FROM messages WHERE conversation_id = ? AND seq BETWEEN ? AND ?",
-            (conversation_id, first_seq, hi),
-        )
+        rows = self._query("SELECT coalesce(sum(token_count), 0) FROM messages WHERE conversation_id = ? "
+                           "AND seq BETWEEN ? AND ?", (conversation_id, first_seq, hi))
         return int(rows[0][0])
 
     # -- summaries ----------------------------------------------------------------------
@@ -557,8 +553,8 @@ class SQLiteStore:
                 sources = [dag.SourceSummary(*r) for r in rows]
                 if new.root:
                     last = max((int(r.last_seq) for r in sources), default=0)
-                    covered = conn.execute("SELECT coalesce(sum(token_count), 0) FROM messages "
-                                           "WHERE conversation_id = ? AND seq <= ?", (cid, last)).fetchone()[0]
+                    covered = conn.execute("SELECT coalesce(sum(token_count), 0) FROM messages WHERE conversation_id = ? "
+                                           "AND seq <= ?", (cid, last)).fetchone()[0]
                     span = dag.root_span(new.depth, ids, sources, int(covered))
                 else:
                     span = dag.condensed_span(new.depth, ids, sources)
