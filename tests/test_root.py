@@ -241,3 +241,19 @@ def test_lossless_migrate_carries_the_root_to_postgresql(tmp_path: Path, pg_url:
         assert copied is not None and (copied.id, copied.content, copied.root) == (root.id, root.content, True)
         assert mem.verify() == [] and root.id not in {s.id for s in conv.frontier()}
         assert [i.ref for i in conv.assemble(budget_tokens=600).items if i.tier == "root"] == [root.id]
+
+
+def test_a_root_a_cut_short_run_did_not_write_is_written_by_the_next_run(store_target: StoreTarget) -> None:
+    """The worker's turn can end right after a run's last summary, before the root: the
+    next run writes it although no trigger fires."""
+    mem = lossless.open(store_target("r"), embedder=None, compaction="deferred", **SMALL)
+    conv = mem.conversation("c")
+    conv.add_many(chat(60, words=20))  # under every trigger
+    report = mem.compactor.compact("c", force=True, should_stop=lambda: True)
+    assert report.stopped and report.created
+    assert conv.summaries() and conv.root() is None
+    later = mem.compactor.compact("c")
+    assert later.skipped == "no trigger fired"
+    root = conv.root()
+    assert root is not None and root.last_seq == conv.frontier()[-1].last_seq and mem.verify() == []
+    mem.close()

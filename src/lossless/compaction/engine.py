@@ -208,6 +208,7 @@ class Compactor:
         if not manual:
             fired = self.trigger(conversation_id, report.tokens_before)
             if fired is None:
+                self._catch_up_root(conversation_id, report, wait)
                 report.skipped = "no trigger fired"
                 report.tokens_after = report.tokens_before
                 return report
@@ -501,6 +502,24 @@ class Compactor:
             if should_stop is not None and should_stop():
                 report.stopped = True
                 return
+
+    def _catch_up_root(self, cid: str, report: CompactionReport, wait: float) -> None:
+        """The root a run cut short never wrote (the worker's turn ended after its last
+        summary): written now, under the lease, when the current one stops short of the
+        frontier's end, although no trigger fired."""
+        if self.config.root_max_tokens <= 0:
+            return
+        frontier = self.store.frontier(cid)
+        current = self.store.root(cid) if frontier else None
+        if not frontier or (current is not None and current.last_seq >= frontier[-1].last_seq):
+            return
+        with self.holding(cid, "root", wait) as held:
+            if isinstance(held, Busy):
+                return
+            try:
+                self._refresh_root(cid, report)
+            finally:
+                self.store.release_lease(cid, held)
 
     def _refresh_root(self, cid: str, report: CompactionReport) -> None:
         """A new whole-conversation root (seed 000's root, seed 001's rolling summary) when
