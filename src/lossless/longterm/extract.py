@@ -310,33 +310,36 @@ def parse_llm_answer(text: str, messages: Sequence[Message]) -> list[Candidate] 
     return out or None
 
 
+def ask(summarizer: Summarizer, instruction: str, messages: Sequence[Message], target_tokens: int,
+        counter: TokenCounter, conversation_id: str, what: str) -> str | None:
+    """The summarizer's answer to ``instruction`` over ``messages``, or None when it failed
+    (logged as ``what``). The Summarizer protocol has no instruction field, so the
+    instruction travels as the first item, a system message; the messages follow as they are."""
+    first = messages[0]
+    head = SummaryItem(kind="message", ref="instruction", text=instruction, first_seq=first.seq, last_seq=first.seq,
+                       created_at=first.created_at, latest_at=first.created_at, role="system")
+    items = tuple(SummaryItem(kind="message", ref=m.id, text=m.text, first_seq=m.seq, last_seq=m.seq,
+                              created_at=m.created_at, latest_at=m.created_at, role=m.role, name=m.name)
+                  for m in messages)
+    request = SummaryRequest(items=(head, *items), depth=0, target_tokens=target_tokens, counter=counter,
+                             conversation_id=conversation_id)
+    try:
+        return summarizer.summarize(request).text
+    except Exception as exc:
+        log.warning("lossless: %s by %s failed (%s); using the rules", what, summarizer.name, exc)
+        return None
+
+
 def llm_candidates(messages: Sequence[Message], summarizer: Summarizer, counter: TokenCounter,
                    conversation_id: str = "") -> list[Candidate] | None:
     """Ask ``summarizer`` for the memories in ``messages`` as a JSON array; None when it
-    fails or answers with nothing usable (the caller falls back to :func:`extract`).
-
-    The Summarizer protocol has no instruction field, so the instruction travels as the
-    first item, a system message; the messages follow as they are.
-    """
+    fails or answers with nothing usable (the caller falls back to :func:`extract`)."""
     if not messages:
         return None
-    first = messages[0]
-    instruction = SummaryItem(kind="message", ref="instruction", text=EXTRACTION_INSTRUCTION,
-                              first_seq=first.seq, last_seq=first.seq, created_at=first.created_at,
-                              latest_at=first.created_at, role="system")
-    items = tuple(
-        SummaryItem(kind="message", ref=m.id, text=m.text, first_seq=m.seq, last_seq=m.seq,
-                    created_at=m.created_at, latest_at=m.created_at, role=m.role, name=m.name)
-        for m in messages
-    )
-    request = SummaryRequest(items=(instruction, *items), depth=0, target_tokens=1000, counter=counter,
-                             conversation_id=conversation_id)
-    try:
-        answer = summarizer.summarize(request)
-    except Exception as exc:
-        log.warning("lossless: memory extraction by %s failed (%s); using the rules", summarizer.name, exc)
+    text = ask(summarizer, EXTRACTION_INSTRUCTION, messages, 1000, counter, conversation_id, "memory extraction")
+    if text is None:
         return None
-    found = parse_llm_answer(answer.text, messages)
+    found = parse_llm_answer(text, messages)
     if found is None:
         log.info("lossless: %s gave no JSON array of memories; using the rules", summarizer.name)
         return None

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 from lossless.core.render import message_text
 from lossless.longterm import extract as rules
 from lossless.longterm.records import TASK_STATUSES
-from lossless.summarize.base import SummaryItem, SummaryRequest
 
 if TYPE_CHECKING:
     from lossless.core.tokens import TokenCounter
@@ -207,21 +206,10 @@ def llm_draft(messages: Sequence[Message], base: TaskDraft, summarizer: Summariz
               conversation_id: str = "") -> TaskDraft:
     """``base`` filled in by ``summarizer`` (see the module docstring); ``base`` itself when
     the summarizer fails or answers nothing usable."""
-    first = messages[0]
-    instruction = SummaryItem(kind="message", ref="instruction", text=TASK_INSTRUCTION, first_seq=first.seq,
-                              last_seq=first.seq, created_at=first.created_at, latest_at=first.created_at,
-                              role="system")
-    items = tuple(SummaryItem(kind="message", ref=m.id, text=m.text, first_seq=m.seq, last_seq=m.seq,
-                              created_at=m.created_at, latest_at=m.created_at, role=m.role, name=m.name)
-                  for m in messages)
-    request = SummaryRequest(items=(instruction, *items), depth=0, target_tokens=600, counter=counter,
-                             conversation_id=conversation_id)
-    try:
-        answer = summarizer.summarize(request)
-    except Exception as exc:
-        log.warning("lossless: describing a task by %s failed (%s); using the rules", summarizer.name, exc)
+    text = rules.ask(summarizer, TASK_INSTRUCTION, messages, 600, counter, conversation_id, "describing a task")
+    if text is None:
         return base
-    found = parse_task_answer(answer.text, base)
+    found = parse_task_answer(text, base)
     if found is None:
         log.info("lossless: %s gave no JSON object for the task; using the rules", summarizer.name)
         return base
