@@ -162,6 +162,7 @@ class Compactor:
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._cooldown: dict[str, tuple[float, int]] = {}  # conversation -> (until, tokens then)
+        self._root_owed: set[str] = set()  # conversations whose last run here stopped before its root
         # called with each chunk of raw messages just before it is summarized
         self.before_leaf: Callable[[str, list[Message]], None] | None = None
         # a lease not heart-beaten for this long belongs to a dead compactor; one summary
@@ -208,7 +209,8 @@ class Compactor:
         if not manual:
             fired = self.trigger(conversation_id, report.tokens_before)
             if fired is None:
-                self._catch_up_root(conversation_id, report, wait)
+                if conversation_id in self._root_owed:
+                    self._catch_up_root(conversation_id, report, wait)
                 report.skipped = "no trigger fired"
                 report.tokens_after = report.tokens_before
                 return report
@@ -231,6 +233,8 @@ class Compactor:
                                           should_stop=should_stop)
                 if not report.stopped:
                     self._refresh_root(conversation_id, report)
+                elif report.created:
+                    self._root_owed.add(conversation_id)
             finally:
                 finished = time.time()
                 self.store.release_lease(conversation_id, owner)
@@ -504,15 +508,8 @@ class Compactor:
                 return
 
     def _catch_up_root(self, cid: str, report: CompactionReport, wait: float) -> None:
-        """The root a run cut short never wrote (the worker's turn ended after its last
-        summary): written now, under the lease, when the current one stops short of the
-        frontier's end, although no trigger fired."""
-        if self.config.root_max_tokens <= 0:
-            return
-        frontier = self.store.frontier(cid)
-        current = self.store.root(cid) if frontier else None
-        if not frontier or (current is not None and current.last_seq >= frontier[-1].last_seq):
-            return
+        """The root a run of this process cut short never wrote (the worker's turn ended
+        after its last summary): written now, under the lease, although no trigger fired."""
         with self.holding(cid, "root", wait) as held:
             if isinstance(held, Busy):
                 return
@@ -528,6 +525,7 @@ class Compactor:
         the frontier's own texts when they fit, else their summary (the previous root
         given to the summarizer as context). Old roots are kept as they are: a root is
         written, never rewritten."""
+        self._root_owed.discard(cid)
         cap = self.config.root_max_tokens
         frontier = self.store.frontier(cid)
         if cap <= 0 or not frontier:
