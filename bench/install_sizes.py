@@ -41,16 +41,16 @@ def closure(reqs: list[str], extras_of_self: dict[str, list[str]], missing: set[
     """The distributions ``reqs`` pull in (normalised names), following each one's own
     requirements with the extras asked for."""
     seen: set[str] = set()
-    todo: list[tuple[str, frozenset[str]]] = []
+    todo: list[str] = []
     for text in reqs:
         r = Requirement(text)
         if _norm(r.name) == "lossless":
             for extra in r.extras:
-                todo.extend((x, frozenset()) for x in extras_of_self.get(extra, []))
+                todo.extend(extras_of_self.get(extra, []))
             continue
-        todo.append((text, frozenset()))
+        todo.append(text)
     while todo:
-        text, _ = todo.pop()
+        text = todo.pop()
         r = Requirement(text)
         if r.marker is not None and not r.marker.evaluate({"extra": ""}):
             continue
@@ -68,7 +68,7 @@ def closure(reqs: list[str], extras_of_self: dict[str, list[str]], missing: set[
             sr = Requirement(sub)
             if sr.marker is None or sr.marker.evaluate({"extra": ""}) or any(
                     sr.marker.evaluate({"extra": e}) for e in r.extras):
-                todo.append((str(sr).split(";")[0].strip(), frozenset()))
+                todo.append(str(sr).split(";")[0].strip())
     return {k.split("[")[0] for k in seen}
 
 
