@@ -210,11 +210,11 @@ def test_the_chat_model_is_the_default_rerank_model(store_target: StoreTarget, f
     mem.close()
 
 
+@pytest.mark.torch
 def test_a_folder_that_is_no_cross_encoder_fails_to_load_and_recall_keeps_its_order(
         store_target: StoreTarget, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """No cross-encoder model is on this machine (none may be downloaded): the loading
     path is tested up to the model's own loader, which refuses a folder without weights."""
-    pytest.importorskip("sentence_transformers")
     folder = tmp_path / "not-a-model"
     folder.mkdir()
     (folder / "config.json").write_text('{"model_type": "bert"}', encoding="utf-8")
