@@ -161,8 +161,8 @@ def test_the_numpy_matrix_stays_exact_under_concurrent_readers(tmp_path: Path) -
             if stop.is_set():
                 return
             ids, mat, kinds = live._matrix(index, emb.provider, emb.model, "c")
-            if len(ids) != len(mat) or len(ids) != len(kinds) or ids.tolist() != sorted(set(ids.tolist())):
-                problems.append(f"torn view: {len(ids)} ids, {len(mat)} rows")
+            if len(ids) != mat.shape[1] or len(ids) != len(kinds) or ids.tolist() != sorted(set(ids.tolist())):
+                problems.append(f"torn view: {len(ids)} ids, {mat.shape[1]} vectors")
 
     readers = [threading.Thread(target=read) for _ in range(3)]
     for t in readers:

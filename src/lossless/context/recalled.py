@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["RecalledMessages"]
 
 log = logging.getLogger("lossless")
+_READ_AHEAD = 32  # recalled messages read per query, in rank order
 
 
 class _Packing:
@@ -141,11 +142,14 @@ class RecalledMessages:
         per_item = max(MIN_ABRIDGED * 2, min(int(room * cfg.recall_item_share), cfg.recall_item_max_tokens))
         skipped: list[tuple[Message, bool]] = []
         placed: list[Message] = []
+        read: dict[str, Message] = {}
         for rank, (mid, is_window) in enumerate(ranked):
             if packed.left < MIN_ABRIDGED:
                 return packed.pieces
-            msg = self.store.get_message(mid)
-            if msg.seq >= shown_from:
+            if mid not in read:  # read a batch ahead: the room is often full before the list ends
+                read = self.store.messages_by_id([m for m, _ in ranked[rank : rank + _READ_AHEAD]])
+            msg = read.get(mid)
+            if msg is None or msg.seq >= shown_from:  # (None: forgotten since it was found)
                 continue
             piece = self.piece(msg, query, min(whole_cap, packed.left), whole_only=True)
             if piece is None and rank < cfg.recall_lead_excerpts:  # the very best match is never crowded out

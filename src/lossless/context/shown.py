@@ -38,6 +38,7 @@ class MessageView:
         self.config = config
         self.counter = counter
         self.caches = caches
+        self._sep = counter.count(SEP)
 
     def shown_size(self, msg: Message) -> int:
         """About what a stored message costs in a context, from its stored count (a large
@@ -118,7 +119,7 @@ class MessageView:
 
     def piece_cost(self, text: str) -> int:
         """What a piece of the memory block costs, with the separator before it."""
-        return self.counter.count(text) + self.counter.count(SEP)
+        return self.counter.count(text) + self._sep
 
     def abridge(self, msg: Message, allowance: int) -> ChatMessage | None:
         """The message with its text cut to fit ``allowance`` tokens of chat cost."""

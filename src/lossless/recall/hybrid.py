@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["RecallHit", "Recaller"]
 
 log = logging.getLogger("lossless")
+_WIDE = 2.0
 _RRF_K = 60  # the constant from Cormack et al.; ranks past ~60 barely matter
 _EMBED_BATCH = 64  # units per embedding call: small enough that a progress bar moves every second or two on a CPU
 
@@ -220,7 +221,7 @@ class Recaller:
         """Fused results for ``spec`` (mode ``semantic``: vectors only; ``hybrid``: both;
         anything else: keyword only)."""
         limit = spec.limit
-        wide = max(limit * 2, 30)  # each list is cut here before fusion
+        wide = max(int(limit * _WIDE), 30)  # each list is cut here before fusion
         keyword: list[GrepHit] = []
         if spec.mode != "semantic":
             # MMR compares snippets; plain fusion needs only ids and scores
@@ -253,13 +254,13 @@ class Recaller:
         top_kw = max((c.keyword_score for c in items.values()), default=0.0) or 1.0
         sims = [c.similarity for c in items.values() if c.vector_rank is not None]
         lo, hi = (min(sims), max(sims)) if sims else (0.0, 1.0)
-        hits = [self._fuse(c, newest, top_kw, lo, hi) for c in items.values()]
-        hits.sort(key=lambda h: (-h.score, -h.last_seq, h.id))
-        if self.config.mmr_lambda is not None:
-            hits = self._mmr(hits, limit)
-        return hits[:limit]
+        scored = [(self._fused(c, newest, top_kw, lo, hi), c) for c in items.values()]
+        scored.sort(key=lambda p: (-p[0], -p[1].last_seq, p[1].id))
+        if self.config.mmr_lambda is None:  # (hits are built for the ones returned only)
+            return [self._hit(c, score) for score, c in scored[:limit]]
+        return self._mmr([self._hit(c, score) for score, c in scored], limit)[:limit]
 
-    def _fuse(self, c: _Candidate, newest: float, top_kw: float, lo: float, hi: float) -> RecallHit:
+    def _fused(self, c: _Candidate, newest: float, top_kw: float, lo: float, hi: float) -> float:
         """RRF adds 1/(60+rank) per list; weighted adds each list's score scaled to [0, 1]
         (bm25 over the best bm25, cosine min-max over the candidates), so a strong keyword
         match is not outranked by many weak double matches."""
@@ -275,9 +276,13 @@ class Recaller:
         half_life = self.config.recency_half_life_days
         if half_life:
             score *= math.pow(0.5, max(0.0, newest - c.ts) / 86400 / half_life)
+        return round(score, 8)
+
+    @staticmethod
+    def _hit(c: _Candidate, score: float) -> RecallHit:
         return RecallHit(kind=c.kind, id=c.id, conversation_id=c.conversation_id, first_seq=c.first_seq,  # type: ignore[arg-type]
-                         last_seq=c.last_seq, message_ids=c.message_ids, score=round(score, 8), keyword_rank=kw,
-                         vector_rank=vec, snippet=c.snippet, end_ts=c.ts)
+                         last_seq=c.last_seq, message_ids=c.message_ids, score=score, keyword_rank=c.keyword_rank,
+                         vector_rank=c.vector_rank, snippet=c.snippet, end_ts=c.ts)
 
     def _vector(self, spec: SearchSpec, k: int, windows: bool) -> list[tuple[UnitRow, float]]:
         assert self.embedder is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import re
@@ -24,6 +25,7 @@ from lossless.store.fts import (
     word_query,
 )
 from lossless.store.rows import grep_hit as _hit
+from lossless.store.sqlite.regexp import RegexTimeout, regex_deadline
 
 if TYPE_CHECKING:
     from lossless.store.sqlite.store import SQLiteStore
@@ -93,10 +95,18 @@ def _capped_count(store: SQLiteStore, index: str, query: str, cap: int) -> int:
 
 
 def _bounded(store: SQLiteStore, index: str, query: str, cap: int) -> tuple[str, bool]:
-    """(the query to run, whether to rank by bm25 — else by recency)."""
-    if _capped_count(store, index, query, cap) <= cap:
+    """(the query to run, whether to rank by bm25 — else by recency). A term found in more
+    than ``cap`` rows of messages is remembered as such: messages are never deleted or
+    changed, so it stays so."""
+    common = store.common_terms
+    split = query.split(" OR ")
+    if not any((index, term) in common for term in split) and _capped_count(store, index, query, cap) <= cap:
         return query, True
-    counts = {term: _capped_count(store, index, term, cap) for term in query.split(" OR ")}
+    counts = {term: cap + 1 if (index, term) in common else _capped_count(store, index, term, cap) for term in split}
+    if len(common) > 50_000:
+        common.clear()
+    if index.startswith("messages"):  # (a summary's text can be revised; a message's never changes)
+        common.update((index, term) for term, n in counts.items() if n > cap)
     terms = [t for t in counts if counts[t]]  # a term found nowhere (a joined pair, often) adds nothing
     rare = sorted((t for t in terms if counts[t] <= cap), key=lambda t: counts[t])
     if rare:
@@ -246,7 +256,6 @@ def _regex(store: SQLiteStore, kind: str, spec: SearchSpec, limit: int) -> list[
     field = "coalesce(t.content, '') || char(10) || coalesce(t.tool_calls, '')" if kind == "message" else "t.content"
     order = "t.seq DESC" if kind == "message" else "t.last_seq DESC"
     sql = f"SELECT t.rowid FROM {table} t WHERE regexp(?, {field}){where} ORDER BY {order} LIMIT ?"
-    from lossless.store.sqlite.store import RegexTimeout, regex_deadline
 
     try:
         # on a read connection of its own: a slow pattern holds neither the store nor its lock
@@ -277,12 +286,14 @@ def _candidates(store: SQLiteStore, kind: str, spec: SearchSpec) -> dict[int, fl
             raw = [w.lower() for w in re.findall(r"[^\W_]+", spec.query)]
             words = " OR ".join(quote_fts(w) for w in dict.fromkeys(raw)) if raw else None
         base = "messages" if kind == "message" else "summaries"
+        grams = trigram_query(spec.query)
+        short = short_cjk_terms(spec.query)
+        if not grams and not short:
+            limit = max(spec.limit, 1)  # one list, nothing to merge: its own top is the top
         if words:
             pairs += _match(store, kind, f"{base}_fts", words, spec, limit)
-        grams = trigram_query(spec.query)
         if grams:
             pairs += _match(store, kind, f"{base}_tri", grams, spec, limit)
-        short = short_cjk_terms(spec.query)
         if short:
             pairs += _like(store, kind, short, spec, limit)
     for rowid, score in pairs:
@@ -295,54 +306,62 @@ def run_search(store: SQLiteStore, spec: SearchSpec) -> list[GrepHit]:
         raise QueryError("search query is empty")
     if spec.limit < 1:
         raise QueryError(f"limit must be >= 1, got {spec.limit}")
-    # Rank first, then build the (snippet-cutting) hits for the ones returned only.
+    # Rank first, then read the text (to cut snippets) of the ones returned only. A row:
+    # rowid, id, conversation, first seq, last seq, role, created at, ts, depth.
     ranked: list[tuple[float, float, str, str, int]] = []  # score, ts, id, kind, rowid
     rows_by_key: dict[tuple[str, int], tuple[Any, ...]] = {}
     for kind in spec.kinds:
         if kind == "summary" and spec.roles:
             continue  # summaries have no role
         scores = _candidates(store, kind, spec)
+        if spec.sort != "recency" and len(scores) > spec.limit:
+            # by relevance, only what scores at least the limit-th best of this kind can be returned
+            least = heapq.nlargest(spec.limit, scores.values())[-1]
+            scores = {rowid: score for rowid, score in scores.items() if score >= least}
         if not scores:
             continue
         ids = list(scores)
         marks = ",".join("?" * len(ids))
         if kind == "message":
-            rows = store._query(f"SELECT rowid, id, seq, created_ts FROM messages WHERE rowid IN ({marks})", ids)
+            sql = (f"SELECT rowid, id, conversation_id, seq, seq, role, created_at, created_ts, NULL FROM messages "
+                   f"WHERE rowid IN ({marks})")
         else:
-            rows = store._query(f"SELECT rowid, id, last_seq, latest_ts FROM summaries WHERE rowid IN ({marks})", ids)
-        for row in rows:
+            sql = (f"SELECT rowid, id, conversation_id, first_seq, last_seq, NULL, earliest_at, latest_ts, depth "
+                   f"FROM summaries WHERE rowid IN ({marks})")
+        for row in store._query(sql, ids):
             rows_by_key[(kind, row[0])] = row
-            ranked.append((scores[row[0]], row[3], row[1], kind, row[0]))
+            ranked.append((scores[row[0]], row[7], row[1], kind, row[0]))
     if spec.sort == "recency":
-        ranked.sort(key=lambda r: (-r[1], -rows_by_key[(r[3], r[4])][2], r[2]))
+        ranked.sort(key=lambda r: (-r[1], -rows_by_key[(r[3], r[4])][4], r[2]))
     else:
         ranked.sort(key=lambda r: (-r[0], -r[1], r[2]))
     top = ranked[: spec.limit]
-    full: dict[tuple[str, int], tuple[Any, ...]] = {}
+    texts = _texts(store, top) if spec.snippets else {}
+    out: list[GrepHit] = []
+    for score, _ts, _id, hit_kind, rowid in top:
+        (_r, hid, cid, first, last, role, created, _t, depth) = rows_by_key[(hit_kind, rowid)]
+        # without snippets nothing was read: the hit gets an empty one
+        out.append(_hit(hit_kind, hid, cid, first, last, role, created, texts.get((hit_kind, rowid), ""), spec,
+                        score, depth))
+    return out
+
+
+def _texts(store: SQLiteStore, top: list[tuple[float, float, str, str, int]]) -> dict[tuple[str, int], str]:
+    """The searchable text of the hits, to cut their snippets from."""
+    out: dict[tuple[str, int], str] = {}
     for kind in ("message", "summary"):
         want = [r[4] for r in top if r[3] == kind]
         if not want:
             continue
         marks = ",".join("?" * len(want))
-        text = "content" if spec.snippets else "NULL"
         if kind == "message":
-            calls = "tool_calls" if spec.snippets else "NULL"
-            sql = (f"SELECT rowid, id, conversation_id, seq, seq, role, created_at, {text}, content_is_json, "
-                   f"{calls}, NULL FROM messages WHERE rowid IN ({marks})")
+            for rowid, content, is_json, calls in store._query(
+                    f"SELECT rowid, content, content_is_json, tool_calls FROM messages WHERE rowid IN ({marks})", want):
+                out[(kind, rowid)] = content_text(json.loads(content) if is_json else content,
+                                                  json.loads(calls) if calls else None)
         else:
-            sql = (f"SELECT rowid, id, conversation_id, first_seq, last_seq, NULL, earliest_at, {text}, 0, NULL, "
-                   f"depth FROM summaries WHERE rowid IN ({marks})")
-        full.update(((kind, row[0]), row) for row in store._query(sql, want))
-    out: list[GrepHit] = []
-    for score, _ts, _id, hit_kind, rowid in top:
-        (_r, hid, cid, first, last, role, created, content, is_json, calls, depth) = full[(hit_kind, rowid)]
-        if not spec.snippets:
-            text = ""  # nothing was read: the hit gets an empty snippet
-        elif hit_kind == "message":
-            text = content_text(json.loads(content) if is_json else content, json.loads(calls) if calls else None)
-        else:
-            text = content
-        out.append(_hit(hit_kind, hid, cid, first, last, role, created, text, spec, score, depth))
+            for rowid, content in store._query(f"SELECT rowid, content FROM summaries WHERE rowid IN ({marks})", want):
+                out[(kind, rowid)] = content
     return out
 
 

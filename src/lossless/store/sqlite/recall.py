@@ -56,39 +56,42 @@ def _index_name(provider: str, model: str, dim: int) -> str:
 class _Matrix:
     """One conversation's vectors, unit rowids and kinds, grown in place: rows are written
     into spare capacity, and a full buffer is replaced by one half again as big (views
-    handed out earlier keep the old one alive and unchanged)."""
+    handed out earlier keep the old one alive and unchanged). The vectors are stored one
+    dimension per row (``dim × capacity``): a query's product over them runs about 1.5×
+    as fast as over one vector per row (measured at 125k × 384), and it is memory-bound."""
 
     def __init__(self) -> None:
         self.upto = 0
         self.n = 0
         self.ids = np.zeros(0, dtype=np.int64)
         self.kinds = np.zeros(0, dtype="<U16")
-        self.mat = np.zeros((0, 1), dtype="<f4")
+        self.mat = np.zeros((1, 0), dtype="<f4")
 
     @property
     def nbytes(self) -> int:
         return int(self.mat.nbytes + self.ids.nbytes + self.kinds.nbytes)
 
     def view(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return self.ids[: self.n], self.mat[: self.n], self.kinds[: self.n]
+        """(unit rowids, vectors as ``dim × n``, kinds)."""
+        return self.ids[: self.n], self.mat[:, : self.n], self.kinds[: self.n]
 
     def extend(self, upto: int, rows: Sequence[Any]) -> None:
         self.upto = upto
         if not rows:
             return
         vecs = np.vstack([np.frombuffer(r[2], dtype="<f4") for r in rows])
-        if self.mat.shape[1] != vecs.shape[1]:
+        if self.mat.shape[0] != vecs.shape[1]:
             self.n = 0  # the first rows (the empty start has no width yet)
-            self.mat = np.zeros((0, vecs.shape[1]), dtype="<f4")
+            self.mat = np.zeros((vecs.shape[1], 0), dtype="<f4")
         need = self.n + len(rows)
-        if need > len(self.mat):
+        if need > self.mat.shape[1]:
             cap = max(need, self.n + self.n // 2, 64)
             ids, mat, kinds = self.view()
             self.ids = np.zeros(cap, dtype=np.int64)
-            self.mat = np.zeros((cap, vecs.shape[1]), dtype="<f4")
+            self.mat = np.zeros((vecs.shape[1], cap), dtype="<f4")
             self.kinds = np.zeros(cap, dtype="<U16")
-            self.ids[: self.n], self.mat[: self.n], self.kinds[: self.n] = ids, mat, kinds
-        self.mat[self.n : need] = vecs
+            self.ids[: self.n], self.mat[:, : self.n], self.kinds[: self.n] = ids, mat, kinds
+        self.mat[:, self.n : need] = vecs.T
         self.ids[self.n : need] = [r[0] for r in rows]
         self.kinds[self.n : need] = [r[1] for r in rows]
         self.n = need
@@ -353,13 +356,16 @@ class SQLiteRecall:
         ids, mat, unit_kinds = self._matrix(index, provider, model, cid)
         if len(ids) == 0:
             return []
-        sims = mat @ vec
+        sims = vec @ mat
         out: list[tuple[int, float]] = []
         for kind in kinds or (None,):
-            idx = np.arange(len(ids)) if kind is None else np.flatnonzero(unit_kinds == kind)
-            if len(idx) == 0:
+            idx = None if kind is None else np.flatnonzero(unit_kinds == kind)
+            among = sims if idx is None else sims[idx]
+            take = min(k, len(among))
+            if take == 0:
                 continue
-            take = min(k, len(idx))
-            top = idx[np.argpartition(-sims[idx], take - 1)[:take]]
-            out.extend((int(ids[i]), float(sims[i])) for i in top)
+            top = np.argpartition(-among, take - 1)[:take]
+            if idx is not None:
+                top = idx[top]
+            out.extend(zip(ids[top].tolist(), sims[top].tolist(), strict=True))
         return out

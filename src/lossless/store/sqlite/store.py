@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import apsw
-import regex  # type: ignore[import-untyped]
 
 from lossless.core import dag
 from lossless.core._canonical import canonical_json, message_hash, message_id, summary_id
@@ -40,6 +39,7 @@ from lossless.store.rows import (
     prefix_upper,
 )
 from lossless.store.sqlite.migrations import migrate
+from lossless.store.sqlite.regexp import regexp
 
 if TYPE_CHECKING:
     from lossless.store.sqlite.recall import SQLiteRecall
@@ -81,58 +81,6 @@ def _store_error(exc: BaseException, path: str, outcome: str = "") -> StoreError
 READERS = 2  # read connections for long searches: at most this many run at once
 
 
-class RegexTimeout(Exception):
-    """A regular expression search ran past its deadline (see ``regex_deadline``)."""
-
-
-_DEADLINE = threading.local()
-
-
-@contextmanager
-def regex_deadline(seconds: float) -> Iterator[None]:
-    """Bound every REGEXP evaluation inside the block to ``seconds`` in total: a pattern
-    that backtracks exponentially raises RegexTimeout instead of hanging the process."""
-    _DEADLINE.at = time.monotonic() + seconds
-    try:
-        yield
-    finally:
-        _DEADLINE.at = None
-
-
-REGEX_MAX_CHARS = 1 << 20  # a regex search reads the first MiB of each message: bounded memory per row
-
-
-def _regexp(*args: Any) -> int:
-    pattern, value = args
-    if not isinstance(value, str):
-        return 0
-    value = value[:REGEX_MAX_CHARS]
-    at = getattr(_DEADLINE, "at", None)
-    if at is None:
-        return int(_compiled(str(pattern)).search(value) is not None)
-    left = at - time.monotonic()
-    if left <= 0:
-        raise RegexTimeout(str(pattern))
-    try:  # the regex module's search takes a timeout (re's cannot be interrupted) and lets
-        # other threads run while it matches (concurrent)
-        return int(_compiled(str(pattern)).search(value, timeout=left, concurrent=True) is not None)
-    except TimeoutError:
-        raise RegexTimeout(str(pattern)) from None
-
-
-_REGEX_CACHE: dict[str, Any] = {}
-
-
-def _compiled(pattern: str) -> Any:
-    rx = _REGEX_CACHE.get(pattern)
-    if rx is None:
-        rx = regex.compile(pattern)
-        if len(_REGEX_CACHE) > 64:
-            _REGEX_CACHE.clear()
-        _REGEX_CACHE[pattern] = rx
-    return rx
-
-
 class SQLiteStore:
     """SQLite implementation of :class:`~lossless.store.base.Store`."""
 
@@ -149,12 +97,13 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._readers: queue.Queue[Any] = queue.Queue()  # idle read connections (see reader())
         self._reader_slots = threading.BoundedSemaphore(READERS)
+        self.common_terms: set[tuple[str, str]] = set()  # (index, term): see grep._bounded
         self._depth = 0
         self._vec_loaded: bool | None = None
         self._sources: dict[str, tuple[SourceRef, ...]] = {}  # summary id -> its sources (see _summary)
         conn = self._conn
         conn.setbusytimeout(busy_timeout_ms)
-        conn.create_scalar_function("regexp", _regexp, 2, deterministic=True)
+        conn.create_scalar_function("regexp", regexp, 2, deterministic=True)
         try:
             if self.path != ":memory:":
                 conn.execute("PRAGMA journal_mode=WAL")
@@ -223,7 +172,7 @@ class SQLiteStore:
             raise StoreError(f"cannot open SQLite database {self.path!r} to read: {exc}",
                              reason="the database cannot be opened to read") from exc
         conn.setbusytimeout(10_000)
-        conn.create_scalar_function("regexp", _regexp, 2, deterministic=True)
+        conn.create_scalar_function("regexp", regexp, 2, deterministic=True)
         return conn
 
     @property
@@ -473,6 +422,16 @@ class SQLiteStore:
         if not rows:
             raise NotFoundError(f"no message with id {message_id!r}")
         return self._message(rows[0])
+
+    def messages_by_id(self, message_ids: Sequence[str]) -> dict[str, Message]:
+        """The messages with these ids that exist, by id: one read for a batch."""
+        out: dict[str, Message] = {}
+        unique = list(dict.fromkeys(message_ids))
+        for i in range(0, len(unique), 500):
+            batch = unique[i : i + 500]
+            rows = self._query(f"SELECT {_MSG_COLS} FROM messages WHERE id IN ({','.join('?' * len(batch))})", batch)
+            out.update((m.id, m) for m in map(self._message, rows))
+        return out
 
     def last_seq(self, conversation_id: str) -> int:
         rows = self._query("SELECT last_seq FROM conversations WHERE id = ?", (conversation_id,))
