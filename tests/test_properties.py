@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import lossless
@@ -177,3 +177,21 @@ def test_summarizer_that_grows_its_input_falls_back(backend: str, shared_target:
     assert any(n.fallback_level == 2 and "errors" in n.metadata for n in nodes)
     _check_partition(conv)
     mem.close()
+
+
+@on_both
+@PROPS
+@given(texts=st.lists(text_st, min_size=1, max_size=40), query=text_st, limit=st.integers(min_value=1, max_value=12))
+@example(texts=["数据库 port"] * 10, query="数据库 port", limit=3)  # two lists merged, every score tied
+def test_a_search_limit_cuts_the_ranking_and_changes_nothing_above_it(
+        backend: str, shared_target: str, texts: list[str], query: str, limit: int) -> None:
+    # each kind's candidates are cut to what can reach the limit before any row is read:
+    # the scores returned under a limit are the best ones of an unlimited search
+    with open_backend(backend, shared_target, embedder=None, auto_compact=False) as mem:
+        conv = mem.conversation(_fresh("s"))
+        conv.add_many([{"role": "user", "content": t, "created_at": T0 + timedelta(minutes=i)}
+                       for i, t in enumerate(texts)])
+        everything = conv.search(query, limit=1000)
+        cut = conv.search(query, limit=limit)
+        assert [h.score for h in cut] == [h.score for h in everything][:limit]
+        assert {h.id for h in cut} <= {h.id for h in everything}

@@ -46,6 +46,33 @@ def test_all_common_words_rank_the_newest(mem: lossless.Memory, monkeypatch: pyt
     assert all(h.conversation_id == "big" for h in hits)
 
 
+@pytest.mark.sqlite_only(reason="the SQLite store's memo of words too common to weigh")
+def test_a_word_found_too_common_is_not_counted_again(mem: lossless.Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_search, "WORK_CAP", 20)
+    monkeypatch.setattr(sqlite_search, "SCAN_MAX", 0)
+    counted: list[str] = []
+    real = sqlite_search._capped_count
+
+    def spy(store: object, index: str, query: str, cap: int) -> int:
+        counted.append(query)
+        return real(store, index, query, cap)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sqlite_search, "_capped_count", spy)
+    conv = mem.conversation("big")
+    first = conv.search("billing service zebra-77 token")
+    first_counts = list(counted)
+    counted.clear()
+    again = conv.search("billing service zebra-77 token")
+    assert [(h.id, h.score) for h in again] == [(h.id, h.score) for h in first]
+    assert '"billing"' in first_counts and '"billing"' not in counted  # remembered as common
+    assert len(counted) < len(first_counts)
+    # an erasure forgets what was remembered: a word may be in fewer messages now
+    assert mem.store.common_terms
+    victim = next(m for m in conv.messages() if "zebra-77" not in (m.content or ""))
+    conv.erase([victim.id], reason="test", by="tester")
+    assert not mem.store.common_terms
+
+
 @pytest.mark.sqlite_only(reason="spies on the SQLite store's direct scan of a small conversation (sqlite_search)")
 def test_a_small_conversation_is_read_directly(mem: lossless.Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []

@@ -160,3 +160,13 @@ def test_listing_conversations_by_id_prefix_is_a_byte_wise_range(mem: lossless.M
     assert [c.id for c in listed] == [c.id for c in newest_first]
     assert [c.id for c in mem.store.list_conversations(limit=1, offset=1, id_prefix="@acme/")] == [listed[1].id]
     assert len(mem.store.list_conversations(limit=100)) == len(ids)
+
+
+def test_messages_are_read_by_id_in_batches(store_backend: lossless.Memory) -> None:
+    conv = store_backend.conversation("ids")
+    stored = conv.add_many([{"role": "user", "content": f"message {i}"} for i in range(620)])
+    wanted = [m.id for m in reversed(stored)] + [stored[0].id, "msg_missing"]  # > one batch, a repeat, a stranger
+    got = store_backend.store.messages_by_id(wanted)
+    assert set(got) == {m.id for m in stored}
+    assert all(got[m.id] == m for m in stored)
+    assert store_backend.store.messages_by_id([]) == {}

@@ -103,6 +103,8 @@ def erase(store: Any, plan: ErasePlan) -> None:
         for rewrite in plan.summaries:
             _rewrite_summary(runner, conn, plan.conversation_id, rewrite)
         _replace_units(runner, conn, plan)
+    if hasattr(store, "common_terms"):  # SQLite: a word may be in fewer messages now (grep._bounded)
+        store.common_terms.clear()
 
 
 def _erase_message(runner: SQLRunner, conn: Any, cid: str, m: ErasedMessage) -> None:

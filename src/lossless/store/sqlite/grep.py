@@ -96,8 +96,9 @@ def _capped_count(store: SQLiteStore, index: str, query: str, cap: int) -> int:
 
 def _bounded(store: SQLiteStore, index: str, query: str, cap: int) -> tuple[str, bool]:
     """(the query to run, whether to rank by bm25 — else by recency). A term found in more
-    than ``cap`` rows of messages is remembered as such: messages are never deleted or
-    changed, so it stays so."""
+    than ``cap`` messages is remembered as such, as messages only grow in number (an
+    erasure in this process forgets them; one in another process can leave a term treated
+    as common a while after it no longer is, which changes ranking, not what is stored)."""
     common = store.common_terms
     split = query.split(" OR ")
     if not any((index, term) in common for term in split) and _capped_count(store, index, query, cap) <= cap:

@@ -289,8 +289,12 @@ class SQLiteRecall:
         upto = self.indexed_upto(index, cid)
         hit = self._counts.get((index, cid))
         if hit is None or hit[0] != upto:
-            n = int(self.store._query(
-                "SELECT count(*) FROM recall_units WHERE conversation_id = ? AND rowid <= ?", (cid, upto))[0][0])
+            # units only grow at the end (an erasure's few deletions leave the count a bound
+            # above, good enough to choose a backend): count the new ones only
+            since, before = hit if hit is not None and hit[0] < upto else (0, 0)
+            n = before + int(self.store._query(
+                "SELECT count(*) FROM recall_units WHERE conversation_id = ? AND rowid > ? AND rowid <= ?",
+                (cid, since, upto))[0][0])
             hit = self._counts[(index, cid)] = (upto, n)
         return hit[1] > self.matrix_above
 
