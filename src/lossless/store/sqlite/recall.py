@@ -28,7 +28,7 @@ __all__ = ["MATRIX_ABOVE", "SQLiteRecall", "UnitRow"]
 _VEC_MAX_K = 4096  # the most neighbours sqlite-vec returns for one query
 _PER_CONVERSATION = 200  # up to this many conversations, one k-NN query each; beyond, one for all
 
-MATRIX_ABOVE = 4_000  # units in one conversation; above it "auto" searches a numpy matrix
+MATRIX_ABOVE = 256  # units in one conversation; above it "auto" searches a numpy matrix
 MATRIX_BYTES = 512 * 2**20  # the in-memory matrices kept at once, least recently used dropped first
 
 
