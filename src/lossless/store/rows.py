@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from lossless.core.dag import StoredMessage
 from lossless.core.types import GrepHit, Message
@@ -65,9 +64,10 @@ def stored_message_from_row(row: tuple[Any, ...]) -> StoredMessage:
                          content_hash=digest)
 
 
-@dataclass(frozen=True, slots=True)
-class UnitRow:
-    """One retrieval unit as stored (see :mod:`lossless.recall.units`)."""
+class UnitRow(NamedTuple):
+    """One retrieval unit as stored (see :mod:`lossless.recall.units`). A named tuple: a
+    k-NN reads hundreds per query, and one is built three times as fast as a frozen
+    dataclass."""
 
     rowid: int
     conversation_id: str
