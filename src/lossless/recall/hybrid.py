@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 __all__ = ["RecallHit", "Recaller"]
 
 log = logging.getLogger("lossless")
-_WIDE = 2.0
+# each list is cut at this many times the limit before fusion: lists as long as the limit
+# cost 0.006-0.011 answer recall on the chit-chat dev set and were level on BEAM
+_WIDE = 2
 _RRF_K = 60  # the constant from Cormack et al.; ranks past ~60 barely matter
 _EMBED_BATCH = 64  # units per embedding call: small enough that a progress bar moves every second or two on a CPU
 
@@ -221,7 +223,7 @@ class Recaller:
         """Fused results for ``spec`` (mode ``semantic``: vectors only; ``hybrid``: both;
         anything else: keyword only)."""
         limit = spec.limit
-        wide = max(int(limit * _WIDE), 30)  # each list is cut here before fusion
+        wide = max(limit * _WIDE, 30)
         keyword: list[GrepHit] = []
         if spec.mode != "semantic":
             # MMR compares snippets; plain fusion needs only ids and scores
