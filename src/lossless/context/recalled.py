@@ -149,7 +149,7 @@ class RecalledMessages:
             if mid not in read:  # read a batch ahead: the room is often full before the list ends
                 read = self.store.messages_by_id([m for m, _ in ranked[rank : rank + _READ_AHEAD]])
             msg = read.get(mid)
-            if msg is None or msg.seq >= shown_from:  # (None: forgotten since it was found)
+            if msg is None or msg.seq >= shown_from:  # (None: not in the store any more)
                 continue
             piece = self.piece(msg, query, min(whole_cap, packed.left), whole_only=True)
             if piece is None and rank < cfg.recall_lead_excerpts:  # the very best match is never crowded out
