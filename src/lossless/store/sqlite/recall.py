@@ -85,7 +85,7 @@ class _Matrix:
             self.mat = np.zeros((vecs.shape[1], 0), dtype="<f4")
         need = self.n + len(rows)
         if need > self.mat.shape[1]:
-            cap = max(need, self.n + self.n // 2, 64)
+            cap = max(need + need // 8, self.n + self.n // 2, 64)  # spare room: the next turns add a few
             ids, mat, kinds = self.view()
             self.ids = np.zeros(cap, dtype=np.int64)
             self.mat = np.zeros((vecs.shape[1], cap), dtype="<f4")
