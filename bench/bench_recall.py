@@ -126,12 +126,11 @@ def _reference(path: Path, real: Any, budget: int, repeats: int) -> dict[str, fl
                 fused[mid] = fused.get(mid, 0.0) + 1 / (60 + rank)
         best = sorted(fused, key=lambda mid: -fused[mid])
         text = dict(db.execute(f"SELECT id, content FROM messages WHERE id IN ({','.join('?' * len(best))})", best))
-        used, context = 0, []
-        for mid in best:
+        used = 0
+        for mid in best:  # whole messages while they fit
             cost = counter.count(text[mid])
             if used + cost <= budget:
                 used += cost
-                context.append(text[mid])
         if k:  # the first is the warm-up
             times.append((time.perf_counter() - t) * 1000)
     db.close()
@@ -175,7 +174,9 @@ def run(size: int, repeats: int, budget: int, real: Any, keep: Path | None) -> d
         turns = path
         if keep is not None:
             turns = Path(tmp) / "turns.db"
-            shutil.copyfile(path, turns)
+            for suffix in ("", "-wal"):  # a file without the log it was written with reads as corrupt
+                if Path(f"{path}{suffix}").exists():
+                    shutil.copyfile(f"{path}{suffix}", f"{turns}{suffix}")
         out.update(_timed(turns, "auto", "turn", real, budget, repeats, turns=True))
         qt = []
         for k in range(repeats):
