@@ -117,7 +117,8 @@ class DevTools:
 def browser(site: tuple[BackgroundServer, dict[str, Any]]) -> Iterator[DevTools]:
     assert CHROMIUM is not None
     port = free_port()
-    with tempfile.TemporaryDirectory() as profile:
+    # Chromium's helper processes can still write to the profile as the main one exits
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         proc = subprocess.Popen([CHROMIUM, *HEADLESS, f"--user-data-dir={profile}", f"--remote-debugging-port={port}",
                                  "--window-size=1280,900", "about:blank"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
