@@ -32,6 +32,7 @@ from lossless.context.stable import prefix_cap, stable_layout
 from lossless.context.summaries import SummaryPieces
 from lossless.core.config import Config
 from lossless.core.errors import BudgetError
+from lossless.core.tenants import tenant_of
 from lossless.core.tokens import TokenCounter
 from lossless.core.types import AssembledContext, Lag, Message
 from lossless.store.backlog import Backlog
@@ -96,10 +97,13 @@ class Assembler:
         it between calls), with the caches kept across calls."""
         view = MessageView(self.config, self.counter, self.caches)
         task_start = self.memories.task_start if self.memories is not None else None
+        # the file index is the operator's (no tenant can index files): a tenant's
+        # conversation gets none of it, on every path that assembles (API, proxy, MCP)
+        files = None if tenant_of(cid) is not None else self.files
         return Sources(view=view, summaries=SummaryPieces(view, self.store, task_start),
                        recalled=RecalledMessages(view, self.store, self.recaller),
                        records_for=partial(memory_records, self.store, self.memories, self.config, cid),
-                       hits_for=partial(file_hits, self.files, config=self.config))
+                       hits_for=partial(file_hits, files, config=self.config))
 
     def _cache_pays(self, budget: int, query: str | None) -> bool:
         """Whether this call gets the cache-stable layout: it has the whole window, and (with

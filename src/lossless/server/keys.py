@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from lossless.core.errors import NotFoundError, ValidationError
+from lossless.core.tenants import TENANT_NAME
 from lossless.store.runner import sql_runner
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["KEY_PREFIX", "TENANT_PATTERN", "APIKey", "APIKeys", "check_tenant"]
 
 KEY_PREFIX = "lsk_"
-TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+TENANT_PATTERN = re.compile(rf"^{TENANT_NAME}$")
 _KEY = re.compile(r"^lsk_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
 _TOUCH_EVERY = 60.0  # seconds between last_used_at writes for one key
 
