@@ -22,7 +22,7 @@ from lossless.server.state import Upstream
 from lossless.server.tenancy import Tenant
 from tests.conftest import StoreTarget, chat
 from tests.fake_openai import FakeOpenAIServer, fake_openai
-from tests.server_support import json_ready, served
+from tests.server_support import OpenAPIChecker, json_ready, served
 
 __all__ = ["fake_openai"]  # the fixture, imported for pytest to find
 
@@ -115,3 +115,29 @@ def test_a_tenants_stored_ids_are_known_as_its_own(name: str, cid: str) -> None:
 def name_of(cid: str) -> str | None:
     head, slash, _ = cid.partition("/")
     return head[1:] if slash and head.startswith("@") and TENANT_PATTERN.match(head[1:]) else None
+
+
+# -- 3. the health page shows a tenant its own work only -----------------------------------------
+
+
+def test_health_shows_a_tenant_only_its_own(memory: lossless.Memory) -> None:
+    keys = APIKeys(memory.store)
+    _, alpha = keys.create("alpha")
+    _, bravo = keys.create("bravo")
+    checker = OpenAPIChecker()
+    with served(memory) as srv:
+        a = {"authorization": f"Bearer {alpha}"}
+        b = {"authorization": f"Bearer {bravo}"}
+        assert httpx.post(f"{srv.url}{C}/alpha-secret-plan/messages", json={"messages": json_ready(chat(40))},
+                          headers=a).status_code == 201
+        assert memory.wait_idle(60)
+        health = checker.check(httpx.get(f"{srv.url}/v1/lossless/health", headers=b))
+        assert health.status_code == 200, health.text
+        body = health.json()
+        assert body["worker"] == {"state": body["worker"]["state"]}  # no counters, no conversation in hand
+        assert "workers" not in body and body["backlog"]["conversations"] == 0
+        assert body["breaker"] is None or set(body["breaker"]) == {"state"}
+        assert "alpha" not in health.text
+        # the operator's full view: the whole database's tenant (a keyless server, or the CLI)
+        full = memory.stats()
+        assert {"current", "turns", "summaries_written"} <= set(full["worker"]) and "workers" in full

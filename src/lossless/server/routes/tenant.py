@@ -95,10 +95,12 @@ def verify(call: Call) -> dict[str, Any]:
 
 
 def health(call: Call) -> dict[str, Any]:
-    """The background work: how it runs in this server, what is owed to the tenant's
-    conversations (and since when), this server's worker and its summarizer's circuit
-    breaker; with the whole database as the tenant (keyless), every worker that reported
-    lately, from any process."""
+    """The background work: how it runs in this server and what is owed to the tenant's
+    conversations (and since when). The server's worker and its summarizer's circuit
+    breaker serve every tenant: a keyed tenant sees only their states, never the worker's
+    counters nor the conversation in its hands (another tenant's, as likely as not). The
+    operator (the whole database as the tenant: a keyless server) sees all of it, and
+    every worker that reported lately, from any process."""
     memory = call.memory
     tenant = call.tenant
     db = sql_runner(memory.store)
@@ -118,6 +120,10 @@ def health(call: Call) -> dict[str, Any]:
     }
     if tenant.implicit:
         out["workers"] = stats["workers"]
+    else:
+        breaker = stats["breaker"]
+        out["worker"] = {"state": stats["worker"]["state"]}
+        out["breaker"] = {"state": breaker["state"]} if breaker is not None else None
     return out
 
 
