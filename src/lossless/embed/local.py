@@ -24,8 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from lossless.core.errors import MissingDependencyError, ValidationError
+from lossless.core.errors import (
+    EmbedderError,
+    LosslessError,
+    MissingDependencyError,
+    ValidationError,
+)
 from lossless.embed.base import Vectors, normalize
+from lossless.embed.native import native_call
 
 __all__ = ["LocalEmbedder", "cache_dir", "local_embedder_available"]
 
@@ -107,20 +113,29 @@ class LocalEmbedder:
     def _load(self) -> Any:
         with self._lock:
             if self._bert is None:
-                from lossless.embed.bert import load_bert
-
-                folder = self.path or packaged_model()
-                if not folder.is_dir():
-                    raise MissingDependencyError(f"no model folder at {folder}")
-                bert = load_bert(folder, self.max_seq_length)
-                self._session = self._open_session(bert) if self.onnx is not False else None
-                self.backend = "onnxruntime" if self._session is not None else "numpy"
-                if self._session is not None:
-                    bert.weights.clear()  # ONNX Runtime holds its own copy; numpy's is not needed
-                    bert._transposed.clear()
-                self._dim = bert.hidden
-                self._bert = bert
+                with native_call():  # tokenizers, safetensors and ONNX Runtime run native code
+                    self._load_now()
             return self._bert
+
+    def _load_now(self) -> None:
+        from lossless.embed.bert import load_bert
+
+        folder = self.path or packaged_model()
+        if not folder.is_dir():
+            raise MissingDependencyError(f"no model folder at {folder}")
+        try:
+            bert = load_bert(folder, self.max_seq_length)
+        except LosslessError:
+            raise
+        except Exception as exc:  # damaged weights or tokenizer: an error to recall around, not a crash
+            raise EmbedderError(f"cannot load the model at {folder}: {type(exc).__name__}: {exc}") from exc
+        self._session = self._open_session(bert) if self.onnx is not False else None
+        self.backend = "onnxruntime" if self._session is not None else "numpy"
+        if self._session is not None:
+            bert.weights.clear()  # ONNX Runtime holds its own copy; numpy's is not needed
+            bert._transposed.clear()
+        self._dim = bert.hidden
+        self._bert = bert
 
     def warm(self) -> None:
         """Load the tokenizer, the weights and the ONNX Runtime session now."""
@@ -216,7 +231,8 @@ class LocalEmbedder:
         out = np.empty((len(texts), bert.hidden), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
             chunk = order[start:start + self.batch_size]
-            enc = bert.encode([texts[i] for i in chunk])
-            hidden = self._run(self._session, enc) if self._session is not None else bert.forward(enc)
+            with native_call():  # the tokenizer (Rust) and ONNX Runtime (C++) release the GIL
+                enc = bert.encode([texts[i] for i in chunk])
+                hidden = self._run(self._session, enc) if self._session is not None else bert.forward(enc)
             out[chunk] = mean_pool(hidden, enc.mask)
         return normalize(out)

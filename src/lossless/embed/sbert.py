@@ -26,6 +26,7 @@ import numpy as np
 from lossless.core.errors import MissingDependencyError
 from lossless.embed.base import Vectors, normalize
 from lossless.embed.local import cache_dir, packaged_model
+from lossless.embed.native import native_call
 
 __all__ = ["SentenceTransformerEmbedder", "sentence_transformers_available"]
 
@@ -74,7 +75,7 @@ class SentenceTransformerEmbedder:
         self._encode_lock = threading.Lock()
 
     def _load(self) -> Any:
-        with self._lock:
+        with self._lock, native_call():  # torch and its tokenizer run native code without the GIL
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -99,7 +100,8 @@ class SentenceTransformerEmbedder:
         """Load the model, and the ONNX Runtime session queries use, now."""
         model = self._load()
         if self.onnx is not False:
-            self._onnx_session(model)
+            with native_call():
+                self._onnx_session(model)
 
     def warming(self) -> bool:
         """Whether a thread is loading the model or opening its ONNX session right now."""
@@ -115,6 +117,10 @@ class SentenceTransformerEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        with native_call():  # a daemon thread must not be in torch or ONNX Runtime at exit
+            return self._embed(texts)
+
+    def _embed(self, texts: Sequence[str]) -> Vectors:
         model = self._load()
         import torch
 

@@ -40,6 +40,7 @@ from lossless.core.errors import (
 )
 from lossless.core.textfit import fit_text
 from lossless.core.tokens import TokenCounter
+from lossless.embed.native import native_call
 from lossless.providers.http import OPENAI_BASE_URL, PLACEHOLDER_API_KEY, public_url, status_detail
 from lossless.summarize.guards import CircuitBreaker
 
@@ -292,7 +293,8 @@ class CrossEncoderReranker:
     def rerank(self, query: str, texts: Sequence[str]) -> list[int]:
         started = time.perf_counter()
         try:
-            scores = self._load().predict([(query, t) for t in texts], show_progress_bar=False)
+            with native_call():  # torch releases the GIL: no daemon thread may be in it at exit
+                scores = self._load().predict([(query, t) for t in texts], show_progress_bar=False)
         except RerankError:
             self.stats.add(seconds=time.perf_counter() - started, candidates=len(texts), failed=True)
             raise
