@@ -83,3 +83,62 @@ def test_cli_summarizer_flags(store_target: StoreTarget, tmp_path: Path, fake_op
     assert stats["summarizer_calls"] > 0 and "openai" in " ".join(stats["summaries_by_summarizer"])
     assert main(["--db", str(db), "--model", "no-such-model-x", "stats"]) == 1
     assert "no-such-model-x" in capsys.readouterr().err
+
+
+# -- a path's directory must exist; only the default location is created ------------------
+
+
+@pytest.mark.sqlite_only(reason="about SQLite file paths")
+def test_open_refuses_a_path_whose_directory_does_not_exist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typo in a path is an error naming the missing directory, in the API as in the CLI
+    (issue 30): nothing is created, neither the folders nor an empty store."""
+    missing = tmp_path / "no" / "such" / "dir" / "x.db"
+    for given in (missing, str(missing), f"sqlite:///{missing}"):
+        with pytest.raises(lossless.StoreError, match=r"no directory .*dir for the SQLite database 'x.db'"):
+            lossless.open(given, embedder=None)
+    monkeypatch.setenv("LOSSLESS_DB", str(missing))
+    with pytest.raises(lossless.StoreError, match="no directory"):
+        lossless.open(embedder=None)
+    a_file = tmp_path / "plain.txt"
+    a_file.write_text("not a folder")
+    with pytest.raises(lossless.StoreError, match="no directory"):
+        lossless.open(a_file / "x.db", embedder=None)
+    assert not (tmp_path / "no").exists()
+    # an existing directory is fine, and the file is created in it
+    monkeypatch.delenv("LOSSLESS_DB")
+    with lossless.open(tmp_path / "x.db", embedder=None) as mem:
+        mem.conversation("c").add(role="user", content="hi")
+    assert (tmp_path / "x.db").is_file()
+
+
+@pytest.mark.sqlite_only(reason="the default store is a SQLite file under $LOSSLESS_HOME")
+def test_the_default_location_is_created(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOSSLESS_DB", raising=False)
+    monkeypatch.setenv("LOSSLESS_HOME", str(tmp_path / "new" / "home"))
+    with lossless.open(embedder=None) as mem:
+        mem.conversation("c").add(role="user", content="hi")
+    assert (tmp_path / "new" / "home" / "lossless.db").is_file()
+
+
+@pytest.mark.sqlite_only(reason="about SQLite file paths")
+def test_the_cli_refuses_a_mistyped_path_and_creates_the_default_location(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOSSLESS_")}
+    env.update(PYTHONPATH=str(root / "src"), LOSSLESS_EMBEDDER="none", LOSSLESS_HOME=str(tmp_path / "fresh" / "home"))
+
+    def cli(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "lossless", *args], capture_output=True, text=True,
+                              env={**env, **extra}, timeout=120, stdin=subprocess.DEVNULL)
+
+    add = ("add", "c", "--role", "user", "--content", "hi")
+    missing = tmp_path / "no-such-dir" / "x.db"
+    for done in (cli("--db", str(missing), *add), cli(*add, LOSSLESS_DB=str(missing))):
+        assert done.returncode == 1 and "no directory" in done.stderr and "Traceback" not in done.stderr
+    assert not missing.parent.exists()
+    done = cli(*add)  # no --db, no $LOSSLESS_DB: $LOSSLESS_HOME is created
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "fresh" / "home" / "lossless.db").is_file()

@@ -466,7 +466,10 @@ def open(
 
     ``path`` is a SQLite file, ``":memory:"``, a PostgreSQL URL (``postgresql://user:pass@host/db``,
     optionally ``?schema=tenant_a`` for a schema of its own; needs ``lossless[postgres]``), or
-    None for ``$LOSSLESS_DB`` (a path or a URL), else :func:`default_db_path`.
+    None for ``$LOSSLESS_DB`` (a path or a URL), else :func:`default_db_path`. The file is
+    created if missing, but the directory of a path given here or in ``$LOSSLESS_DB`` must
+    exist (a mistyped path raises StoreError naming the missing directory); only the default
+    location (``$LOSSLESS_HOME``, the user data directory) is created.
     Keyword arguments are :class:`~lossless.core.config.Config` fields, e.g.
     ``context_window=8192``; fields not given come from the database's saved settings
     (:meth:`Memory.save_settings`), then from the built-in defaults.
@@ -493,11 +496,14 @@ def open(
 
         store = PostgresStore(str(raw))
     else:
-        target: str | Path = default_db_path()
+        target: str | Path
         if raw and sqlite_path(raw) == ":memory:":
             target = ":memory:"
-        elif raw:
+        elif raw:  # a path the caller gave: its directory must exist (SQLiteStore says so)
             target = Path(sqlite_path(raw)) if path is not None else Path(sqlite_path(raw)).expanduser()
+        else:  # the default location is lossless's own: created on first use
+            target = default_db_path()
+            target.parent.mkdir(parents=True, exist_ok=True)
         store = SQLiteStore(target)
     saved = {k: v for k, v in store.get_settings().items() if k in Config.field_names()}
     try:

@@ -104,7 +104,8 @@ class CommandContext:
                 from lossless.summarize.factory import make_summarizer
 
                 summarizer = make_summarizer(kind, model=summarizer_model)
-            self._memory = lossless.open(url or path, summarizer=summarizer, **config)
+            # no --db nor $LOSSLESS_DB: None, so lossless.open creates the default location
+            self._memory = lossless.open(url or (path if explicit else None), summarizer=summarizer, **config)
             if given is not None and create and path != Path(":memory:"):
                 # remembered, so later commands on this database need not repeat --window
                 self._memory.save_settings(context_window=given)

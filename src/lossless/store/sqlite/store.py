@@ -89,7 +89,12 @@ class SQLiteStore:
     def __init__(self, path: str | Path = ":memory:", *, busy_timeout_ms: int = 10_000) -> None:
         self.path = str(path)
         if self.path != ":memory:":
-            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            # a mistyped path is an error, not a new folder with an empty store in it (the
+            # default location is created by lossless.open, which owns it)
+            folder = Path(self.path).expanduser().parent
+            if not folder.is_dir():
+                raise StoreError(f"no directory {folder} for the SQLite database {Path(self.path).name!r}: "
+                                 "create it first, or check the path", reason="the database's directory does not exist")
         try:
             self._conn = apsw.Connection(str(Path(self.path).expanduser()) if self.path != ":memory:" else self.path)
         except apsw.Error as exc:
