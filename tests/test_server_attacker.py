@@ -6,6 +6,9 @@ write lock. Also: new store files are readable by their owner only."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -141,3 +144,67 @@ def test_health_shows_a_tenant_only_its_own(memory: lossless.Memory) -> None:
         # the operator's full view: the whole database's tenant (a keyless server, or the CLI)
         full = memory.stats()
         assert {"current", "turns", "summaries_written"} <= set(full["worker"]) and "workers" in full
+
+
+# -- 4. a read never waits for the write lock ---------------------------------------------------
+
+
+@pytest.mark.sqlite_only(reason="another process holds the SQLite file's write lock")
+def test_a_read_is_answered_while_another_process_holds_the_write_lock(tmp_path: Path) -> None:
+    db = tmp_path / "busy.db"
+    mem = lossless.open(db, embedder=None, compaction="deferred")  # no worker: only the request touches the store
+    mem.store._conn.setbusytimeout(500)  # a wait, if any, fails fast (it was 10 s: a 503 after 10 s)
+    mem.conversation("c").add("user", "hello")
+    keys = APIKeys(mem.store)
+    row, key = keys.create("acme")
+    assert row.last_used_at is None
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import apsw, sys
+        c = apsw.Connection({str(db)!r})
+        c.execute("BEGIN IMMEDIATE")  # the write lock (WAL: readers go on)
+        c.execute("INSERT INTO settings (key, value) VALUES ('held', '1')")
+        print("locked", flush=True)
+        sys.stdin.readline()  # until the test is done
+        c.execute("ROLLBACK")
+    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    auth = {"authorization": f"Bearer {key}"}
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        with served(mem) as srv:
+            for path in ("/v1/lossless/whoami", C, "/v1/lossless/stats"):
+                r = httpx.get(f"{srv.url}{path}", headers=auth, timeout=60)
+                assert r.status_code == 200, (path, r.text)
+            assert keys.get(row.id).last_used_at is None  # the use could not be recorded, and was not waited for
+            assert holder.stdin is not None
+            holder.stdin.write("\n")
+            holder.stdin.flush()
+            assert holder.wait(30) == 0
+            assert httpx.get(f"{srv.url}/v1/lossless/whoami", headers=auth, timeout=60).status_code == 200
+            assert keys.get(row.id).last_used_at is not None  # recorded by the first request after
+    finally:
+        holder.kill()
+        holder.wait()
+        for pipe in (holder.stdin, holder.stdout):
+            if pipe is not None:
+                pipe.close()
+    mem.close()
+
+
+@pytest.mark.postgres
+def test_a_keys_use_is_recorded_without_waiting_for_a_row_lock_on_postgresql(pg_url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as admin:  # a wait, if any, fails (it would never end)
+        name = admin.execute("SELECT current_database()").fetchone()
+        assert name is not None
+        admin.execute(f'ALTER DATABASE "{name[0]}" SET lock_timeout = 2000')
+    with lossless.open(pg_url, embedder=None, compaction="deferred") as mem:
+        keys = APIKeys(mem.store)
+        row, key = keys.create("acme")
+        with psycopg.connect(pg_url) as holder:
+            holder.execute("SELECT 1 FROM api_keys WHERE id = %s FOR UPDATE", (row.id,))  # held until commit
+            assert keys.verify(key) is not None  # answered, not blocked behind the lock
+            assert keys.get(row.id).last_used_at is None
+            holder.commit()
+        assert keys.verify(key) is not None
+        assert keys.get(row.id).last_used_at is not None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import re
 import secrets
 import threading
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from lossless.core.errors import NotFoundError, ValidationError
+from lossless.core.errors import NotFoundError, StoreError, ValidationError
 from lossless.core.tenants import TENANT_NAME
 from lossless.store.runner import sql_runner
 
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from lossless.store.base import Store
 
 __all__ = ["KEY_PREFIX", "TENANT_PATTERN", "APIKey", "APIKeys", "check_tenant"]
+
+log = logging.getLogger("lossless.server")
 
 KEY_PREFIX = "lsk_"
 TENANT_PATTERN = re.compile(rf"^{TENANT_NAME}$")
@@ -166,10 +169,19 @@ class APIKeys:
         return self.get(kid)
 
     def _touch(self, key_id: str) -> None:
+        """Record the key's use, best effort: a request only reading must not wait for the
+        write lock (another process may hold it for seconds), so the write is tried without
+        waiting, and when it cannot be made now the next request tries again."""
         now = time.monotonic()
         with self._lock:
             if now - self._touched.get(key_id, -_TOUCH_EVERY) < _TOUCH_EVERY:
                 return
             self._touched[key_id] = now
-        with self.db.transaction() as conn:
-            conn.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", (datetime.now(UTC).isoformat(), key_id))
+        try:
+            with self.db.transaction(wait=False) as conn:
+                conn.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?",
+                             (datetime.now(UTC).isoformat(), key_id))
+        except StoreError as exc:
+            log.debug("lossless: the use of %s is not recorded yet: %s", key_id, exc)
+            with self._lock:
+                self._touched.pop(key_id, None)

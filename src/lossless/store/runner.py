@@ -6,11 +6,13 @@ their SQL once, in SQLite's dialect with ``?`` placeholders, and run it through 
 psycopg's ``%s`` (the SQL text is lossless's own and values are always parameters, so
 the rewrite never touches user text). What differs beyond placeholders is asked of the
 runner: :meth:`SQLRunner.text_range` (a prefix range that orders byte-wise whatever the
-column's collation) and :attr:`SQLRunner.true`.
+column's collation), :meth:`SQLRunner.in_list` (a list of any length as one bound value)
+and :attr:`SQLRunner.true`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
@@ -21,7 +23,18 @@ if TYPE_CHECKING:
     from lossless.store.postgres.store import PostgresStore
     from lossless.store.sqlite.store import SQLiteStore
 
-__all__ = ["PostgresRunner", "QmarkConnection", "SQLRunner", "SQLiteRunner", "qmark", "sql_runner"]
+__all__ = ["PostgresRunner", "QmarkConnection", "SQLRunner", "SQLiteRunner", "qmark", "sql_runner", "sqlite_in"]
+
+_LISTED = 100  # more values than this go in as one JSON array (see sqlite_in)
+
+
+def sqlite_in(column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    """SQLite's ``column IN (…)`` for ``values`` and its arguments: a placeholder each for
+    a few, one JSON array read by ``json_each`` for more, so no statement binds a number of
+    variables its caller chose (SQLite refuses more than 32,766)."""
+    if len(values) <= _LISTED:
+        return f"{column} IN ({','.join('?' * len(values))})", list(values)
+    return f"{column} IN (SELECT value FROM json_each(?))", [json.dumps(list(values))]
 
 
 def qmark(sql: str) -> str:
@@ -53,13 +66,20 @@ class SQLRunner(Protocol):
         """Run one ``?``-placeholder statement and return its rows (none for a write)."""
         ...
 
-    def transaction(self) -> AbstractContextManager[Any]:
+    def transaction(self, *, wait: bool = True) -> AbstractContextManager[Any]:
         """One write transaction; yields a connection whose ``execute(sql, args)`` and
-        ``executemany(sql, rows)`` take ``?`` placeholders."""
+        ``executemany(sql, rows)`` take ``?`` placeholders. ``wait=False``: a StoreError
+        at once rather than a wait for a lock another connection holds (a write that may
+        be skipped)."""
         ...
 
     def text_range(self, column: str) -> str:
         """``column`` between two ``?`` bounds, compared byte-wise (a prefix range)."""
+        ...
+
+    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """``column`` is one of ``values`` (strings or integers, any number of them), and
+        the arguments of that condition: never one variable per value."""
         ...
 
 
@@ -73,11 +93,14 @@ class SQLiteRunner:
     def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self.store.query(sql, args)
 
-    def transaction(self) -> AbstractContextManager[Any]:
-        return self.store.transaction()
+    def transaction(self, *, wait: bool = True) -> AbstractContextManager[Any]:
+        return self.store.transaction(wait=wait)
 
     def text_range(self, column: str) -> str:
         return f"({column} >= ? AND {column} < ?)"
+
+    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return sqlite_in(column, values)
 
 
 class PostgresRunner:
@@ -91,13 +114,18 @@ class PostgresRunner:
         return self.store.query(qmark(sql), list(args))
 
     @contextmanager
-    def transaction(self) -> Iterator[QmarkConnection]:
+    def transaction(self, *, wait: bool = True) -> Iterator[QmarkConnection]:
         with self.store.transaction() as conn:
+            if not wait:  # a row lock another transaction holds fails the write (0 would mean "no limit")
+                conn.execute("SET LOCAL lock_timeout = '1ms'")
             yield QmarkConnection(conn)
 
     def text_range(self, column: str) -> str:
         # COLLATE "C": under a linguistic collation '@acme/x' may sort above '@acme0'
         return f'({column} >= ? COLLATE "C" AND {column} < ? COLLATE "C")'
+
+    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{column} = ANY(?)", [list(values)]  # one array parameter (psycopg allows 65,535)
 
 
 def sql_runner(store: Any) -> SQLRunner:

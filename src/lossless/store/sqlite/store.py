@@ -185,8 +185,10 @@ class SQLiteStore:
         return self._conn
 
     @contextmanager
-    def transaction(self) -> Iterator[Any]:
-        """One write transaction (re-entrant: nested uses join the outer one)."""
+    def transaction(self, *, wait: bool = True) -> Iterator[Any]:
+        """One write transaction (re-entrant: nested uses join the outer one). ``wait=False``
+        does not wait for another connection's write lock: a transient StoreError at once
+        while it is held (for a write that may be skipped, such as a key's last use)."""
         with self._lock:
             if self._depth:
                 self._depth += 1
@@ -196,7 +198,7 @@ class SQLiteStore:
                     self._depth -= 1
                 return
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
+                self._begin(wait)
             except apsw.Error as exc:
                 failure = _store_error(exc, self.path, "; nothing was written")
                 if failure is None:
@@ -219,6 +221,17 @@ class SQLiteStore:
                     raise
                 raise failure from exc
             self._depth = 0
+
+    def _begin(self, wait: bool) -> None:
+        if wait:
+            self._conn.execute("BEGIN IMMEDIATE")
+            return
+        (busy_ms,) = next(self._conn.execute("PRAGMA busy_timeout"))
+        self._conn.setbusytimeout(0)
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        finally:
+            self._conn.setbusytimeout(int(busy_ms))
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
