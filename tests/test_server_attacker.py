@@ -6,6 +6,8 @@ write lock. Also: new store files are readable by their owner only."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -208,3 +210,36 @@ def test_a_keys_use_is_recorded_without_waiting_for_a_row_lock_on_postgresql(pg_
             holder.commit()
         assert keys.verify(key) is not None
         assert keys.get(row.id).last_used_at is not None
+
+
+# -- new store files are the owner's only ---------------------------------------------------------
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.mark.sqlite_only(reason="file modes of a SQLite database")
+def test_new_store_files_are_readable_by_their_owner_only(tmp_path: Path) -> None:
+    old = os.umask(0o022)  # the usual umask, under which SQLite made them 0644
+    try:
+        db = tmp_path / "api.db"
+        with lossless.open(db, embedder=None, compaction="deferred") as mem:
+            mem.conversation("c").add("user", "a secret worth keeping")
+            files = [db, Path(f"{db}-wal"), Path(f"{db}-shm")]
+            assert all(p.exists() for p in files)
+            assert {p.name: oct(_mode(p)) for p in files} == {p.name: "0o600" for p in files}
+        cli = tmp_path / "cli.db"
+        env = {**os.environ, "LOSSLESS_EMBEDDER": "none"}
+        done = subprocess.run([sys.executable, "-m", "lossless", "--db", str(cli), "add", "c", "--role", "user",
+                               "--content", "hello", "--no-wait"], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert oct(_mode(cli)) == "0o600"
+        # an existing file keeps the mode its owner gave it
+        shared = tmp_path / "shared.db"
+        lossless.open(shared, embedder=None).close()
+        shared.chmod(0o640)
+        lossless.open(shared, embedder=None).close()
+        assert oct(_mode(shared)) == "0o640"
+    finally:
+        os.umask(old)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import queue
 import threading
 import time
@@ -81,6 +82,14 @@ def _store_error(exc: BaseException, path: str, outcome: str = "") -> StoreError
 READERS = 2  # read connections for long searches: at most this many run at once
 
 
+def _create_private(path: Path) -> None:
+    """Create a new database file readable and writable by its owner only (0600): SQLite
+    would make it 0644 under the usual umask, and gives its -wal and -shm files the
+    database file's mode. An existing file keeps the mode its owner gave it."""
+    with contextlib.suppress(OSError):  # it exists (or cannot be made: apsw says why)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 class SQLiteStore:
     """SQLite implementation of :class:`~lossless.store.base.Store`."""
 
@@ -95,6 +104,7 @@ class SQLiteStore:
             if not folder.is_dir():
                 raise StoreError(f"no directory {folder} for the SQLite database {Path(self.path).name!r}: "
                                  "create it first, or check the path", reason="the database's directory does not exist")
+            _create_private(Path(self.path).expanduser())
         try:
             self._conn = apsw.Connection(str(Path(self.path).expanduser()) if self.path != ":memory:" else self.path)
         except apsw.Error as exc:
