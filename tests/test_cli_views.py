@@ -77,3 +77,41 @@ def test_stats_compression_and_plot(db: str, tmp_path: Path, capsys: pytest.Capt
     assert status == 1 and "is a directory" in err
     status, _, err = _run(db, capsys, "stats", "--plot", str(png))
     assert status == 1 and "give CONV" in err
+
+
+def test_ls_shows_a_title_beside_each_id(store_target: StoreTarget, tmp_path: Path) -> None:
+    """`lossless ls` named conversations by id only (issue 30): each gets a title, the one
+    its metadata carries (an imported ChatGPT or Claude Code title), else the start of its
+    first user message on one line."""
+    import os
+    import subprocess
+    import sys
+
+    path = str(store_target("titles"))
+    with lossless.open(path, embedder=None) as mem:
+        mem.conversation("imported", {"title": "Trip to Lisbon in May"}).add("user", "hello")
+        plain = mem.conversation("plain")
+        plain.add("system", "You are Atlas, a routing assistant.")
+        plain.add("user", "Can the vans\n\nleave the Porto depot before six? " + "more words " * 40)
+        mem.conversation("parts").add("user", [{"type": "text", "text": "What does this error mean?"},
+                                               {"type": "image_url", "image_url": {"url": "data:,"}}])
+        mem.conversation("assistant-only").add("assistant", "nobody asked")
+    env = {**os.environ, "LOSSLESS_EMBEDDER": "none", "LOSSLESS_HOME": str(tmp_path)}
+    env.pop("LOSSLESS_DB", None)
+
+    def cli(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "lossless", "--db", path, *args], capture_output=True,
+                              text=True, env=env, timeout=120, check=False)
+        assert done.returncode == 0 and not done.stderr, done.stderr
+        return done.stdout
+
+    titles = {c["id"]: c["title"] for c in json.loads(cli("--json", "ls"))}
+    assert titles["imported"] == "Trip to Lisbon in May"
+    assert titles["plain"].startswith("Can the vans leave the Porto depot before six? more words")
+    assert len(titles["plain"]) == 60 and titles["plain"].endswith("…")
+    assert titles["parts"].startswith("What does this error mean?")
+    assert titles["assistant-only"] is None
+    table = cli("ls")
+    row = next(line for line in table.splitlines() if "plain" in line)
+    assert "Can the vans leave the Porto depot before six?" in row and "│" in row
+    assert "Trip to Lisbon in May" in next(line for line in table.splitlines() if "imported" in line)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -19,8 +20,11 @@ from lossless.cli.add_cmd import cmd_add  # re-exported: ``add`` has a module of
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents, non_negative, positive
 from lossless.conversation import Conversation
+from lossless.core.render import content_text
 from lossless.core.types import ROLES, ConversationInfo, Message
 from lossless.core.validate import parse_datetime
+from lossless.engine import Memory
+from lossless.store.runner import sql_runner
 
 __all__ = [
     "cmd_add",
@@ -194,9 +198,10 @@ def cmd_ls(ctx: CommandContext) -> int:
         infos.extend(batch)
         if len(batch) < 1000:
             break
+    titles = conversation_titles(memory, infos)
     if ctx.json:
         ctx.emit_json([
-            {"id": c.id, "messages": c.message_count, "summaries": c.summary_count,
+            {"id": c.id, "title": titles.get(c.id), "messages": c.message_count, "summaries": c.summary_count,
              "created_at": c.created_at.isoformat(), "updated_at": c.updated_at.isoformat(), "metadata": c.metadata}
             for c in infos
         ])
@@ -206,14 +211,47 @@ def cmd_ls(ctx: CommandContext) -> int:
         return 0
     ctx.out.print(Text(str(ctx.db_path()), style="dim"))
     table = Table()
-    table.add_column("conversation", style="bold cyan", overflow="fold")
-    table.add_column("messages", justify="right")
-    table.add_column("summaries", justify="right")
-    table.add_column("updated (UTC)", style="green")
+    # the title gives way on a narrow terminal: what the other columns need is kept for them
+    ids = min(40, max(len("conversation"), *(len(c.id) for c in infos)))
+    room = ctx.out.width - ids - len("messages") - len("summaries") - len("2024-01-01 00:00") - 16  # borders, padding
+    if not ctx.out.is_terminal:  # into a pipe or file: as wide as the content needs (print_unwrapped)
+        room = _TITLE_CHARS
+    table.add_column("conversation", style="bold cyan", overflow="fold", min_width=ids)
+    table.add_column("title", overflow="ellipsis", no_wrap=True, max_width=max(room, 8))
+    table.add_column("messages", justify="right", no_wrap=True)
+    table.add_column("summaries", justify="right", no_wrap=True)
+    table.add_column("updated (UTC)", style="green", no_wrap=True)
     for c in infos:
-        table.add_row(Text(c.id), str(c.message_count), str(c.summary_count), f"{render.utc(c.updated_at):%Y-%m-%d %H:%M}")
-    ctx.out.print(table)
+        table.add_row(Text(c.id), Text(titles.get(c.id) or ""), str(c.message_count), str(c.summary_count),
+                      f"{render.utc(c.updated_at):%Y-%m-%d %H:%M}")
+    ctx.print_unwrapped(table)
     return 0
+
+
+_TITLE_CHARS = 60
+
+
+def conversation_titles(memory: Memory, infos: Sequence[ConversationInfo]) -> dict[str, str]:
+    """A title for each conversation: its metadata's ``title`` (what an import brought:
+    ChatGPT's, Claude Code's), else the start of its first user message, one line of at
+    most 60 characters. Conversations with neither are left out."""
+    out = {c.id: render.one_line(str(c.metadata["title"]), _TITLE_CHARS)
+           for c in infos if isinstance(c.metadata.get("title"), str) and c.metadata["title"].strip()}
+    missing = [c.id for c in infos if c.id not in out and c.message_count]
+    runner = sql_runner(memory.store)
+    for start in range(0, len(missing), 500):
+        where, args = runner.in_list("c.id", missing[start:start + 500])
+        # the first user message found through the (conversation_id, seq) index, one per
+        # conversation; only the start of a text is read (a first message may be megabytes)
+        rows = runner.query(
+            "SELECT c.id, CASE WHEN m.content_is_json = 1 THEN m.content ELSE substr(m.content, 1, 1000) END, "
+            "m.content_is_json FROM conversations c JOIN messages m ON m.id = (SELECT x.id FROM messages x "
+            f"WHERE x.conversation_id = c.id AND x.role = 'user' ORDER BY x.seq LIMIT 1) WHERE {where}", args)
+        for cid, content, is_json in rows:
+            text = content_text(json.loads(content)) if is_json else str(content or "")
+            if text.strip():
+                out[cid] = render.one_line(text, _TITLE_CHARS)
+    return out
 
 
 def raw_tail(conv: Conversation) -> list[Message]:

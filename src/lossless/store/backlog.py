@@ -78,8 +78,11 @@ class Backlog:
         if conversation_ids is not None:
             if not conversation_ids:
                 return []
-            where += f" AND b.conversation_id IN ({','.join('?' * len(conversation_ids))})"
-            args += list(conversation_ids)
+            # one bound value for the whole list (its length is the caller's: 33,000
+            # placeholders failed with "too many SQL variables")
+            among, values = self.runner.in_list("b.conversation_id", list(conversation_ids))
+            where += f" AND {among}"
+            args += values
         # PostgreSQL: lock the backlog rows read (not the conversations), skipping those
         # another worker's claim transaction holds
         lock = " FOR UPDATE OF b SKIP LOCKED" if self.runner.dialect == "postgresql" else ""

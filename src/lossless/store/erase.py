@@ -164,21 +164,24 @@ def _rewrite_summary(runner: SQLRunner, conn: Any, cid: str, r: SummaryRewrite) 
 def _replace_units(runner: SQLRunner, conn: Any, plan: ErasePlan) -> None:
     if not plan.drop_units:
         return
-    marks = ",".join("?" * len(plan.drop_units))
-    shas = [r[0] for r in conn.execute(f"SELECT text_sha256 FROM recall_units WHERE rowid IN ({marks})",
-                                       plan.drop_units).fetchall()]
+    # a conversation may have more units than a statement may bind variables: one list value
+    units, args = runner.in_list("rowid", plan.drop_units)
+    shas = [r[0] for r in conn.execute(f"SELECT text_sha256 FROM recall_units WHERE {units}", args).fetchall()]
     for (name, backend) in conn.execute("SELECT name, backend FROM vector_indexes").fetchall():
         if runner.dialect == "postgresql":
-            conn.execute(f"DELETE FROM {name} WHERE unit_rowid IN ({marks})", plan.drop_units)
+            among, values = runner.in_list("unit_rowid", plan.drop_units)
+            conn.execute(f"DELETE FROM {name} WHERE {among}", values)
         elif backend == "sqlite-vec" and conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None:
-            conn.execute(f"DELETE FROM {name} WHERE rowid IN ({marks})", plan.drop_units)
+            # one rowid at a time: how a vec0 table finds a row (an IN list would scan it)
+            conn.executemany(f"DELETE FROM {name} WHERE rowid = ?", [(r,) for r in plan.drop_units])
     # SQLite gives a new row max(rowid) + 1, which may be a rowid just deleted (and counted
     # as embedded by vector_progress): replacements are numbered above every unit instead
     top = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM recall_units").fetchone()[0])
-    conn.execute(f"DELETE FROM recall_units WHERE rowid IN ({marks})", plan.drop_units)
+    conn.execute(f"DELETE FROM recall_units WHERE {units}", args)
     if shas:  # a vector is the text in another form: the cached ones go too
-        conn.execute(f"DELETE FROM embedding_cache WHERE text_sha256 IN ({','.join('?' * len(shas))})", shas)
+        among, values = runner.in_list("text_sha256", shas)
+        conn.execute(f"DELETE FROM embedding_cache WHERE {among}", values)
     # new rowids, above every conversation's vector progress: the worker embeds them
     rows = [(plan.conversation_id, u.kind, u.first_seq, u.last_seq, u.part, u.role, json.dumps(list(u.message_ids)),
              u.text, u.sha256, u.start_ts, u.end_ts) for u in plan.add_units]

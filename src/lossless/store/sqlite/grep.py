@@ -6,7 +6,6 @@ import heapq
 import json
 import math
 import re
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -25,6 +24,7 @@ from lossless.store.fts import (
     word_query,
 )
 from lossless.store.rows import grep_hit as _hit
+from lossless.store.runner import sqlite_in
 from lossless.store.sqlite.regexp import RegexTimeout, regex_deadline
 
 if TYPE_CHECKING:
@@ -35,23 +35,12 @@ __all__ = ["run_search", "verify_store"]
 _CANDIDATES = 2  # fetch this many times the limit from each index before merging
 
 
-_LISTED = 100  # more conversation ids than this go in as one JSON array (see _ids_in)
-
-
-def _ids_in(column: str, ids: Sequence[str]) -> tuple[str, list[Any]]:
-    """``column IN (…)`` for ``ids``: placeholders for a few; one JSON array read by
-    json_each for many (SQLite allows at most 32,766 variables in a statement, and a
-    tenant may have more conversations than that)."""
-    if len(ids) <= _LISTED:
-        return f"{column} IN ({','.join('?' * len(ids))})", list(ids)
-    return f"{column} IN (SELECT value FROM json_each(?))", [json.dumps(list(ids))]
-
 
 def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
     clauses: list[str] = []
     args: list[Any] = []
     if spec.conversation_ids is not None:
-        clause, ids = _ids_in(f"{alias}.conversation_id", spec.conversation_ids)
+        clause, ids = sqlite_in(f"{alias}.conversation_id", spec.conversation_ids)
         clauses.append(clause)
         args.extend(ids)
     if kind == "message":
@@ -169,10 +158,10 @@ def _scope_rows(store: SQLiteStore, kind: str, spec: SearchSpec) -> int | None:
     if spec.conversation_ids is None:
         return None
     if kind == "message":
-        clause, args = _ids_in("id", spec.conversation_ids)
+        clause, args = sqlite_in("id", spec.conversation_ids)
         sql = f"SELECT coalesce(sum(last_seq), 0) FROM conversations WHERE {clause}"
     else:
-        clause, args = _ids_in("conversation_id", spec.conversation_ids)
+        clause, args = sqlite_in("conversation_id", spec.conversation_ids)
         sql = f"SELECT count(*) FROM summaries WHERE {clause}"
     return int(store._query(sql, args)[0][0])
 
@@ -321,14 +310,13 @@ def run_search(store: SQLiteStore, spec: SearchSpec) -> list[GrepHit]:
             scores = {rowid: score for rowid, score in scores.items() if score >= least}
         if not scores:
             continue
-        ids = list(scores)
-        marks = ",".join("?" * len(ids))
+        among, ids = sqlite_in("rowid", list(scores))
         if kind == "message":
             sql = (f"SELECT rowid, id, conversation_id, seq, seq, role, created_at, created_ts, NULL FROM messages "
-                   f"WHERE rowid IN ({marks})")
+                   f"WHERE {among}")
         else:
             sql = (f"SELECT rowid, id, conversation_id, first_seq, last_seq, NULL, earliest_at, latest_ts, depth "
-                   f"FROM summaries WHERE rowid IN ({marks})")
+                   f"FROM summaries WHERE {among}")
         for row in store._query(sql, ids):
             rows_by_key[(kind, row[0])] = row
             ranked.append((scores[row[0]], row[7], row[1], kind, row[0]))
@@ -354,14 +342,14 @@ def _texts(store: SQLiteStore, top: list[tuple[float, float, str, str, int]]) ->
         want = [r[4] for r in top if r[3] == kind]
         if not want:
             continue
-        marks = ",".join("?" * len(want))
+        among, args = sqlite_in("rowid", want)
         if kind == "message":
             for rowid, content, is_json, calls in store._query(
-                    f"SELECT rowid, content, content_is_json, tool_calls FROM messages WHERE rowid IN ({marks})", want):
+                    f"SELECT rowid, content, content_is_json, tool_calls FROM messages WHERE {among}", args):
                 out[(kind, rowid)] = content_text(json.loads(content) if is_json else content,
                                                   json.loads(calls) if calls else None)
         else:
-            for rowid, content in store._query(f"SELECT rowid, content FROM summaries WHERE rowid IN ({marks})", want):
+            for rowid, content in store._query(f"SELECT rowid, content FROM summaries WHERE {among}", args):
                 out[(kind, rowid)] = content
     return out
 

@@ -19,6 +19,7 @@ from lossless.core.errors import StoreError
 from lossless.embed.base import Vectors
 from lossless.recall.units import Unit
 from lossless.store.rows import UnitRow  # re-exported: its old home
+from lossless.store.runner import sqlite_in
 
 if TYPE_CHECKING:
     from lossless.store.sqlite.store import SQLiteStore
@@ -157,9 +158,8 @@ class SQLiteRecall:
         if not rowids:
             return {}
         cols = _UNIT_COLS if text else _UNIT_COLS.replace(" text,", " '',")
-        rows = self.store._query(
-            f"SELECT {cols} FROM recall_units WHERE rowid IN ({','.join('?' * len(rowids))})", list(rowids)
-        )
+        among, args = sqlite_in("rowid", list(rowids))
+        rows = self.store._query(f"SELECT {cols} FROM recall_units WHERE {among}", args)
         return {r[0]: _unit_row(r) for r in rows}
 
     # -- embedding cache ------------------------------------------------------------------

@@ -39,6 +39,7 @@ from lossless.store.rows import (
     message_from_row,
     prefix_upper,
 )
+from lossless.store.runner import sqlite_in
 from lossless.store.sqlite.migrations import migrate
 from lossless.store.sqlite.regexp import regexp
 
@@ -433,9 +434,8 @@ class SQLiteStore:
             earlier_ids = [o for o in out if isinstance(o, str)]
             by_id = {}
             if earlier_ids:
-                found = conn.execute(
-                    f"SELECT {_MSG_COLS} FROM messages WHERE id IN ({','.join('?' * len(earlier_ids))})", earlier_ids
-                ).fetchall()
+                among, args = sqlite_in("id", earlier_ids)
+                found = conn.execute(f"SELECT {_MSG_COLS} FROM messages WHERE {among}", args).fetchall()
                 by_id = {r[1]: self._message(r) for r in found}
         return [o if isinstance(o, Message) else by_id[o] for o in out]
 
@@ -523,20 +523,20 @@ class SQLiteStore:
         kind = dag.source_kind(new.sources)
         cid = new.conversation_id
         ids = [s.id for s in new.sources]
-        marks = ",".join("?" * len(ids))
+        among, values = sqlite_in("id", ids)
         with self.transaction() as conn:
             span: dag.Span | None
             if kind == "message":
                 # +conversation_id: not by that index, which made SQLite walk every message
                 # of the conversation (a leaf's write grew with its length); by id instead
                 rows = conn.execute(f"SELECT seq, created_at, created_ts, token_count FROM messages "
-                                    f"WHERE +conversation_id = ? AND id IN ({marks}) ORDER BY seq", [cid, *ids])
+                                    f"WHERE +conversation_id = ? AND {among} ORDER BY seq", [cid, *values])
                 span = dag.leaf_span(new.depth, len(ids), [dag.SourceMessage(*r) for r in rows])
                 if not dag.extends_frontier(span, self._covered_seq(conn, cid)):
                     return None
             else:
                 rows = conn.execute(f"SELECT {SOURCE_SUMMARY_COLUMNS} FROM summaries WHERE conversation_id = ? "
-                                    f"AND id IN ({marks}) ORDER BY first_seq", [cid, *ids])
+                                    f"AND {among} ORDER BY first_seq", [cid, *values])
                 sources = [dag.SourceSummary(*r) for r in rows]
                 if new.root:
                     last = max((int(r.last_seq) for r in sources), default=0)
