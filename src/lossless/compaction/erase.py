@@ -38,10 +38,12 @@ from lossless.recall.units import message_units, window_units
 from lossless.store.erase import (
     ErasedMessage,
     ErasePlan,
+    StalePlan,
     SummaryRewrite,
     Tombstone,
     erase,
     tombstones,
+    units_cut,
 )
 from lossless.store.runner import sql_runner
 from lossless.summarize.base import SummaryRequest
@@ -51,6 +53,8 @@ if TYPE_CHECKING:
     from lossless.engine import Memory
 
 __all__ = ["check_targets", "erase_messages", "plan_erase"]
+
+_PLAN_ATTEMPTS = 8  # a plan goes stale only if units are cut in the milliseconds before it is written
 
 
 def plan_erase(compactor: Compactor, conversation_id: str, targets: Sequence[str | int] | None, *,
@@ -84,6 +88,7 @@ def plan_erase(compactor: Compactor, conversation_id: str, targets: Sequence[str
     if erased:
         after = [erased.get(m.seq, m) for m in messages]
         plan.summaries = _summaries(compactor, conversation_id, after, set(erased))
+        plan.units_cut = units_cut(sql_runner(store), conversation_id)  # before the units are read
         plan.drop_units, plan.add_units = _units(compactor, conversation_id, after, erased)
     return plan, [done[m.id] for m in chosen if m.id in done]
 
@@ -170,9 +175,17 @@ def erase_messages(memory: Memory, conversation_id: str, targets: object, *, rea
     with memory.compactor.holding(conversation_id, "erase", wait) as held:
         if isinstance(held, Busy):
             raise CompactionBusyError(f"cannot erase now: {held.why}")
-        plan, already = plan_erase(memory.compactor, conversation_id, chosen, reason=why, by=who)
-        if plan.messages:
-            erase(store, plan)
+        for attempt in range(_PLAN_ATTEMPTS):
+            plan, already = plan_erase(memory.compactor, conversation_id, chosen, reason=why, by=who)
+            if not plan.messages:
+                break
+            try:
+                erase(store, plan)
+                break
+            except StalePlan:  # a worker cut units meanwhile: plan again, with them
+                if attempt == _PLAN_ATTEMPTS - 1:
+                    raise CompactionBusyError("cannot erase now: the worker kept indexing the conversation while "
+                                              "the erase was planned; nothing was erased, try again") from None
     if plan.messages:
         _forget_in_memory(memory, conversation_id, plan)
         if plan.add_units:

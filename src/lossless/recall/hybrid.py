@@ -33,6 +33,7 @@ log = logging.getLogger("lossless")
 # cost 0.006-0.011 answer recall on the chit-chat dev set and were level on BEAM
 _WIDE = 2
 _RRF_K = 60  # the constant from Cormack et al.; ranks past ~60 barely matter
+_CUT_ATTEMPTS = 3  # an erase between reading messages and writing their units: read them again
 _EMBED_BATCH = 64  # units per embedding call: small enough that a progress bar moves every second or two on a CPU
 
 
@@ -136,21 +137,26 @@ class Recaller:
 
     def cut_units(self, conversation_id: str, limit: int | None = None) -> int:
         """Make units for messages not yet cut (at most ``limit`` messages' worth, so a
-        worker's step stays short); returns how many were written."""
-        message_seq, window_seq = self.index_store.progress(conversation_id)
-        last = self.store.last_seq(conversation_id)
-        if limit is not None:
-            last = min(last, message_seq + limit)
-        if last <= message_seq and last <= window_seq:
-            return 0
-        new_msgs = self.store.get_messages(conversation_id, message_seq + 1, last)
-        units = message_units(new_msgs, self.counter)
-        window_msgs = (self.store.get_messages(conversation_id, window_seq + 1, last) if window_seq < message_seq
-                       else new_msgs)
-        windows, next_start = window_units(window_msgs, closed=False)
-        units += windows
-        self.index_store.add_units(conversation_id, units, last, next_start if next_start is not None else window_seq)
-        return len(units)
+        worker's step stays short); returns how many were written. Units cut from text an
+        erase replaced meanwhile are not written: the messages are read again."""
+        for _ in range(_CUT_ATTEMPTS):
+            erasures = self.index_store.erasures(conversation_id)  # before the messages are read
+            message_seq, window_seq = self.index_store.progress(conversation_id)
+            last = self.store.last_seq(conversation_id)
+            if limit is not None:
+                last = min(last, message_seq + limit)
+            if last <= message_seq and last <= window_seq:
+                return 0
+            new_msgs = self.store.get_messages(conversation_id, message_seq + 1, last)
+            units = message_units(new_msgs, self.counter)
+            window_msgs = (self.store.get_messages(conversation_id, window_seq + 1, last) if window_seq < message_seq
+                           else new_msgs)
+            windows, next_start = window_units(window_msgs, closed=False)
+            units += windows
+            if self.index_store.add_units(conversation_id, units, last,
+                                          next_start if next_start is not None else window_seq, erasures):
+                return len(units)
+        return 0  # erased under it every time: the next step cuts them
 
     def index_name(self) -> str | None:
         if self.embedder is None:
@@ -177,14 +183,16 @@ class Recaller:
             shas = [u.text_sha256 for u in batch]
             cached = self.index_store.cached(e.provider, e.model, shas)
             missing = [(u, s) for u, s in zip(batch, shas, strict=True) if s not in cached]
+            fresh: set[str] = set()
             if missing:
                 texts = list(dict.fromkeys(u.text for u, _ in missing))
-                vectors = embed_checked(e, texts)
+                vectors = embed_checked(e, texts)  # outside any transaction: an erase may land meanwhile
                 by_text = dict(zip(texts, vectors, strict=True))
-                fresh = {s: by_text[u.text] for u, s in missing}
-                self.index_store.cache_put(e.provider, e.model, list(fresh.items()))
-                cached.update(fresh)
-            self.index_store.add_vectors(index, conversation_id, [(u, cached[s]) for u, s in zip(batch, shas, strict=True)])
+                cached.update((s, by_text[u.text]) for u, s in missing)
+                fresh = {s for _, s in missing}
+            # the vectors and the new cache rows, for the units an erase did not replace meanwhile
+            self.index_store.add_vectors(index, conversation_id,
+                                         [(u, cached[s]) for u, s in zip(batch, shas, strict=True)], fresh)
             done += len(batch)
             if progress is not None:
                 progress(done, max(total, done))

@@ -16,6 +16,14 @@ writes, in one transaction:
 
 Either all of it is stored or none. The SQL is written once (:mod:`lossless.store.runner`);
 only the keyword index differs (FTS5 tables on SQLite, a ``search`` column on PostgreSQL).
+
+The worker cuts and embeds units outside any transaction and writes them after
+(:mod:`lossless.recall.hybrid`). An erase and those writes are serialised (SQLite: one
+writer; PostgreSQL: the conversation's ``recall_progress`` row, locked for update first),
+and each side checks in its own transaction what the other may have done since it read:
+units cut since the plan was made make it stale (:class:`StalePlan`: the caller plans
+again); units cut from text erased since, and vectors of units replaced since, are not
+written (:class:`~lossless.store.base.RecallIndex`).
 """
 
 from __future__ import annotations
@@ -29,7 +37,12 @@ from lossless.store.fts import has_cjk_trigram, index_text
 from lossless.store.reindex import indexed_message_text
 from lossless.store.runner import SQLRunner, sql_runner
 
-__all__ = ["ErasePlan", "ErasedMessage", "SummaryRewrite", "Tombstone", "erase", "tombstones"]
+__all__ = ["ErasePlan", "ErasedMessage", "StalePlan", "SummaryRewrite", "Tombstone", "erase", "tombstones"]
+
+
+class StalePlan(Exception):
+    """Retrieval units were cut since the plan was made (it may miss some that quote an
+    erased message): nothing was written; make the plan again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +97,8 @@ class ErasePlan:
     summaries: list[SummaryRewrite] = field(default_factory=list)
     drop_units: list[int] = field(default_factory=list)
     add_units: list[Any] = field(default_factory=list)
+    # the conversation's recall_progress (message_seq, window_seq) read before its units were
+    units_cut: tuple[int, int] = (0, 0)
 
 
 def tombstones(store: Any, conversation_id: str | None = None) -> list[Tombstone]:
@@ -98,6 +113,7 @@ def erase(store: Any, plan: ErasePlan) -> None:
     """Write ``plan`` in one transaction (see the module docstring)."""
     runner = sql_runner(store)
     with runner.transaction() as conn:
+        _hold_units(runner, conn, plan)
         for m in plan.messages:
             _erase_message(runner, conn, plan.conversation_id, m)
         for rewrite in plan.summaries:
@@ -105,6 +121,27 @@ def erase(store: Any, plan: ErasePlan) -> None:
         _replace_units(runner, conn, plan)
     if hasattr(store, "common_terms"):  # SQLite: a word may be in fewer messages now (grep._bounded)
         store.common_terms.clear()
+
+
+def units_cut(runner: SQLRunner, conversation_id: str) -> tuple[int, int]:
+    """How far the conversation's messages are cut into retrieval units (0, 0: not at all)."""
+    rows = runner.query("SELECT message_seq, window_seq FROM recall_progress WHERE conversation_id = ?",
+                        (conversation_id,))
+    return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+
+
+def _hold_units(runner: SQLRunner, conn: Any, plan: ErasePlan) -> None:
+    """Keep the conversation's units as the plan saw them until this transaction ends, or
+    raise :class:`StalePlan` if some were cut since. PostgreSQL: the ``recall_progress``
+    row locked for update (as unit and vector writes lock it), so no unit, vector or
+    cached embedding of the old text is written between this check and the commit."""
+    if runner.dialect == "postgresql":
+        conn.execute("SELECT 1 FROM recall_progress WHERE conversation_id = ? FOR UPDATE", (plan.conversation_id,))
+    row = conn.execute("SELECT message_seq, window_seq FROM recall_progress WHERE conversation_id = ?",
+                       (plan.conversation_id,)).fetchone()
+    now = (int(row[0]), int(row[1])) if row else (0, 0)
+    if now != plan.units_cut:
+        raise StalePlan(f"retrieval units of {plan.conversation_id!r} were cut since the erase was planned")
 
 
 def _erase_message(runner: SQLRunner, conn: Any, cid: str, m: ErasedMessage) -> None:

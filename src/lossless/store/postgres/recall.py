@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +61,7 @@ class PostgresRecall:
         self.store = store
         self.exact_below = EXACT_BELOW
         self._counts: dict[tuple[str, str], tuple[int, int]] = {}
+        self._keys: dict[str, tuple[str, str]] = {}  # index name -> (provider, model)
 
     # -- units ----------------------------------------------------------------------------
 
@@ -75,16 +76,29 @@ class PostgresRecall:
         )
         return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
-    def add_units(self, conversation_id: str, units: Sequence[Unit], message_seq: int, window_seq: int) -> None:
+    def erasures(self, conversation_id: str) -> int:
+        """How many of the conversation's messages were erased (tombstones are never deleted)."""
+        return int(self.store._query("SELECT count(*) FROM tombstones WHERE conversation_id = %s",
+                                     (conversation_id,))[0][0])
+
+    def add_units(self, conversation_id: str, units: Sequence[Unit], message_seq: int, window_seq: int,
+                  erasures: int | None = None) -> bool:
         """Write units and the new progress marks in one transaction (re-running is harmless).
+        ``erasures``: the conversation's tombstones counted before its messages were read;
+        if an erase landed since, nothing is written (False): the caller cuts them again.
 
         The progress row is locked first: two processes cutting one conversation take
         turns, so its unit rowids grow in commit order and ``vector_progress`` (units up
-        to a rowid are embedded) never skips a unit committed late."""
+        to a rowid are embedded) never skips a unit committed late. An erase locks it too
+        (:mod:`lossless.store.erase`), so the tombstone count read under it is the last word."""
         with self.store.transaction() as conn:
             conn.execute("INSERT INTO recall_progress (conversation_id) VALUES (%s) ON CONFLICT DO NOTHING",
                          (conversation_id,))
             conn.execute("SELECT 1 FROM recall_progress WHERE conversation_id = %s FOR UPDATE", (conversation_id,))
+            if erasures is not None and conn.execute(
+                    "SELECT count(*) FROM tombstones WHERE conversation_id = %s",
+                    (conversation_id,)).fetchone()[0] != erasures:
+                return False
             if units:
                 with conn.cursor() as cur:
                     cur.executemany(
@@ -99,6 +113,7 @@ class PostgresRecall:
                 "window_seq = greatest(window_seq, %s) WHERE conversation_id = %s",
                 (message_seq, window_seq, conversation_id),
             )
+        return True
 
     def units(self, rowids: Sequence[int], *, text: bool = True) -> dict[int, UnitRow]:
         """The units by rowid; without ``text`` their text comes back empty."""
@@ -125,8 +140,13 @@ class PostgresRecall:
     def cache_put(self, provider: str, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
         if not items:
             return
+        with self.store.transaction() as conn:
+            self._cache_insert(conn, provider, model, items)
+
+    @staticmethod
+    def _cache_insert(conn: Any, provider: str, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
         now = datetime.now(UTC).isoformat()
-        with self.store.transaction() as conn, conn.cursor() as cur:
+        with conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO embedding_cache (provider, model, text_sha256, dim, vector, created_at) "
                 "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
@@ -200,23 +220,55 @@ class PostgresRecall:
             "SELECT count(*) FROM recall_units WHERE conversation_id = %s AND rowid > %s", (conversation_id, upto)
         )[0][0])
 
-    def add_vectors(self, index: str, conversation_id: str, rows: Sequence[tuple[UnitRow, np.ndarray]]) -> None:
+    def add_vectors(self, index: str, conversation_id: str, rows: Sequence[tuple[UnitRow, np.ndarray]],
+                    fresh: Collection[str] = ()) -> int:
+        """Store the vectors of units read by :meth:`pending` and embedded since, for the
+        units still stored as read (an erase may have replaced some meanwhile: nothing of
+        those is written), with the vectors of ``fresh`` text hashes in the embedding
+        cache; the index counts the whole batch as done. Returns how many were stored.
+
+        The conversation's progress row is share-locked first: an erase holds it for
+        update from its first write to its commit (:mod:`lossless.store.erase`), so either
+        the erase waits and then deletes what this wrote, or this waits and finds the
+        units gone."""
         if not rows:
-            return
+            return 0
         with self.store.transaction() as conn:
-            self._vector_type(conn)
-            with conn.cursor() as cur:
-                cur.executemany(
-                    f"INSERT INTO {index} (unit_rowid, conversation_id, kind, embedding) VALUES (%s, %s, %s, %s) "
-                    "ON CONFLICT (unit_rowid) DO UPDATE SET embedding = excluded.embedding",
-                    [(u.rowid, conversation_id, u.kind, np.asarray(v, dtype=np.float32)) for u, v in rows],
-                )
+            conn.execute("SELECT 1 FROM recall_progress WHERE conversation_id = %s FOR SHARE", (conversation_id,))
+            stored = {(int(r), sha) for r, sha in conn.execute(
+                "SELECT rowid, text_sha256 FROM recall_units WHERE rowid = ANY(%s)",
+                ([u.rowid for u, _ in rows],)).fetchall()}
+            batch_top = max(u.rowid for u, _ in rows)
+            rows = [(u, v) for u, v in rows if (u.rowid, u.text_sha256) in stored]
+            if fresh and rows:
+                provider, model = self._index_key(conn, index)
+                new = {u.text_sha256: v for u, v in rows if u.text_sha256 in fresh}
+                self._cache_insert(conn, provider, model, list(new.items()))
+            if rows:
+                self._vector_type(conn)
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        f"INSERT INTO {index} (unit_rowid, conversation_id, kind, embedding) VALUES (%s, %s, %s, %s) "
+                        "ON CONFLICT (unit_rowid) DO UPDATE SET embedding = excluded.embedding",
+                        [(u.rowid, conversation_id, u.kind, np.asarray(v, dtype=np.float32)) for u, v in rows],
+                    )
             conn.execute(
                 "INSERT INTO vector_progress AS p (index_name, conversation_id, unit_rowid) VALUES (%s, %s, %s) "
                 "ON CONFLICT (index_name, conversation_id) DO UPDATE SET "
                 "unit_rowid = greatest(p.unit_rowid, excluded.unit_rowid)",
-                (index, conversation_id, max(u.rowid for u, _ in rows)),
+                (index, conversation_id, batch_top),
             )
+        return len(rows)
+
+    def _index_key(self, conn: Any, index: str) -> tuple[str, str]:
+        """The (provider, model) an index was made for: its embedding cache key."""
+        key = self._keys.get(index)
+        if key is None:
+            row = conn.execute("SELECT provider, model FROM vector_indexes WHERE name = %s", (index,)).fetchone()
+            if row is None:
+                raise StoreError(f"no vector index {index!r}")
+            key = self._keys[index] = (str(row[0]), str(row[1]))
+        return key
 
     def knn(self, index: str, provider: str, model: str, conversation_ids: Sequence[str], query: Vectors,
             k: int, kinds: Sequence[str] | None = None) -> list[tuple[int, float]]:

@@ -9,7 +9,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -117,6 +117,7 @@ class SQLiteRecall:
         self._matrices: OrderedDict[tuple[str, str], _Matrix] = OrderedDict()
         self._matrix_bytes = 0
         self._lock = threading.Lock()
+        self._keys: dict[str, tuple[str, str]] = {}  # index name -> (provider, model)
 
     def forget_conversation(self, conversation_id: str) -> None:
         """Drop what this process holds in memory of a conversation's vectors (after an
@@ -135,9 +136,21 @@ class SQLiteRecall:
         )
         return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
-    def add_units(self, conversation_id: str, units: Sequence[Unit], message_seq: int, window_seq: int) -> None:
-        """Write units and the new progress marks in one transaction (re-running is harmless)."""
+    def erasures(self, conversation_id: str) -> int:
+        """How many of the conversation's messages were erased (tombstones are never deleted)."""
+        return int(self.store._query("SELECT count(*) FROM tombstones WHERE conversation_id = ?",
+                                     (conversation_id,))[0][0])
+
+    def add_units(self, conversation_id: str, units: Sequence[Unit], message_seq: int, window_seq: int,
+                  erasures: int | None = None) -> bool:
+        """Write units and the new progress marks in one transaction (re-running is harmless).
+        ``erasures``: the conversation's tombstones counted before its messages were read;
+        if an erase landed since, the units may quote erased text and nothing is written
+        (False): the caller cuts them again."""
         with self.store.transaction() as conn:
+            if erasures is not None and conn.execute(
+                    "SELECT count(*) FROM tombstones WHERE conversation_id = ?", (conversation_id,)).fetchone()[0] != erasures:
+                return False
             conn.executemany(
                 "INSERT INTO recall_units (conversation_id, kind, first_seq, last_seq, part, role, message_ids, "
                 "text, text_sha256, start_ts, end_ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -151,6 +164,7 @@ class SQLiteRecall:
                 "window_seq = max(window_seq, excluded.window_seq)",
                 (conversation_id, message_seq, window_seq),
             )
+        return True
 
     def units(self, rowids: Sequence[int], *, text: bool = True) -> dict[int, UnitRow]:
         """The units by rowid; without ``text`` their text comes back empty (a k-NN over
@@ -178,13 +192,17 @@ class SQLiteRecall:
         return out
 
     def cache_put(self, provider: str, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        now = datetime.now(UTC).isoformat()
         with self.store.transaction() as conn:
-            conn.executemany(
-                "INSERT INTO embedding_cache (provider, model, text_sha256, dim, vector, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                [(provider, model, sha, int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes(), now) for sha, v in items],
-            )
+            self._cache_insert(conn, provider, model, items)
+
+    @staticmethod
+    def _cache_insert(conn: Any, provider: str, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
+        now = datetime.now(UTC).isoformat()
+        conn.executemany(
+            "INSERT INTO embedding_cache (provider, model, text_sha256, dim, vector, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [(provider, model, sha, int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes(), now) for sha, v in items],
+        )
 
     def cache_size(self) -> int:
         return int(self.store._query("SELECT count(*) FROM embedding_cache")[0][0])
@@ -236,11 +254,26 @@ class SQLiteRecall:
             "SELECT count(*) FROM recall_units WHERE conversation_id = ? AND rowid > ?", (conversation_id, upto)
         )[0][0])
 
-    def add_vectors(self, index: str, conversation_id: str, rows: Sequence[tuple[UnitRow, np.ndarray]]) -> None:
+    def add_vectors(self, index: str, conversation_id: str, rows: Sequence[tuple[UnitRow, np.ndarray]],
+                    fresh: Collection[str] = ()) -> int:
+        """Store the vectors of units read by :meth:`pending` and embedded since, for the
+        units still stored as read (an erase may have replaced some meanwhile: nothing of
+        those is written), with the vectors of ``fresh`` text hashes in the embedding
+        cache; the index counts the whole batch as done. One transaction (BEGIN IMMEDIATE:
+        no erase can land between the check and the writes). Returns how many were stored."""
         if not rows:
-            return
+            return 0
         with self.store.transaction() as conn:
-            if self.backend == "sqlite-vec":
+            marks = ",".join("?" * len(rows))
+            stored = set(conn.execute(f"SELECT rowid, text_sha256 FROM recall_units WHERE rowid IN ({marks})",
+                                      [u.rowid for u, _ in rows]).fetchall())
+            batch_top = max(u.rowid for u, _ in rows)
+            rows = [(u, v) for u, v in rows if (u.rowid, u.text_sha256) in stored]
+            if fresh and rows:
+                provider, model = self._index_key(conn, index)
+                new = {u.text_sha256: v for u, v in rows if u.text_sha256 in fresh}
+                self._cache_insert(conn, provider, model, list(new.items()))
+            if self.backend == "sqlite-vec" and rows:
                 # vec0 ignores OR REPLACE: a unit embedded twice (the worker and conv.index() at
                 # once) would break its primary key, so an earlier vector is deleted first
                 conn.executemany(f"DELETE FROM {index} WHERE rowid = ?", [(u.rowid,) for u, _ in rows])
@@ -251,8 +284,19 @@ class SQLiteRecall:
             conn.execute(
                 "INSERT INTO vector_progress (index_name, conversation_id, unit_rowid) VALUES (?, ?, ?) "
                 "ON CONFLICT DO UPDATE SET unit_rowid = max(unit_rowid, excluded.unit_rowid)",
-                (index, conversation_id, max(u.rowid for u, _ in rows)),
+                (index, conversation_id, batch_top),
             )
+        return len(rows)
+
+    def _index_key(self, conn: Any, index: str) -> tuple[str, str]:
+        """The (provider, model) an index was made for: its embedding cache key."""
+        key = self._keys.get(index)
+        if key is None:
+            row = conn.execute("SELECT provider, model FROM vector_indexes WHERE name = ?", (index,)).fetchone()
+            if row is None:
+                raise StoreError(f"no vector index {index!r}")
+            key = self._keys[index] = (str(row[0]), str(row[1]))
+        return key
 
     def knn(self, index: str, provider: str, model: str, conversation_ids: Sequence[str], query: Vectors,
             k: int, kinds: Sequence[str] | None = None) -> list[tuple[int, float]]:
