@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Literal
 
+import apsw
 from rich.table import Table
 from rich.text import Text
 
@@ -20,10 +21,12 @@ from lossless.cli.add_cmd import cmd_add  # re-exported: ``add`` has a module of
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents, non_negative, positive
 from lossless.conversation import Conversation
+from lossless.core.errors import StoreError
 from lossless.core.render import content_text
 from lossless.core.types import ROLES, ConversationInfo, Message
 from lossless.core.validate import parse_datetime
 from lossless.engine import Memory
+from lossless.store.integrity import INTEGRITY
 from lossless.store.runner import sql_runner
 
 __all__ = [
@@ -150,6 +153,8 @@ def _register_upkeep(sub: Subparsers, common: list[argparse.ArgumentParser]) -> 
 
     p = add_command(sub, "verify", cmd_verify, "re-check stored hashes and DAG invariants", common)
     p.add_argument("conversation", metavar="CONV", nargs="?")
+    p.add_argument("--all", action="store_true", dest="all_problems",
+                   help=f"list every problem found (default: a summary, what to do, and the first {_SHOWN})")
 
 
 # -- usage rules argparse cannot express (each exits 2 through ``parser.error``) ----------
@@ -635,16 +640,53 @@ def cmd_stats(ctx: CommandContext) -> int:
     return 0
 
 
+_SHOWN = 10  # problems listed under verify's summary without --all
+_DAMAGE_FIX = {  # what to do about a damaged store, by dialect
+    "sqlite": "keep a copy of the file as it is (with its -wal) and write nothing more to it; restore the newest "
+              "backup if there is one; otherwise `lossless --db {db} export --all -o DIR` copies out every "
+              "conversation that still reads, and `cat DIR/*.jsonl | lossless --db NEW.db import -` loads them "
+              "into a new store (sqlite3's `.recover` may salvage more)",
+    "postgresql": "restore the newest backup (pg_dump, or point-in-time recovery) if there is one; otherwise "
+                  "`lossless --db URL export --all -o DIR` copies out every conversation that still reads, and "
+                  "`cat DIR/*.jsonl | lossless --db NEW import -` loads them into a new store",
+}
+
+
 def cmd_verify(ctx: CommandContext) -> int:
     conversation_id: str | None = ctx.args.conversation
     if conversation_id:
         ctx.existing_conversation(conversation_id)
-    problems = ctx.memory(create=False).verify(conversation_id)
+    memory = ctx.memory(create=False)
+    try:
+        problems = memory.verify(conversation_id)
+    except StoreError as exc:
+        if not isinstance(exc.__cause__, apsw.CorruptError):
+            raise
+        # so damaged that the checks cannot read it: still a verdict, not a bare error
+        problems = [f"{INTEGRITY}the file cannot be read: {exc.__cause__}"]
+    fix = _DAMAGE_FIX.get(memory.store.dialect, _DAMAGE_FIX["sqlite"]).format(db=ctx.db_path()) if problems else None
     if ctx.json:
-        ctx.emit_json({"ok": not problems, "problems": problems})
-    elif problems:
-        for problem in problems:
-            ctx.out.print(Text(problem))
-    else:
+        ctx.emit_json({"ok": not problems, "problems": problems, "fix": fix})
+        return 1 if problems else 0
+    if not problems:
         ctx.out.print(Text("ok: every hash and DAG invariant checks out"))
-    return 1 if problems else 0
+        return 0
+    damaged = [p.removeprefix(INTEGRITY) for p in problems if p.startswith(INTEGRITY)]
+    stored = [p for p in problems if not p.startswith(INTEGRITY)]
+    ctx.out.print(Text(f"damaged: {len(problems):,} problem{'s' if len(problems) != 1 else ''} found", style="bold red"))
+    if damaged:
+        ctx.out.print(Text(f"  the database file: {len(damaged):,} found by SQLite's integrity check"
+                           f"{' (it stops at 100)' if len(damaged) >= 100 else ''}: pages or indexes are damaged, "
+                           "and what they held may not read back"), soft_wrap=True)
+    if stored:
+        convs = sorted({p.split(": ", 1)[0] for p in stored})
+        ctx.out.print(Text(f"  stored messages and summaries: {len(stored):,} in {len(convs):,} conversation"
+                           f"{'s' if len(convs) != 1 else ''} ({', '.join(convs[:5])}{', …' if len(convs) > 5 else ''}):"
+                           " a hash or the summary DAG does not check out"), soft_wrap=True)
+    ctx.out.print(Text(f"what to do: {fix}", style="cyan"), soft_wrap=True)
+    shown = problems if ctx.args.all_problems else problems[:_SHOWN]
+    more = len(problems) - len(shown)
+    ctx.out.print(Text("every problem:" if not more else f"the first {len(shown)} (all {len(problems):,}: --all):"))
+    for problem in shown:
+        ctx.out.print(Text(f"  {problem}"), soft_wrap=True)
+    return 1

@@ -13,7 +13,7 @@ from lossless.core.erasure import ERASED
 from lossless.core.types import SourceRef
 from lossless.store.rows import VERIFY_MESSAGE_COLUMNS, stored_message_from_row
 
-__all__ = ["sqlite_integrity", "verify_conversations"]
+__all__ = ["INTEGRITY", "sqlite_integrity", "verify_conversations"]
 
 Query = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 
@@ -49,16 +49,24 @@ def verify_conversations(query: Query, conversation_id: str | None = None) -> li
     return problems
 
 
-def sqlite_integrity(query: Query) -> str:
-    """SQLite's ``PRAGMA integrity_check`` ("ok" when the file is sound). Its FTS5 check
-    reads each full-text index's structure as this connection last loaded it: after
-    another connection (the worker's) merged segments, it reports blobs that have moved
-    as corruption. A query on each index reloads the structure; only a report that
-    survives that is real."""
-    (result,) = query("PRAGMA integrity_check", ())[0]
-    if result == "ok" or "fts5" not in str(result):
-        return str(result)
+INTEGRITY = "integrity_check: "  # what begins each problem of the file itself in verify's list
+
+
+def sqlite_integrity(query: Query) -> list[str]:
+    """The problems SQLite's ``PRAGMA integrity_check`` finds in the file, one a line
+    (none when the file is sound; SQLite stops at 100). Its FTS5 check reads each full-text
+    index's structure as this connection last loaded it: after another connection (the
+    worker's) merged segments, it reports blobs that have moved as corruption. A query on
+    each index reloads the structure; only a report that survives that is real."""
+    found = _integrity_lines(query)
+    if not any("fts5" in line for line in found):
+        return found
     for (table,) in query("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%USING fts5%'", ()):
         query(f'SELECT rowid FROM "{table}" WHERE "{table}" MATCH \'"lossless_probe"\' LIMIT 1', ())
-    (result,) = query("PRAGMA integrity_check", ())[0]
-    return str(result)
+    return _integrity_lines(query)
+
+
+def _integrity_lines(query: Query) -> list[str]:
+    # a row may hold several lines; "*** in database main ***" only heads them
+    lines = [line for (row,) in query("PRAGMA integrity_check", ()) for line in str(row).splitlines()]
+    return [line for line in lines if line.strip() and line != "ok" and not line.startswith("*** in database")]

@@ -775,11 +775,9 @@ class SQLiteStore:
     def verify(self, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
         """Re-check every invariant the design states (:func:`lossless.core.dag.verify`)
         and, with ``integrity``, SQLite's own check of the file; empty when all hold."""
-        from lossless.store.integrity import sqlite_integrity, verify_conversations
+        from lossless.store.integrity import INTEGRITY, sqlite_integrity, verify_conversations
 
         problems = verify_conversations(self._query, conversation_id)
         if integrity:
-            result = sqlite_integrity(self._query)
-            if result != "ok":
-                problems.append(f"integrity_check: {result}")
+            problems += [f"{INTEGRITY}{line}" for line in sqlite_integrity(self._query)]
         return problems
