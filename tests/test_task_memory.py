@@ -190,3 +190,31 @@ def test_task_types_by_rule() -> None:
     assert task_type("部署新版本到生产环境") == "deployment"
     assert task_type("Why is the sky blue?") == "question"
     assert task_type("Tell me a story") == "request"
+
+
+def test_a_stated_fact_is_stored_once_not_also_as_the_task(store_target: StoreTarget) -> None:
+    """Offline, conv.end() on a session whose user message is one stated fact stored it
+    twice, as `fact` and as `task (completed)` (issue 30): the task's request was its first
+    user message whatever it was. A statement is the fact's record only; the request is the
+    first user message that asks for something, and a session of statements alone has no
+    task record (its end still ends the task)."""
+    with lossless.open(store_target("once"), embedder=None) as mem:
+        conv = mem.conversation("c", metadata={"user": "bob"})
+        conv.add_many([{"role": "user", "content": "My name is Bob and I live in Lisbon.", "created_at": T0},
+                       {"role": "assistant", "content": "Nice to meet you, Bob.", "created_at": T0}])
+        out = conv.end()
+        assert [(r.kind, r.content) for r in out] == [("fact", "My name is Bob and I live in Lisbon.")]
+        stored = mem.memories.ls(limit=100)
+        assert [(r.kind, r.content) for r in stored] == [("fact", "My name is Bob and I live in Lisbon.")]
+        # the next task begins after that end, and its request is the one that asks
+        later = T0 + timedelta(hours=1)
+        conv.add_many([{"role": "user", "content": "I prefer window seats.", "created_at": later},
+                       {"role": "user", "content": "Please book a table for two in Lisbon tonight.", "created_at": later},
+                       {"role": "assistant", "content": "Booked for 20:00.", "created_at": later}])
+        out = conv.end()
+        assert sorted((r.kind, r.content) for r in out) == [
+            ("preference", "I prefer window seats."), ("task", "Please book a table for two in Lisbon tonight.")]
+        [task] = _task_records(mem)
+        assert task.metadata["first_seq"] == 3 and task.result == "Booked for 20:00."
+        contents = [r.content for r in mem.memories.ls(limit=100)]
+        assert len(contents) == len(set(contents)) == 3

@@ -155,7 +155,9 @@ class Memory:
             return None
         msgs = self.store.get_messages(cid, first if ended else max(first, start), last)
         draft = tasks.draft(msgs, "completed" if ended else "in_progress")
-        if draft is None:
+        if draft is None:  # nothing to record (see tasks.draft), but an end still ends the task
+            if ended:
+                self.memories.end_task_at(cid, last)
             return None
         draft = replace(draft, first_seq=first)  # the task's id is its first seq, whatever this write saw
         if summarizer is not None:

@@ -143,23 +143,38 @@ def _tool_error(msg: Message) -> str | None:
     return None
 
 
+def _same(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
 def draft(messages: Sequence[Message], status: str) -> TaskDraft | None:
-    """The extractive draft of a task from its messages (None when there are none)."""
+    """The extractive draft of a task from its messages. None when there are none, or when
+    the user only stated facts or preferences (each a record of its own through
+    distillation) and nothing else happened worth a task record: no request, no error, no
+    decision."""
     msgs = [m for m in messages if m.role != "system"]
     if not msgs:
         return None
+    found = rules.extract(msgs)
+    # a user message that is one stated fact or preference is not the task's request: the
+    # rules keep it as that fact, and the request as well would store it twice
+    stated = {_same(c.content) for c in found if c.kind in ("fact", "preference")}
     users = [m for m in msgs if m.role == "user" and message_text(m).strip()]
-    request = _clip(message_text(users[0]), _REQUEST_CHARS) if users else ""
+    asks = [m for m in users if _same(message_text(m)) not in stated]
+    request = _clip(message_text(asks[0]), _REQUEST_CHARS) if asks else ""
     replies = [m for m in msgs if m.role == "assistant" and isinstance(m.content, str) and m.content.strip()]
     errors = [e for e in (_tool_error(m) for m in msgs if m.role == "tool") if e]
-    patterns = [c.content for c in rules.extract(msgs)
-                if c.metadata.get("category") in ("decision", "fix", "error_fix", "remember")]
+    patterns = [c.content for c in found if c.metadata.get("category") in ("decision", "fix", "error_fix", "remember")]
+    if users and not asks and not errors and not patterns:
+        return None
+    opening = msgs[0] if not users else None  # no user message at all: what began the task
     return TaskDraft(
         task_type=task_type(request) if request else "request",
-        request=request or _clip(message_text(msgs[0]), _REQUEST_CHARS) or f"task of {len(msgs)} messages",
+        request=request or (_clip(message_text(opening), _REQUEST_CHARS) if opening else "")
+        or f"task of {len(msgs)} messages",
         status=status, result=_clip(str(replies[-1].content), _RESULT_CHARS) if replies else None,
         patterns=merge_lists([], patterns), errors=merge_lists([], errors),
-        source_message_ids=tuple(m.id for m in ([users[0]] if users else []) + ([replies[-1]] if replies else [])),
+        source_message_ids=tuple(m.id for m in ([asks[0]] if asks else []) + ([replies[-1]] if replies else [])),
         created_at=msgs[0].created_at, first_seq=msgs[0].seq, last_seq=msgs[-1].seq,
     )
 
