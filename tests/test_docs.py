@@ -6,6 +6,7 @@ CLI command a shell snippet names exists, and every Config field is documented."
 
 from __future__ import annotations
 
+import ast
 import builtins
 import dataclasses
 import os
@@ -76,7 +77,7 @@ def test_there_are_runnable_snippets() -> None:
     assert any(s.path == README for s in AGAINST_FAKE_OPENAI), "the README's agent snippet should be `python fake-openai`"
 
 
-def _run(snippet: Snippet, cwd: Path, **env_vars: str) -> None:
+def _run(snippet: Snippet, cwd: Path, **env_vars: str) -> str:
     src = str(Path(lossless.__file__).resolve().parent.parent)  # the copy under test
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OPENAI_", "ANTHROPIC_", "LOSSLESS_"))}
@@ -86,11 +87,19 @@ def _run(snippet: Snippet, cwd: Path, **env_vars: str) -> None:
     done = subprocess.run([sys.executable, "-c", snippet.code], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"{snippet} failed:\n{done.stderr[-3000:]}"
+    return done.stdout
 
 
 @pytest.mark.parametrize("snippet", RUNNABLE, ids=str)
 def test_runnable_snippet_runs_offline(snippet: Snippet, tmp_path: Path) -> None:
-    _run(snippet, tmp_path)
+    """Run as a file (``python snippet.py``), not typed into a REPL: it must print what it
+    shows, or a reader who runs it sees nothing (issue 30: a bare ``ctx.tokens`` line only
+    echoes in a REPL)."""
+    echoed = [node.lineno for node in ast.parse(snippet.code).body
+              if isinstance(node, ast.Expr) and not isinstance(node.value, ast.Call | ast.Constant)]
+    assert not echoed, f"{snippet}: line(s) {echoed} only show something in a REPL (print them)"
+    out = _run(snippet, tmp_path)
+    assert out.strip(), f"{snippet} prints nothing when run as a file"
 
 
 @pytest.mark.parametrize("snippet", AGAINST_FAKE_OPENAI, ids=str)
