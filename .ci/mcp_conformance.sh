@@ -23,7 +23,7 @@ mkdir -p "$DIR"
 if [ ! -x "$DIR/node_modules/.bin/conformance" ]; then
   npm install --prefix "$DIR" --no-audit --no-fund --loglevel=error "@modelcontextprotocol/conformance@$VERSION"
 fi
-HOME_DIR=$(mktemp -d)
+HOME_DIR=$(mktemp -d)  # a new database: no API key, so the server answers loopback clients without one
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 LOSSLESS_HOME="$HOME_DIR" LOSSLESS_EMBEDDER=none PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" \
   python3 -m lossless mcp --db "$HOME_DIR/conformance.db" --transport http --host 127.0.0.1 --port "$PORT" \

@@ -6,9 +6,12 @@ order, as the other ranked baselines of ``bench/retention.py`` do.
 
   bm25    Okapi BM25 (k1 = 1.2, b = 0.75) over whole messages. Tokenizer: lower-case, then
           runs of letters/digits (``\\w+``, so ``caroline's`` → ``caroline``, ``s`` and
-          ``5km`` stays one token); stopwords are kept (BM25's idf already weighs them
-          down). IDF is the Lucene form ``ln(1 + (N - df + 0.5) / (df + 0.5))``, never
-          negative.
+          ``5km`` stays one token); a run of CJK characters (kana, ideographs, hangul) inside
+          one is cut out and becomes its overlapping character bigrams (``去了人民公园`` →
+          ``去了 了人 人民 民公 公园``; a lone character stays itself), so a two-character
+          Chinese word matches wherever it occurs; stopwords are kept (BM25's idf already
+          weighs them down). IDF is the Lucene form ``ln(1 + (N - df + 0.5) / (df + 0.5))``,
+          never negative.
   vector  cosine similarity between the question's embedding and each whole message's,
           from the same embedder lossless is given (the local MiniLM).
   hybrid  reciprocal-rank fusion of the two: ``sum 1 / (60 + rank)``, rank from 1; a
@@ -35,10 +38,28 @@ K1 = 1.2
 B = 0.75
 RRF_K = 60
 _WORD = re.compile(r"\w+")
+# the library's CJK ranges (store/fts.py): kana, CJK ideographs (+ extension A and the
+# compatibility block), hangul syllables
+_CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 
 
 def tokenize(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    """Lower-case ``\\w+`` words; a CJK run as its character bigrams (one character: itself)."""
+    out: list[str] = []
+    for word in _WORD.findall(text.lower()):
+        if _CJK_RUN.search(word) is None:
+            out.append(word)
+            continue
+        pos = 0
+        for m in _CJK_RUN.finditer(word):
+            if m.start() > pos:
+                out.append(word[pos : m.start()])
+            run = m.group()
+            out.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+            pos = m.end()
+        if pos < len(word):
+            out.append(word[pos:])
+    return out
 
 
 def indexed_text(content: str, name: str | None) -> str:

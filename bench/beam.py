@@ -102,6 +102,10 @@ class BeamChat:
     turns: tuple[tuple[int, ...], ...]  # message ids per turn, in chat order
     questions: tuple[BeamQuestion, ...]
     topic: str = ""
+    # ids of the live dialogue (MADial: the turns before the one being answered): in the
+    # conversation, but the query's own text, so the baselines do not rank them and the
+    # metrics cut them out of a context
+    live: tuple[int, ...] = ()
 
     def by_id(self) -> dict[int, BeamMessage]:
         return {m.id: m for m in self.messages}

@@ -19,6 +19,7 @@ __all__ = [
     "aggregate",
     "beats",
     "compact",
+    "four_sets",
     "plot",
     "report",
     "target_check",
@@ -28,12 +29,18 @@ BASELINES = ("recent", "bm25", "vector", "hybrid", "fts", "semantic")
 FULL = "full"
 EVIDENCE = "evidence"  # the reference context of the evidence messages alone
 UNBUDGETED = "unbudgeted"
-METRICS = ("evidence_hit", "evidence_full", "answer_recall")
+METRICS = ("evidence_hit", "evidence_full", "answer_recall", "memory_recall", "gold_recall")
 TARGET_BUDGET = 4096
 TARGET_RATIO = 0.95
-# what the compact table shows, and what lossless must beat the rival on
+# what the compact table shows, and what lossless must beat the rival on (a set may name
+# its own in config["compact_metrics"])
 COMPACT_METRICS = (("answer_recall", "ans"), ("evidence_full", "ev"))
+SHORT = {"answer_recall": "ans", "evidence_full": "ev", "evidence_hit": "hit", "memory_recall": "mem",
+         "gold_recall": "gold"}
 RIVAL = "hybrid"
+# the rows of the one table over the sets: systems first, then the references
+ROW_ORDER = ("lossless", "lossless-kw", "lossless-wb", "recent", "bm25", "vector", "hybrid", "fts", "semantic",
+             EVIDENCE, FULL)
 
 
 def percentile(values: Sequence[float], p: float) -> float:
@@ -51,7 +58,7 @@ def aggregate(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str
     for (system, budget), rows in groups.items():
         cell: dict[str, Any] = {"questions": len(rows)}
         for metric in METRICS:
-            vals = [r[metric] for r in rows if r[metric] is not None]
+            vals = [r[metric] for r in rows if r.get(metric) is not None]
             cell[metric] = round(statistics.fmean(vals), 4) if vals else None
         ms = [r["ms"] for r in rows]
         cell["ms_p50"] = round(percentile(ms, 50), 2)
@@ -70,7 +77,8 @@ def _budget_key(budget: str) -> float:
 
 
 def target_check(overall: dict[str, dict[str, dict[str, Any]]], systems: Sequence[str],
-                 budgets: Sequence[int]) -> dict[str, Any]:
+                 budgets: Sequence[int], metrics: Sequence[str] = ("evidence_hit", "answer_recall")
+                 ) -> dict[str, Any]:
     at = TARGET_BUDGET if TARGET_BUDGET in budgets else max(budgets)
     ours = overall["lossless"][str(at)]["answer_recall"]
     full = overall[FULL][UNBUDGETED]["answer_recall"]
@@ -78,7 +86,7 @@ def target_check(overall: dict[str, dict[str, dict[str, Any]]], systems: Sequenc
     losses = []
     for budget in budgets:
         for base in (s for s in systems if s in BASELINES):
-            for metric in ("evidence_hit", "answer_recall"):
+            for metric in metrics:
                 a = overall["lossless"][str(budget)][metric]
                 b = overall[base][str(budget)][metric]
                 if a is None or b is None or not a > b:
@@ -87,7 +95,7 @@ def target_check(overall: dict[str, dict[str, dict[str, Any]]], systems: Sequenc
     return {"budget": at, "lossless_answer_recall": ours, "full_answer_recall": full, "ratio": ratio,
             "evidence_answer_recall": evidence,
             "evidence_ratio": round(evidence / full, 4) if evidence is not None and full else None,
-            "ratio_goal": TARGET_RATIO, "ratio_met": ratio is not None and ratio >= TARGET_RATIO,
+            "ratio_goal": TARGET_RATIO, "ratio_met": ratio is not None and ratio >= TARGET_RATIO, "metrics": list(metrics),
             "beats_every_baseline": not losses, "losses": losses}
 
 
@@ -118,17 +126,19 @@ def report(result: dict[str, Any]) -> str:
     parts = []
     for metric in (*METRICS, "tokens", "ms_p50", "ms_p99"):
         rows = {s: [overall.get(s, {}).get(b, {}).get(metric) for b in columns] for s in systems}
-        parts.append(table(metric, rows, columns))
+        if any(v is not None for cells in rows.values() for v in cells):
+            parts.append(table(metric, rows, columns))
     tiers = sorted({k for b in budgets for k in overall.get("lossless", {}).get(b, {}).get("tier_tokens", {})})
     if tiers:
         rows = {t: [overall["lossless"][b].get("tier_tokens", {}).get(t, 0.0) for b in budgets] for t in tiers}
         parts.append(table("lossless tier tokens", rows, budgets))
     target = result["target"]
     at = str(target["budget"])
-    for metric in ("evidence_hit", "answer_recall"):
+    for metric in target.get("metrics", ("evidence_hit", "answer_recall")):
         rows = {ab: [cells.get(s, {}).get(at if s != FULL else UNBUDGETED, {}).get(metric) for s in systems]
                 for ab, cells in result["by_ability"].items()}
-        parts.append(table(f"{metric}@{at}", rows, systems))
+        if any(v is not None for cells in rows.values() for v in cells):
+            parts.append(table(f"{metric}@{at}", rows, systems))
     lines = [
         f"target: lossless answer_recall@{at} / full = {_fmt(target['lossless_answer_recall'])} / "
         f"{_fmt(target['full_answer_recall'])} = {_fmt(target['ratio'])} "
@@ -136,7 +146,7 @@ def report(result: dict[str, Any]) -> str:
         f"reference: the evidence messages alone, answer_recall@{at} / full = "
         f"{_fmt(target['evidence_answer_recall'])} / {_fmt(target['full_answer_recall'])} = "
         f"{_fmt(target['evidence_ratio'])}",
-        "lossless beats every baseline at every budget on evidence_hit and answer_recall: "
+        f"lossless beats every baseline at every budget on {' and '.join(target.get('metrics', ()))}: "
         + ("yes" if target["beats_every_baseline"] else "no"),
     ]
     lines += [f"  not better: {x['metric']}@{x['budget']} vs {x['baseline']}: lossless {_fmt(x['lossless'])} "
@@ -184,19 +194,26 @@ def plot(result: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def compact_metrics(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """(metric, short name) of the compact table: the set's own, else answer and evidence."""
+    named = result["config"].get("compact_metrics")
+    return [(m, SHORT.get(m, m)) for m in named] if named else list(COMPACT_METRICS)
+
+
 def beats(result: dict[str, Any], rival: str = RIVAL, system: str = "lossless") -> dict[str, Any]:
     """Where ``system`` is not strictly better than ``rival``, on the compact metrics at
     every budget: overall and per category."""
     budgets = [str(b) for b in result["config"]["budgets"]]
     groups = {"all": result["overall"], **result["by_ability"]}
-    out: dict[str, Any] = {"system": system, "rival": rival, "metrics": [m for m, _ in COMPACT_METRICS],
+    metrics = compact_metrics(result)
+    out: dict[str, Any] = {"system": system, "rival": rival, "metrics": [m for m, _ in metrics],
                            "losses": {}}
     if rival not in result["overall"]:
         out["available"] = False
         return out
     for name, cells in groups.items():
         losses = []
-        for metric, _ in COMPACT_METRICS:
+        for metric, _ in metrics:
             for b in budgets:
                 a = cells.get(system, {}).get(b, {}).get(metric)
                 r = cells.get(rival, {}).get(b, {}).get(metric)
@@ -213,19 +230,20 @@ def compact(result: dict[str, Any]) -> str:
     block for all questions and one per category; then the verdict against the rival."""
     systems = [*result["config"]["systems"], EVIDENCE]
     budgets = [str(b) for b in result["config"]["budgets"]]
-    columns = [f"{short}@{b}" for _, short in COMPACT_METRICS for b in budgets]
+    metrics = compact_metrics(result)
+    columns = [f"{short}@{b}" for _, short in metrics for b in budgets]
     groups = {"all": result["overall"], **result["by_ability"]}
     parts = []
     for name, cells in groups.items():
         n = cells.get("lossless", {}).get(budgets[0], {}).get("questions", 0)
-        rows = {s: [cells.get(s, {}).get(b, {}).get(m) for m, _ in COMPACT_METRICS for b in budgets]
+        rows = {s: [cells.get(s, {}).get(b, {}).get(m) for m, _ in metrics for b in budgets]
                 for s in systems if s in cells}
         parts.append(table(f"{name} ({n} q)", rows, columns))
     verdict = result.get("versus") or beats(result)
     if not verdict.get("available"):
         parts.append(f"(no {verdict['rival']} baseline in this run: run with vectors to compare)")
         return "\n\n".join(parts)
-    lines = [f"{verdict['system']} beats {verdict['rival']} at every budget on answer_recall and evidence_full "
+    lines = [f"{verdict['system']} beats {verdict['rival']} at every budget on {' and '.join(verdict['metrics'])} "
              f"(all questions): {'yes' if verdict['overall'] else 'no'}"]
     for name, losses in verdict["losses"].items():
         if losses:
@@ -234,3 +252,28 @@ def compact(result: dict[str, Any]) -> str:
             lines.append(f"  {name}: not better at {cells}")
     parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+def four_sets(results: dict[str, dict[str, Any]], markdown: bool = False) -> str:
+    """One table over the sets: rows = systems (then the references), columns = set and
+    budget, each set's own metric named in its columns (``config["headline"]``); the
+    unbudgeted ``full`` row repeats its one value under every budget of its set."""
+    columns: list[tuple[str, str, str]] = []  # (set, budget, metric)
+    for name, result in results.items():
+        metric = result["config"]["headline"]
+        columns += [(name, str(b), metric) for b in result["config"]["budgets"]]
+    present = {s for r in results.values() for s in r["overall"]}
+    systems = [s for s in ROW_ORDER if s in present] + sorted(present - set(ROW_ORDER))
+    rows: dict[str, list[Any]] = {}
+    for system in systems:
+        cells = []
+        for name, budget, metric in columns:
+            overall = results[name]["overall"].get(system, {})
+            cells.append(overall.get(UNBUDGETED if system == FULL else budget, {}).get(metric))
+        rows[system] = cells
+    heads = [f"{name} {SHORT.get(metric, metric)}@{budget}" for name, budget, metric in columns]
+    if not markdown:
+        return table("system", rows, heads)
+    lines = ["| system | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
+    lines += [f"| {system} | " + " | ".join(_fmt(c) for c in cells) + " |" for system, cells in rows.items()]
+    return "\n".join(lines)

@@ -5,7 +5,9 @@ answer_recall counts a date the same in every spelling."""
 from __future__ import annotations
 
 import importlib
+import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
@@ -99,3 +101,140 @@ def test_bm25_rrf_and_pack(bench: dict[str, ModuleType]) -> None:
     # in rank order: doc 2 (3) and doc 0 (5) fit after the 2 to start with, doc 1 (8) does
     # not, doc 3 (1) still does; shown in position order
     assert (picked, total) == ([0, 2, 3], 11)
+
+
+# -- the four dev sets: CJK-correct measures, LongMemEval, MADial (issue 27) -------------------
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="module")
+def sets(bench: dict[str, ModuleType]) -> dict[str, ModuleType]:
+    sys.path.insert(0, str(BENCH))
+    try:
+        return {name: importlib.import_module(name) for name in ("retention_text", "longmemeval", "madial")}
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def test_words_read_cjk_as_bigrams(sets: dict[str, ModuleType]) -> None:
+    text = sets["retention_text"]
+    assert text.words("Bart在公园玩") == ["bart", "在公", "公园", "园玩"]
+    assert text.words("我 去") == ["我", "去"]  # a lone character stays itself
+    assert text.content_words(["我去了人民公园。"]) == {"我去", "去了", "了人", "人民", "民公", "公园"}
+    # English is cut exactly as before
+    assert text.words("Caroline’s 5km on 2023-05-14") == ["carolines", "5km", "on", "d20230514", "md0514"]
+
+
+def test_sentences_and_clauses_cut_at_chinese_punctuation(sets: dict[str, ModuleType]) -> None:
+    text = sets["retention_text"]
+    assert text.evidence_units("Bart在圣诞节晚会上跳舞，感觉非常开心。他笑了。Then he went home early today.") == \
+        ["Bart在圣诞节晚会上跳舞，感觉非常开心。", "Then he went home early today."]
+    assert text.clauses("Bart在生日派对上看了《辛普森一家》，感到非常开心。去了") == \
+        ["Bart在生日派对上看了", "辛普森一家", "感到非常开心"]
+
+
+def test_memory_recall_counts_a_clause_only_when_it_is_there_verbatim(sets: dict[str, ModuleType]) -> None:
+    """A hand-built Chinese case: the gold memory's distinctive clause is in the context, the
+    other memory's is not (only paraphrased); the live dialogue earns nothing even when it
+    quotes a memory."""
+    text, md = sets["retention_text"], sets["madial"]
+    day = datetime(2023, 5, 1, tzinfo=UTC)
+    gold = md.Event(1, 1, day, "活动类", "Lisa在人民公园看到了樱花，感到非常开心。")
+    other = md.Event(2, 1, day, "活动类", "Lisa和爸爸去爬山，感到非常开心。")
+    third = md.Event(3, 1, day, "喜好类", "Lisa在新开的冰淇淋店吃了芒果冰淇淋，感到非常开心。")
+    events = [gold, other, third]
+    # "感到非常开心" is in every event: not a key phrase of any
+    assert md.key_phrases(gold, events, "") == ("Lisa在人民公园看到了樱花",)
+    assert md.key_phrases(third, events, "") == ("Lisa在新开的冰淇淋店吃了芒果冰淇淋",)
+    phrases = [md.key_phrases(e, events, "") for e in (gold, other)]
+    context = [{"role": "user", "content": "Lisa在人民公园看到了樱花，感到非常开心。"},
+               {"role": "assistant", "content": "她和爸爸一起爬了山。"}]
+    view = text.ContextView.of(context, 30, 0.0)
+    scores = text.score(view, [text.evidence_of(gold.text), text.evidence_of(other.text)], set(), phrases)
+    assert scores["gold_recall"] == 1.0
+    assert scores["memory_recall"] == 0.5
+    assert scores["evidence_full"] == 0.5
+    live = "我记得Lisa和爸爸去爬山"  # the dialogue so far quoting the other memory
+    quoted = text.ContextView.of([*context, {"role": "user", "content": live}], 40, 0.0, exclude=[live])
+    assert text.score(quoted, [], set(), phrases)["memory_recall"] == 0.5
+
+
+def test_bm25_finds_a_two_character_chinese_word(bench: dict[str, ModuleType]) -> None:
+    bl = bench["baselines"]
+    assert bl.tokenize("Bart在公园abc") == ["bart", "在公", "公园", "abc"]
+    docs = ["今天天气很好，我们在家看书。", "我去了人民公园，看到了很多樱花。", "晚上我们去看电影吧。"]
+    # "公园" is two characters: no trigram of the message holds it
+    assert bl.BM25(docs).rank("你还记得那个公园吗")[0] == 1
+    assert bl.BM25(docs).rank("电影")[:1] == [2]
+
+
+def test_longmemeval_reference_and_dates(sets: dict[str, ModuleType], tmp_path: Path) -> None:
+    lme = sets["longmemeval"]
+    assert lme.clean_reference("The user would prefer suggestions of hotels in Miami with a view. They may not "
+                               "prefer budget hotels.") == "hotels in Miami with a view."
+    assert lme.clean_reference("7 days. 8 days (including the last day) is also acceptable.") == "7 days."
+    path = tmp_path / "lme.yaml"
+    path.write_text(
+        "- id: q1\n  category: single_session_user\n  query: Where did I go?\n  expected_answer: Porto\n"
+        "  expected_keywords: [Porto]\n  conversations:\n"
+        "    - session: 2\n      turns:\n        - {role: user, content: later}\n"
+        "        - {role: assistant, content: ok}\n"
+        "    - session: 1\n      turns:\n        - {role: assistant, content: hello}\n"
+        "        - {role: user, content: I went to Porto}\n        - {role: assistant, content: nice}\n"
+        "    - session: 3\n      turns: []\n", encoding="utf-8")
+    [chat] = lme.load(path)
+    assert [m.content for m in chat.messages] == ["hello", "I went to Porto", "nice", "later", "ok"]
+    assert chat.turns == ((0,), (1, 2), (3, 4))
+    assert (chat.messages[3].created_at - chat.messages[0].created_at).days == 1  # a day per session
+    assert chat.questions[0].raw["answer_only"] and chat.questions[0].evidence_ids == ()
+
+
+def _run(bench: dict[str, ModuleType], tmp_path: Path, *args: str) -> dict:
+    out = tmp_path / "out.json"
+    assert bench["retention"].main([*args, "--no-vectors", "--json", str(out)]) == 0
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def _check_cells(result: dict, metric: str) -> None:
+    assert not result["skipped"]["budget_violations"]
+    for system in ("lossless", "recent", "bm25", "fts"):
+        for budget in map(str, result["config"]["budgets"]):
+            value = result["overall"][system][budget][metric]
+            assert value is not None and 0.0 <= value <= 1.0, (system, budget)
+
+
+@pytest.mark.skipif(not (DATA / "madial-zh").is_dir(), reason="shared/data/madial-zh is not here")
+def test_madial_runs_on_one_dialogue(bench: dict[str, ModuleType], tmp_path: Path) -> None:
+    result = _run(bench, tmp_path, "--set", "madial", "--chats", "1")
+    assert result["config"]["window"] == 2048 and result["config"]["budgets"] == [512, 1024]
+    assert result["config"]["questions"] == 1
+    _check_cells(result, "memory_recall")
+    # the whole history holds every relevant memory; the live dialogue is never counted
+    assert result["overall"]["full"]["unbudgeted"]["memory_recall"] == 1.0
+    assert result["overall"]["evidence"]["512"]["memory_recall"] == 1.0
+    histories = [i for i in result["ingest"] if str(i["chat"]).startswith("user")]
+    assert len(histories) == 1 and 150 <= histories[0]["messages"] <= 200
+
+
+@pytest.mark.skipif(not (DATA / "longmemeval-s-smoke").is_dir(), reason="the LongMemEval sample is not here")
+def test_longmemeval_runs_on_one_question(bench: dict[str, ModuleType], tmp_path: Path) -> None:
+    result = _run(bench, tmp_path, "--set", "longmemeval", "--chats", "1", "6")
+    assert result["config"]["questions"] == 1  # question 6's answer is a bare count: skipped
+    assert result["skipped"]["numbers_only_reference"] == ["6/multi_session_reasoning/0"]
+    _check_cells(result, "answer_recall")
+    assert result["overall"]["full"]["unbudgeted"]["answer_recall"] == 1.0
+    assert "evidence" not in result["overall"]  # no evidence ids in this set
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all((DATA / d).is_dir() for d in ("beam-128k", "longmemeval-s-smoke", "madial-zh")),
+                    reason="the dev sets are not here")
+def test_all_four_sets_make_one_table(bench: dict[str, ModuleType], tmp_path: Path) -> None:
+    out = _run(bench, tmp_path, "--set", "all", "--limit", "1")
+    assert list(out["sets"]) == ["beam", "chitchat", "longmemeval", "madial"]
+    head, _rule, *rows = out["table"].splitlines()
+    assert "beam ans@1024" in head and "longmemeval ans@4096" in head and "madial mem@512" in head
+    assert "madial mem@2048" not in head and "beam ans@512" not in head
+    assert {r.split(" | ")[0].strip("| ") for r in rows} >= {"lossless", "recent", "bm25", "fts", "full"}
+    assert all(len(r.split(" | ")) == len(head.split(" | ")) for r in rows)

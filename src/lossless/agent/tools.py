@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -176,7 +176,8 @@ def wait_while_compacting(memory: Memory, conversation_id: str, seconds: float |
 
 
 class ToolBox:
-    """The three agent tools, scoped to one conversation (or to all, if None).
+    """The three agent tools, scoped to one conversation (or, if None, to the conversations
+    ``within`` names: a server tenant's; None: every conversation).
 
     Messages over ``large_content_tokens`` (config; 25,000 by default) are described
     with an exploration of their content and read with ``lcm_expand`` in exact slices.
@@ -184,17 +185,23 @@ class ToolBox:
 
     explore_tokens = 600  # the token budget of a large message's exploration outline
 
-    def __init__(self, memory: Memory, conversation_id: str | None) -> None:
+    def __init__(self, memory: Memory, conversation_id: str | None, *,
+                 within: Collection[str] | None = None) -> None:
         self.memory = memory
         self.conversation_id = conversation_id
+        self.within = frozenset(within) if within is not None and conversation_id is None else None
 
     # -- scoping ------------------------------------------------------------------------
 
     def _check_scope(self, conversation_id: str, ident: str) -> None:
         if self.conversation_id is not None and conversation_id != self.conversation_id:
             raise NotFoundError(f"no node {ident!r} in this conversation")
+        if self.within is not None and conversation_id not in self.within:
+            # said as the store says a node that does not exist: another's is not there
+            raise NotFoundError(f"no {'summary' if ident.startswith('sum_') else 'message'} with id {ident!r}")
 
-    def _node(self, ident: str) -> Summary | Message:
+    def node(self, ident: str) -> Summary | Message:
+        """The summary or message ``ident`` (NotFoundError when it is not in scope)."""
         if not isinstance(ident, str) or not ident:
             raise ValidationError("id must be a non-empty string (sum_… or msg_…)")
         node: Summary | Message
@@ -221,9 +228,12 @@ class ToolBox:
             raise ValidationError(f"sort must be relevance or recency; got {sort!r}")
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
             raise ValidationError(f"limit must be an integer from 1 to 1000; got {limit!r}")
+        if self.within is not None and not self.within:
+            return {"query": query, "count": 0, "hits": []}
+        scoped = tuple(sorted(self.within)) if self.within is not None else None
         spec = SearchSpec(
             query=query,
-            conversation_ids=(self.conversation_id,) if self.conversation_id is not None else None,
+            conversation_ids=(self.conversation_id,) if self.conversation_id is not None else scoped,
             kinds=kinds,  # type: ignore[arg-type]
             roles=(role,) if role else None,
             since=parse_datetime(since, "since") if since is not None else None,
@@ -236,7 +246,7 @@ class ToolBox:
         return {"query": query, "count": len(hits), "hits": [hit_dict(h) for h in hits]}
 
     def lcm_describe(self, id: str) -> dict[str, Any]:
-        node = self._node(id)
+        node = self.node(id)
         store = self.memory.store
         if isinstance(node, Message):
             leaf = self._leaf_for(node)
@@ -328,7 +338,7 @@ class ToolBox:
             _check_int(page, "page", minimum=1)
         if from_seq is not None:
             _check_int(from_seq, "from_seq", minimum=1)
-        node = self._node(id)
+        node = self.node(id)
         if isinstance(node, Message):
             if to != "messages" or from_seq is not None:
                 raise ValidationError(f"{id!r} is a message: read it with offset, max_chars or page "

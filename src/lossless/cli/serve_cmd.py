@@ -46,6 +46,26 @@ def _bytes(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {text!r}")
+    return value
+
+
 def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] | None = None) -> None:
     """Add ``serve``, ``mcp`` and ``keys``. ``parents`` are the parsers of the options every
     command accepts (``--db``, ``--model`` …); by default the CLI's own."""
@@ -82,12 +102,24 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
         "mcp", parents=common, help="serve the memory tools over MCP (stdio by default)",
         description="An MCP server with lcm_grep, lcm_describe, lcm_expand, lcm_compact, memory_search and "
                     "memory_add; conversations, summaries and messages as resources; the recall and resume "
-                    "prompts; id completion, log levels and progress. stdio for a local agent; --transport http serves "
-                    "streamable HTTP at /mcp on loopback.")
+                    "prompts; id completion, log levels and progress. stdio for a local agent (the whole "
+                    "database); --transport http serves streamable HTTP at /mcp with the keys of `lossless serve`: "
+                    "once a key exists every request needs one and sees its tenant's data only; without any key "
+                    "only loopback is served.")
     p.set_defaults(run=cmd_mcp)
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
-    p.add_argument("--host", default="127.0.0.1", help="http: address to bind (loopback only)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="http: address to bind (default: 127.0.0.1; another address only once API keys exist)")
     p.add_argument("--port", type=_port, default=8766, help="http: port (default: 8766)")
+    p.add_argument("--keyless", action="store_true",
+                   help="http: serve without keys a database whose API keys were all revoked (loopback only), "
+                        "as `lossless serve --keyless`")
+    p.add_argument("--session-idle-seconds", metavar="S", type=_seconds, default=1800.0,
+                   help="http: close a session no request used for this long (default: 1800); its client "
+                        "gets 404 and starts a new one")
+    p.add_argument("--max-sessions", metavar="N", type=_count, default=256,
+                   help="http: at most this many open sessions; a new one closes the oldest idle one first "
+                        "(default: 256)")
 
     top = subparsers.add_parser("keys", help="API keys of `lossless serve`: create, list, revoke",
                                 description="API keys for the HTTP server. Each belongs to a tenant: the "
@@ -236,19 +268,42 @@ def cmd_serve(ctx: CommandContext) -> int:
 
 def cmd_mcp(ctx: CommandContext) -> int:
     try:
-        from lossless.server.auth import is_loopback
         from lossless.server.mcp_server import build_server
     except ImportError as exc:  # the mcp SDK, or starlette it serves HTTP with, is missing
         raise MissingDependencyError(f"lossless mcp needs the mcp extra: pip install 'lossless[mcp]' "
                                      f"({exc})") from exc
 
     args = ctx.args
-    if args.transport == "http" and not is_loopback(args.host):
-        raise CommandError(f"lossless mcp --transport http has no API keys, so it binds loopback only, not "
-                           f"{args.host}; for remote agents use `lossless serve`")
-    server = build_server(lambda: ctx.memory(create=True, compaction="background"))
-    if args.transport == "stdio":
-        server.run("stdio")
-    else:
-        server.run("streamable-http", host=args.host, port=args.port)
+    if args.transport == "stdio":  # the local user who started it: the whole database, like the CLI
+        if args.keyless:
+            raise CommandError("--keyless is for --transport http (stdio has no keys: it serves the local user)")
+        build_server(lambda: ctx.memory(create=True, compaction="background")).run("stdio")
+        return 0
+    return _mcp_http(ctx)
+
+
+def _mcp_http(ctx: CommandContext) -> int:
+    """``lossless mcp --transport http``: the keys and bind rules of ``lossless serve``."""
+    from lossless.server.auth import Authenticator, check_bind
+    from lossless.server.errors import HTTPError
+    from lossless.server.mcp_http import http_app
+    from lossless.server.mcp_server import build_server
+    from lossless.server.run import serve
+
+    args = ctx.args
+    memory = ctx.memory(create=True, compaction="background")
+    memory.worker.start()
+    keys = APIKeys(memory.store)
+    try:
+        warning = check_bind(args.host, keys, keyless=args.keyless)
+    except HTTPError as exc:
+        raise CommandError(exc.message) from None
+    if warning:
+        ctx.err.print(Text(f"warning: {warning}", style="yellow"), soft_wrap=True)
+    auth = Authenticator(keys, allow_implicit=warning is not None, keyless=args.keyless)
+    app = http_app(build_server(memory), auth, host=args.host, max_sessions=args.max_sessions,
+                   idle_seconds=args.session_idle_seconds)
+    ctx.err.print(Text(f"lossless: MCP for {ctx.db_path()} on http://{args.host}:{args.port}/mcp"
+                       f"{' (API keys required)' if warning is None else ''}", style="dim"), soft_wrap=True)
+    serve(app, args.host, args.port, log_level="warning")
     return 0

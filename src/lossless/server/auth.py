@@ -69,7 +69,7 @@ class Authenticator:
             if not self.keys.any_active():
                 raise HTTPError(401, "unauthorized", "every API key of this server is revoked: create one "
                                                      "(lossless keys create --tenant NAME), or restart it with "
-                                                     "lossless serve --keyless", {"www-authenticate": "Bearer"})
+                                                     "--keyless", {"www-authenticate": "Bearer"})
             token = _bearer(authorization) or (api_key.strip() if api_key else None)
             if not token:
                 raise HTTPError(401, "unauthorized", "this server needs an API key: send Authorization: Bearer <key>",

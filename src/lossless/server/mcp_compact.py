@@ -18,13 +18,15 @@ from pydantic import Field
 
 from lossless.core.errors import CompactionBusyError, NotFoundError
 from lossless.server.mcp_notify import current_call
+from lossless.server.mcp_scope import public, tenant_conversation
+from lossless.server.tenancy import Tenant
 
 if TYPE_CHECKING:
     from lossless.engine import Memory
 
 __all__ = ["add_compact_tool", "compact_now"]
 
-Run = Callable[[Callable[[], dict[str, Any]]], Awaitable[dict[str, Any]]]
+Run = Callable[[Callable[[Tenant], dict[str, Any]]], Awaitable[dict[str, Any]]]
 
 
 def compact_now(memory: Memory, conversation_id: str, *, full: bool = False) -> dict[str, Any]:
@@ -69,4 +71,5 @@ def add_compact_tool(server: MCPServer[Any], mem: Callable[[], Memory], run: Run
         conversation: Annotated[str, Field(description="The conversation to compact.")],
         full: Annotated[bool, Field(description="Also condense the summaries down to a single root.")] = False,
     ) -> dict[str, Any]:
-        return await run(lambda: compact_now(mem(), conversation, full=full))
+        return await run(lambda t: public(compact_now(mem(), tenant_conversation(mem(), t, conversation).id, full=full),
+                                          t))

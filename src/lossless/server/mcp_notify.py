@@ -40,7 +40,7 @@ from mcp.types import (
     SetLevelRequestParams,
 )
 
-__all__ = ["DEFAULT_LEVEL", "LEVELS", "Call", "current_call", "in_thread", "install"]
+__all__ = ["DEFAULT_LEVEL", "LEVELS", "Call", "current_call", "current_request", "in_thread", "install"]
 
 T = TypeVar("T")
 LEVELS: tuple[LoggingLevel, ...] = get_args(LoggingLevel)  # least severe first (RFC 5424)
@@ -172,6 +172,11 @@ class Call:
         """Report progress, from the worker thread (``done`` of ``total`` units)."""
         if self.progress_token is not None:
             self._from_thread(self.aprogress, done, total, message)
+
+
+def current_request() -> ServerRequestContext[Any, Any] | None:
+    """The MCP request being served (on the loop), if any."""
+    return _request.get()
 
 
 def current_call() -> Call | None:

@@ -11,7 +11,8 @@
   to carry on.
 
 An MCP prompt has only user and assistant messages: system text (summaries, recalled
-history) and tool results come as user messages that say what they are.
+history) and tool results come as user messages that say what they are. Over HTTP with
+keys both read the key's tenant's conversations only (:mod:`lossless.server.mcp_scope`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from lossless.core.errors import LosslessError, NotFoundError, ValidationError
 from lossless.core.types import GrepHit
 from lossless.recall.dispatch import run_search
 from lossless.server.mcp_notify import in_thread
+from lossless.server.mcp_scope import OPERATOR, request_tenant, tenant_conversation
+from lossless.server.tenancy import Tenant
 from lossless.store.base import SearchSpec
 
 if TYPE_CHECKING:
@@ -42,18 +45,21 @@ PROMPT_IDS = {"recall": {"conversation": "conversation"}, "resume": {"conversati
 QUOTE_CHARS = 1200  # of each match quoted in the recall prompt (lcm_expand reads the rest)
 
 
-async def _fill(fn: Callable[[], list[Message]]) -> list[Message]:
-    """The sync core in a worker thread; a lossless error as a JSON-RPC error naming what
-    was wrong (the SDK would hide it behind "Error rendering prompt")."""
+async def _fill(fn: Callable[[Tenant], list[Message]]) -> list[Message]:
+    """``fn(tenant)`` in a worker thread, as the request's tenant; a lossless error as a
+    JSON-RPC error naming what was wrong (the SDK would hide it behind "Error rendering
+    prompt")."""
+    tenant = OPERATOR
     try:
-        return await in_thread(fn)
+        tenant = request_tenant()
+        return await in_thread(lambda: fn(tenant))
     except (NotFoundError, ValidationError) as exc:
-        raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
+        raise MCPError(code=INVALID_PARAMS, message=tenant.public_text(str(exc))) from exc
     except LosslessError as exc:
-        raise MCPError(code=INTERNAL_ERROR, message=str(exc)) from exc
+        raise MCPError(code=INTERNAL_ERROR, message=tenant.public_text(str(exc))) from exc
 
 
-def _quote(memory: Memory, hit: GrepHit) -> str:
+def _quote(memory: Memory, hit: GrepHit, tenant: Tenant) -> str:
     """One match: where and when, then its text (a message's own, a summary's content)."""
     if hit.kind == "message":
         text = memory.store.get_message(hit.id).text
@@ -65,25 +71,29 @@ def _quote(memory: Memory, hit: GrepHit) -> str:
         text, where = hit.snippet, f"messages #{hit.first_seq}–{hit.last_seq}"
     if len(text) > QUOTE_CHARS:
         text = text[:QUOTE_CHARS] + f" … [{len(text) - QUOTE_CHARS} more characters: lcm_expand {hit.id}]"
-    return f"[{hit.id} · {hit.conversation_id} · {where} · {hit.created_at:%Y-%m-%d %H:%M}]\n{text}"
+    return (f"[{hit.id} · {tenant.public_id(hit.conversation_id)} · {where} · {hit.created_at:%Y-%m-%d %H:%M}]"
+            f"\n{text}")
 
 
-def recall_messages(memory: Memory, topic: str, conversation: str | None = None, limit: int = 8) -> list[Message]:
-    """The ``recall`` prompt's messages for ``topic``."""
+def recall_messages(memory: Memory, topic: str, conversation: str | None = None, limit: int = 8,
+                    tenant: Tenant = OPERATOR) -> list[Message]:
+    """The ``recall`` prompt's messages for ``topic``, from ``tenant``'s conversations."""
     topic = topic.strip()
     if not topic:
         raise ValidationError("topic must say what to recall (it is empty)")
-    if conversation and memory.get_conversation(conversation) is None:
-        raise NotFoundError(f"no conversation {conversation!r}")
-    spec = SearchSpec(query=topic, conversation_ids=(conversation,) if conversation else None,
-                      kinds=("message", "summary"), mode="hybrid" if memory.embedder is not None else "fts",
-                      limit=limit)
-    hits = run_search(memory.store, memory.recaller, spec)
+    scope: tuple[str, ...] | None = None
+    if conversation:
+        scope = (tenant_conversation(memory, tenant, conversation).id,)
+    elif not tenant.implicit:
+        scope = tuple(tenant.conversation_ids(memory))
+    spec = SearchSpec(query=topic, conversation_ids=scope, kinds=("message", "summary"),
+                      mode="hybrid" if memory.embedder is not None else "fts", limit=limit)
+    hits = run_search(memory.store, memory.recaller, spec) if scope != () else []
     where = f"conversation {conversation!r}" if conversation else "every conversation"
     if not hits:
         return [UserMessage(f"Recall what we said about: {topic}\n\nThe memory ({where}) has nothing that matches. "
                             "Say so, and offer to search with other words (lcm_grep).")]
-    quoted = "\n\n".join(_quote(memory, h) for h in hits)
+    quoted = "\n\n".join(_quote(memory, h, tenant) for h in hits)
     return [UserMessage(
         f"Recall what we said about: {topic}\n\nWhat the memory ({where}) holds on it, best match first "
         f"({len(hits)} of them):\n\n{quoted}\n\nAnswer from these, citing the ids in brackets. Where a quote "
@@ -104,11 +114,9 @@ def _chat_text(message: dict[str, Any]) -> str:
 
 
 def resume_messages(memory: Memory, conversation: str, budget: int | None = None,
-                    focus: str | None = None) -> list[Message]:
-    """The ``resume`` prompt's messages: ``conversation``'s assembled context."""
-    conv = memory.get_conversation(conversation)
-    if conv is None:
-        raise NotFoundError(f"no conversation {conversation!r}")
+                    focus: str | None = None, tenant: Tenant = OPERATOR) -> list[Message]:
+    """The ``resume`` prompt's messages: ``tenant``'s ``conversation``'s assembled context."""
+    conv = tenant_conversation(memory, tenant, conversation)
     ctx = conv.assemble(budget_tokens=budget, query=focus or None)
     out: list[Message] = []
     for m in ctx.messages:
@@ -140,7 +148,7 @@ def add_prompts(server: MCPServer[Any], mem: Callable[[], Memory]) -> None:
         conversation: Annotated[str | None, Field(description="Only this conversation (default: all).")] = None,
         limit: Annotated[int, Field(ge=1, le=50, description="How many matches to quote (default 8).")] = 8,
     ) -> list[Message]:
-        return await _fill(lambda: recall_messages(mem(), topic, conversation, limit))
+        return await _fill(lambda t: recall_messages(mem(), topic, conversation, limit, t))
 
     @server.prompt(name="resume", title="Pick up where we left off",
                    description="A conversation's context as the model would get it (recent messages verbatim, "
@@ -152,4 +160,4 @@ def add_prompts(server: MCPServer[Any], mem: Callable[[], Memory]) -> None:
         focus: Annotated[str | None, Field(description="What the next turn is about: older history on it is "
                                                         "recalled into the context.")] = None,
     ) -> list[Message]:
-        return await _fill(lambda: resume_messages(mem(), conversation, budget, focus))
+        return await _fill(lambda t: resume_messages(mem(), conversation, budget, focus, t))

@@ -14,6 +14,10 @@ the templates' ids and for the prompts' ``conversation`` argument: conversation 
 (most recently updated first), summary and message ids (in id order, inside the
 conversation already chosen when the request's context names one). At most 100 values,
 with the total and whether there are more.
+
+Over HTTP with keys all of it is the key's tenant's (:mod:`lossless.server.mcp_scope`):
+its conversations with the ids it knows them by, its summaries and messages; another
+tenant's id is not there.
 """
 
 from __future__ import annotations
@@ -30,9 +34,11 @@ from mcp.types import (
     ResourceTemplateReference,
 )
 
-from lossless.core.errors import LosslessError, NotFoundError
+from lossless.core.errors import LosslessError, NotFoundError, ValidationError
 from lossless.core.types import Message
 from lossless.server.mcp_notify import in_thread
+from lossless.server.mcp_scope import OPERATOR, public, request_tenant, tenant_conversation, toolbox
+from lossless.server.tenancy import Tenant
 from lossless.store.rows import prefix_upper
 from lossless.store.runner import sql_runner
 
@@ -54,12 +60,15 @@ _ID_KINDS = {"conversation_id": "conversation", "conversation": "conversation",
              "summary_id": "summary", "summary": "summary", "message_id": "message", "message": "message"}
 
 
-async def _read(fn: Callable[[], Any]) -> Any:
-    """The sync core in a worker thread; a lossless error as a resource error."""
+async def _read(fn: Callable[[Tenant], Any]) -> Any:
+    """``fn(tenant)`` in a worker thread, as the request's tenant; a lossless error as a
+    resource error, with the ids it names as the tenant knows them."""
+    tenant = OPERATOR
     try:
-        return await in_thread(fn)
+        tenant = request_tenant()
+        return await in_thread(lambda: fn(tenant))
     except LosslessError as exc:
-        raise ResourceError(str(exc)) from exc
+        raise ResourceError(tenant.public_text(str(exc))) from exc
 
 
 def message_dict(msg: Message) -> dict[str, Any]:
@@ -81,21 +90,24 @@ def add_resources(server: MCPServer[Any], mem: Callable[[], Memory]) -> None:
     @server.resource("lossless://conversations", name="conversations", mime_type="application/json",
                      description="Every conversation with its message and summary counts, newest first.")
     async def conversations() -> dict[str, Any]:
-        infos = await _read(lambda: mem().conversations(limit=10_000))
-        return {"conversations": [{"id": c.id, "messages": c.message_count, "summaries": c.summary_count,
-                                   "updated_at": c.updated_at.isoformat(), "metadata": c.metadata} for c in infos]}
+        def read(t: Tenant) -> dict[str, Any]:
+            return {"conversations": [{"id": t.public_id(c.id), "messages": c.message_count,
+                                       "summaries": c.summary_count, "updated_at": c.updated_at.isoformat(),
+                                       "metadata": t.metadata_out(c.metadata)}
+                                      for c in t.conversations(mem(), 10_000, 0)]}
+
+        result: dict[str, Any] = await _read(read)
+        return result
 
     @server.resource("lossless://conversations/{conversation_id}", name="conversation", mime_type="application/json",
                      description="One conversation: its stats and its summary DAG (frontier first).")
     async def conversation(conversation_id: str) -> dict[str, Any]:
-        def read() -> dict[str, Any]:
-            conv = mem().get_conversation(conversation_id)
-            if conv is None:
-                raise NotFoundError(f"no conversation {conversation_id!r}")
+        def read(t: Tenant) -> dict[str, Any]:
+            conv = tenant_conversation(mem(), t, conversation_id)
             frontier = [s.id for s in conv.frontier()]
             nodes = [{"id": s.id, "depth": s.depth, "first_seq": s.first_seq, "last_seq": s.last_seq,
                       "tokens": s.token_count, "sources": [r.id for r in s.sources]} for s in conv.summaries()]
-            return {"stats": conv.stats(), "frontier": frontier, "summaries": nodes}
+            return {"stats": public(conv.stats(), t), "frontier": frontier, "summaries": nodes}
 
         result: dict[str, Any] = await _read(read)
         return result
@@ -106,7 +118,7 @@ def add_resources(server: MCPServer[Any], mem: Callable[[], Memory]) -> None:
     async def summary(summary_id: str) -> dict[str, Any]:
         if not summary_id.startswith("sum_"):
             raise ResourceError(f"{summary_id!r} is not a summary id (sum_…)")
-        result: dict[str, Any] = await _read(lambda: mem().tools(None).lcm_describe(summary_id))
+        result: dict[str, Any] = await _read(lambda t: public(toolbox(mem(), t, None).lcm_describe(summary_id), t))
         return result
 
     @server.resource("lossless://messages/{message_id}", name="message", mime_type="application/json",
@@ -115,14 +127,24 @@ def add_resources(server: MCPServer[Any], mem: Callable[[], Memory]) -> None:
     async def message(message_id: str) -> dict[str, Any]:
         if not message_id.startswith("msg_"):
             raise ResourceError(f"{message_id!r} is not a message id (msg_…)")
-        return message_dict(await _read(lambda: mem().store.get_message(message_id)))
+        def read(t: Tenant) -> dict[str, Any]:
+            node = toolbox(mem(), t, None).node(message_id)
+            if not isinstance(node, Message):
+                raise NotFoundError(f"no message with id {message_id!r}")
+            return dict(public(message_dict(node), t))
+
+        result: dict[str, Any] = await _read(read)
+        return result
 
 
-def complete_ids(memory: Memory, kind: str, prefix: str, conversation_id: str | None = None) -> Completion:
-    """The stored ids of ``kind`` (conversation, summary, message) starting with ``prefix``."""
+def complete_ids(memory: Memory, kind: str, prefix: str, conversation_id: str | None = None,
+                 tenant: Tenant = OPERATOR) -> Completion:
+    """The ids of ``kind`` (conversation, summary, message) starting with ``prefix`` that
+    ``tenant`` has (conversation ids as it knows them)."""
     if kind == "conversation":
-        infos = memory.store.list_conversations(limit=COMPLETION_LIMIT + 1, id_prefix=prefix or None)
-        ids = [c.id for c in infos]
+        wanted = tenant.prefix + prefix
+        infos = memory.store.list_conversations(limit=COMPLETION_LIMIT + 1, id_prefix=wanted or None)
+        ids = [tenant.public_id(c.id) for c in infos]
     else:
         db = sql_runner(memory.store)
         table = "summaries" if kind == "summary" else "messages"
@@ -131,8 +153,15 @@ def complete_ids(memory: Memory, kind: str, prefix: str, conversation_id: str | 
             where.append(db.text_range("id"))
             args += [prefix, prefix_upper(prefix)]
         if conversation_id:
+            try:
+                stored = tenant.stored_id(conversation_id)
+            except ValidationError:  # not an id: nothing is in it
+                return Completion(values=[], total=0, has_more=False)
             where.append("conversation_id = ?")
-            args.append(conversation_id)
+            args.append(stored)
+        elif not tenant.implicit:
+            where.append(db.text_range("conversation_id"))
+            args += [tenant.prefix, prefix_upper(tenant.prefix)]
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         # one more than is shown, to say whether there are more
         rows = db.query(f"SELECT id FROM {table}{clause} ORDER BY id LIMIT {COMPLETION_LIMIT + 1}", args)
@@ -156,4 +185,5 @@ def add_completions(server: MCPServer[Any], mem: Callable[[], Memory], prompt_id
             return None  # an argument without ids to offer: no values
         known = (context.arguments if context is not None else None) or {}
         scope = known.get("conversation") or known.get("conversation_id")
-        return await in_thread(lambda: complete_ids(mem(), kind, argument.value, scope))
+        tenant = request_tenant()
+        return await in_thread(lambda: complete_ids(mem(), kind, argument.value, scope, tenant))

@@ -9,8 +9,10 @@ memory). Resources and completions of ids: :mod:`lossless.server.mcp_resources`;
 messages and progress: :mod:`lossless.server.mcp_notify`. A lossless error comes back as a
 tool error the model can read.
 
-Over stdio it serves the local user; over HTTP (streamable HTTP at ``/mcp``) it binds
-loopback only, since it has no keys: for remote agents use ``lossless serve``.
+Over stdio it serves the local user (the whole database). Over HTTP (streamable HTTP at
+``/mcp``, :mod:`lossless.server.mcp_http`) it takes the keys of ``lossless serve``: every
+tool, resource, prompt and completion answers inside the key's tenant
+(:mod:`lossless.server.mcp_scope`); a database without keys is served on loopback only.
 """
 
 from __future__ import annotations
@@ -31,11 +33,13 @@ try:
     from lossless.server.mcp_notify import in_thread, install
     from lossless.server.mcp_prompts import PROMPT_IDS, add_prompts
     from lossless.server.mcp_resources import add_completions, add_resources
+    from lossless.server.mcp_scope import public, request_tenant, toolbox
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise MissingDependencyError("the MCP server needs the mcp extra: pip install 'lossless[mcp]'") from exc
 
 if TYPE_CHECKING:
     from lossless.engine import Memory
+    from lossless.server.tenancy import Tenant
 
 __all__ = ["TOOL_NAMES", "build_server"]
 
@@ -65,9 +69,10 @@ Kind = Literal["task", "fact", "preference", "error", "pattern"]
 
 
 class _Run(Protocol):
-    """Runs the sync core in a worker thread, lossless errors turned into tool errors."""
+    """Runs ``fn(tenant)`` (the sync core, as the request's tenant) in a worker thread,
+    lossless errors turned into tool errors."""
 
-    def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
+    def __call__(self, fn: Callable[[Tenant], T], /) -> Awaitable[T]: ...
 
 
 def build_server(memory: Memory | Callable[[], Memory], *, name: str = "lossless") -> MCPServer[Any]:
@@ -79,12 +84,17 @@ def build_server(memory: Memory | Callable[[], Memory], *, name: str = "lossless
             opened.append(memory() if callable(memory) else memory)
         return opened[0]
 
-    async def run(fn: Callable[[], T]) -> T:
-        """The sync core in a worker thread; lossless errors as tool errors."""
+    async def run(fn: Callable[[Tenant], T]) -> T:
+        """``fn(tenant)`` in a worker thread; lossless errors as tool errors, with the ids
+        they name as the tenant knows them."""
         try:
-            return await in_thread(fn)
+            tenant = request_tenant()
         except LosslessError as exc:
             raise ToolError(str(exc)) from exc
+        try:
+            return await in_thread(lambda: fn(tenant))
+        except LosslessError as exc:
+            raise ToolError(tenant.public_text(str(exc))) from exc
 
     # the package's version in serverInfo (the SDK's default is ""), and only warnings on
     # stderr: an MCP client shows a stdio server's stderr as its log, not INFO per request
@@ -117,15 +127,15 @@ def _add_dag_tools(server: MCPServer[Any], mem: Callable[[], Memory], run: _Run)
         sort: Literal["relevance", "recency"] = "relevance",
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
     ) -> dict[str, Any]:
-        return await run(lambda: mem().tools(conversation).lcm_grep(
-            query, mode=mode, scope=scope, role=role, since=since, until=until, sort=sort, limit=limit))
+        return await run(lambda t: public(toolbox(mem(), t, conversation).lcm_grep(
+            query, mode=mode, scope=scope, role=role, since=since, until=until, sort=sort, limit=limit), t))
 
     @server.tool(name="lcm_describe", description=_SPECS["lcm_describe"]["description"])
     async def lcm_describe(
         id: Annotated[str, Field(description=_doc("lcm_describe", "id"))],
         conversation: Annotated[str | None, Field(description=_SCOPE)] = None,
     ) -> dict[str, Any]:
-        return await run(lambda: mem().tools(conversation).lcm_describe(id))
+        return await run(lambda t: public(toolbox(mem(), t, conversation).lcm_describe(id), t))
 
     @server.tool(name="lcm_expand", description=_SPECS["lcm_expand"]["description"])
     async def lcm_expand(
@@ -141,7 +151,7 @@ def _add_dag_tools(server: MCPServer[Any], mem: Callable[[], Memory], run: _Run)
         args: dict[str, Any] = {"id": id, "to": to, "max_tokens": max_tokens}
         extra = {"from_seq": from_seq, "offset": offset or None, "max_chars": max_chars, "page": page}
         args.update({k: v for k, v in extra.items() if v is not None})
-        return await run(lambda: mem().tools(conversation).call("lcm_expand", args))
+        return await run(lambda t: public(toolbox(mem(), t, conversation).call("lcm_expand", args), t))
 
 
 def _add_memory_tools(server: MCPServer[Any], mem: Callable[[], Memory], run: _Run) -> None:
@@ -158,8 +168,12 @@ def _add_memory_tools(server: MCPServer[Any], mem: Callable[[], Memory], run: _R
         kind: Annotated[list[Kind] | None, Field(description="Only these kinds.")] = None,
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
     ) -> dict[str, Any]:
-        records = await run(lambda: mem().memories.search(query, user=user, agent=agent, kind=kind, limit=limit))
-        return {"query": query, "count": len(records), "memories": [r.to_dict() for r in records]}
+        def search(t: Tenant) -> dict[str, Any]:
+            records = t.search_memories(mem(), query, user=user, agent=agent, kind=list(kind) if kind else None,
+                                        limit=limit)
+            return {"query": query, "count": len(records), "memories": [t.record_out(r) for r in records]}
+
+        return await run(search)
 
     @server.tool(name="memory_add", description=(
         "Store a durable memory: a fact, preference, decision, error with its fix, or task. The same content "
@@ -171,6 +185,8 @@ def _add_memory_tools(server: MCPServer[Any], mem: Callable[[], Memory], run: _R
         agent: Annotated[str | None, Field(description="The agent it belongs to.")] = None,
         importance: Annotated[float | None, Field(ge=0, le=1, description="0..1 (default: by kind).")] = None,
     ) -> dict[str, Any]:
-        record = await run(lambda: mem().memories.add(content, kind=kind, user=user, agent=agent,
-                                                      importance=importance))
-        return record.to_dict()
+        def add(t: Tenant) -> dict[str, Any]:
+            owner, by = t.record_owners(user, agent)
+            return t.record_out(mem().memories.add(content, kind=kind, user=owner, agent=by, importance=importance))
+
+        return await run(add)

@@ -137,6 +137,21 @@ class Tenant:
             return [named]
         return [named, self.wide_owner] if named is not None else [self.wide_owner]
 
+    def search_memories(self, memory: Memory, query: str, *, user: object = None, agent: object = None,
+                        kind: list[str] | None = None, limit: int = 10,
+                        min_score: float | None = None) -> list[MemoryRecord]:
+        """The memories ``user`` and ``agent`` (the tenant's own names) may see that match
+        ``query``, best first: searched as the agent named and as the tenant-wide one;
+        never another tenant's, nor (for a keyed tenant) the operator's ownerless ones."""
+        stored_user = self.owner(user, "user")
+        found: dict[str, MemoryRecord] = {}
+        for stored_agent in self.search_agents(agent):
+            for record in memory.memories.search(query, user=stored_user, agent=stored_agent, kind=kind, limit=limit,
+                                                 include_global=self.implicit, min_score=min_score):
+                if record.id not in found or (record.score or 0) > (found[record.id].score or 0):
+                    found[record.id] = record
+        return sorted(found.values(), key=lambda r: (-(r.score or 0), r.id))[:limit]
+
     def memory_ids(self, memory: Memory) -> list[str]:
         """Every memory id this tenant owns (the implicit one: all)."""
         db = sql_runner(memory.store)

@@ -10,7 +10,7 @@ from typing import Any
 from starlette.routing import Route
 
 from lossless.core.errors import ValidationError
-from lossless.longterm.records import KINDS, MemoryRecord
+from lossless.longterm.records import KINDS
 from lossless.server.state import Call, Reply, endpoint
 from lossless.store.runner import sql_runner
 
@@ -55,14 +55,8 @@ def search(call: Call) -> dict[str, Any]:
     min_score = f.number("min_score", minimum=0, maximum=1)
     kinds = _kinds(f.strings("kind") if isinstance(f.data.get("kind"), list) else
                    ([k] if (k := f.string("kind")) else None))
-    user = tenant.owner(f.data.get("user"), "user")
-    found: dict[str, MemoryRecord] = {}
-    for agent in tenant.search_agents(f.data.get("agent")):
-        for record in call.memory.memories.search(query, user=user, agent=agent, kind=kinds, limit=limit,
-                                                  include_global=tenant.implicit, min_score=min_score):
-            if record.id not in found or (record.score or 0) > (found[record.id].score or 0):
-                found[record.id] = record
-    ranked = sorted(found.values(), key=lambda r: (-(r.score or 0), r.id))[:limit]
+    ranked = tenant.search_memories(call.memory, query, user=f.data.get("user"), agent=f.data.get("agent"),
+                                    kind=kinds, limit=limit, min_score=min_score)
     return {"query": query, "count": len(ranked), "data": [tenant.record_out(r) for r in ranked]}
 
 
