@@ -23,6 +23,7 @@ import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp.types import PromptReference, ResourceTemplateReference
 
 import lossless
@@ -119,7 +120,7 @@ async def _bravo_sees_only_its_own(s: ClientSession, seeded: dict[str, Any]) -> 
     assert one["stats"]["conversation"] == "notes"
     for uri in ("lossless://conversations/plans", "lossless://conversations/@alpha/plans",
                 f"lossless://summaries/{seeded['leaf']}", f"lossless://messages/{seeded['alpha_msg']}"):
-        with pytest.raises(Exception) as refused:
+        with pytest.raises(MCPError) as refused:
             await s.read_resource(uri)
         assert SECRET not in str(refused.value) and "@bravo" not in str(refused.value), uri
     mine = json.loads((await s.read_resource(f"lossless://messages/{seeded['bravo_msg']}")).contents[0].text)
@@ -147,7 +148,7 @@ async def _bravo_sees_only_its_own(s: ClientSession, seeded: dict[str, Any]) -> 
 
     recalled = await s.get_prompt("recall", {"topic": f"launch code {SECRET}"})
     assert "has nothing that matches" in json.dumps([m.model_dump() for m in recalled.messages])
-    with pytest.raises(Exception):
+    with pytest.raises(MCPError, match="no conversation 'plans'"):
         await s.get_prompt("resume", {"conversation": "plans"})
     resumed = await s.get_prompt("resume", {"conversation": "notes", "focus": "what is in ops_secrets.env?"})
     text = json.dumps([m.model_dump() for m in resumed.messages])

@@ -56,12 +56,12 @@ def _like(term: str) -> str:
 
 class PostgresFilesBackend(PostgresRunner):
     @contextmanager
-    def transaction(self) -> Iterator[QmarkConnection]:
+    def transaction(self, *, wait: bool = True) -> Iterator[QmarkConnection]:
         """One write transaction, one writer of the file tables at a time (as on SQLite):
         two processes indexing the same file cannot both insert it."""
-        with self.store.transaction() as conn:
+        with super().transaction(wait=wait) as conn:
             conn.execute(_LOCK)
-            yield QmarkConnection(conn)
+            yield conn
 
     def in_ids(self, column: str, ids: Collection[int]) -> tuple[str, list[Any]]:
         return f"{column} = ANY(?)", [sorted(ids)]

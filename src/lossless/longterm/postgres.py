@@ -37,8 +37,8 @@ class PostgresMemoryBackend(PostgresRunner):
     integrity_errors: tuple[type[BaseException], ...] = (psycopg.errors.UniqueViolation,)
 
     @contextmanager
-    def transaction(self) -> Iterator[Any]:
-        with super().transaction() as conn:
+    def transaction(self, *, wait: bool = True) -> Iterator[Any]:
+        with super().transaction(wait=wait) as conn:
             conn.execute(_LOCK)
             yield conn
 
