@@ -162,15 +162,15 @@ def test_import_skips_bad_lines_and_is_idempotent(run: Run, tmp_path: Path) -> N
     assert status == 1
     assert "line 3: invalid JSON" in err
     assert "line 6: invalid message: unknown role 'wizard'" in err
-    assert "line 8: no conversation" in err
-    assert "imported 6 messages into 1 conversation" in out and "skipped 3 lines" in out
-    assert run.json("stats", "imp")["messages"] == 6
+    # a line naming no conversation goes to one named after the file, as in the other formats
+    assert "imported 7 messages into 2 conversations" in out and "skipped 2 lines" in out
+    assert run.json("stats", "imp")["messages"] == 6 and run.json("stats", "openai:chat")["messages"] == 1
 
     again = run("--json", "import", path)
     assert again[0] == 1
     report = json.loads(again[1])
-    assert report["added"] == 0 and report["already_stored"] == 6
-    assert [s["line"] for s in report["skipped"]] == [3, 6, 8]
+    assert report["added"] == 0 and report["already_stored"] == 7
+    assert [s["line"] for s in report["skipped"]] == [3, 6]
     assert run.json("stats", "imp")["messages"] == 6
 
 

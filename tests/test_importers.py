@@ -124,20 +124,21 @@ def test_anthropic_lines_keep_ids_and_errors(mem: lossless.Memory) -> None:
 def test_claude_code_transcript(mem: lossless.Memory) -> None:
     report, problems = _imp(mem, DATA / "claude_code.jsonl")
     assert not problems
-    assert dict(report.added) == {CLAUDE_SESSION: 5, f"{CLAUDE_SESSION}:agent-7c1d": 1}
+    assert dict(report.added) == {CLAUDE_SESSION: 4, f"{CLAUDE_SESSION}:agent-7c1d": 1}
     assert report.ignored == {"claude-code system line": 1, "claude-code file-history-snapshot line": 1}
     conv = mem.conversation(CLAUDE_SESSION)
     assert conv.info.metadata == {"source": "claude-code", "session_id": CLAUDE_SESSION.split(":")[1],
                                   "cwd": "/home/maya/billing", "git_branch": "main", "version": "1.0.51",
                                   "title": "Fix the flaky billing test"}
     msgs = conv.messages()
-    assert [m.role for m in msgs] == ["user", "assistant", "assistant", "tool", "assistant"]
+    assert [m.role for m in msgs] == ["user", "assistant", "tool", "assistant"]
     assert msgs[0].external_id == "a1b2c3d4-0000-4000-8000-000000000001"
-    # the thinking-only line went onto the next line of the same reply
+    # the reply's three lines (thinking, text, tool_use; one message.id) are one message
     assert msgs[1].metadata["thinking"][0]["thinking"].startswith("Flaky one in ten")
     assert msgs[1].metadata["message_id"] == "msg_01Xa" and msgs[1].metadata["model"].startswith("claude-sonnet")
-    assert msgs[2].tool_calls[0]["id"] == "toolu_01A" and msgs[2].tool_calls[0]["function"]["name"] == "Bash"
-    assert msgs[3].tool_call_id == "toolu_01A" and msgs[3].content.startswith("FAILED")
+    assert msgs[1].content == "I'll run the test a few times to see the failure."
+    assert msgs[1].tool_calls[0]["id"] == "toolu_01A" and msgs[1].tool_calls[0]["function"]["name"] == "Bash"
+    assert msgs[2].tool_call_id == "toolu_01A" and msgs[2].content.startswith("FAILED")
     assert str(msgs[0].created_at) == "2025-07-01 10:00:00+00:00"
 
 
@@ -354,7 +355,7 @@ def test_bad_lines_are_reported_by_line_and_the_rest_imported(mem: lossless.Memo
     assert [(p.line, p.reason.split(":")[0]) for p in problems] == [
         (3, "invalid JSON"), (4, "invalid line"), (5, "invalid line"), (6, "invalid message")]
     assert "without a 'message'" in problems[1].reason and "content block 0" in problems[3].reason
-    assert report.added[CLAUDE_SESSION] == 5
+    assert report.added[CLAUDE_SESSION] == 4
     assert "skipped 4 lines (2 invalid line, 1 invalid JSON, 1 invalid message)" in report.line()
 
 
@@ -433,6 +434,112 @@ def test_not_utf8(mem: lossless.Memory, tmp_path: Path) -> None:
                      + b'{"conversation": "u", "role": "user", "content": "caf\xe9"}\n')
     report, problems = _imp(mem, path)
     assert report.added["u"] == 1 and problems[0].line == 2 and problems[0].reason.startswith("not UTF-8")
+
+
+def _openai_lines(n: int, conversation: str = "u") -> bytes:
+    return b"".join(json.dumps({"conversation": conversation, "role": "user", "content": f"m{i}"}).encode() + b"\n"
+                    for i in range(n))
+
+
+_BAD_FIRST_LINES = {
+    # a byte that is not UTF-8 inside a string: a line the writer's encoding broke
+    "latin-1": b'{"conversation": "u", "role": "user", "content": "caf\xe9"}\n',
+    "half-written": b'{"conversation": "u", "role": "us\n',
+    "binary": b"\x00\x9f\x92\x96 not json at all\n",
+}
+
+
+@pytest.mark.parametrize("bad", sorted(_BAD_FIRST_LINES))
+def test_a_bad_first_line_is_one_skipped_line(mem: lossless.Memory, tmp_path: Path, bad: str) -> None:
+    """The attacker's file: a first line that is not UTF-8 (or not JSON) before 1,000 good
+    ones imported nothing and reported one skipped line (the head read as one document)."""
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(_BAD_FIRST_LINES[bad] + _openai_lines(1000))
+    assert detect(path) == "openai"
+    report, problems = _imp(mem, path)
+    assert report.added["u"] == 1000 and not report.document and [p.line for p in problems] == [1]
+    assert problems[0].reason.startswith("invalid JSON" if bad == "half-written" else "not UTF-8")
+    # the same for the other line formats: the head's other lines decide
+    session = (DATA / "claude_code.jsonl").read_bytes()
+    (tmp_path / "session.jsonl").write_bytes(_BAD_FIRST_LINES[bad] + session)
+    assert detect(tmp_path / "session.jsonl") == "claude-code"
+    report, problems = _imp(mem, tmp_path / "session.jsonl")
+    assert report.added[CLAUDE_SESSION] == 4 and [p.line for p in problems] == [1]
+    anthropic = (DATA / "anthropic.jsonl").read_bytes()
+    (tmp_path / "api.jsonl").write_bytes(_BAD_FIRST_LINES[bad] + anthropic)
+    assert detect(tmp_path / "api.jsonl") == "anthropic"
+    report, problems = _imp(mem, tmp_path / "api.jsonl")
+    assert sum(report.added.values()) == len(anthropic.splitlines()) and [p.line for p in problems] == [1]
+
+
+def test_a_pretty_printed_document_is_still_one_document(mem: lossless.Memory, tmp_path: Path) -> None:
+    doc = {"conversation": "pretty", "messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}
+    path = tmp_path / "doc.json"
+    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")  # its innermost lines parse on their own
+    report, problems = _imp(mem, path)
+    assert report.document and not problems and report.added["pretty"] == 2
+
+
+_HUGE = "9" * 5000  # over Python's 4,300-digit limit for int(str): json.loads raised a bare ValueError
+
+
+def test_an_integer_too_long_to_read_skips_its_line_only(mem: lossless.Memory, tmp_path: Path) -> None:
+    """One line with a 5,000-digit integer aborted the whole import ("unexpected
+    ValueError") and stored nothing."""
+    huge = ('{"conversation": "u", "role": "user", "content": "x", "metadata": {"n": ' + _HUGE + "}}\n").encode()
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(_openai_lines(10) + huge + _openai_lines(10, "v"))
+    report, problems = _imp(mem, path)
+    assert dict(report.added) == {"u": 10, "v": 10} and [p.line for p in problems] == [11]
+    assert problems[0].reason == "invalid JSON: an integer of 5,000 digits (at most 4,300 are read)"
+    first = tmp_path / "first.jsonl"  # the head's first line: detection reads past it too
+    first.write_bytes(huge + _openai_lines(3, "w"))
+    report, problems = _imp(mem, first)
+    assert report.added["w"] == 3 and [p.line for p in problems] == [1]
+    # a JSON document: that element is skipped, the ones after it read
+    doc = tmp_path / "doc.json"
+    doc.write_text('[\n{"conversation": "d", "role": "user", "content": "one"},\n{"conversation": "d", "role": "user", '
+                   '"content": "x", "metadata": {"n": -' + _HUGE + '}},\n{"conversation": "d", "role": "user", '
+                   '"content": "three"}\n]\n', encoding="utf-8")
+    report, problems = _imp(mem, doc)
+    assert _seq(mem, "d") == [("user", "one"), ("user", "three")] and [p.line for p in problems] == [3]
+    assert "an integer of 5,000 digits" in problems[0].reason
+    # a ChatGPT export: that conversation is skipped, the others imported
+    good = _chatgpt("ok-1", {"a": _node("a", None, "user", "hi")}, "a")
+    bad = json.dumps(_chatgpt("bad", {"b": _node("b", None, "user", "big")}, "b")).replace("1714550400.0", _HUGE, 1)
+    later = _chatgpt("ok-2", {"c": _node("c", None, "user", "bye")}, "c")
+    export = tmp_path / "conversations.json"
+    export.write_text(f"[{json.dumps(good)},\n{bad},\n{json.dumps(later)}]", encoding="utf-8")
+    report, problems = _imp(mem, export)
+    assert sorted(report.added) == ["chatgpt:ok-1", "chatgpt:ok-2"] and [p.line for p in problems] == [2]
+    # Claude Code, Codex, Anthropic lines: the same line reader
+    for sample, fmt in ((DATA / "claude_code.jsonl", "claude-code"), (CODEX, "codex"), (DATA / "anthropic.jsonl",
+                                                                                        "anthropic")):
+        lines = sample.read_bytes().splitlines(keepends=True)
+        spoiled = tmp_path / f"spoiled-{sample.name}"
+        spoiled.write_bytes(b"".join(lines[:2]) + b'{"n": ' + _HUGE.encode() + b"}\n" + b"".join(lines[2:]))
+        report, problems = _imp(mem, spoiled, format=fmt)
+        assert [p.reason for p in problems if p.line == 3] == [problems[0].reason]
+        assert "an integer of 5,000 digits" in problems[0].reason
+
+
+def test_openai_lines_without_a_conversation_go_to_one_named_after_the_file(mem: lossless.Memory,
+                                                                             tmp_path: Path) -> None:
+    """Other formats fall back to the file name; OpenAI lines without 'conversation' were
+    all rejected ("no conversation")."""
+    path = tmp_path / "support-chat.jsonl"
+    path.write_text("".join(json.dumps({"role": r, "content": c}) + "\n" for r, c in (
+        ("user", "Where is van 112?"), ("assistant", "At the Porto depot.")))
+        + json.dumps({"conversation": "named", "role": "user", "content": "elsewhere"}) + "\n", encoding="utf-8")
+    report, problems = _imp(mem, path)
+    assert not problems and dict(report.added) == {"openai:support-chat": 2, "named": 1}
+    assert _seq(mem, "openai:support-chat") == [("user", "Where is van 112?"), ("assistant", "At the Porto depot.")]
+    again, _ = _imp(mem, path)
+    assert sum(again.added.values()) == 0 and again.already_stored == 3
+    doc = tmp_path / "plain.json"  # a JSON array of bare messages too
+    doc.write_text(json.dumps([{"role": "user", "content": "hi"}], indent=1), encoding="utf-8")
+    assert dict(_imp(mem, doc)[0].added) == {"openai:plain": 1}
+    assert dict(_imp(mem, path, conversation="chosen")[0].added) == {"chosen": 3}  # --conversation still wins
 
 
 # -- one BEAM chat through every format -------------------------------------------------
@@ -543,7 +650,7 @@ def test_import_command(store_target: StoreTarget, tmp_path: Path, capsys: pytes
 
     status, out, err = run("import", DATA / "claude_code.jsonl")
     assert status == 0 and err == ""
-    assert out.startswith("imported 6 messages into 2 conversations from 10 lines (claude-code)")
+    assert out.startswith("imported 5 messages into 2 conversations from 10 lines (claude-code)")
     assert "ignored 2 non-message items" in out
     status, out, _ = run("--json", "import", CODEX)
     report = json.loads(out)

@@ -21,6 +21,7 @@ from lossless.cli.progress import WorkProgress
 from lossless.importers import (
     BATCH_SIZE,
     FORMATS,
+    ImportInterrupted,
     ImportReport,
     Problem,
     check_source,
@@ -42,7 +43,8 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
                    help=f"the file's format (default: detected): {', '.join(FORMATS)}")
     p.add_argument("--conversation", metavar="ID",
                    help="put every message here (default: each source conversation keeps its own id, "
-                        "e.g. claude-code:<sessionId>; OpenAI lines name theirs in a 'conversation' field)")
+                        "e.g. claude-code:<sessionId>; OpenAI lines name theirs in a 'conversation' field, "
+                        "else they go to openai:<file name>)")
     p.add_argument("--strict", action="store_true",
                    help="stop at the first bad line, writing nothing from its batch")
     no_wait(p)
@@ -58,18 +60,32 @@ def cmd_import(ctx: CommandContext) -> int:
         where = f"{name} line {p.line}" if p.line else name
         ctx.err.print(Text(f"{where}: {p.reason}"), soft_wrap=True)
 
-    with WorkProgress(ctx.err, "importing", sizes=True, disable=ctx.json) as bar:
-        size = file_size(args.file)
-        bar.update(0, size)
-        report = import_file(memory, args.file, format=args.format, conversation=args.conversation,
-                             strict=args.strict, on_problem=problem, progress=lambda done: bar.update(done, size))
-    if ctx.json:
-        ctx.emit_json(report.to_json())
-    else:
-        ctx.out.print(Text(report.line()), soft_wrap=True)
+    try:
+        with WorkProgress(ctx.err, "importing", sizes=True, disable=ctx.json) as bar:
+            size = file_size(args.file)
+            bar.update(0, size)
+            report = import_file(memory, args.file, format=args.format, conversation=args.conversation,
+                                 strict=args.strict, on_problem=problem, progress=lambda done: bar.update(done, size))
+    except ImportInterrupted as stop:  # Ctrl-C: say what was kept, and that the same command resumes
+        _print_report(ctx, stop.report)
+        return 130
+    _print_report(ctx, report)
     # the messages are stored and searchable; now the summaries and vectors they are owed
-    ctx.catch_up([c for c, n in report.added.items() if n])
+    try:
+        ctx.catch_up([c for c, n in report.added.items() if n])
+    except KeyboardInterrupt:
+        ctx.err.print(Text("interrupted while compacting and indexing: every message above is stored (searchable by "
+                           "keyword); the work left stays queued for `lossless worker` or the next write"),
+                      soft_wrap=True)
+        return 130
     if report.stopped_at is not None:
         reason = report.skipped[-1].reason if report.skipped else "a bad record"
         raise CommandError(f"line {report.stopped_at}: {reason} (--strict: stopped, nothing from its batch written)")
     return 1 if report.skipped else 0
+
+
+def _print_report(ctx: CommandContext, report: ImportReport) -> None:
+    if ctx.json:
+        ctx.emit_json(report.to_json())
+    else:
+        ctx.out.print(Text(report.line()), soft_wrap=True)

@@ -80,6 +80,17 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         check(parser, args)
 
 
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the command given (``lossless import --foo`` shows import's usage,
+    not the list of every command); the top-level one if there is none."""
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        found = getattr(action, "choices", None) or {}
+        if getattr(args, "command", None) in found:
+            sub: argparse.ArgumentParser = found[args.command]
+            return sub
+    return parser
+
+
 def _fail(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 1
@@ -89,7 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 1 error, 2 usage)."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # said by the command's parser, so its usage is the one shown
+            _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
         _check(parser, args)
     except SystemExit as exc:  # --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)

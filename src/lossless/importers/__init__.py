@@ -10,6 +10,7 @@ from lossless.importers.base import ByteStream, Ignored, Item, Meta, Problem, Re
 from lossless.importers.detect import FORMATS, detect, reader_for
 from lossless.importers.load import (
     BATCH_SIZE,
+    ImportInterrupted,
     ImportReport,
     check_source,
     file_size,
@@ -22,6 +23,7 @@ __all__ = [
     "FORMATS",
     "ByteStream",
     "Ignored",
+    "ImportInterrupted",
     "ImportReport",
     "Item",
     "Meta",

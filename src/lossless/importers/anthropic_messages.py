@@ -32,10 +32,11 @@ from lossless.importers.base import (
     Record,
     Source,
     derived_id,
+    is_json_lines,
     iter_json_lines,
     text_or_parts,
 )
-from lossless.importers.jsonstream import JsonStreamError, iter_document
+from lossless.importers.jsonstream import BadValue, JsonStreamError, iter_document
 
 __all__ = ["FORMAT", "ConversionError", "convert", "read", "records"]
 
@@ -212,24 +213,10 @@ def _system_text(system: Any) -> Any:
     return system
 
 
-def _is_lines(head: bytes) -> bool:
-    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if not text.startswith(b"{"):
-        return False
-    first, newline, _ = text.partition(b"\n")
-    try:
-        json.loads(first)
-    except ValueError:
-        return not newline and len(head) >= 1 << 16  # a long first line: JSONL
-    except RecursionError:
-        return True  # one whole (too deeply nested) line: the line reader reports it
-    return True
-
-
 def read(stream: ByteStream, source: Source) -> Iterator[Item]:
     """Records from Anthropic messages (JSONL, or a JSON request / array)."""
     reader = _Reader(source)
-    if _is_lines(source.head):
+    if is_json_lines(source.head):
         for parsed in iter_json_lines(stream, source):
             if isinstance(parsed, Problem):
                 yield parsed
@@ -244,7 +231,9 @@ def read(stream: ByteStream, source: Source) -> Iterator[Item]:
     try:
         for path, value, line in iter_document(stream, stream_keys=("messages",)):
             key = path[0]
-            if isinstance(key, int):
+            if isinstance(value, BadValue):
+                yield Problem(line, value.reason)
+            elif isinstance(key, int):
                 if isinstance(value, dict) and "role" not in value and isinstance(value.get("messages"), list):
                     yield from reader.request(value, line)
                 else:

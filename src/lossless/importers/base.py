@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
+
+from lossless.core.types import Message
 
 __all__ = [
     "HEAD_BYTES",
@@ -35,7 +38,10 @@ __all__ = [
     "Record",
     "Source",
     "derived_id",
+    "head_json_lines",
+    "is_json_lines",
     "iter_json_lines",
+    "loads",
     "text_or_parts",
 ]
 
@@ -45,11 +51,18 @@ MAX_LINE_BYTES = 80 * 1024 * 1024  # the longest line an importer reads (and par
 
 
 class Record(NamedTuple):
-    """One message to store: ``(source conversation id, message dict, line number)``."""
+    """One message to store: ``(source conversation id, message dict, line number)``.
+
+    ``resume``, for a message made of several lines of its file (a Claude Code reply), is
+    asked for the conversation's last stored reply when this record's external id may
+    already be stored: if an earlier import stored that reply from its first lines only
+    (the file was read while they were being written), it returns the message of the lines
+    written since, stored in its place; otherwise None."""
 
     conversation: str | None
     message: dict[str, Any]
     line: int
+    resume: Callable[[Message], dict[str, Any] | None] | None = None
 
 
 class Problem(NamedTuple):
@@ -117,9 +130,44 @@ def derived_id(prefix: str, *parts: Any) -> str:
     return f"{prefix}:{hashlib.sha256(canonical.encode('utf-8')).hexdigest()[:24]}"
 
 
+def loads(text: str | bytes) -> Any:
+    """``json.loads`` whose every failure is a ``ValueError`` reading ``invalid JSON: …``:
+    bad syntax (with its column), nesting too deep, or an integer longer than Python
+    converts (4,300 digits: ``json.loads`` raises a bare ValueError for it)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise ValueError("invalid JSON: nested too deeply") from None
+    except ValueError as exc:
+        digits = _longest_integer(text)
+        if not digits:
+            raise ValueError(f"invalid JSON: {exc}") from None
+        raise ValueError(f"invalid JSON: an integer of {digits:,} digits (at most "
+                         f"{sys.get_int_max_str_digits():,} are read)") from None
+
+
+def _longest_integer(text: str | bytes) -> int:
+    """The digits of the longest integer in a JSON text (0 if it does not parse)."""
+    longest = 0
+
+    def count(digits: str) -> int:
+        nonlocal longest
+        longest = max(longest, len(digits.lstrip("-")))
+        return 0
+
+    try:
+        json.loads(text, parse_int=count)
+    except (ValueError, RecursionError):
+        return 0
+    return longest
+
+
 def iter_json_lines(stream: ByteStream, source: Source) -> Iterator[tuple[int, Any] | Problem]:
     """``(line number, parsed JSON)`` for each non-blank line, or a :class:`Problem` for a
-    line that is not UTF-8, not JSON, or longer than :attr:`Source.line_limit`."""
+    line that is not UTF-8, not JSON (a number too long to read included), or longer
+    than :attr:`Source.line_limit`."""
     limit = source.line_limit
     lineno = 0
     while True:
@@ -143,11 +191,70 @@ def iter_json_lines(stream: ByteStream, source: Source) -> Iterator[tuple[int, A
         if not text.strip():
             continue
         try:
-            yield lineno, json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield Problem(lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
-        except RecursionError:
-            yield Problem(lineno, "invalid JSON: nested too deeply")
+            yield lineno, loads(text)
+        except ValueError as exc:
+            yield Problem(lineno, str(exc))
+
+
+def _lenient(line: bytes) -> Any:
+    """A line of a sniffed head parsed for format detection: a byte that is not UTF-8
+    (inside a string, where it can be) does not change what the line is, so it is read
+    as U+FFFD here; the line reader still reports that line as not UTF-8."""
+    return json.loads(line.decode("utf-8", errors="replace"))
+
+
+def _head_lines(head: bytes) -> list[bytes]:
+    """The non-blank complete lines of a sniffed head (the last one dropped when the head
+    was cut inside it), without a byte-order mark."""
+    lines = head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n")
+    if len(head) >= HEAD_BYTES and len(lines) > 1:
+        lines.pop()
+    return [line for line in lines if line.strip()]
+
+
+def is_json_lines(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is JSON lines, an object per line, rather than
+    one document spread over lines (or not JSON). A first line that is an object on its own
+    settles it; when it is not (a line written half, a stray byte outside a string, junk),
+    most of the next complete lines of the head being objects on their own does: no line
+    of a pretty-printed document but its innermost ones is. A first line longer than the
+    head is a long JSON line."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text.startswith(b"["):
+        return False
+    if b"\n" not in text and len(head) >= HEAD_BYTES:
+        return text.startswith(b"{")
+    verdicts = [_object_line(line) for line in _head_lines(head)[:50]]
+    if not verdicts:
+        return False
+    if verdicts[0]:
+        return True
+    rest = verdicts[1:]
+    return bool(rest) and sum(rest) * 2 > len(rest)
+
+
+def _object_line(line: bytes) -> bool:
+    if not line.lstrip().startswith(b"{"):
+        return False
+    try:
+        _lenient(line)
+    except RecursionError:  # one whole (too deeply nested) line: the line reader reports it
+        return True
+    except ValueError:
+        return False
+    return True
+
+
+def head_json_lines(head: bytes) -> list[Any]:
+    """The values of the first (up to 50) complete lines of a JSON-lines head that parse,
+    read as :func:`is_json_lines` reads them; lines that do not parse are passed over."""
+    values: list[Any] = []
+    for line in _head_lines(head)[:50]:
+        try:
+            values.append(_lenient(line))
+        except (ValueError, RecursionError):
+            continue
+    return values
 
 
 def text_or_parts(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:

@@ -37,7 +37,7 @@ from lossless.importers.base import (
     Source,
     text_or_parts,
 )
-from lossless.importers.jsonstream import JsonStreamError, iter_document
+from lossless.importers.jsonstream import BadValue, JsonStreamError, iter_document
 
 __all__ = ["FORMAT", "TreeError", "branch", "read"]
 
@@ -205,7 +205,9 @@ def read(stream: ByteStream, source: Source) -> Iterator[Item]:
     try:
         for path, value, line in iter_document(stream):
             key = path[0]
-            if isinstance(key, int):
+            if isinstance(value, BadValue):
+                yield Problem(line, value.reason)
+            elif isinstance(key, int):
                 yield from _conversation(value, key, line)
             else:
                 single[key] = value

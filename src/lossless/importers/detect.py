@@ -18,7 +18,7 @@ from lossless.importers import (
     openclaw,
     text,
 )
-from lossless.importers.base import HEAD_BYTES, Reader
+from lossless.importers.base import HEAD_BYTES, Reader, head_json_lines, is_json_lines
 
 __all__ = ["FORMATS", "detect", "reader_for"]
 
@@ -107,24 +107,13 @@ def _by_line(obj: Any) -> str | None:
     return None
 
 
-def _by_lines(body: bytes) -> str | None:
-    """The format of a JSONL head, from up to 50 of its complete lines; None when its first
-    line is not JSON on its own (a pretty-printed document)."""
-    lines = body.split(b"\n")
-    if len(body) >= HEAD_BYTES and len(lines) > 1:
-        lines.pop()  # cut off by the sniffed size
-    found: list[str] = []
-    for i, line in enumerate(lines[:50]):
-        if not line.strip():
-            continue
-        try:
-            verdict = _by_line(json.loads(line))
-        except (ValueError, RecursionError):  # RecursionError: nested too deeply to be a message
-            if i == 0:
-                return None
-            continue
-        if verdict is not None:
-            found.append(verdict)
+def _by_lines(head: bytes) -> str | None:
+    """The format of a JSONL head, from up to 50 of its complete lines (a line that does
+    not parse is passed over: one bad line, the first included, does not decide); None
+    when the head is not JSON lines (a pretty-printed document)."""
+    if not is_json_lines(head):
+        return None
+    found = [verdict for verdict in map(_by_line, head_json_lines(head)) if verdict is not None]
     for specific in found:  # a line only one format writes settles it
         if specific not in (openai_messages.FORMAT, anthropic_messages.FORMAT):
             return specific
@@ -137,11 +126,10 @@ def _by_content(head: bytes) -> str | None:
     body = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not body:
         return None
+    verdicts = _by_lines(head)  # (its first line need not be JSON: most of the others are)
+    if verdicts is not None:
+        return verdicts
     if body[:1] in (b"[", b"{"):
-        if body[:1] == b"{":
-            verdicts = _by_lines(body)
-            if verdicts is not None:
-                return verdicts
         # no whole line to parse: a pretty-printed document, or a JSONL line longer than the head
         if b'"parentUuid"' in body:
             return claude_code.FORMAT

@@ -15,12 +15,13 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from lossless.importers.base import ByteStream
 
-__all__ = ["JsonStreamError", "iter_document"]
+__all__ = ["BadValue", "JsonStreamError", "iter_document"]
 
 _CHUNK = 1 << 16
 _MAX_VALUE_CHARS = 512 * 1024 * 1024  # one element this large is refused, not buffered
@@ -35,6 +36,27 @@ class JsonStreamError(Exception):
         super().__init__(message)
         self.line = line
         self.message = message
+
+
+class BadValue(NamedTuple):
+    """Yielded in place of a value that is JSON but cannot be read: an integer longer than
+    Python converts (4,300 digits). Only that value is skipped (``reason`` says why); the
+    document goes on after it."""
+
+    reason: str
+
+
+class _IntCounter:
+    """A decoder that reads every integer as 0 and keeps the length of the longest: it
+    finds where a value with an unreadable integer ends, and how long that integer is."""
+
+    def __init__(self) -> None:
+        self.longest = 0
+        self.decoder = json.JSONDecoder(parse_int=self.count)
+
+    def count(self, digits: str) -> int:
+        self.longest = max(self.longest, len(digits.lstrip("-")))
+        return 0
 
 
 class _Json5Cleaner:
@@ -152,12 +174,14 @@ class _Buffer:
         return ch
 
     def value(self) -> tuple[Any, int]:
-        """The next JSON value and the line it starts on."""
+        """The next JSON value and the line it starts on (a :class:`BadValue` for one
+        holding an integer too long to read)."""
         self.skip_ws()
         line = self.line
+        counter: _IntCounter | None = None
         while True:
             try:
-                value, end = _DECODER.raw_decode(self.buf, self.pos)
+                value, end = (counter.decoder if counter else _DECODER).raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as exc:
                 unterminated = exc.msg.startswith("Unterminated string")
                 if not self.eof and (unterminated or exc.pos >= len(self.buf) - 64):
@@ -171,10 +195,18 @@ class _Buffer:
                 raise JsonStreamError(where, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
             except RecursionError:
                 raise JsonStreamError(line, "invalid JSON: nested too deeply") from None
+            except ValueError as exc:  # json's bare ValueError: an integer longer than Python converts
+                if counter is not None:
+                    raise JsonStreamError(line, f"invalid JSON: {exc}") from None
+                counter = _IntCounter()  # read it again, to skip just this value
+                continue
             if end == len(self.buf) and not self.eof:  # a number may go on in the next chunk
                 self._grow(line)
                 continue
             self.advance(end)
+            if counter is not None:
+                return BadValue(f"invalid JSON: an integer of {counter.longest:,} digits (at most "
+                                f"{sys.get_int_max_str_digits():,} are read)"), line
             return value, line
 
     def _grow(self, line: int) -> None:

@@ -34,7 +34,8 @@ from lossless.importers.base import HEAD_BYTES, ByteStream, Ignored, Meta, Probl
 from lossless.importers.detect import FORMATS, detect, reader_for
 from lossless.importers.openai_messages import is_document
 
-__all__ = ["BATCH_SIZE", "ImportReport", "check_source", "file_size", "import_file", "import_stream"]
+__all__ = ["BATCH_SIZE", "ImportInterrupted", "ImportReport", "check_source", "file_size", "import_file",
+           "import_stream"]
 
 BATCH_SIZE = 500
 
@@ -54,6 +55,7 @@ class ImportReport:
     skipped: list[Problem] = field(default_factory=list)
     ignored: Counter[str] = field(default_factory=Counter)
     stopped_at: int | None = None  # strict: the line that stopped the import
+    interrupted: bool = False  # stopped by Ctrl-C (ImportInterrupted): the batches written stay
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,6 +70,7 @@ class ImportReport:
             "skipped": [{"line": p.line, "reason": p.reason, "conversation": p.conversation} for p in self.skipped],
             "ignored": dict(self.ignored.most_common()),
             "stopped_at": self.stopped_at,
+            "interrupted": self.interrupted,
         }
 
     def line(self) -> str:
@@ -95,7 +98,20 @@ class ImportReport:
                 f", {more} more kinds)" if more > 0 else ")")
         if self.stopped_at is not None:
             text += f"; stopped at line {self.stopped_at} (strict)"
+        if self.interrupted:
+            text += "; interrupted: run the same command again to import the rest (what is stored is skipped)"
         return text
+
+
+class ImportInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) stopped an import: ``report`` says what was stored before it (whole
+    batches: the one being written was rolled back). Importing the same file again adds
+    the rest, as what is stored is recognised. A KeyboardInterrupt, so a caller that does
+    not look for it stops as on any Ctrl-C."""
+
+    def __init__(self, report: ImportReport) -> None:
+        super().__init__()
+        self.report = report
 
 
 class _Input:
@@ -147,6 +163,9 @@ class _Batches:
         self.position: Counter[str] = Counter()  # the file's messages per conversation so far
         self.diverged: set[str] = set()  # conversations whose file messages left the stored ones
         self._page: dict[str, dict[int, Message]] = {}
+        # the last reply stored before this import, for Record.resume; None once this import
+        # stored something after it (a reply stored in part can only be the last one)
+        self._last_reply: dict[str, Message | None] = {}
 
     _PAGE = 500
 
@@ -171,6 +190,28 @@ class _Batches:
             return False
         return (message_hash(new.role, new.content, new.name, new.tool_calls, new.tool_call_id)
                 == message_hash(stored.role, stored.content, stored.name, stored.tool_calls, stored.tool_call_id))
+
+    def resumed(self, conversation: str, record: Record) -> Record:
+        """``record``, or in its place the rest of a reply an earlier import stored from
+        its first lines only (see :attr:`Record.resume`)."""
+        if record.resume is None:
+            return record
+        if conversation not in self._last_reply:
+            self._last_reply[conversation] = self._read_last_reply(conversation)
+        last = self._last_reply[conversation]
+        rest = record.resume(last) if last is not None else None
+        if rest is None:
+            return record
+        self._last_reply[conversation] = None
+        return record._replace(message=rest, resume=None)
+
+    def _read_last_reply(self, conversation: str) -> Message | None:
+        """The conversation's last stored message that is not a tool result."""
+        last = self.memory.store.last_seq(conversation)
+        for message in reversed(self.memory.store.get_messages(conversation, max(1, last - 63), last) if last else []):
+            if message.role != "tool":
+                return message
+        return None
 
     def add(self, conversation: str, message: dict[str, Any], checked: NewMessage) -> None:
         position = self.position[conversation] = self.position[conversation] + 1
@@ -197,6 +238,8 @@ class _Batches:
         stored = conv.add_many(batch)
         new = sum(1 for m in stored if m.seq > before)
         self.report.added[conversation] += new
+        if new:
+            self._last_reply[conversation] = None
         self.report.already_stored += len(stored) - new
 
     def finish(self) -> None:
@@ -243,38 +286,44 @@ def import_stream(
     report = ImportReport(source=name, format=fmt, document=is_document(head))
     batches = _Batches(memory, report, batch_size)
     tick = time.monotonic()
-    for n, item in enumerate(reader(counted, source)):
-        if progress is not None and not n % 256 and time.monotonic() - tick > 0.1:
-            tick = time.monotonic()
-            progress(counted.done)
-        if isinstance(item, Record | Problem | Ignored):
-            report.records += 1
-        if isinstance(item, Record):
-            report.lines = max(report.lines, item.line)
-            conv = conversation if conversation is not None else item.conversation
-            checked = _check(item, conv, max_bytes)
-            if not isinstance(checked, Problem):
-                assert conv is not None  # (_check refuses a record without one)
-                batches.add(conv, item.message, checked)
-                continue
-            item = checked
-        if isinstance(item, Problem):
-            report.lines = max(report.lines, item.line)
-            if strict:
-                report.stopped_at = item.line
+    try:
+        for n, item in enumerate(reader(counted, source)):
+            if progress is not None and not n % 256 and time.monotonic() - tick > 0.1:
+                tick = time.monotonic()
+                progress(counted.done)
+            if isinstance(item, Record | Problem | Ignored):
+                report.records += 1
+            if isinstance(item, Record):
+                report.lines = max(report.lines, item.line)
+                conv = conversation if conversation is not None else item.conversation
+                if conv is not None:
+                    item = batches.resumed(conv, item)
+                checked = _check(item, conv, max_bytes)
+                if not isinstance(checked, Problem):
+                    assert conv is not None  # (_check refuses a record without one)
+                    batches.add(conv, item.message, checked)
+                    continue
+                item = checked
+            if isinstance(item, Problem):
+                report.lines = max(report.lines, item.line)
+                if strict:
+                    report.stopped_at = item.line
+                    report.skipped.append(item)
+                    batches.pending.clear()
+                    break
                 report.skipped.append(item)
-                batches.pending.clear()
-                break
-            report.skipped.append(item)
-            if on_problem is not None:
-                on_problem(item)
-        elif isinstance(item, Ignored):
-            report.lines = max(report.lines, item.line)
-            report.ignored[item.what] += 1
-        elif isinstance(item, Meta):
-            batches.meta(conversation if conversation is not None else item.conversation, item.metadata)
-    else:
-        batches.finish()
+                if on_problem is not None:
+                    on_problem(item)
+            elif isinstance(item, Ignored):
+                report.lines = max(report.lines, item.line)
+                report.ignored[item.what] += 1
+            elif isinstance(item, Meta):
+                batches.meta(conversation if conversation is not None else item.conversation, item.metadata)
+        else:
+            batches.finish()
+    except KeyboardInterrupt:  # Ctrl-C: the batches written stay, the one being written was rolled back
+        report.interrupted = True
+        raise ImportInterrupted(report) from None
     if progress is not None:
         progress(counted.done)
     return report

@@ -2,7 +2,8 @@
 
 JSONL: one message object per line (``role``, ``content`` as text or content parts,
 ``tool_calls``, ``tool_call_id``, ``name``, ``created_at``, ``metadata``,
-``external_id``), with the conversation in a ``conversation`` field or given by the caller;
+``external_id``), with the conversation in a ``conversation`` field or given by the caller,
+else ``openai:<file name>`` (one conversation per file, as the other formats do);
 a line holding ``{"conversation": …, "messages": [...]}`` imports that whole list.
 
 JSON: an array of such messages, an array of ``{"conversation", "messages"}`` objects, or
@@ -17,12 +18,10 @@ stand where the same messages are stored (:mod:`lossless.importers.load`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 from lossless.importers.base import (
-    HEAD_BYTES,
     ByteStream,
     Ignored,
     Item,
@@ -30,9 +29,10 @@ from lossless.importers.base import (
     Problem,
     Record,
     Source,
+    is_json_lines,
     iter_json_lines,
 )
-from lossless.importers.jsonstream import JsonStreamError, iter_document
+from lossless.importers.jsonstream import BadValue, JsonStreamError, iter_document
 
 __all__ = ["FORMAT", "is_document", "read"]
 
@@ -45,29 +45,18 @@ _EXPORT_KEYS = ("id", "seq", "token_count", "content_hash", "conversation_id")
 def read(stream: ByteStream, source: Source) -> Iterator[Item]:
     """Records from a JSONL file or a JSON document (chosen by the first bytes)."""
     if is_document(source.head):
-        yield from _read_document(stream)
+        yield from _read_document(stream, source)
     else:
         yield from _read_lines(stream, source)
 
 
 def is_document(head: bytes) -> bool:
     """Whether a file starting with ``head`` is one JSON document (an array, or an object
-    spread over lines), not JSON lines."""
+    spread over lines), not JSON lines (see :func:`~lossless.importers.base.is_json_lines`)."""
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if text.startswith(b"["):
         return True
-    if not text.startswith(b"{"):
-        return False
-    first, newline, _ = text.partition(b"\n")
-    if not newline and len(head) >= HEAD_BYTES:
-        return False  # a first line longer than the sniffed bytes: a long JSONL line
-    try:
-        json.loads(first)
-    except ValueError:
-        return True  # a pretty-printed document: its first line is not JSON on its own
-    except RecursionError:
-        return False  # one whole (too deeply nested) line: the line reader reports it
-    return False
+    return text.startswith(b"{") and not is_json_lines(head)
 
 
 def _conversation_of(value: Any) -> tuple[str | None, dict[str, Any] | None]:
@@ -78,17 +67,22 @@ def _conversation_of(value: Any) -> tuple[str | None, dict[str, Any] | None]:
     return (value if isinstance(value, str) else None), None
 
 
-def _message(data: Any, line: int, conversation: str | None, *, export: bool = False) -> Item:
+def default_conversation(source: Source) -> str:
+    """Where messages that name no conversation go: one per file, named after it."""
+    return f"{FORMAT}:{source.stem}"
+
+
+def _message(data: Any, line: int, conversation: str | None, default: str, *, export: bool = False) -> Item:
     if not isinstance(data, dict):
         return Problem(line, f"invalid message: expected a JSON object, got {type(data).__name__}")
     given = data.pop("conversation", None)
     if export:
         for key in _EXPORT_KEYS:
             data.pop(key, None)
-    return Record(conversation if conversation is not None else given, data, line)
+    return Record(conversation if conversation is not None else given if given is not None else default, data, line)
 
 
-def _conversation_doc(doc: dict[str, Any], line: int) -> Iterator[Item]:
+def _conversation_doc(doc: dict[str, Any], line: int, default: str) -> Iterator[Item]:
     cid, meta = _conversation_of(doc.get("conversation"))
     if cid is not None and isinstance(doc.get("metadata"), dict):
         meta = {**(meta or {}), **doc["metadata"]}
@@ -100,33 +94,37 @@ def _conversation_doc(doc: dict[str, Any], line: int) -> Iterator[Item]:
         return
     export = doc.get("format") == EXPORT_FORMAT
     for data in messages:
-        yield _message(data, line, cid, export=export)
+        yield _message(data, line, cid, default, export=export)
 
 
 def _read_lines(stream: ByteStream, source: Source) -> Iterator[Item]:
+    default = default_conversation(source)
     for parsed in iter_json_lines(stream, source):
         if isinstance(parsed, Problem):
             yield parsed
             continue
         lineno, data = parsed
         if isinstance(data, dict) and "role" not in data and isinstance(data.get("messages"), list):
-            yield from _conversation_doc(data, lineno)
+            yield from _conversation_doc(data, lineno, default)
         else:
-            yield _message(data, lineno, None)
+            yield _message(data, lineno, None, default)
 
 
-def _read_document(stream: ByteStream) -> Iterator[Item]:
+def _read_document(stream: ByteStream, source: Source) -> Iterator[Item]:
+    default = default_conversation(source)
     conversation: str | None = None
     metadata: dict[str, Any] = {}
     export = False
     try:
         for path, value, line in iter_document(stream, stream_keys=("messages",)):
             key = path[0]
-            if isinstance(key, int):  # an element of a top-level array
+            if isinstance(value, BadValue):
+                yield Problem(line, value.reason)
+            elif isinstance(key, int):  # an element of a top-level array
                 if isinstance(value, dict) and "role" not in value and isinstance(value.get("messages"), list):
-                    yield from _conversation_doc(value, line)
+                    yield from _conversation_doc(value, line, default)
                 else:
-                    yield _message(value, line, None)
+                    yield _message(value, line, None, default)
             elif key == "format":
                 export = value == EXPORT_FORMAT
             elif key == "conversation":
@@ -139,7 +137,7 @@ def _read_document(stream: ByteStream) -> Iterator[Item]:
                 if conversation is not None:
                     yield Meta(conversation, dict(metadata), line)
             elif key == "messages":
-                yield _message(value, line, conversation, export=export)
+                yield _message(value, line, conversation, default, export=export)
             elif key == "summaries" and isinstance(value, list) and value:
                 yield Ignored(line, "summaries of a lossless export (compaction rebuilds them)")
     except JsonStreamError as exc:

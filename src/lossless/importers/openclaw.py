@@ -19,7 +19,6 @@ messages with ``toolCallId`` / ``isError``) or OpenAI fields (``tool_calls``,
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -34,9 +33,11 @@ from lossless.importers.base import (
     Problem,
     Source,
     derived_id,
+    head_json_lines,
+    is_json_lines,
     iter_json_lines,
 )
-from lossless.importers.jsonstream import JsonStreamError, iter_document
+from lossless.importers.jsonstream import BadValue, JsonStreamError, iter_document
 
 __all__ = ["FORMAT", "read"]
 
@@ -131,12 +132,10 @@ class _Session:
 
 
 def _is_lines(head: bytes) -> bool:
-    first = head.lstrip(b"\xef\xbb\xbf \t\r\n").partition(b"\n")[0]
-    try:
-        data = json.loads(first)
-    except (ValueError, RecursionError):
+    if not is_json_lines(head):
         return False
-    return isinstance(data, dict) and data.get("type") in ("session", "message")
+    values = head_json_lines(head)
+    return bool(values) and isinstance(values[0], dict) and values[0].get("type") in ("session", "message")
 
 
 def read(stream: ByteStream, source: Source) -> Iterator[Item]:
@@ -168,7 +167,9 @@ def read(stream: ByteStream, source: Source) -> Iterator[Item]:
     try:
         for path, value, line in iter_document(stream, stream_keys=("messages",), json5=True):
             key = path[0]
-            if isinstance(key, int):
+            if isinstance(value, BadValue):
+                yield Problem(line, value.reason)
+            elif isinstance(key, int):
                 yield from session.message(value, line)
             elif key == "messages":
                 if header:
