@@ -13,16 +13,22 @@ How a live agent would meet it, and how it is built here:
   and ``REPLY`` as the assistant's answer a minute later, a short neutral reply with no
   content of its own. That is 166–176 messages, about 5–6k tokens per user. The events
   span 2012–2024, not the ten days of the issue's hidden set, and MADial has two users.
-* **The dialogue.** For each dialogue, a copy of its user's history (the same store state a
-  fresh ingest gives, the history being the same) to which the dialogue's turns before its
-  first test turn are appended (dated the day after the user's last event, a minute apart),
-  as a live agent's conversation holds them. These turns are *live*: the baselines do not
-  rank them (they are the query the caller holds), and the metrics cut their text out of
-  every context first, so the dialogue never counts as recalled memory.
+* **The dialogue.** By default, as in the other sets (whose questions are not added to
+  the conversation), the dialogue before its first test turn is only the query: every
+  system sees the same history, and the user's chat carries one question per dialogue
+  (``user_chat``), all answered from one store. With ``--madial-live``, each dialogue gets
+  a copy of its user's history (the same store state a fresh ingest gives) to which those
+  turns are appended (dated the day after the user's last event, a minute apart), as a
+  live agent's conversation holds them (``dialogue_chat``). They are *live*: the baselines
+  do not rank them (they are the query the caller holds), so lossless alone pays for
+  showing them, which is why this is not the default.
+  In both, every metric cuts the dialogue's text out of a context first, and a key phrase
+  or answer word the dialogue holds is not counted: the dialogue never counts as recalled
+  memory.
 * **The query.** ``dialogue`` (default): the turns before the test turn, one a line, as the
-  data's README suggests; ``last``: only the last user turn, what lossless's proxy and agent
-  loop pass as the query.
-* **The question.** One per dialogue (its first test turn, so the dialogue does not yet
+  data's README suggests; ``last`` (``--madial-query last``): only the last user turn, what
+  lossless's proxy and agent loop pass as the query.
+* **The question.** One per dialogue, at its first test turn (so the dialogue does not yet
   hold the recall); ``ability`` is the gold memory's scene (activity, preference, emotion,
   object, other). The reference answer is the assistant's reply at the test turn.
 
@@ -55,7 +61,7 @@ import beam
 from retention_text import clauses, content_words, normalize
 
 __all__ = ["DEFAULT_DATA", "QUERY_MODES", "REPLY", "Dialogue", "Event", "dialogue_chat", "history_chat",
-           "key_phrases", "load"]
+           "key_phrases", "load", "query_of", "user_chat"]
 
 DATA_ENV = "LOSSLESS_MADIAL_DATA"
 REPLY = "嗯，好的。"
@@ -162,14 +168,44 @@ def query_of(dialogue: Dialogue, mode: str) -> str:
     return "\n".join(text for _, text in before)
 
 
-def dialogue_chat(history: beam.BeamChat, events: dict[int, Event], dialogue: Dialogue,
-                  mode: str = "dialogue") -> beam.BeamChat:
-    """The history with the dialogue's turns before its test turn appended (live), and its
-    one question (evidence: the relevant events' messages; ``raw`` carries the key phrases,
-    the live texts and the reference reply's words that the dialogue does not hold)."""
+def _question(events: dict[int, Event], dialogue: Dialogue, mode: str, chat: int,
+              live_text: str) -> beam.BeamQuestion:
+    """The dialogue's one question: evidence = the relevant events' messages; ``raw`` carries
+    the key phrases, the dialogue's turns (cut out of every context) and the reference reply's
+    words that the dialogue does not hold."""
     order = user_events(events, dialogue.user)
     msg_of_event = {e.id: 2 * n for n, e in enumerate(order)}
-    stamp = order[-1].day + timedelta(days=1) + DIALOGUE_HOUR
+    relevant = [r for r in dialogue.relevant if r in msg_of_event]
+    reply = dialogue.turns[dialogue.test_turn][1]
+    gold = events[relevant[0]] if relevant else None
+    return beam.BeamQuestion(
+        chat=chat, ability=SCENES.get(gold.scene, "other") if gold else "other", index=dialogue.id,
+        question=query_of(dialogue, mode), evidence_ids=tuple(msg_of_event[r] for r in relevant),
+        reference=(reply,),
+        raw={"dialogue": dialogue.id, "user": dialogue.user, "relevant": relevant,
+             "phrases": [key_phrases(events[r], order, live_text) for r in relevant],
+             "live": [normalize(text) for _, text in dialogue.turns[: dialogue.test_turn]],
+             "answer_words": sorted(content_words([reply]) - content_words([live_text]))})
+
+
+def _before(dialogue: Dialogue) -> str:
+    return "\n".join(text for _, text in dialogue.turns[: dialogue.test_turn])
+
+
+def user_chat(history: beam.BeamChat, events: dict[int, Event], dialogues: Sequence[Dialogue],
+              mode: str = "dialogue") -> beam.BeamChat:
+    """The user's history with one question per dialogue (of this user): the dialogue so
+    far is only the query, as the other sets' questions are."""
+    questions = tuple(_question(events, d, mode, history.number, _before(d)) for d in dialogues
+                      if d.user == history.number)
+    return beam.BeamChat(history.number, history.messages, history.turns, questions, topic=history.topic)
+
+
+def dialogue_chat(history: beam.BeamChat, events: dict[int, Event], dialogue: Dialogue,
+                  mode: str = "dialogue") -> beam.BeamChat:
+    """(``--madial-live``) The history with the dialogue's turns before its test turn
+    appended as the live dialogue, and its one question; numbered dialogue id + 1."""
+    stamp = user_events(events, dialogue.user)[-1].day + timedelta(days=1) + DIALOGUE_HOUR
     live: list[beam.BeamMessage] = []
     for role, text in dialogue.turns[: dialogue.test_turn]:
         live.append(beam.BeamMessage(len(history.messages) + len(live), role, text, stamp, len(history.turns) + 1))
@@ -180,18 +216,7 @@ def dialogue_chat(history: beam.BeamChat, events: dict[int, Event], dialogue: Di
             turns.append((m.id,))
         else:
             turns[-1] = (*turns[-1], m.id)
-    live_text = "\n".join(m.content for m in live)
-    relevant = [r for r in dialogue.relevant if r in msg_of_event]
-    phrases = [key_phrases(events[r], order, live_text) for r in relevant]
-    reply = dialogue.turns[dialogue.test_turn][1]
-    gold = events[relevant[0]] if relevant else None
-    question = beam.BeamQuestion(
-        chat=dialogue.id + 1, ability=SCENES.get(gold.scene, "other") if gold else "other", index=0,
-        question=query_of(dialogue, mode), evidence_ids=tuple(msg_of_event[r] for r in relevant),
-        reference=(reply,),
-        raw={"dialogue": dialogue.id, "user": dialogue.user, "relevant": relevant, "phrases": phrases,
-             "live": [normalize(m.content) for m in live],
-             "answer_words": sorted(content_words([reply]) - content_words([live_text]))})
+    question = _question(events, dialogue, mode, dialogue.id + 1, _before(dialogue))
     return beam.BeamChat(dialogue.id + 1, (*history.messages, *live), (*history.turns, *turns), (question,),
                          topic=f"dialogue {dialogue.id} (user {dialogue.user})",
                          live=tuple(m.id for m in live))

@@ -12,9 +12,10 @@ Four dev sets of different shapes and two languages, so no default is fitted to 
                its own 6 sessions of real user–assistant chats, one day per session (the data
                has no dates); no evidence ids, so answer_recall only
   madial       MADial-Bench, Chinese (``bench/madial.py``): per user, the memory events told
-               to the assistant on their dates; per dialogue, the dialogue so far appended
-               (live, never counted as evidence) and the relevant memories recalled;
-               window 2048, budgets 512 and 1024
+               to the assistant on their dates; per dialogue, the dialogue so far as the
+               query (``--madial-live``: also appended to the conversation, never counted
+               as evidence) and the relevant memories recalled; window 2048, budgets 512
+               and 1024
   all          the four in one run, then one table (rows: systems, columns: set@budget, each
                set's own metric named in its columns)
 
@@ -29,7 +30,7 @@ Run::
         --json /tmp/all-vec.json                      # ~45 min the first time, ~12 min after
     python bench/retention.py --no-vectors                     # BEAM, keyword only: ~3 min
     python bench/retention.py --chats 1 2 --no-vectors         # two chats: ~15 s
-    python bench/retention.py --set madial --chats 1 2 --no-vectors   # two dialogues: ~5 s
+    python bench/retention.py --set madial --chats 1 2 --no-vectors   # two dialogues: ~2 s
     python bench/retention.py --set chitchat --embed-cache /tmp/chitchat-emb.sqlite \\
         --window-equals-budget --json /tmp/chitchat.json --plot /tmp/chitchat.png
 
@@ -62,9 +63,10 @@ Systems:
             in time order, the last one cut (by words, by characters for CJK) to fit B —
             what a perfect retriever that shows nothing else would give.
 
-The live dialogue of a MADial question (the turns before the one being answered) is in
-lossless's conversation, as a live agent's is; the baselines rank only the history (the
-dialogue is their query), and every metric cuts the dialogue's text out of a context first.
+With ``--madial-live`` the dialogue of a MADial question (the turns before the one being
+answered) is in lossless's conversation, as a live agent's is; the baselines rank only the
+history (the dialogue is their query). Every metric cuts the dialogue's text out of a
+context first.
 
 Every context is a list of OpenAI-style messages; budgets are counted the way the API
 bills them (``lossless.core.tokens.count_chat_tokens``, cl100k_base). The baselines' messages
@@ -340,6 +342,9 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--window", type=int, help="context_window of each store (default 8192, madial 2048)")
     ap.add_argument("--madial-query", choices=madial.QUERY_MODES, default="dialogue",
                     help="MADial's query: the dialogue so far (default) or its last user turn")
+    ap.add_argument("--madial-live", action="store_true",
+                    help="MADial: append the dialogue so far to the conversation (a copy of the user's "
+                         "history per dialogue), not only use it as the query")
     ap.add_argument("--window-equals-budget", action="store_true",
                     help=f"also run {WINDOW_EQUALS_BUDGET!r}: for each budget B a store opened with "
                          "context_window=B, assembled with budget_tokens=B")
@@ -371,10 +376,12 @@ def load_set(args: argparse.Namespace, name: str | None = None) -> list[beam.Bea
         return longmemeval.load(data or longmemeval.DEFAULT_DATA, chats)
     if name == "madial":
         events, dialogues = madial.load(data or madial.DEFAULT_DATA)
-        histories = {u: madial.history_chat(events, u) for u in sorted({d.user for d in dialogues})}
+        picked = [d for d in dialogues if not chats or d.id + 1 in chats]
+        histories = {u: madial.history_chat(events, u) for u in sorted({d.user for d in picked})}
         mode = getattr(args, "madial_query", "dialogue")
-        return [madial.dialogue_chat(histories[d.user], events, d, mode) for d in dialogues
-                if not chats or d.id + 1 in chats]
+        if getattr(args, "madial_live", False):
+            return [madial.dialogue_chat(histories[d.user], events, d, mode) for d in picked]
+        return [madial.user_chat(h, events, picked, mode) for h in histories.values()]
     root = data or beam.DEFAULT_DATA
     return [beam.load_chat(n, root) for n in (chats or beam.chat_numbers(root))]
 
@@ -539,6 +546,7 @@ def _result(args: argparse.Namespace, name: str, shape: SetShape, chats: list[in
                    "systems": systems, "ingest_unit": args.ingest_unit, "vectors": not args.no_vectors,
                    "headline": shape.headline, "compact_metrics": list(shape.compact_metrics),
                    "madial_query": args.madial_query if name == "madial" else None,
+                   "madial_live": args.madial_live if name == "madial" else None,
                    "search_limit": SEARCH_LIMIT, "min_sentence_chars": MIN_SENTENCE,
                    "min_sentence_cjk_chars": MIN_SENTENCE_CJK,
                    "questions": sum(1 for r in records if r["system"] == FULL),

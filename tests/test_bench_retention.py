@@ -210,11 +210,30 @@ def test_madial_runs_on_one_dialogue(bench: dict[str, ModuleType], tmp_path: Pat
     assert result["config"]["window"] == 2048 and result["config"]["budgets"] == [512, 1024]
     assert result["config"]["questions"] == 1
     _check_cells(result, "memory_recall")
-    # the whole history holds every relevant memory; the live dialogue is never counted
+    # the whole history holds every relevant memory
     assert result["overall"]["full"]["unbudgeted"]["memory_recall"] == 1.0
     assert result["overall"]["evidence"]["512"]["memory_recall"] == 1.0
+    [chat] = result["ingest"]  # user 1's history, the dialogue only the query
+    assert 150 <= chat["messages"] <= 200 and chat["topic"] == "user 1"
+
+
+@pytest.mark.skipif(not (DATA / "madial-zh").is_dir(), reason="shared/data/madial-zh is not here")
+def test_madial_live_dialogue_is_in_the_store_but_never_counted(bench: dict[str, ModuleType],
+                                                                  tmp_path: Path) -> None:
+    """--madial-live: each dialogue continues a copy of its user's history (ingested once per
+    user); the dialogue's turns are stored but the baselines do not rank them and no metric
+    counts them."""
+    result = _run(bench, tmp_path, "--set", "madial", "--madial-live", "--chats", "1", "2", "3")
+    assert result["config"]["questions"] == 3
+    _check_cells(result, "memory_recall")
     histories = [i for i in result["ingest"] if str(i["chat"]).startswith("user")]
-    assert len(histories) == 1 and 150 <= histories[0]["messages"] <= 200
+    assert len(histories) == 2  # dialogues 1 and 3 are user 1's, 2 is user 2's
+    dialogues = [i for i in result["ingest"] if not str(i["chat"]).startswith("user")]
+    for d, h in zip(dialogues, [histories[0], histories[1], histories[0]], strict=True):
+        assert d["messages"] > h["messages"]  # the history and the live turns
+    assert result["overall"]["full"]["unbudgeted"]["memory_recall"] == 1.0
+    ranked = [r for r in result["questions"] if r["system"] == "bm25"]
+    assert ranked and all(r["tokens"] <= r["budget"] for r in ranked)
 
 
 @pytest.mark.skipif(not (DATA / "longmemeval-s-smoke").is_dir(), reason="the LongMemEval sample is not here")
