@@ -19,9 +19,9 @@ BEAM, or ``$LOSSLESS_LONGMEMEVAL_DATA``): 30 questions, 5 per category, each wit
   sentences that say what the user would *not* want ("They may not prefer …") and those
   that give an alternative answer ("8 days (including the last day) is also acceptable").
   The rest is scored as BEAM's answers are (content words, numbers kept). A question whose
-  reference is a bare count ("3", "2") has no word a context could hold (the count is
-  computed over sessions, and a digit is in almost any context): ``retention.py`` skips it
-  and says so.
+  reference is a bare small count ("3", "2") has no word a context could hold (the count
+  is computed over sessions, and such a number is in almost any context): ``retention.py``
+  skips it and says so (4 of the 30; "$400,000" is kept).
 """
 
 from __future__ import annotations

@@ -106,8 +106,8 @@ text rules, CJK included, are in ``bench/retention_text.py``):
 
 Questions without evidence ids (all of BEAM's ``abstention``, a few others) are skipped
 and counted, except in LongMemEval, which has none and is scored on answers alone; there a
-question whose reference is only numbers (a count computed over sessions) is skipped and
-counted. Evidence ids that name no message are dropped and reported. Nothing in the data is
+question whose reference is only one- or two-digit numbers (a count computed over sessions,
+"3") is skipped and counted. Evidence ids that name no message are dropped and reported. Nothing in the data is
 special-cased. Output is deterministic except for the timings. Progress goes to stderr.
 """
 
@@ -229,8 +229,9 @@ class Target:
     exclude: tuple[str, ...] = ()  # MADial: the live dialogue, cut out of every context
 
 
-def _is_number(word: str) -> bool:
-    return word.replace(".", "").replace(",", "").replace(":", "").isdigit()
+def _is_small_number(word: str) -> bool:
+    """One or two digits (a count such as "3"): almost any long context holds it as a word."""
+    return word.isdigit() and len(word) <= 2
 
 
 def _question_inputs(run: ChatRun, q: beam.BeamQuestion, skips: Skips | None) -> Target | None:
@@ -251,7 +252,7 @@ def _question_inputs(run: ChatRun, q: beam.BeamQuestion, skips: Skips | None) ->
         return None
     given = q.raw.get("answer_words")
     reference = set(given) if given is not None else content_words(q.reference)
-    if answer_only and reference and all(_is_number(w) for w in reference):
+    if answer_only and reference and all(_is_small_number(w) for w in reference):
         if skips is not None:
             skips.numbers_only.append(q.key)
         return None
