@@ -46,7 +46,7 @@ def test_adding_again_a_batch_larger_than_the_limit_returns_the_stored_messages(
 
 
 def test_a_catch_up_over_many_conversations_drains_every_one(store_target: StoreTarget) -> None:
-    n = 700  # more than one slice of the foreground catch-up (256)
+    n = 700  # several slices of the foreground catch-up (64 each)
     with lossless.open(store_target("drain"), embedder=None, compaction="deferred") as mem:
         for i in range(n):
             mem.conversation(f"c{i}").add("user", f"message {i}")
