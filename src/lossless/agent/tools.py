@@ -126,10 +126,14 @@ def _time(dt: datetime) -> str:
 
 
 def hit_dict(h: GrepHit) -> dict[str, Any]:
-    """A search hit as the tools and the CLI return it (JSON-ready)."""
-    return {"id": h.id, "kind": h.kind, "conversation_id": h.conversation_id, "first_seq": h.first_seq,
-            "last_seq": h.last_seq, "role": h.role, "depth": h.depth, "created_at": _time(h.created_at),
-            "score": h.score, "snippet": h.snippet}
+    """A search hit as the tools and the CLI return it (JSON-ready); ``matched`` (vector,
+    keyword or both) only from a semantic or hybrid search."""
+    out = {"id": h.id, "kind": h.kind, "conversation_id": h.conversation_id, "first_seq": h.first_seq,
+           "last_seq": h.last_seq, "role": h.role, "depth": h.depth, "created_at": _time(h.created_at),
+           "score": h.score, "snippet": h.snippet}
+    if h.matched is not None:
+        out["matched"] = h.matched
+    return out
 
 
 def _summary_brief(node: Summary) -> dict[str, Any]:

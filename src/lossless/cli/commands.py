@@ -380,6 +380,14 @@ def cmd_search(ctx: CommandContext) -> int:
         ctx.emit_json(result)
     else:
         ctx.out.print(render.grep_hits(result, show_conversation=scope is None))
+    if args.mode == "semantic" and "message" in kinds:
+        # the search embedded what it could first (a bounded catch-up); the rest it found by keywords
+        behind = memory.recaller.not_embedded([scope] if scope is not None else None)
+        if behind:
+            where_ = "searched" if scope is not None else "in this store"
+            ctx.err.print(Text(f"note: {len(behind):,} conversation(s) {where_} are not all embedded yet: their "
+                               "messages without vectors were searched by keywords (`lossless worker --once` "
+                               "embeds them)", style="dim"), soft_wrap=True)
     return 0
 
 
@@ -591,6 +599,9 @@ def _total_stats(ctx: CommandContext) -> dict[str, Any]:
     totals["database_bytes"] = path.stat().st_size if not isinstance(path, str) and path.exists() else 0
     # the background work: what is owed, and the workers that reported lately (any process)
     totals["backlog"] = memory.backlog.summary()
+    # what the embedder is owed, queued or not (e.g. stored before the embeddings extra was installed)
+    owed = memory.recaller.count_unembedded()
+    totals["not_embedded"] = owed if owed is not None else "no embedder (keyword recall only)"
     totals["workers"] = memory.backlog.workers()
     return totals
 

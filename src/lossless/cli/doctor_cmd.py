@@ -326,8 +326,10 @@ def check_work(memory: Memory) -> list[Check]:
     backlog = memory.backlog.summary()
     owed, oldest, failing = backlog["conversations"], backlog["oldest_seconds"], backlog["failing"]
     errors = "; ".join(f"{e['conversation']}: {e['error']}" for e in backlog["errors"][:3])
+    vectors = _unembedded(memory)
     if not owed:
-        out = [Check("work", "backlog", "ok", "nothing owed: every conversation is compacted and embedded")]
+        out = [Check("work", "backlog", "ok", "nothing owed: every conversation is compacted and embedded"
+                     if vectors is None else "nothing queued")]
     elif failing:
         out = [Check("work", "backlog", "warn", f"{owed:,} conversation(s) owed work, {failing:,} failing ({errors})",
                      "fix what the error names (a provider key, a full disk …); the worker retries with backoff, "
@@ -339,6 +341,8 @@ def check_work(memory: Memory) -> list[Check]:
                      "thread themselves")]
     else:
         out = [Check("work", "backlog", "ok", f"{owed:,} conversation(s) owed work for {oldest:.0f} s (in hand)")]
+    if vectors is not None:
+        out.append(vectors)
     workers = memory.backlog.workers()
     if not workers:
         out.append(Check("work", "workers", "info", "none running now (commands and apps catch up themselves; "
@@ -359,6 +363,21 @@ def check_work(memory: Memory) -> list[Check]:
         out.append(Check("work", "breaker", "warn", f"this process's summarizer breaker is {own['state']}",
                          "check the summarizer's provider"))
     return out
+
+
+def _unembedded(memory: Memory) -> Check | None:
+    """Messages the embedder has no vectors for, queued or not (stored before the
+    embeddings extra was installed, or by a process without it); None when there are
+    none, or no embedder."""
+    owed = memory.recaller.count_unembedded()
+    if not owed or not owed["messages"]:
+        return None
+    model = f"{memory.embedder.provider} {memory.embedder.model}" if memory.embedder is not None else "the embedder"
+    return Check("work", "vectors", "warn",
+                 f"{owed['messages']:,} message(s) in {owed['conversations']:,} conversation(s) are not embedded for "
+                 f"{model} yet: semantic search reaches them by keywords only",
+                 "`lossless worker --once` (or `lossless embed --all`) embeds them now; a running `lossless worker` "
+                 "or an app that opens the store with this embedder does it by itself")
 
 
 # -- the command ------------------------------------------------------------------------------

@@ -218,6 +218,8 @@ def grep_hits(result: Mapping[str, Any], *, show_conversation: bool) -> Renderab
         head.append(f" {span} ")
         head.append(f"d{hit['depth']} " if hit["kind"] == "summary" else f"{hit.get('role') or ''} ", style="magenta")
         head.append(_iso_short(str(hit["created_at"])), style="green")
+        if hit.get("matched") == "keyword" and result.get("mode") == "semantic":
+            head.append(" by keywords (not embedded yet)", style="yellow")
         lines.append(head)
         lines.append(Padding(Text(one_line(str(hit.get("snippet", "")), 200)), (0, 0, 0, 4), expand=False))
     lines.append(Text(f"{result.get('count', len(hits))} match(es)", style="dim"))

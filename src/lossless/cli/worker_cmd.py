@@ -38,7 +38,9 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
         "worker", parents=command_parents(parents), help="compact and embed in the background, as a process of its own",
         description="Serve the store's backlog: cut retrieval units and embed them, and compact conversations "
                     "whose triggers fire, for every conversation written to by any process (lossless serve, "
-                    "your app with compaction='deferred', imports with --no-wait). Runs until stopped (Ctrl-C or "
+                    "your app with compaction='deferred', imports with --no-wait), and embed the conversations "
+                    "stored without vectors for this embedder (before the embeddings extra was installed, or by "
+                    "a process without it). Runs until stopped (Ctrl-C or "
                     "SIGTERM stop it after the step in hand; nothing is lost either way); --once stops when "
                     "nothing is left. Several workers share one store safely.")
     p.set_defaults(run=cmd_worker)
@@ -58,6 +60,10 @@ def cmd_worker(ctx: CommandContext) -> int:
     memory = ctx.memory(create=False)
     worker = Worker(memory, slice_seconds=args.slice, poll_seconds=args.poll)
     stop = threading.Event()
+    found = worker.look_for_unembedded(now=True)  # stored without vectors (before the embeddings extra, …)
+    if found:
+        ctx.err.print(Text(f"lossless worker: {len(found):,} conversation(s) stored without vectors for this "
+                           "embedder, queued", style="dim"), soft_wrap=True)
     owed = memory.backlog.summary()
     ctx.err.print(Text(f"lossless worker: serving {ctx.db_path()} ({owed['conversations']:,} conversation(s) owed "
                        f"work{_oldest(owed)}); Ctrl-C stops after the step in hand", style="dim"), soft_wrap=True)

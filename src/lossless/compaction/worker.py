@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from lossless.core.owners import live, new_owner, retire
 from lossless.embed.base import Warmable
+from lossless.store import unembedded
 from lossless.store.backlog import Backlog, Claim
 
 if TYPE_CHECKING:
@@ -61,6 +62,10 @@ SETTLE_SECONDS = 0.05  # no write for this long: a pause
 YIELD_SECONDS = 1.0
 BUSY_TURN_SECONDS = 0.25
 REPORT_SECONDS = 5.0  # how often a worker writes its row in the workers table
+# how often a worker looks for conversations its embedder owes vectors that no backlog row
+# asks for (stored by a process without one: store/unembedded.py); two index reads when
+# nothing was stored since the last look
+UNEMBEDDED_SECONDS = 30.0
 
 
 @dataclass
@@ -149,6 +154,7 @@ class Worker:
         self._unrecorded: dict[str, tuple[str, str, float]] = {}
         self._last_write = 0.0
         self._policy_at: float | None = None  # when the forgetting policy last ran (monotonic)
+        self._unembedded_at: float | None = None  # when it last looked for unembedded conversations
         self._writes = 0  # writes of this process in progress
         self._writes_guard = threading.Lock()
 
@@ -248,6 +254,7 @@ class Worker:
                     self._report(owner, kind, started)
                 if self._unrecorded:
                     self._record_failures()
+                self.look_for_unembedded()
                 try:
                     claims = self.backlog.claim(owner, limit=1, lease_seconds=self.lease_seconds,
                                                 conversation_ids=conversation_ids)
@@ -315,6 +322,30 @@ class Worker:
             with self.stats.lock:
                 self.stats.memories_forgotten += len(gone)
             log.info("lossless: the forgetting policy removed %d memories (see `lossless memory forgotten`)", len(gone))
+
+    def look_for_unembedded(self, *, now: bool = False) -> list[str]:
+        """Queue the conversations the embedder owes vectors that no backlog row asks for
+        (stored without one: :mod:`lossless.store.unembedded`), at most every
+        ``UNEMBEDDED_SECONDS`` unless ``now``; returns those queued. A failure is logged,
+        never fatal (the next look tries again)."""
+        moment = time.monotonic()
+        if not now and self._unembedded_at is not None and moment - self._unembedded_at < UNEMBEDDED_SECONDS:
+            return []
+        self._unembedded_at = moment
+        recaller = self.engine.recaller
+        if recaller.embedder is None:
+            return []
+        try:
+            queued = recaller.queue_unembedded()
+        except Exception as exc:
+            if _closed(exc):
+                raise
+            log.warning("lossless: worker: looking for unembedded conversations failed: %s: %s",
+                        type(exc).__name__, exc)
+            return []
+        if queued:
+            log.info("lossless: worker: %d conversation(s) stored without vectors queued for embedding", len(queued))
+        return queued
 
     def status(self) -> dict[str, Any]:
         """The counters, with the circuit breaker of the summarizer it compacts with."""
@@ -441,6 +472,8 @@ class Worker:
         """Cut units and embed them until done (True) or out of time (False)."""
         recaller = self.engine.recaller
         if recaller.embedder is None:
+            # an embedder elsewhere (another process, a later open) is owed its vectors
+            unembedded.owed_elsewhere(self.backlog.runner, cid)
             return True
         while True:
             cut_before = recaller.index_store.progress(cid)[0]

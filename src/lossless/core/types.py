@@ -192,7 +192,9 @@ class AssembledContext:
 @dataclass(frozen=True, slots=True)
 class GrepHit:
     """One search result. ``kind`` "window" is a run of QA pairs found by vector search;
-    its ``id`` is its first message's."""
+    its ``id`` is its first message's. ``matched`` says how a ``semantic`` or ``hybrid``
+    search found it: ``vector``, ``keyword`` or ``both`` (a semantic search finds the
+    messages not embedded yet by keywords); None for the keyword modes."""
 
     kind: Literal["message", "summary", "window"]
     id: str
@@ -204,3 +206,4 @@ class GrepHit:
     snippet: str
     score: float
     depth: int | None = None
+    matched: Literal["vector", "keyword", "both"] | None = None

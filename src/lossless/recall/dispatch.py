@@ -71,12 +71,18 @@ def run_search(store: Store, recaller: Recaller, spec: SearchSpec) -> list[GrepH
             )
         return store.search(replace(spec, mode="fts"))
     try:
-        hits = recaller.search(spec)
+        # what the searched conversations owe is embedded first (bounded); the rest is
+        # searched by keywords, so a search covers every stored message
+        owed = recaller.catch_up(spec.conversation_ids) if "message" in spec.kinds else {}
+        hits = recaller.search(spec, not_embedded=owed)
     except EmbedderError as exc:
         if spec.mode == "semantic":
             raise
         log.warning("lossless: %s; hybrid search falls back to keyword search", exc)
         return store.search(replace(spec, mode="fts"))
+    if owed:
+        log.info("lossless: messages of %d conversation(s) are not embedded yet (the worker is behind): this %s "
+                 "search found them by keywords", len(owed), spec.mode)
     out: list[GrepHit] = []
     for h in hits:
         if h.kind == "summary":
@@ -85,9 +91,11 @@ def run_search(store: Store, recaller: Recaller, spec: SearchSpec) -> list[GrepH
         else:
             msg = store.get_message(h.id)
             created, role, depth = msg.created_at, (msg.role if h.kind == "message" else None), None
+        matched: Literal["vector", "keyword", "both"] = ("both" if h.vector_rank is not None else "keyword") \
+            if h.keyword_rank is not None else "vector"
         out.append(GrepHit(kind=h.kind, id=h.id, conversation_id=h.conversation_id, first_seq=h.first_seq,
                            last_seq=h.last_seq, role=role, created_at=created, snippet=h.snippet, score=h.score,
-                           depth=depth))
+                           depth=depth, matched=matched))
     if spec.sort == "recency":
         out.sort(key=lambda g: (-timestamp(g.created_at), -g.last_seq, g.id))
     return out

@@ -7,7 +7,8 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
@@ -19,8 +20,10 @@ from lossless.core.types import GrepHit
 from lossless.embed.base import Warmable, embed_checked
 from lossless.recall.rerank import RerankerCache
 from lossless.recall.units import message_units, text_sha256, window_units
+from lossless.store import unembedded
 from lossless.store.base import RecallIndex, SearchSpec, Store
 from lossless.store.rows import UnitRow
+from lossless.store.runner import sql_runner
 
 if TYPE_CHECKING:
     from lossless.core.config import Config
@@ -34,6 +37,14 @@ log = logging.getLogger("lossless")
 _WIDE = 2
 _RRF_K = 60  # the constant from Cormack et al.; ranks past ~60 barely matter
 _CUT_ATTEMPTS = 3  # an erase between reading messages and writing their units: read them again
+# Before a semantic or hybrid search, what the searched conversations owe is cut and embedded
+# on the caller's thread, for up to this long or this many units (a message just added takes
+# milliseconds; ~0.3 s embeds 256 short units with the local model on 2 cores); what is left
+# to the worker is searched by keywords instead (RecallHit.keyword_rank, GrepHit.matched)
+CATCH_UP_SECONDS = 1.0
+CATCH_UP_UNITS = 512
+_CATCH_UP_CUT = 2000  # messages cut into units per step of a search's catch-up
+_KEYWORD_SPANS = 16  # conversations partly embedded searched one by one from their first seq not embedded
 _EMBED_BATCH = 64  # units per embedding call: small enough that a progress bar moves every second or two on a CPU
 
 
@@ -198,6 +209,37 @@ class Recaller:
                 progress(done, max(total, done))
         return done
 
+    def not_embedded(self, conversation_ids: Sequence[str] | None) -> dict[str, int]:
+        """Of these conversations (None: all), those whose messages are not all embedded,
+        each with its first seq not embedded ({} without an embedder); one query."""
+        index = self.index_name()
+        return {} if index is None else unembedded.first_unembedded(sql_runner(self.store), index, conversation_ids)
+
+    def catch_up(self, conversation_ids: Sequence[str] | None, *, seconds: float = CATCH_UP_SECONDS,
+                 units: int = CATCH_UP_UNITS) -> dict[str, int]:
+        """Before a search over ``conversation_ids`` (None: all): cut and embed what they
+        owe, for up to ``seconds`` or ``units`` units (no bound with
+        ``compaction="inline"``), the conversations nearest to caught up first. Returns
+        those still owed, each with its first seq not embedded (one query when none is
+        owed; {} without an embedder)."""
+        owed = self.not_embedded(conversation_ids)
+        if not owed:
+            return {}
+        if self.config.compaction == "inline":  # queries bring the vectors up to date themselves
+            seconds, units = math.inf, 2**62
+        deadline = time.monotonic() + seconds
+        done = 0
+        for cid in sorted(owed, key=lambda c: (-owed[c], c)):
+            while done < units and time.monotonic() < deadline:
+                cut = self.cut_units(cid, limit=_CATCH_UP_CUT)
+                embedded = self.embed_pending(cid, limit=min(_EMBED_BATCH, units - done))
+                done += embedded
+                if cut == 0 and embedded == 0:
+                    break
+            if done >= units or time.monotonic() >= deadline:
+                break
+        return self.not_embedded(list(owed))
+
     def uncut(self, conversation_id: str) -> int:
         """Messages of the conversation not cut into units yet."""
         return max(0, self.store.last_seq(conversation_id) - self.index_store.progress(conversation_id)[0])
@@ -206,6 +248,28 @@ class Recaller:
         """Units of the conversation not in the vector index yet (0 without an embedder)."""
         index = self.index_name()
         return self.index_store.pending_count(index, conversation_id) if index is not None else 0
+
+    def unembedded_unchecked(self) -> bool:
+        """Whether messages were stored since this embedder last looked for conversations
+        it owes vectors (two index reads; False without an embedder)."""
+        e = self.embedder
+        return e is not None and unembedded.unchecked(sql_runner(self.store), e.provider, e.model)
+
+    def queue_unembedded(self) -> list[str]:
+        """Queue for the worker the conversations stored since this embedder last looked
+        whose messages are not all cut and embedded (:mod:`lossless.store.unembedded`)."""
+        index = self.index_name()
+        if index is None or self.embedder is None:
+            return []
+        return unembedded.queue_unembedded(sql_runner(self.store), index, self.embedder.provider,
+                                           self.embedder.model)
+
+    def count_unembedded(self) -> dict[str, int] | None:
+        """What this embedder is owed, store-wide (None without one); reads only."""
+        e = self.embedder
+        if e is None:
+            return None
+        return unembedded.count_unembedded(sql_runner(self.store), unembedded.index_name(e.provider, e.model, e.dim))
 
     def refresh(self, conversation_id: str) -> None:
         """Before a query: with ``compaction="inline"`` the query itself brings units and
@@ -227,16 +291,22 @@ class Recaller:
 
     # -- searching ------------------------------------------------------------------------
 
-    def search(self, spec: SearchSpec, *, windows: bool = True) -> list[RecallHit]:
+    def search(self, spec: SearchSpec, *, windows: bool = True,
+               not_embedded: Mapping[str, int] | None = None) -> list[RecallHit]:
         """Fused results for ``spec`` (mode ``semantic``: vectors only; ``hybrid``: both;
-        anything else: keyword only)."""
+        anything else: keyword only). ``not_embedded``: conversations whose messages from a
+        seq on are not embedded (:meth:`catch_up`): a semantic search finds those by
+        keywords instead, so it covers every stored message."""
         limit = spec.limit
         wide = max(limit * _WIDE, 30)
         keyword: list[GrepHit] = []
+        # MMR compares snippets; plain fusion needs only ids and scores
+        words = replace(spec, mode="fts", limit=wide, sort="relevance",
+                        snippets=spec.snippets or self.config.mmr_lambda is not None)
         if spec.mode != "semantic":
-            # MMR compares snippets; plain fusion needs only ids and scores
-            keyword = self.store.search(replace(spec, mode="fts", limit=wide, sort="relevance",
-                                                snippets=spec.snippets or self.config.mmr_lambda is not None))
+            keyword = self.store.search(words)
+        elif not_embedded and "message" in spec.kinds:
+            keyword = self._beyond_vectors(replace(words, kinds=("message",)), not_embedded)
         vector: list[tuple[UnitRow, float]] = []
         if spec.mode in ("semantic", "hybrid") and self.embedder is not None and "message" in spec.kinds:
             vector = self._vector(spec, wide, windows)
@@ -269,6 +339,23 @@ class Recaller:
         if self.config.mmr_lambda is None:  # (hits are built for the ones returned only)
             return [self._hit(c, score) for score, c in scored[:limit]]
         return self._mmr([self._hit(c, score) for score, c in scored], limit)[:limit]
+
+    def _beyond_vectors(self, words: SearchSpec, owed: Mapping[str, int]) -> list[GrepHit]:
+        """The keyword hits among messages not embedded yet: conversations not embedded at
+        all in one search, those partly embedded one search each from their first seq
+        not embedded (more than ``_KEYWORD_SPANS`` of them: together, from the first)."""
+        whole = tuple(sorted(c for c, first in owed.items() if first <= 1))
+        partly = sorted((first, c) for c, first in owed.items() if first > 1)
+        specs = [replace(words, conversation_ids=whole)] if whole else []
+        if len(partly) > _KEYWORD_SPANS:
+            specs.append(replace(words, conversation_ids=tuple(c for _, c in partly),
+                                 min_seq=max(partly[0][0], words.min_seq or 0)))
+        else:
+            specs += [replace(words, conversation_ids=(c,), min_seq=max(first, words.min_seq or 0))
+                      for first, c in partly]
+        hits = [h for s in specs for h in self.store.search(s)]
+        hits.sort(key=lambda h: (-h.score, h.id))
+        return hits[: words.limit]
 
     def _fused(self, c: _Candidate, newest: float, top_kw: float, lo: float, hi: float) -> float:
         """RRF adds 1/(60+rank) per list; weighted adds each list's score scaled to [0, 1]

@@ -123,7 +123,10 @@ def _context_schemas(tools: dict[str, Any]) -> dict[str, Any]:
             ("query",), strict=True),
         "Hit": _obj({"id": _STR, "kind": _STR, "conversation_id": _STR, "first_seq": _INT, "last_seq": _INT,
                      "role": _nullable(_STR), "depth": _nullable(_INT), "created_at": _TIME, "score": _NUM,
-                     "snippet": _STR}, ("id", "kind", "conversation_id", "first_seq", "last_seq", "snippet")),
+                     "snippet": _STR, "matched": {"type": "string", "enum": ["vector", "keyword", "both"],
+                                                   "description": "semantic and hybrid modes: how it was found "
+                                                                  "(keyword: not embedded yet)"}},
+                    ("id", "kind", "conversation_id", "first_seq", "last_seq", "snippet")),
         "SearchResult": _obj({"query": _STR, "mode": _STR, "count": _INT,
                               "hits": {"type": "array", "items": schema_ref("Hit")}},
                              ("query", "mode", "count", "hits")),

@@ -81,6 +81,7 @@ class SearchSpec:
     since: datetime | None = None
     until: datetime | None = None
     max_seq: int | None = None  # only messages/summaries ending at or before this seq
+    min_seq: int | None = None  # only messages/summaries starting at or after this seq
     mode: Literal["fts", "raw", "regex", "semantic", "hybrid"] = "fts"
     sort: Literal["relevance", "recency"] = "relevance"
     limit: int = 20

@@ -128,6 +128,9 @@ def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
         if spec.max_seq is not None:
             clauses.append(f"{alias}.seq <= %s")
             args.append(spec.max_seq)
+        if spec.min_seq is not None:
+            clauses.append(f"{alias}.seq >= %s")
+            args.append(spec.min_seq)
     else:
         # a summary matches a time range when its span overlaps it
         if spec.since is not None:
@@ -139,6 +142,9 @@ def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
         if spec.max_seq is not None:
             clauses.append(f"{alias}.last_seq <= %s")
             args.append(spec.max_seq)
+        if spec.min_seq is not None:
+            clauses.append(f"{alias}.first_seq >= %s")
+            args.append(spec.min_seq)
     return (" AND " + " AND ".join(clauses)) if clauses else "", args
 
 

@@ -637,6 +637,22 @@ def _summary_roots(conn: Any) -> None:
     conn.execute("CREATE INDEX summaries_roots ON summaries (conversation_id, last_seq) WHERE parent_id = id")
 
 
+@migration(16, "vector_checks")
+def _vector_checks(conn: Any) -> None:
+    # As SQLite's migration 15: how far each embedder has looked for conversations it owes
+    # vectors (store/unembedded.py).
+    conn.execute(
+        """
+        CREATE TABLE vector_checks (
+            provider TEXT COLLATE "C" NOT NULL,
+            model TEXT COLLATE "C" NOT NULL,
+            message_rowid BIGINT NOT NULL,
+            PRIMARY KEY (provider, model)
+        )
+        """
+    )
+
+
 @contextmanager
 def _transaction(conn: Any) -> Iterator[None]:
     with conn.transaction():

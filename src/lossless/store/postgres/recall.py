@@ -13,7 +13,6 @@ fewer than k.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Collection, Sequence
@@ -26,6 +25,7 @@ from lossless.core.errors import StoreError
 from lossless.embed.base import Vectors
 from lossless.recall.units import Unit
 from lossless.store.rows import UnitRow
+from lossless.store.unembedded import index_name
 
 if TYPE_CHECKING:
     from lossless.store.postgres.store import PostgresStore
@@ -44,9 +44,6 @@ def _unit_row(r: Sequence[Any]) -> UnitRow:
                    float(r[9]), float(r[10]), r[11])
 
 
-def _index_name(provider: str, model: str, dim: int) -> str:
-    digest = hashlib.sha256(f"{provider}\x00{model}\x00{dim}".encode()).hexdigest()[:12]
-    return f"vec_{digest}"
 
 
 class PostgresRecall:
@@ -167,7 +164,7 @@ class PostgresRecall:
             register_vector(conn)
 
     def ensure_index(self, provider: str, model: str, dim: int) -> str:
-        name = _index_name(provider, model, dim)
+        name = index_name(provider, model, dim)
         if not re.fullmatch(r"vec_[0-9a-f]{12}", name):  # it is spliced into DDL below
             raise StoreError(f"bad index name {name!r}")
         if not isinstance(dim, int) or dim < 1:

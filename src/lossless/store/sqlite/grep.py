@@ -56,6 +56,9 @@ def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
         if spec.max_seq is not None:
             clauses.append(f"{alias}.seq <= ?")
             args.append(spec.max_seq)
+        if spec.min_seq is not None:
+            clauses.append(f"{alias}.seq >= ?")
+            args.append(spec.min_seq)
     else:
         # a summary matches a time range when its span overlaps it
         if spec.since is not None:
@@ -67,6 +70,9 @@ def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
         if spec.max_seq is not None:
             clauses.append(f"{alias}.last_seq <= ?")
             args.append(spec.max_seq)
+        if spec.min_seq is not None:
+            clauses.append(f"{alias}.first_seq >= ?")
+            args.append(spec.min_seq)
     return (" AND " + " AND ".join(clauses)) if clauses else "", args
 
 

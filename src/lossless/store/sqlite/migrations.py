@@ -625,6 +625,24 @@ def _summary_roots(conn: Any) -> None:
     )
 
 
+@migration(15, "vector_checks")
+def _vector_checks(conn: Any) -> None:
+    conn.execute(
+        """
+        -- How far each embedder has looked for conversations it owes vectors (messages
+        -- stored by a process without it, e.g. before the embeddings extra was installed):
+        -- a worker compares this with the newest message rowid and checks only the
+        -- conversations written since, instead of every conversation on every open.
+        CREATE TABLE vector_checks (
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            message_rowid INTEGER NOT NULL,  -- conversations with messages up to here were checked
+            PRIMARY KEY (provider, model)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
 def _ensure_table(conn: Any) -> None:
     conn.execute(migrator.TABLE)  # outside a transaction: opening takes no write lock
 

@@ -4,7 +4,6 @@ the cached vectors otherwise (same vectors, same cosine ranking)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import threading
@@ -20,6 +19,7 @@ from lossless.embed.base import Vectors
 from lossless.recall.units import Unit
 from lossless.store.rows import UnitRow  # re-exported: its old home
 from lossless.store.runner import sqlite_in
+from lossless.store.unembedded import index_name
 
 if TYPE_CHECKING:
     from lossless.store.sqlite.store import SQLiteStore
@@ -49,9 +49,6 @@ def _unit_row(r: tuple[Any, ...]) -> UnitRow:
     return UnitRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], _ids(r[7]), r[8], r[9], r[10], r[11])
 
 
-def _index_name(provider: str, model: str, dim: int) -> str:
-    digest = hashlib.sha256(f"{provider}\x00{model}\x00{dim}".encode()).hexdigest()[:12]
-    return f"vec_{digest}"
 
 
 class _Matrix:
@@ -210,7 +207,7 @@ class SQLiteRecall:
     # -- vector indexes -------------------------------------------------------------------
 
     def ensure_index(self, provider: str, model: str, dim: int) -> str:
-        name = _index_name(provider, model, dim)
+        name = index_name(provider, model, dim)
         if not re.fullmatch(r"vec_[0-9a-f]{12}", name):  # it is spliced into DDL below
             raise StoreError(f"bad index name {name!r}")
         rows = self.store._query("SELECT backend FROM vector_indexes WHERE name = ?", (name,))
@@ -229,8 +226,10 @@ class SQLiteRecall:
                 (name, provider, model, dim, self.backend),
             )
             if rows and rows[0][0] != self.backend:
-                # the vec0 table was never filled (it was built by the numpy path): rebuild it
+                # the vec0 table was never filled (it was built by the numpy path): rebuild it,
+                # and look for the conversations that now owe it again (store/unembedded.py)
                 conn.execute("DELETE FROM vector_progress WHERE index_name = ?", (name,))
+                conn.execute("DELETE FROM vector_checks WHERE provider = ? AND model = ?", (provider, model))
         return name
 
     def indexed_upto(self, index: str, conversation_id: str) -> int:
