@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -261,3 +262,47 @@ def test_no_interleaving_of_cuts_embeddings_and_erases_keeps_erased_text(scratch
         for step in [*worker, *rest]:
             getattr(run, step)()
         run.check()
+
+
+@pytest.mark.postgres
+def test_a_cut_beside_an_erase_in_flight_waits_for_it_on_postgresql(pg_url: str) -> None:
+    """PostgreSQL runs an erase and a cut at once. The erase is held (another connection
+    locks the message row it rewrites) after it took the conversation's recall_progress
+    row, in a conversation never cut before (no such row yet); the cut beside it must
+    wait and then cut the erased text, not write units of the old text the erase
+    cannot see."""
+    import psycopg
+
+    emb = HashEmbedder()
+    with lossless.open(pg_url, embedder=emb, compaction="deferred") as mem:
+        conv = mem.conversation("c")
+        msg = conv.add(role="user", content="the vault code is tapir-4410")
+        holder = psycopg.connect(pg_url)
+        try:
+            holder.execute("SELECT 1 FROM messages WHERE id = %s FOR UPDATE", (msg.id,))
+            erased = threading.Thread(target=conv.erase, args=([msg.id],), kwargs={"reason": "t", "by": "t"})
+            erased.start()
+            assert _waiting(pg_url, 1), "the erase never reached the held row"
+            cut = threading.Thread(target=mem.recaller.cut_units, args=("c",))
+            cut.start()
+            cut.join(2)  # a cut that does not wait is done by now; one that waits is still blocked
+            holder.commit()
+            erased.join(30)
+            cut.join(30)
+            assert not erased.is_alive() and not cut.is_alive()
+        finally:
+            holder.close()
+        mem.recaller.cut_units("c")
+        texts = [r[0] for r in raw_query(pg_url, "SELECT text FROM recall_units")]
+        assert texts and not [t for t in texts if "tapir" in t]
+
+
+def _waiting(url: str, n: int) -> bool:
+    """Whether ``n`` backends of this database wait for a lock (polled, at most 20 s)."""
+    for _ in range(400):
+        rows = raw_query(url, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                              "AND wait_event_type = 'Lock'")
+        if int(rows[0][0]) >= n:
+            return True
+        time.sleep(0.05)
+    return False

@@ -136,6 +136,10 @@ def _hold_units(runner: SQLRunner, conn: Any, plan: ErasePlan) -> None:
     row locked for update (as unit and vector writes lock it), so no unit, vector or
     cached embedding of the old text is written between this check and the commit."""
     if runner.dialect == "postgresql":
+        # the row first, as add_units does: a conversation never cut has none to lock, and a cut
+        # beside this erase would then write units of the old text unseen
+        conn.execute("INSERT INTO recall_progress (conversation_id) VALUES (?) ON CONFLICT DO NOTHING",
+                     (plan.conversation_id,))
         conn.execute("SELECT 1 FROM recall_progress WHERE conversation_id = ? FOR UPDATE", (plan.conversation_id,))
     row = conn.execute("SELECT message_seq, window_seq FROM recall_progress WHERE conversation_id = ?",
                        (plan.conversation_id,)).fetchone()
