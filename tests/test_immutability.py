@@ -147,6 +147,7 @@ def test_upgrade_from_before_the_triggers_keeps_everything(store_target: StoreTa
         conn.execute("DROP TABLE task_bounds")  # (migration 13, after the triggers: redone too)
         conn.execute("DROP TABLE forgotten_memories")
         conn.execute("DROP INDEX summaries_roots")  # (migration 14, also redone)
+        conn.execute("DROP TABLE vector_checks")  # (migration 15; 16 replaces triggers 11 makes)
         conn.execute("DELETE FROM schema_migrations WHERE version >= 11")
     conn.close()
     raw_query(target, "UPDATE messages SET token_count = token_count WHERE seq = 1")  # no trigger yet
@@ -173,8 +174,8 @@ def test_erase_one_message_everywhere(store_target: StoreTarget) -> None:
         (3, victim.id, "GDPR request #881", "dpo@example.com")]
     assert conv.tombstones() == stones
     erased = conv.messages(3, 3)[0]
-    assert (erased.id, erased.seq, erased.role, erased.name, erased.created_at) == (
-        victim.id, 3, victim.role, victim.name, victim.created_at)
+    assert (erased.id, erased.seq, erased.role, erased.created_at) == (victim.id, 3, victim.role, victim.created_at)
+    assert victim.name and erased.name is None and erased.metadata == {}  # who said it goes too (issue 30)
     assert erased.content == "[erased]"
     assert mem.verify() == []
     # every derived place lost it: keyword search, summaries, units, memories

@@ -165,7 +165,7 @@ class Conversation:
                                              wait=self.memory.config.tool_wait_seconds)
 
     def erase(self, messages: Sequence[str | int] | str | int | None = None, *, reason: str,
-              by: str) -> list[Tombstone]:
+              by: str, vacuum: bool = False) -> list[Tombstone]:
         """Erase messages for privacy — the one way stored history changes. ``messages``:
         message ids or seqs (None: every message of the conversation); ``reason`` and
         ``by`` (who erases) are required and recorded in a tombstone per message with the
@@ -174,11 +174,18 @@ class Conversation:
         it are rewritten without it (marked as fallbacks, for ``compact
         --redo-fallbacks``), its keyword rows and the retrieval units, vectors and cached
         embeddings that quoted it are replaced; then long-term memories distilled from it
-        are forgotten. ``verify()`` stays clean. Returns the tombstones, in seq order."""
+        are forgotten. Its name and metadata are cleared too. ``verify()`` stays clean.
+
+        The database files keep nothing of it: freed space is overwritten, the keyword
+        indexes merged, SQLite's WAL checkpointed (PostgreSQL: the tables VACUUMed; see
+        :mod:`lossless.store.scrub` for what a server's WAL and backups keep).
+        ``vacuum=True`` also rewrites the files (SQLite ``VACUUM``, PostgreSQL ``VACUUM
+        FULL``): for a SQLite file written before lossless cleared freed space, and slow
+        on a large store. Returns the tombstones, in seq order."""
         from lossless.compaction.erase import erase_messages
 
         return erase_messages(self.memory, self.id, messages, reason=reason, by=by,
-                              wait=max(30.0, self.memory.config.tool_wait_seconds))
+                              wait=max(30.0, self.memory.config.tool_wait_seconds), vacuum=vacuum)
 
     def tombstones(self) -> list[Tombstone]:
         """The erased messages of this conversation: who erased each, when and why."""

@@ -1,9 +1,11 @@
 """``lossless erase CONV``: erase a conversation, or some of its messages, for privacy.
 
 The one deliberate way stored history changes (see :meth:`lossless.Conversation.erase`):
-each message keeps its place and reads ``[erased]``, a tombstone records who, when and
-why, and every derived text (summaries, keyword rows, retrieval units, vectors,
-long-term memories distilled from it) loses it. ``--list`` shows the tombstones.
+each message keeps its place and reads ``[erased]`` (its name and metadata cleared), a
+tombstone records who, when and why, every derived text (summaries, keyword rows,
+retrieval units, vectors, long-term memories distilled from it) loses it, and the
+database files are scrubbed of it (``--vacuum``: rewritten). ``--list`` shows the
+tombstones.
 """
 
 from __future__ import annotations
@@ -32,12 +34,16 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
     p.add_argument("--by", help="who erases (recorded; default: the login name)")
     p.add_argument("--yes", action="store_true", help="erase the whole conversation without asking")
     p.add_argument("--list", action="store_true", help="list the conversation's tombstones and erase nothing")
+    p.add_argument("--vacuum", action="store_true",
+                   help="also rewrite the database files (SQLite VACUUM, PostgreSQL VACUUM FULL of the erased "
+                        "tables): for a SQLite file written by a lossless that did not yet clear freed space; "
+                        "slow on a large store, and PostgreSQL locks those tables meanwhile")
 
 
 def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.list:
-        if args.message or args.reason:
-            parser.error("erase: --list erases nothing; it does not go with --message or --reason")
+        if args.message or args.reason or args.vacuum:
+            parser.error("erase: --list erases nothing; it does not go with --message, --reason or --vacuum")
         return
     if not args.reason or not args.reason.strip():
         parser.error("erase: --reason is required (it is recorded in the tombstone)")
@@ -55,7 +61,7 @@ def cmd_erase(ctx: CommandContext) -> int:
         by = args.by or _login()
         if not by:
             raise CommandError("erase: say who erases with --by (no login name to record)")
-        stones = conv.erase(targets, reason=args.reason, by=by)
+        stones = conv.erase(targets, reason=args.reason, by=by, vacuum=args.vacuum)
     if ctx.json:
         ctx.emit_json([t.to_dict() for t in stones])
         return 0

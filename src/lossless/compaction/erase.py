@@ -46,6 +46,7 @@ from lossless.store.erase import (
     units_cut,
 )
 from lossless.store.runner import sql_runner
+from lossless.store.scrub import scrub
 from lossless.summarize.base import SummaryRequest
 
 if TYPE_CHECKING:
@@ -79,12 +80,13 @@ def plan_erase(compactor: Compactor, conversation_id: str, targets: Sequence[str
         if m.id in done:
             continue
         calls = erased_tool_calls(m.tool_calls)
-        new = dataclasses.replace(m, content=ERASED, tool_calls=tuple(calls),
+        # the name and metadata go with the text: who said it, and what was attached to it
+        new = dataclasses.replace(m, content=ERASED, tool_calls=tuple(calls), name=None, metadata={},
                                   token_count=compactor.counter.count(content_text(ERASED, calls)))
         erased[m.seq] = new
         tomb = Tombstone(tombstone_id(m.id, now), conversation_id, m.id, m.seq, reason, by, now)
-        plan.messages.append(ErasedMessage(tomb, m.name, calls, new.token_count,
-                                           erased_hash(m.role, m.name, calls, m.tool_call_id), ERASED))
+        plan.messages.append(ErasedMessage(tomb, None, calls, new.token_count,
+                                           erased_hash(m.role, None, calls, m.tool_call_id), ERASED))
     if erased:
         after = [erased.get(m.seq, m) for m in messages]
         plan.summaries = _summaries(compactor, conversation_id, after, set(erased))
@@ -161,12 +163,14 @@ def check_targets(targets: object) -> list[str | int] | None:
 
 
 def erase_messages(memory: Memory, conversation_id: str, targets: object, *, reason: object, by: object,
-                   wait: float = 30.0) -> list[Tombstone]:
+                   wait: float = 30.0, vacuum: bool = False) -> list[Tombstone]:
     """Erase messages of a conversation (see :meth:`lossless.Conversation.erase`): the
     plan is made and written holding the compaction lease (``wait`` seconds for it), then
-    the long-term memories distilled from an erased message are forgotten and the new
-    retrieval units queued for embedding. Returns the tombstones of the messages asked
-    for, in seq order (an erased message is not erased again)."""
+    the long-term memories distilled from an erased message are forgotten, the new
+    retrieval units queued for embedding, and the files scrubbed of what the rows held
+    (:mod:`lossless.store.scrub`; ``vacuum``: rewrite them as well). Returns the
+    tombstones of the messages asked for, in seq order (an erased message is not erased
+    again)."""
     why, who = validate_erase(reason, by)
     chosen = check_targets(targets)
     store = memory.store
@@ -188,6 +192,7 @@ def erase_messages(memory: Memory, conversation_id: str, targets: object, *, rea
                                               "the erase was planned; nothing was erased, try again") from None
     if plan.messages:
         _forget_in_memory(memory, conversation_id, plan)
+        scrub(store, full=vacuum)
         if plan.add_units:
             memory.backlog.queue(conversation_id)
             memory.work_queued(conversation_id)
@@ -198,11 +203,33 @@ def _forget_in_memory(memory: Memory, cid: str, plan: ErasePlan) -> None:
     """What this process holds of the erased text: long-term memories distilled from it
     (forgotten) and cached vector matrices (dropped)."""
     ids = {m.tombstone.message_id for m in plan.messages}
-    rows = sql_runner(memory.store).query("SELECT id, source_message_ids FROM memories WHERE conversation_id = ?",
-                                          (cid,))
-    sourced = [mid for mid, sources in rows if ids.intersection(json.loads(sources or "[]"))]
+    seqs = {m.tombstone.seq for m in plan.messages}
+
+    def derived(conversation: str | None, sources: list[str], metadata: dict[str, Any]) -> bool:
+        # a record names the messages it came from; a task record is made from its whole
+        # span (its patterns, errors and result may quote any message of it)
+        first, last = metadata.get("first_seq"), metadata.get("last_seq")
+        return bool(ids.intersection(sources)) or (
+            conversation == cid and isinstance(first, int) and isinstance(last, int)
+            and any(first <= q <= last for q in seqs))
+
+    runner = sql_runner(memory.store)
+    rows = runner.query("SELECT id, source_message_ids, metadata FROM memories WHERE conversation_id = ?", (cid,))
+    sourced = [mid for mid, sources, meta in rows
+               if derived(cid, json.loads(sources or "[]"), json.loads(meta or "{}"))]
     if sourced:
         memory.memories.forget(sourced)
+    # the forgetting policy's log keeps whole records (to restore them): those derived
+    # from an erased message go too
+    logged = []
+    for rowid, text in runner.query("SELECT rowid, record FROM forgotten_memories"):
+        record = json.loads(text)
+        if derived(record.get("conversation_id"), record.get("source_message_ids") or [], record.get("metadata") or {}):
+            logged.append(rowid)
+    if logged:
+        where, args = runner.in_list("rowid", logged)
+        with runner.transaction() as conn:
+            conn.execute(f"DELETE FROM forgotten_memories WHERE {where}", args)
     forget = getattr(memory.recaller.index_store, "forget_conversation", None)
     if forget is not None:
         forget(cid)

@@ -6,7 +6,8 @@ writes, in one transaction:
 
 1. a tombstone per message (who, when, why, and the hash of the message as erased): the
    row the message trigger looks for before it lets the text change;
-2. the message as erased (:mod:`lossless.core.erasure`), and its keyword-index rows;
+2. the message as erased (:mod:`lossless.core.erasure`; its name and metadata cleared),
+   and its keyword-index rows;
 3. every summary over it rewritten (the caller's texts, made without the erased text)
    with its keyword rows, and the earlier texts of those summaries (``summary_revisions``)
    dropped, as they may quote it;
@@ -162,8 +163,8 @@ def _erase_message(runner: SQLRunner, conn: Any, cid: str, m: ErasedMessage) -> 
     calls = json.dumps(m.tool_calls, ensure_ascii=False, sort_keys=True, separators=(",", ":")) if m.tool_calls else None
     text = indexed_message_text(m.name, m.content, 0, calls)
     sql = ("UPDATE messages SET content = ?, content_is_json = 0, tool_calls = ?, token_count = ?, "
-           "content_hash = ?")
-    args: list[Any] = [m.content, calls, m.token_count, m.content_hash]
+           "content_hash = ?, name = ?, metadata = '{}'")
+    args: list[Any] = [m.content, calls, m.token_count, m.content_hash, m.name]
     if runner.dialect == "postgresql":
         from lossless.store.postgres.grep import search_document
 

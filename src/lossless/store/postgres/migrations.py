@@ -653,6 +653,14 @@ def _vector_checks(conn: Any) -> None:
     )
 
 
+@migration(17, "erase_clears_identity")
+def _erase_clears_identity(conn: Any) -> None:
+    # As SQLite's migration 16: an erase clears the message's name and metadata too
+    from lossless.store.erase_identity import postgres_step
+
+    postgres_step(conn)
+
+
 @contextmanager
 def _transaction(conn: Any) -> Iterator[None]:
     with conn.transaction():

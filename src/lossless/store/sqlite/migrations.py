@@ -643,6 +643,14 @@ def _vector_checks(conn: Any) -> None:
     )
 
 
+@migration(16, "erase_clears_identity")
+def _erase_clears_identity(conn: Any) -> None:
+    # an erase clears the message's name and metadata too (store/erase_identity.py)
+    from lossless.store.erase_identity import sqlite_step
+
+    sqlite_step(conn)
+
+
 def _ensure_table(conn: Any) -> None:
     conn.execute(migrator.TABLE)  # outside a transaction: opening takes no write lock
 
