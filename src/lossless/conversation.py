@@ -62,9 +62,11 @@ class Conversation:
                 fields[key] = value
         return self.add_many([fields])[0]
 
-    def add_many(self, messages: Iterable[Mapping[str, Any]], *, compact: bool = True) -> list[Message]:
+    def add_many(self, messages: Iterable[Mapping[str, Any] | NewMessage], *, compact: bool = True) -> list[Message]:
         """Store many messages in one transaction: all are validated first, so one bad
-        message means none is written. Idempotent on ``external_id``.
+        message means none is written (a :class:`~lossless.core.validate.NewMessage` is
+        one :func:`~lossless.core.validate.validate_message` made already: it is stored as
+        it is). Idempotent on ``external_id``.
 
         With ``compaction="background"`` (the default) this returns as soon as the
         messages and their full-text rows are stored: the worker thread compacts and
@@ -74,6 +76,9 @@ class Conversation:
             raise ValidationError(f"add_many takes a list of messages, got {type(messages).__name__}")
         validated: list[NewMessage] = []
         for i, data in enumerate(messages):
+            if isinstance(data, NewMessage):
+                validated.append(data)
+                continue
             try:
                 validated.append(validate_message(data, max_bytes=self.memory.config.max_message_bytes))
             except Exception as exc:

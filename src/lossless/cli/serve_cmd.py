@@ -46,13 +46,13 @@ def _bytes(text: str) -> int:
     return value
 
 
-def _seconds(text: str) -> float:
+def _count_or_off(text: str) -> int:
     try:
-        value = float(text)
+        value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a whole number (0: no limit), got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 (no limit) or more, got {text!r}")
     return value
 
 
@@ -63,6 +63,16 @@ def _count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected at least 1, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
 
 
@@ -87,6 +97,15 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
                         "line shows in the process list)")
     p.add_argument("--max-body-bytes", metavar="N", type=_bytes, default=8 * 1024 * 1024,
                    help="refuse larger request bodies with 413 (default: 8 MiB)")
+    p.add_argument("--max-request-messages", metavar="N", type=_count_or_off, default=10_000,
+                   help="refuse a request carrying more messages (a proxied chat, a batch of POST .../messages) "
+                        "with 413 before storing any (default: 10000; 0: no limit)")
+    p.add_argument("--tenant-concurrency", metavar="N", type=_count_or_off, default=2,
+                   help="requests of one tenant that store or assemble at once; another waits up to 5 s, then "
+                        "gets 429 with Retry-After (default: 2; 0: no limit)")
+    p.add_argument("--header-timeout", metavar="SECONDS", type=_seconds, default=10.0,
+                   help="close a connection that has not sent a whole request line and headers within this many "
+                        "seconds of opening or of its previous answer (default: 10)")
     p.add_argument("--allowed-host", metavar="NAME", action="append", default=[],
                    help="also answer requests for this host name (a reverse proxy's public name); repeatable. "
                         "A loopback server otherwise answers only loopback names (DNS-rebinding pages are refused)")
@@ -239,6 +258,7 @@ def cmd_serve(ctx: CommandContext) -> int:
         from lossless.server.app import create_app
         from lossless.server.auth import check_bind
         from lossless.server.errors import HTTPError
+        from lossless.server.limits import Limits
         from lossless.server.run import serve
         from lossless.server.state import Upstream
     except ImportError as exc:
@@ -258,11 +278,13 @@ def cmd_serve(ctx: CommandContext) -> int:
     upstream = Upstream(args.upstream, key) if args.upstream else None
     app = create_app(memory, upstream=upstream, max_body_bytes=args.max_body_bytes,
                      allow_implicit_tenant=warning is not None, host=args.host,
-                     allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin, keyless=args.keyless)
+                     allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin, keyless=args.keyless,
+                     limits=Limits(max_request_messages=args.max_request_messages or None,
+                                   tenant_concurrency=args.tenant_concurrency or None))
     ctx.err.print(Text(f"lossless: serving {ctx.db_path()} on http://{args.host}:{args.port} "
                        f"(web page at /, API docs at /openapi.json"
                        f"{', proxy to ' + args.upstream if args.upstream else ''})", style="dim"), soft_wrap=True)
-    serve(app, args.host, args.port, log_level=args.log_level)
+    serve(app, args.host, args.port, log_level=args.log_level, header_timeout=args.header_timeout)
     return 0
 
 

@@ -29,6 +29,7 @@ Three ways to run it:
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import threading
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from lossless.core.owners import live, new_owner, retire
 from lossless.embed.base import Warmable
 from lossless.store import unembedded
-from lossless.store.backlog import Backlog, Claim
+from lossless.store.backlog import WORKER_HEARTBEAT_SECONDS, Backlog, Claim
 
 if TYPE_CHECKING:
     from lossless.engine import Memory
@@ -61,7 +62,9 @@ MAX_RETRY_SECONDS = 300.0
 SETTLE_SECONDS = 0.05  # no write for this long: a pause
 YIELD_SECONDS = 1.0
 BUSY_TURN_SECONDS = 0.25
-REPORT_SECONDS = 5.0  # how often a worker writes its row in the workers table
+# how often a worker writes its row in the workers table while what it reports changes;
+# unchanged (idle), it writes only once a WORKER_HEARTBEAT_SECONDS (store/backlog.py)
+REPORT_SECONDS = 5.0
 # how often a worker looks for conversations its embedder owes vectors that no backlog row
 # asks for (stored by a process without one: store/unembedded.py); two index reads when
 # nothing was stored since the last look
@@ -153,6 +156,7 @@ class Worker:
         # claim is never left to lapse on its own while this worker lives
         self._unrecorded: dict[str, tuple[str, str, float]] = {}
         self._last_write = 0.0
+        self._reported: tuple[str, float] | None = None  # what the row says, and when it was written (monotonic)
         self._policy_at: float | None = None  # when the forgetting policy last ran (monotonic)
         self._unembedded_at: float | None = None  # when it last looked for unembedded conversations
         self._writes = 0  # writes of this process in progress
@@ -235,7 +239,8 @@ class Worker:
         """Serve the backlog until ``stop`` is set (or, with ``until_idle``, until no row
         (of ``conversation_ids``) is due). Used by the thread, by ``lossless worker``
         (``kind="process"``) and by :meth:`~lossless.Memory.wait_idle` (``"foreground"``).
-        The worker reports itself in the store's ``workers`` table every few seconds."""
+        The worker reports itself in the store's ``workers`` table when what it says changes
+        (at most every ``REPORT_SECONDS``), else once a ``WORKER_HEARTBEAT_SECONDS``."""
         stop = stop or threading.Event()
         owner = new_owner()
         live(owner)
@@ -357,9 +362,19 @@ class Worker:
         return out
 
     def _report(self, owner: str, kind: str, started: float) -> None:
+        """Write the worker's row if what it says changed, else only when the heartbeat is
+        due: an idle worker does not write its unchanged row every few seconds."""
         try:
             status = self.status()
-            self.backlog.report_worker(owner, kind, started, str(status.pop("state")), status)
+            state = str(status.pop("state"))
+            status.pop("uptime_seconds", None)  # readers count it from started_ts
+            said = json.dumps([owner, state, status], sort_keys=True, default=str)
+            now = time.monotonic()
+            if (self._reported is not None and self._reported[0] == said
+                    and now - self._reported[1] < WORKER_HEARTBEAT_SECONDS):
+                return
+            self.backlog.report_worker(owner, kind, started, state, status)
+            self._reported = (said, now)
         except Exception as exc:  # reporting is best effort; the work is what matters
             if _closed(exc):
                 raise

@@ -19,6 +19,7 @@ with the whole window tries the cache-stable layout first (:mod:`lossless.contex
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Literal
@@ -39,7 +40,7 @@ from lossless.store.backlog import Backlog
 from lossless.store.base import Store
 
 if TYPE_CHECKING:
-    from lossless.files import Files
+    from lossless.files import FileHit, Files
     from lossless.longterm import Memories
     from lossless.recall.hybrid import Recaller
 
@@ -47,6 +48,10 @@ __all__ = ["Assembler"]
 
 _MAX_BUDGET = 2**31 - 1
 _RAW_PAGE = 512  # raw messages read per query when the worker is behind (see Assembler._raw)
+# a question is read this far: keyword recall keeps its first 64 terms and an embedding
+# model its first few hundred tokens anyway, while reading a pasted 8 MB message as the
+# question took a minute (the proxy asks with the last user message, whatever its size)
+MAX_QUERY_CHARS = 8_000
 
 Layout = Literal["auto", "stable", "budgeted"]
 
@@ -64,6 +69,9 @@ class Assembler:
         self.backlog = Backlog(store)
         self.memories: Memories | None = None  # set by lossless.Memory
         self.files: Files | None = None  # set by lossless.Memory when files are indexed
+        # set by lossless.Memory: the file index once something is indexed, asked while there
+        # is none (`lossless index` may run in another process beside a running server)
+        self.find_files: Callable[[], Files | None] | None = None
 
     def assemble(self, conversation_id: str, budget_tokens: int | None = None, query: str | None = None,
                  *, layout: Layout = "auto") -> AssembledContext:
@@ -71,10 +79,12 @@ class Assembler:
         :mod:`lossless.context.stable`), ``budgeted`` never does, ``auto`` tries it when
         the budget is the whole window. Never waits for the worker: with a backlog it
         fits the budget from what exists, and ``lag`` on the result says how far behind
-        the worker is."""
+        the worker is. ``query`` is read up to its first ``MAX_QUERY_CHARS`` characters."""
         budget = self.config.context_window if budget_tokens is None else budget_tokens
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
             raise BudgetError(f"budget_tokens must be a positive integer, got {budget_tokens!r}")
+        if isinstance(query, str) and len(query) > MAX_QUERY_CHARS:
+            query = query[:MAX_QUERY_CHARS]
         # a budget beyond any model's window means "no limit": it is worked with as the
         # largest one (arithmetic on 10**30 tokens would overflow SQLite's integers)
         ctx = self._assemble(conversation_id, min(budget, _MAX_BUDGET), query, layout=layout)
@@ -99,11 +109,16 @@ class Assembler:
         task_start = self.memories.task_start if self.memories is not None else None
         # the file index is the operator's (no tenant can index files): a tenant's
         # conversation gets none of it, on every path that assembles (API, proxy, MCP)
-        files = None if tenant_of(cid) is not None else self.files
+        operator = tenant_of(cid) is None
+
+        def hits_for(query: str) -> list[FileHit]:
+            files = self.files if self.files is not None or self.find_files is None else self.find_files()
+            return file_hits(files if operator else None, query, config=self.config)
+
         return Sources(view=view, summaries=SummaryPieces(view, self.store, task_start),
                        recalled=RecalledMessages(view, self.store, self.recaller),
                        records_for=partial(memory_records, self.store, self.memories, self.config, cid),
-                       hits_for=partial(file_hits, files, config=self.config))
+                       hits_for=hits_for)
 
     def _cache_pays(self, budget: int, query: str | None) -> bool:
         """Whether this call gets the cache-stable layout: it has the whole window, and (with

@@ -202,7 +202,8 @@ def validate_message(data: Mapping[str, Any], *, max_bytes: int, now: datetime |
     metadata = data.get("metadata") or {}
     if not isinstance(metadata, Mapping):
         raise ValidationError(f"metadata must be an object, got {type(metadata).__name__}")
-    _check_json(metadata, "metadata")
+    if metadata:
+        _check_json(metadata, "metadata")
     external_id = data.get("external_id")
     if external_id is not None:
         if not isinstance(external_id, str) or not external_id:

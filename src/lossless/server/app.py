@@ -29,6 +29,7 @@ from lossless.server.auth import Authenticator, is_loopback
 from lossless.server.errors import error_response
 from lossless.server.guard import Guard, GuardMiddleware, allowed_names
 from lossless.server.keys import APIKeys
+from lossless.server.limits import Limits
 from lossless.server.openapi import openapi_document
 from lossless.server.routes import conversations, memories, tenant
 from lossless.server.state import DEFAULT_MAX_BODY, JSON, ServerState, Upstream
@@ -77,6 +78,7 @@ def create_app(
     allowed_hosts: Iterable[str] = (),
     allowed_origins: Iterable[str] = (),
     keyless: bool = False,
+    limits: Limits | None = None,
 ) -> Starlette:
     """The API over ``memory`` (or over the Memory that ``memory()`` opens at startup).
 
@@ -88,6 +90,8 @@ def create_app(
     names answered (checked always without keys, and with keys when names are given) and
     the origins, besides the server's own, whose pages may write. ``keyless``: serve a
     database whose keys are all revoked without keys (``lossless serve --keyless``).
+    ``limits``: messages per request and requests per tenant at once
+    (:mod:`lossless.server.limits`; the defaults when None).
     """
     # Host is checked when names were given, and on a loopback server (keyless or not: a
     # public name reaches it only through a reverse proxy, which --allowed-host names); a
@@ -101,7 +105,7 @@ def create_app(
         keys = APIKeys(mem.store)
         return ServerState(memory=mem, keys=keys,
                            auth=Authenticator(keys, allow_implicit=allow_implicit_tenant, keyless=keyless),
-                           max_body_bytes=max_body_bytes, upstream=upstream)
+                           max_body_bytes=max_body_bytes, upstream=upstream, limits=limits or Limits())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -28,10 +28,10 @@ from typing import Any
 
 from lossless.core.errors import LosslessError, ValidationError
 from lossless.core.types import Message
-from lossless.core.validate import validate_message
+from lossless.core.validate import NewMessage, validate_message
 from lossless.store.sqlite.store import message_hash
 
-__all__ = ["Diverged", "MessageMatch", "chat_hash", "match_request", "storable"]
+__all__ = ["Diverged", "MessageMatch", "match_request", "storable"]
 
 _KEEP = ("role", "content", "name", "tool_calls", "tool_call_id")
 
@@ -62,9 +62,7 @@ def storable(messages: Any) -> list[dict[str, Any]]:
     return out
 
 
-def chat_hash(message: Mapping[str, Any], max_bytes: int) -> str:
-    """The store's content hash of a storable message (validating it on the way)."""
-    new = validate_message(message, max_bytes=max_bytes)
+def _new_hash(new: NewMessage) -> str:
     return message_hash(new.role, new.content, new.name, new.tool_calls, new.tool_call_id)
 
 
@@ -74,7 +72,7 @@ def stored_hash(msg: Message) -> str:
 
 @dataclass(frozen=True)
 class MessageMatch:
-    new: list[dict[str, Any]]  # the request's messages to store, in order
+    new: list[NewMessage]  # the request's messages to store (validated), in order
     known: int  # how many request messages were already stored
     replay: Message | None = None  # the stored reply to a request that was stored already
     through: int = 0  # with nothing new: the seq of the request's last message as stored
@@ -83,15 +81,17 @@ class MessageMatch:
 def match_request(request: Sequence[dict[str, Any]], stored_count: int,
                   read: Callable[[int, int], list[Message]], max_bytes: int) -> MessageMatch:
     """Split the request's (storable) messages into known and new; ``read(first, last)``
-    gives the stored messages of that seq range. See the module docstring."""
-    hashes = []
+    gives the stored messages of that seq range. See the module docstring. Each message is
+    validated once, here: the new ones are returned validated, to be stored as they are."""
+    validated: list[NewMessage] = []
     for i, m in enumerate(request):
         try:
-            hashes.append(chat_hash(m, max_bytes))
+            validated.append(validate_message(m, max_bytes=max_bytes))
         except ValidationError as exc:
             raise ValidationError(f"messages[{i}]: {exc}") from None
     if stored_count == 0:
-        return MessageMatch(list(request), 0)
+        return MessageMatch(validated, 0)
+    hashes = [_new_hash(m) for m in validated]
     n = min(len(hashes), stored_count)
     head = read(1, n + 1)  # one more: the message after the request, if it is stored already
     common = 0
@@ -99,7 +99,7 @@ def match_request(request: Sequence[dict[str, Any]], stored_count: int,
         common += 1
     if common == n:  # aligned with what is stored from its first message
         if len(hashes) > stored_count:
-            return MessageMatch(list(request[stored_count:]), stored_count)
+            return MessageMatch(validated[stored_count:], stored_count)
         after = head[n] if len(head) > n else None
         if after is not None and after.role == "assistant":
             return MessageMatch([], n, after, n)
@@ -121,5 +121,5 @@ def match_request(request: Sequence[dict[str, Any]], stored_count: int,
         if tail == [h for h, _ in body]:
             return MessageMatch([], len(request), None, stored_count)
     systems = {stored_hash(m) for m in head if m.role == "system"}
-    fresh = [m for h, m in zip(hashes, request, strict=True) if not (m.get("role") == "system" and h in systems)]
+    fresh = [v for h, v in zip(hashes, validated, strict=True) if not (v.role == "system" and h in systems)]
     return MessageMatch(fresh, len(request) - len(fresh))

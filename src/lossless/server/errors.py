@@ -12,6 +12,8 @@ NotFoundError              404     ``not_found``
 CompactionBusyError        409     ``compaction_busy``
 history rewritten (proxy)  409     ``conversation_diverged``
 body too large             413     ``payload_too_large``
+too many messages          413     ``too_many_messages`` (lossless.server.limits)
+a tenant's slots all busy  429     ``too_many_requests`` (+ Retry-After; lossless.server.limits)
 ValidationError            422     ``validation_error``
 ContextOverflowError       422     ``context_overflow``
 upstream failed (proxy)    502     ``upstream_error``
@@ -23,6 +25,7 @@ body not JSON-typed        415     ``unsupported_media_type``
 nested too deeply          400     ``invalid_request``
 a number out of range      422     ``validation_error``
 a request out of memory    413     ``payload_too_large``
+client hung up mid-body    400     ``client_disconnected`` (never sent; one info line in the log)
 anything else              500     ``internal_error``
 =========================  ======  =======================
 
@@ -35,6 +38,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse
 
 from lossless.core.errors import (
@@ -103,6 +107,9 @@ def exception_response(exc: BaseException) -> JSONResponse:
     if isinstance(exc, MemoryError):
         return error_response(413, "payload_too_large", "the request needs more memory than the server gives one "
                                                         "request (simplify the pattern, or narrow the search)")
+    if isinstance(exc, ClientDisconnect):  # read_body says so with the request's path; this is a fallback
+        log.info("lossless server: the client closed the connection before its request was read")
+        return error_response(400, "client_disconnected", "the connection closed before the request was read")
     if isinstance(exc, LosslessError):
         log.warning("lossless server: %s: %s", type(exc).__name__, exc)
         return error_response(500, "internal_error", f"{type(exc).__name__}: {exc}")

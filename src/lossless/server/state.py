@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from lossless.server.auth import Authenticator
 from lossless.server.errors import exception_response
 from lossless.server.keys import APIKeys
+from lossless.server.limits import Limits, TenantSlots
 from lossless.server.params import Fields, read_json
 from lossless.server.tenancy import Tenant
 
@@ -52,7 +53,12 @@ class ServerState:
     auth: Authenticator
     max_body_bytes: int = DEFAULT_MAX_BODY
     upstream: Upstream | None = None
+    limits: Limits = field(default_factory=Limits)
     extra: dict[str, Any] = field(default_factory=dict)
+    slots: TenantSlots = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.slots = TenantSlots(self.limits)
 
     def tenant(self, request: Request) -> Tenant:
         """The request's tenant (blocking; run it in a worker thread)."""
@@ -82,6 +88,7 @@ class Call:
     path: dict[str, Any]
     query: dict[str, str]
     body: Any
+    limits: Limits = field(default_factory=Limits)
 
     def fields(self, allowed: tuple[str, ...]) -> Fields:
         return Fields(self.body if self.body is not None else {}, allowed=allowed)
@@ -93,17 +100,26 @@ class Call:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def endpoint(fn: Callable[[Call], Any], *, body: bool = False) -> Handler:
+def endpoint(fn: Callable[[Call], Any], *, body: bool = False, stores: bool = False) -> Handler:
     """A route handler around ``fn(call)``; ``body``: the request has a JSON body (an
-    empty one reads as ``{}``). ``fn`` returns a JSON-ready value or a :class:`Reply`."""
+    empty one reads as ``{}``); ``stores``: reading the body and ``fn`` take one of the
+    tenant's slots (:mod:`lossless.server.limits`). ``fn`` returns a JSON-ready value or
+    a :class:`Reply`."""
+
+    async def run(request: Request, state: ServerState, tenant: Tenant) -> Any:
+        data = await read_json(request, state.max_body_bytes, empty={}) if body else None
+        call = Call(state.memory, tenant, dict(request.path_params), dict(request.query_params), data, state.limits)
+        return await run_in_threadpool(fn, call)
 
     async def handle(request: Request) -> Response:
         try:
             state = state_of(request)
             tenant = await run_in_threadpool(state.tenant, request)
-            data = await read_json(request, state.max_body_bytes, empty={}) if body else None
-            call = Call(state.memory, tenant, dict(request.path_params), dict(request.query_params), data)
-            result = await run_in_threadpool(fn, call)
+            if stores:
+                async with state.slots.hold(tenant):
+                    result = await run(request, state, tenant)
+            else:
+                result = await run(request, state, tenant)
         except Exception as exc:
             return exception_response(exc)
         if isinstance(result, Reply):

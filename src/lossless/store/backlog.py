@@ -28,7 +28,11 @@ from typing import Any
 from lossless.core.owners import HOST, holder_is_dead
 from lossless.store.runner import SQLRunner, sql_runner
 
-__all__ = ["QUEUE_SQL", "Backlog", "Claim"]
+__all__ = ["QUEUE_SQL", "WORKER_HEARTBEAT_SECONDS", "Backlog", "Claim"]
+
+# A worker writes its row in ``workers`` when what it reports changes (at most every few
+# seconds), else once this often; readers count a row as a running worker for two of these
+WORKER_HEARTBEAT_SECONDS = 300.0
 
 # Run by append_messages inside its transaction: queue the conversation unless it is
 # queued already (then nothing is written: a conversation written to message after message
@@ -252,26 +256,31 @@ class Backlog:
     # -- the workers' reports -----------------------------------------------------------
 
     def report_worker(self, owner: str, kind: str, started: float, state: str, stats: dict[str, Any]) -> None:
-        """Upsert a worker's row (its state and counters as JSON)."""
-        self.runner.query(
-            "INSERT INTO workers (owner, kind, started_ts, heartbeat_ts, state, stats) VALUES (?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (owner) DO UPDATE SET heartbeat_ts = excluded.heartbeat_ts, state = excluded.state, "
-            "stats = excluded.stats",
-            (owner, kind, started, time.time(), state, json.dumps(stats, default=str, sort_keys=True)))
+        """Upsert a worker's row (its state and counters as JSON); rows older than a day
+        (workers that died without saying goodbye) are deleted on the way."""
+        now = time.time()
+        with self.runner.transaction() as conn:
+            conn.execute("DELETE FROM workers WHERE heartbeat_ts < ?", (now - 86400,))
+            conn.execute(
+                "INSERT INTO workers (owner, kind, started_ts, heartbeat_ts, state, stats) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (owner) DO UPDATE SET heartbeat_ts = excluded.heartbeat_ts, state = excluded.state, "
+                "stats = excluded.stats",
+                (owner, kind, started, now, state, json.dumps(stats, default=str, sort_keys=True)))
 
     def forget_worker(self, owner: str) -> None:
         self.runner.query("DELETE FROM workers WHERE owner = ?", (owner,))
 
-    def workers(self, *, stale_after: float = 60.0) -> list[dict[str, Any]]:
-        """The workers that reported in the last ``stale_after`` seconds (rows older than
-        a day are deleted on the way: workers that died without saying goodbye)."""
+    def workers(self, *, stale_after: float = 2 * WORKER_HEARTBEAT_SECONDS) -> list[dict[str, Any]]:
+        """The workers running now: those that wrote their row in the last ``stale_after``
+        seconds (an idle worker writes it once a heartbeat), less those of processes on
+        this host that are gone (SIGKILL: their row stays until the next reads skip it).
+        A read only: it writes nothing."""
         now = time.time()
-        self.runner.query("DELETE FROM workers WHERE heartbeat_ts < ?", (now - 86400,))
         rows = self.runner.query("SELECT owner, kind, started_ts, heartbeat_ts, state, stats FROM workers "
                                  "WHERE heartbeat_ts >= ? ORDER BY started_ts", (now - stale_after,))
-        return [{"owner": o, "kind": k, "uptime_seconds": round(now - float(s), 1),
-                 "seconds_since_report": round(now - float(h), 1), "state": st, **json.loads(js)}
-                for o, k, s, h, st, js in rows]
+        return [{**json.loads(js), "owner": o, "kind": k, "uptime_seconds": round(now - float(s), 1),
+                 "seconds_since_report": round(now - float(h), 1), "state": st}
+                for o, k, s, h, st, js in rows if not holder_is_dead(o)]
 
     def row(self, conversation_id: str) -> dict[str, Any] | None:
         rows = self.runner.query("SELECT queued_seq, queued_ts, owner, claimed_until, attempts, last_error "

@@ -54,6 +54,11 @@ STOPWORDS = frozenset(
     ["a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "so", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your", "about", "after", "before", "did", "does", "tell", "remind", "again", "any", "some", "all", "just", "also", "ever"]
 )
 _MAX_WORD_TERMS = 64
+# a long text is scanned this many characters at a time, cut at whitespace (no compound or
+# CJK run holds any): one regular-expression scan holds the interpreter's lock, and one over
+# a pasted 8 MB message held it for a second or more, stalling every other thread
+_SCAN_CHARS = 1 << 16
+_SPACE = re.compile(r"\s")
 
 
 def quote_fts(term: str) -> str:
@@ -69,20 +74,37 @@ def _parts(compound: str) -> list[str]:
     return _PART.findall(_POSSESSIVE.sub("", compound.lower()))
 
 
+def _windows(text: str) -> list[tuple[int, int]]:
+    """``text`` as (start, end) windows of about ``_SCAN_CHARS``, each cut at whitespace."""
+    out: list[tuple[int, int]] = []
+    start = 0
+    while start < len(text):
+        end = start + _SCAN_CHARS
+        if end < len(text):
+            space = _SPACE.search(text, end)
+            end = space.start() if space else len(text)
+        out.append((start, min(end, len(text))))
+        start = end
+    return out
+
+
 def compounds(text: str, split_only: bool = False) -> list[tuple[list[str], bool, int, int]]:
     """Every compound of ``text`` as (its lower-cased parts, whether a CJK character
     touches it, start, end); a possessive ending is dropped, so "James'"s and
     "Caroline’s"'s parts are ``["james"]`` and ``["caroline"]``. ``split_only``: only
     those with a joiner or digits beside letters, unless ``text`` holds CJK."""
     out: list[tuple[list[str], bool, int, int]] = []
-    pattern = _SPLIT if split_only and _CJK_RUN.search(text) is None else _COMPOUND
-    for m in pattern.finditer(text):
-        parts = _parts(m.group(0))
-        if not parts:
-            continue
-        start, end = m.span()
-        touches = bool((start and _CJK_RUN.match(text, start - 1)) or _CJK_RUN.match(text, end))
-        out.append((parts, touches, start, end))
+    windows = _windows(text)
+    cjk = any(_CJK_RUN.search(text, a, b) for a, b in windows)
+    pattern = _SPLIT if split_only and not cjk else _COMPOUND
+    for a, b in windows:
+        for m in pattern.finditer(text, a, b):
+            parts = _parts(m.group(0))
+            if not parts:
+                continue
+            start, end = m.span()
+            touches = bool((start and _CJK_RUN.match(text, start - 1)) or _CJK_RUN.match(text, end))
+            out.append((parts, touches, start, end))
     return out
 
 
@@ -194,7 +216,7 @@ def trigram_query(text: str) -> str | None:
 def has_cjk_trigram(text: str) -> bool:
     """Whether ``text`` holds a run of 3+ CJK characters: the only texts a
     :func:`trigram_query` can match, so the only ones the trigram index needs."""
-    return _CJK_TRIGRAM.search(text) is not None
+    return any(_CJK_TRIGRAM.search(text, a, b) for a, b in _windows(text))
 
 
 def short_cjk_terms(text: str) -> list[str]:

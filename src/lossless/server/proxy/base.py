@@ -122,7 +122,7 @@ class ProxyTurn:
         conv = memory.conversation(stored_id, None if exists else tenant.metadata_in(None))
         key = check_key(idempotency_key) if idempotency_key is not None else None
         requests = ProxyRequests(store)
-        sha = request_sha256(model, incoming)
+        sha = request_sha256(model, incoming) if key is not None else ""
         record = requests.get(stored_id, key) if key is not None and exists else None
         if record is not None:
             if record.request_sha256 != sha:
@@ -216,16 +216,8 @@ async def proxy(request: Request, dialect: Dialect) -> Response:
         if state.upstream is None:
             raise HTTPError(501, "not_available", "this server has no upstream model provider: start it with "
                                                   "`lossless serve --upstream BASE_URL`")
-        body = await read_json(request, state.max_body_bytes)
-        if not isinstance(body, dict):
-            raise bad("the request body must be a JSON object")
-        public = dialect.conversation(request, body)
-        if not public:
-            raise bad(f"name the conversation: send the {CONVERSATION_HEADER} header (or the request's user field)")
-        incoming = dialect.incoming(body)
-        turn = await run_in_threadpool(lambda: ProxyTurn.start(
-            state.memory, tenant, public, incoming, _budget(state, dialect, body), model=body.get("model"),
-            idempotency_key=request.headers.get("idempotency-key")))
+        async with state.slots.hold(tenant):  # released before the provider is waited for
+            body, public, turn, ctx = await _prepare(request, state, dialect, tenant)
     except Exception as exc:
         return exception_response(exc)
     if turn.replay is not None:  # sent before, and answered: the same answer, no provider call
@@ -237,7 +229,32 @@ async def proxy(request: Request, dialect: Dialect) -> Response:
                                      headers={**headers, "cache-control": "no-cache"})
         return Response(json.dumps(dialect.replay_body(turn.replay, model), ensure_ascii=False),
                         media_type="application/json", headers=headers)
-    return await _forward(request, state, dialect, body, turn, public)
+    assert ctx is not None
+    return await _forward(request, state, dialect, body, turn, public, ctx)
+
+
+async def _prepare(request: Request, state: ServerState, dialect: Dialect,
+                   tenant: Tenant) -> tuple[dict[str, Any], str, ProxyTurn, AssembledContext | None]:
+    """What a request costs lossless before the provider is asked (the work one of the
+    tenant's slots covers): read it, store what is new, assemble the first context (none
+    when the stored reply is replayed)."""
+    body = await read_json(request, state.max_body_bytes)
+    if not isinstance(body, dict):
+        raise bad("the request body must be a JSON object")
+    public = dialect.conversation(request, body)
+    if not public:
+        raise bad(f"name the conversation: send the {CONVERSATION_HEADER} header (or the request's user field)")
+    if isinstance(body.get("messages"), list):  # refused before any of them is looked at
+        state.limits.check_messages(len(body["messages"]))
+    key = request.headers.get("idempotency-key")
+
+    def start() -> tuple[ProxyTurn, AssembledContext | None]:
+        turn = ProxyTurn.start(state.memory, tenant, public, dialect.incoming(body), _budget(state, dialect, body),
+                               model=body.get("model"), idempotency_key=key)
+        return turn, (turn.context() if turn.replay is None else None)
+
+    turn, ctx = await run_in_threadpool(start)
+    return body, public, turn, ctx
 
 
 async def _chunks(events: list[bytes]) -> AsyncIterator[bytes]:
@@ -246,7 +263,8 @@ async def _chunks(events: list[bytes]) -> AsyncIterator[bytes]:
 
 
 async def _forward(request: Request, state: ServerState, dialect: Dialect, body: dict[str, Any], turn: ProxyTurn,
-                   public: str) -> Response:
+                   public: str, ctx: AssembledContext) -> Response:
+    """Send ``ctx`` (then, after a "context too long", smaller ones) and relay the answer."""
     upstream = state.upstream
     assert upstream is not None
     client = _http(state)
@@ -254,10 +272,6 @@ async def _forward(request: Request, state: ServerState, dialect: Dialect, body:
     headers = dialect.headers(request, upstream)
     stream = bool(body.get("stream"))
     while True:
-        try:
-            ctx = await run_in_threadpool(turn.context)
-        except Exception as exc:
-            return exception_response(exc)
         payload = dialect.outgoing(body, ctx.messages)
         try:
             response = await client.send(client.build_request("POST", url, json=payload, headers=headers), stream=True)
@@ -281,6 +295,10 @@ async def _forward(request: Request, state: ServerState, dialect: Dialect, body:
             return exception_response(ContextOverflowError(
                 f"the provider still refused the context as too long after {turn.compactions} emergency "
                 f"compactions and cutting tool outputs: {error}"))
+        try:
+            ctx = await run_in_threadpool(turn.context)
+        except Exception as exc:
+            return exception_response(exc)
     extra = {"x-lossless-conversation": public, "x-lossless-context-tokens": str(ctx.tokens),
              "x-lossless-compactions": str(turn.compactions)}
     if not stream:

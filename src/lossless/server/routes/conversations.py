@@ -146,6 +146,7 @@ def add_messages(call: Call) -> Reply:
         if not isinstance(items, list) or not items:
             raise bad("'messages' must be a non-empty list of message objects (or send one message as the body)")
         metadata, compact = f.mapping("metadata"), f.boolean("compact", default=True)
+    call.limits.check_messages(len(items))
     public = call.path["conversation_id"]
     stored = call.tenant.stored_id(public)
     limit = call.memory.config.max_message_bytes
@@ -256,7 +257,7 @@ def routes() -> list[Route]:
         Route(PREFIX + "/conversations", endpoint(list_conversations), methods=["GET"]),
         Route(PREFIX + "/conversations", endpoint(create_conversation, body=True), methods=["POST"]),
         Route(C + "/messages", endpoint(list_messages), methods=["GET"]),
-        Route(C + "/messages", endpoint(add_messages, body=True), methods=["POST"]),
+        Route(C + "/messages", endpoint(add_messages, body=True, stores=True), methods=["POST"]),
         Route(C + "/assemble", endpoint(assemble, body=True), methods=["POST"]),
         Route(C + "/search", endpoint(search_conversation, body=True), methods=["POST"]),
         Route(C + "/tools/{tool}", endpoint(run_tool, body=True), methods=["POST"]),

@@ -25,12 +25,11 @@ import apsw
 from lossless.core import dag
 from lossless.core._canonical import canonical_json, message_hash, message_id, summary_id
 from lossless.core.errors import NotFoundError, StoreError, ValidationError
-from lossless.core.render import content_text
 from lossless.core.types import ConversationInfo, GrepHit, Message, SourceRef, Summary
-from lossless.core.validate import NewMessage, timestamp
+from lossless.core.validate import NewMessage
 from lossless.store.backlog import QUEUE_SQL
 from lossless.store.base import NewSummary, RevisedSummary, SearchSpec
-from lossless.store.fts import has_cjk_trigram, index_text
+from lossless.store.fts import index_text
 from lossless.store.rows import (
     MESSAGE_COLUMNS,
     SOURCE_SUMMARY_COLUMNS,
@@ -41,6 +40,7 @@ from lossless.store.rows import (
 )
 from lossless.store.runner import sqlite_in
 from lossless.store.sqlite.migrations import migrate
+from lossless.store.sqlite.prepared import PreparedMessage
 from lossless.store.sqlite.regexp import regexp
 
 if TYPE_CHECKING:
@@ -363,10 +363,14 @@ class SQLiteStore:
             raise ValidationError("messages and token_counts differ in length")
         # Each table gets one executemany, and the returned messages are built from the
         # values written (as a read would give them back) instead of read back: per
-        # message, the Python around the inserts was costing more than SQLite.
+        # message, the Python around the inserts was costing more than SQLite. What does not
+        # depend on the seq (JSON, hash, the full-text row) is made before the transaction:
+        # its lock is the store's, which every read of this process waits for.
+        prepared = [PreparedMessage.of(msg, tokens) for msg, tokens in zip(messages, token_counts, strict=True)]
         out: list[Message | str] = []  # a new message, or the id of one stored earlier
         rows: list[tuple[Any, ...]] = []
-        texts: list[tuple[int, str]] = []
+        fts: list[tuple[int, str]] = []
+        tri: list[tuple[int, str]] = []
         now = datetime.now(UTC).isoformat()
         with self.transaction() as conn:
             # with the rowids SQLite would pick (max + 1 on), given explicitly so the FTS rows
@@ -377,7 +381,7 @@ class SQLiteStore:
                 raise NotFoundError(f"no conversation {conversation_id!r}")
             seq, rowid = row
             batch: dict[str, Message] = {}  # external id -> the message of this batch that has it
-            for msg, tokens in zip(messages, token_counts, strict=True):
+            for msg, p in zip(messages, prepared, strict=True):
                 if msg.external_id is not None:
                     earlier = batch.get(msg.external_id)
                     if earlier is not None:
@@ -393,25 +397,11 @@ class SQLiteStore:
                 seq += 1
                 rowid += 1
                 mid = message_id(conversation_id, seq)
-                content = msg.content
-                stored = _dumps(content) if isinstance(content, list) else content
-                calls = _dumps(list(msg.tool_calls)) if msg.tool_calls else None
-                meta = _dumps(msg.metadata) if msg.metadata else "{}"
-                created = msg.created_at.isoformat()
-                rows.append((
-                    rowid, mid, conversation_id, seq, msg.role, msg.name, stored, int(isinstance(content, list)),
-                    calls, msg.tool_call_id, created, timestamp(msg.created_at), tokens, meta, msg.external_id,
-                    message_hash(msg.role, content, msg.name, msg.tool_calls, msg.tool_call_id),
-                ))
-                text = content_text(content, msg.tool_calls)
-                texts.append((rowid, f"{msg.name}: {text}" if msg.name else text))
-                new = Message(
-                    id=mid, conversation_id=conversation_id, seq=seq, role=msg.role,
-                    content=json.loads(stored) if isinstance(content, list) and stored is not None else content,
-                    created_at=datetime.fromisoformat(created), token_count=tokens, name=msg.name,
-                    tool_calls=tuple(json.loads(calls)) if calls else (), tool_call_id=msg.tool_call_id,
-                    metadata=json.loads(meta) if msg.metadata else {}, external_id=msg.external_id,
-                )
+                rows.append((rowid, mid, conversation_id, seq, *p.columns))
+                fts.append((rowid, p.fts))
+                if p.tri is not None:
+                    tri.append((rowid, p.tri))
+                new = p.message(mid, conversation_id, seq)
                 if msg.external_id is not None:
                     batch[msg.external_id] = new
                 out.append(new)
@@ -421,13 +411,9 @@ class SQLiteStore:
                 "content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
-            conn.executemany("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)",
-                             [(r, index_text(t)) for r, t in texts])
-            # trigram queries are made of CJK trigrams only (store/fts.py): a text without a
-            # run of three CJK characters can never match one, so it needs no trigram row
-            cjk = [t for t in texts if has_cjk_trigram(t[1])]
-            if cjk:
-                conn.executemany("INSERT INTO messages_tri (rowid, text) VALUES (?, ?)", cjk)
+            conn.executemany("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", fts)
+            if tri:
+                conn.executemany("INSERT INTO messages_tri (rowid, text) VALUES (?, ?)", tri)
             conn.execute(
                 "UPDATE conversations SET last_seq = ?, updated_at = ? WHERE id = ?", (seq, now, conversation_id)
             )
