@@ -249,3 +249,39 @@ def test_a_process_without_an_embedder_leaves_its_conversations_owed_to_one(stor
     finally:
         without.close()
         with_one.close()
+
+
+_MIXED = st.lists(st.tuples(st.sampled_from(["add_without", "add_with", "serve_without", "look", "serve_with"]),
+                            st.sampled_from(["x", "y"])), min_size=1, max_size=12)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=_MIXED)
+def test_whatever_a_process_without_an_embedder_does_the_embedder_catches_up(
+        scratch_store: Callable[[], str], tmp_path_factory: pytest.TempPathFactory,
+        steps: list[tuple[str, str]]) -> None:
+    """Property: two processes share a store, one without an embedder; whatever order
+    their writes, their workers' turns and the embedder's looks take, the embedder's
+    worker, once it has looked and served its backlog, leaves no message unembedded."""
+    target = scratch_store()
+    if target == ":memory:":  # two processes need one file
+        target = str(tmp_path_factory.mktemp("mixed") / "m.db")
+    without = lossless.open(target, embedder=None, compaction="deferred")
+    with_one = lossless.open(target, embedder=HashEmbedder(), compaction="deferred")
+    try:
+        for n, (step, cid) in enumerate(steps):
+            if step.startswith("add"):
+                (without if step == "add_without" else with_one).conversation(cid).add(role="user", content=f"m{n}")
+            elif step == "serve_without":
+                assert without.wait_idle(timeout=60)
+            elif step == "look":
+                with_one.worker.look_for_unembedded(now=True)
+            else:
+                assert with_one.wait_idle(timeout=60, conversations=[cid])
+        with_one.worker.look_for_unembedded(now=True)
+        assert with_one.wait_idle(timeout=60)
+        assert with_one.recaller.not_embedded(None) == {}
+        assert with_one.recaller.count_unembedded() == {"conversations": 0, "messages": 0, "units": 0}
+    finally:
+        without.close()
+        with_one.close()
