@@ -7,12 +7,23 @@ convert, validate, batched ``add_many`` into SQLite + FTS, auto-compaction with 
 extractive summarizer); ``store only`` is the same with ``auto_compact=False``.
 
 Run:  python bench/bench_import.py [--messages 100000] [--window 32768] [--json]
+
+``--conversations N`` measures instead the catch-up after importing N small conversations
+(two messages each, one OpenAI JSONL file), through the real CLI: ``lossless import FILE``
+(the import, then compaction and indexing of what it stored, in the foreground) beside
+``lossless import --no-wait FILE`` followed by ``lossless worker --once``, the same work in
+two commands, in the same run. Keyword recall (``LOSSLESS_EMBEDDER=none``, as on an install
+without ``[embeddings]``) unless ``--embedder auto``.
+
+Run:  python bench/bench_import.py --conversations 10000 [--embedder none|auto] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -90,12 +101,63 @@ def run_import(path: Path, db: Path, window: int, compact: bool) -> dict[str, An
         mem.close()
 
 
+def _cli(folder: Path, embedder: str, *args: str) -> float:
+    """Seconds one ``lossless`` command took (it must succeed)."""
+    env = {**os.environ, "LOSSLESS_HOME": str(folder / "home"), "LOSSLESS_EMBEDDER": embedder}
+    env.pop("LOSSLESS_DB", None)
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "lossless", *args], capture_output=True, text=True, env=env,
+                          check=False)
+    seconds = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"lossless {' '.join(args)} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return seconds
+
+
+def catch_up(conversations: int, embedder: str) -> dict[str, Any]:
+    """``lossless import FILE`` against ``import --no-wait`` + ``worker --once`` over
+    ``conversations`` conversations of two messages."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        path = folder / "many.jsonl"
+        with path.open("w", encoding="utf-8") as f:
+            for i in range(conversations):
+                for j, role in enumerate(("user", "assistant")):
+                    f.write(json.dumps({"conversation": f"c{i}", "role": role, "external_id": f"c{i}-{j}",
+                                        "content": f"message {j} of conversation {i}, about topic {i % 37}"}) + "\n")
+        foreground = _cli(folder, embedder, "--db", str(folder / "a.db"), "import", str(path))
+        stored = _cli(folder, embedder, "--db", str(folder / "b.db"), "import", "--no-wait", str(path))
+        worker = _cli(folder, embedder, "--db", str(folder / "b.db"), "worker", "--once")
+        size = sum(f.stat().st_size for f in folder.glob("a.db*"))
+    return {"conversations": conversations, "messages": 2 * conversations, "embedder": embedder,
+            "store_mb": round(size / 1e6, 1),
+            "import_with_catch_up_s": round(foreground, 2), "import_no_wait_s": round(stored, 2),
+            "worker_once_s": round(worker, 2), "no_wait_plus_worker_s": round(stored + worker, 2),
+            "ratio": round(foreground / (stored + worker), 2)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--messages", type=int, default=100_000)
     ap.add_argument("--window", type=int, default=32_768)
+    ap.add_argument("--conversations", type=int, nargs="*", metavar="N",
+                    help="measure the catch-up after importing N conversations instead (several N: one run each)")
+    ap.add_argument("--embedder", choices=("none", "auto"), default="none",
+                    help="with --conversations: LOSSLESS_EMBEDDER for the commands (default: none, keyword recall)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.conversations:
+        runs = []
+        for n in args.conversations:
+            runs.append(catch_up(n, args.embedder))
+            print(f"catch-up: {runs[-1]}", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"catch_up": runs}, indent=2))
+        else:
+            for r in runs:
+                print(f"{r['conversations']:>7,} conversations  import {r['import_with_catch_up_s']:>7.1f} s   "
+                      f"--no-wait + worker --once {r['no_wait_plus_worker_s']:>7.1f} s   ratio {r['ratio']}")
+        return
     rows = list(synth.messages(args.messages, seed=11))
     results: dict[str, Any] = {"messages": len(rows), "window": args.window}
     with tempfile.TemporaryDirectory() as tmp:
