@@ -19,6 +19,7 @@ with the whole window tries the cache-stable layout first (:mod:`lossless.contex
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -32,7 +33,7 @@ from lossless.context.shown import AssemblyCaches, MessageView
 from lossless.context.stable import prefix_cap, stable_layout
 from lossless.context.summaries import SummaryPieces
 from lossless.core.config import Config
-from lossless.core.errors import BudgetError
+from lossless.core.errors import BudgetError, EmbedderError
 from lossless.core.tenants import tenant_of
 from lossless.core.tokens import TokenCounter
 from lossless.core.types import AssembledContext, Lag, Message
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
     from lossless.recall.hybrid import Recaller
 
 __all__ = ["Assembler"]
+
+log = logging.getLogger("lossless")
 
 _MAX_BUDGET = 2**31 - 1
 _RAW_PAGE = 512  # raw messages read per query when the worker is behind (see Assembler._raw)
@@ -97,10 +100,16 @@ class Assembler:
             return None
         recaller = self.recaller
         embedding = recaller is not None and recaller.embedder is not None
+        unembedded = 0
+        if recaller is not None and embedding:
+            try:
+                unembedded = recaller.unembedded(cid)
+            except EmbedderError as exc:  # the model does not load: the recall above said so already
+                log.debug("lossless: units not embedded are not counted: %s", exc)
         return Lag(seconds=row["queued_seconds"],
                    raw_messages=self.store.last_seq(cid) - self.store.covered_seq(cid),
                    messages_not_indexed=recaller.uncut(cid) if recaller is not None and embedding else 0,
-                   units_not_embedded=recaller.unembedded(cid) if recaller is not None and embedding else 0)
+                   units_not_embedded=unembedded)
 
     def _sources(self, cid: str) -> Sources:
         """This call's view of messages under the current config (a benchmark may swap

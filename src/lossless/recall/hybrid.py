@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from lossless.core.errors import EmbedderError
 from lossless.core.tokens import TokenCounter
 from lossless.core.types import GrepHit
 from lossless.embed.base import Warmable, embed_checked
@@ -174,7 +175,13 @@ class Recaller:
             return None
         if self._index_name is None:
             e = self.embedder
-            self._index_name = self.index_store.ensure_index(e.provider, e.model, e.dim)
+            try:
+                dim = e.dim  # may load the model
+            except EmbedderError:
+                raise
+            except Exception as exc:  # an embedder's own error: recall falls back to keywords on ours
+                raise EmbedderError(f"embedder {e.provider}/{e.model} failed: {type(exc).__name__}: {exc}") from exc
+            self._index_name = self.index_store.ensure_index(e.provider, e.model, dim)
         return self._index_name
 
     def embed_pending(self, conversation_id: str, limit: int | None = None,
