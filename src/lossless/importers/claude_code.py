@@ -74,6 +74,7 @@ class _Line:
     blocks: list[Any]
     fields: dict[str, Any]
     ext: str | None  # its external id; None for a thinking-only line (stored with the next)
+    made: list[dict[str, Any]]  # its messages alone (a reply of one line is just these)
 
 
 @dataclass
@@ -258,7 +259,7 @@ class _Reader:
             return
         if isinstance(line.get("uuid"), str):
             fields["uuid"] = line["uuid"]
-        reply.lines.append(_Line(lineno, role, _blocks(message.get("content")), fields, ext if made else None))
+        reply.lines.append(_Line(lineno, role, _blocks(message.get("content")), fields, ext if made else None, made))
 
     def finish(self, conv: str) -> Iterator[Item]:
         """The reply of ``conv`` being read is complete: its message, then the tool
@@ -266,7 +267,8 @@ class _Reader:
         reply = self.replies.pop(conv, None)
         if reply is None:
             return
-        merged = _merged(reply.lines)
+        alone = reply.lines[0]
+        merged = _merged(reply.lines) if len(reply.lines) > 1 or alone.ext is None else (alone.made, alone.ext)
         if merged is None:  # thinking only: nothing to store it on
             yield Ignored(reply.lines[0].lineno, _THINKING_ALONE)
         else:
