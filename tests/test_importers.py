@@ -472,6 +472,21 @@ def test_a_bad_first_line_is_one_skipped_line(mem: lossless.Memory, tmp_path: Pa
     assert sum(report.added.values()) == len(anthropic.splitlines()) and [p.line for p in problems] == [1]
 
 
+@settings(max_examples=150, deadline=None)
+@given(first=st.binary(max_size=120).filter(lambda b: b"\n" not in b and b"\r" not in b))
+def test_whatever_the_first_line_the_lines_after_it_are_imported(first: bytes) -> None:
+    """Property: the format and the reading are decided by the file, not by its first line:
+    whatever that line holds, the 30 good lines after it are imported, and only line 1 can
+    be reported."""
+    data = first + b"\n" + _openai_lines(30)
+    assert detect(data, name="chat.jsonl") == "openai"
+    with lossless.open(":memory:", embedder=None) as mem:
+        problems: list[Problem] = []
+        report = import_stream(mem, io.BytesIO(data), name="chat.jsonl", on_problem=problems.append)
+        assert report.added["u"] >= 30 and not report.document
+        assert {p.line for p in problems} <= {1}
+
+
 def test_a_pretty_printed_document_is_still_one_document(mem: lossless.Memory, tmp_path: Path) -> None:
     doc = {"conversation": "pretty", "messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}
     path = tmp_path / "doc.json"

@@ -214,35 +214,34 @@ def _head_lines(head: bytes) -> list[bytes]:
 
 def is_json_lines(head: bytes) -> bool:
     """Whether a file starting with ``head`` is JSON lines, an object per line, rather than
-    one document spread over lines (or not JSON). A first line that is an object on its own
-    settles it; when it is not (a line written half, a stray byte outside a string, junk),
-    most of the next complete lines of the head being objects on their own does: no line
-    of a pretty-printed document but its innermost ones is. A first line longer than the
-    head is a long JSON line."""
+    one document (or not JSON). A first line that is an object or an array on its own
+    settles it (lines; a document on one line); when it is neither (a line written half, a
+    stray byte outside a string, junk), most of the next complete lines of the head being
+    objects on their own does: no line of a document spread over lines but its innermost ones is.
+    A first line longer than the head is a long JSON line."""
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if text.startswith(b"["):
-        return False
     if b"\n" not in text and len(head) >= HEAD_BYTES:
         return text.startswith(b"{")
-    verdicts = [_object_line(line) for line in _head_lines(head)[:50]]
-    if not verdicts:
+    lines = _head_lines(head)[:50]
+    if not lines:
         return False
-    if verdicts[0]:
-        return True
-    rest = verdicts[1:]
+    first = _object_line(lines[0])
+    if first is not None:
+        return first
+    rest = [bool(_object_line(line)) for line in lines[1:]]
     return bool(rest) and sum(rest) * 2 > len(rest)
 
 
-def _object_line(line: bytes) -> bool:
-    if not line.lstrip().startswith(b"{"):
-        return False
+def _object_line(line: bytes) -> bool | None:
+    """True for a JSON object on its own, False for an array (a document on one line),
+    None for anything else (not JSON, or JSON that is neither)."""
     try:
-        _lenient(line)
+        value = _lenient(line)
     except RecursionError:  # one whole (too deeply nested) line: the line reader reports it
-        return True
+        return line.lstrip().startswith(b"{")
     except ValueError:
-        return False
-    return True
+        return None
+    return True if isinstance(value, dict) else False if isinstance(value, list) else None
 
 
 def head_json_lines(head: bytes) -> list[Any]:

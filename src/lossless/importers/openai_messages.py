@@ -54,9 +54,7 @@ def is_document(head: bytes) -> bool:
     """Whether a file starting with ``head`` is one JSON document (an array, or an object
     spread over lines), not JSON lines (see :func:`~lossless.importers.base.is_json_lines`)."""
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if text.startswith(b"["):
-        return True
-    return text.startswith(b"{") and not is_json_lines(head)
+    return text.startswith((b"[", b"{")) and not is_json_lines(head)
 
 
 def _conversation_of(value: Any) -> tuple[str | None, dict[str, Any] | None]:
