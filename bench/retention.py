@@ -25,9 +25,9 @@ scored, a context is built under each budget by each system, and we measure what
 
 Run::
 
-    python bench/retention.py --set all --no-vectors --json /tmp/all.json        # ~8 min
+    python bench/retention.py --set all --no-vectors --json /tmp/all.json        # ~4 min
     python bench/retention.py --set all --embed-cache /tmp/retention-emb.sqlite \\
-        --json /tmp/all-vec.json                      # ~45 min the first time, ~12 min after
+        --json /tmp/all-vec.json                    # ~36 min the first time, ~3.5 min after
     python bench/retention.py --no-vectors                     # BEAM, keyword only: ~3 min
     python bench/retention.py --chats 1 2 --no-vectors         # two chats: ~15 s
     python bench/retention.py --set madial --chats 1 2 --no-vectors   # two dialogues: ~2 s
@@ -35,7 +35,7 @@ Run::
         --window-equals-budget --json /tmp/chitchat.json --plot /tmp/chitchat.png
 
 With vectors, embedding the retrieval units at ingest dominates (BEAM: ~17.6K passages and QA
-windows for the 20 chats, ~16 min on 2 CPU cores). ``--embed-cache`` keeps the vectors in a
+windows for the 20 chats, 16–21 min on 2 shared CPU cores). ``--embed-cache`` keeps the vectors in a
 SQLite file (one file serves every set), so a re-run skips the model (its ingest times then
 exclude it, which the per-chat ``embed_s`` / ``embed_cache_hits`` say).
 
