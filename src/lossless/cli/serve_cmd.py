@@ -17,7 +17,7 @@ from rich.text import Text
 
 from lossless.cli import render
 from lossless.cli.context import CommandContext, CommandError
-from lossless.cli.options import Subparsers, command_parents
+from lossless.cli.options import Subparsers, command_parents, non_negative, positive
 from lossless.core.errors import MissingDependencyError
 from lossless.server.keys import APIKeys
 
@@ -43,26 +43,6 @@ def _bytes(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a number of bytes, got {text!r}") from None
     if value < 1024:
         raise argparse.ArgumentTypeError(f"expected at least 1024 bytes, got {text!r}")
-    return value
-
-
-def _count_or_off(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number (0: no limit), got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 (no limit) or more, got {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {text!r}")
     return value
 
 
@@ -97,10 +77,10 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
                         "line shows in the process list)")
     p.add_argument("--max-body-bytes", metavar="N", type=_bytes, default=8 * 1024 * 1024,
                    help="refuse larger request bodies with 413 (default: 8 MiB)")
-    p.add_argument("--max-request-messages", metavar="N", type=_count_or_off, default=10_000,
+    p.add_argument("--max-request-messages", metavar="N", type=non_negative, default=10_000,
                    help="refuse a request carrying more messages (a proxied chat, a batch of POST .../messages) "
                         "with 413 before storing any (default: 10000; 0: no limit)")
-    p.add_argument("--tenant-concurrency", metavar="N", type=_count_or_off, default=2,
+    p.add_argument("--tenant-concurrency", metavar="N", type=non_negative, default=2,
                    help="requests of one tenant that store or assemble at once; another waits up to 5 s, then "
                         "gets 429 with Retry-After (default: 2; 0: no limit)")
     p.add_argument("--header-timeout", metavar="SECONDS", type=_seconds, default=10.0,
@@ -136,7 +116,7 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
     p.add_argument("--session-idle-seconds", metavar="S", type=_seconds, default=1800.0,
                    help="http: close a session no request used for this long (default: 1800); its client "
                         "gets 404 and starts a new one")
-    p.add_argument("--max-sessions", metavar="N", type=_count, default=256,
+    p.add_argument("--max-sessions", metavar="N", type=positive, default=256,
                    help="http: at most this many open sessions; a new one closes the oldest idle one first "
                         "(default: 256)")
 
