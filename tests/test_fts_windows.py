@@ -27,6 +27,13 @@ def _one_scan(text: str, split_only: bool) -> list[tuple[list[str], bool, int, i
     return out
 
 
+def _grams_in_one_scan(text: str) -> list[str]:
+    out: list[str] = []
+    for run in fts._CJK_WORD.findall(text):
+        out += [run[i : i + 2] for i in range(len(run) - 1)] + [run[-1]]
+    return out
+
+
 @settings(max_examples=60)
 @given(before=st.integers(min_value=0, max_value=40), pieces=st.lists(st.sampled_from(PIECES), min_size=1, max_size=30),
        spaces=st.lists(st.sampled_from(SPACES), min_size=1, max_size=30), split_only=st.booleans())
@@ -37,7 +44,8 @@ def test_a_long_text_scanned_in_windows_gives_what_one_scan_gives(before: int, p
     text = "word " * ((fts._SCAN_CHARS - before) // 5) + middle + " tail-end" * 20
     assert len(text) > fts._SCAN_CHARS
     assert fts.compounds(text, split_only) == _one_scan(text, split_only)
-    assert fts.has_cjk_trigram(text) == (fts._CJK_TRIGRAM.search(text) is not None)
+    assert fts.has_cjk(text) == (fts._CJK_WORD.search(text) is not None)
+    assert fts.cjk_index_line(text) == " ".join(_grams_in_one_scan(text))
 
 
 def test_a_long_text_without_whitespace_is_one_window() -> None:

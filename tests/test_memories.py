@@ -359,17 +359,14 @@ def test_update_task_status(mems: Memories) -> None:
 
 def _tables_hold(mems: Memories, rowid: int, word: str) -> dict[str, int]:
     if getattr(mems.store, "dialect", "sqlite") == "postgresql":
-        # PostgreSQL keeps both keyword indexes on the row (a tsvector and a trigram index)
+        # PostgreSQL keeps the keyword index on the row (a tsvector)
         fts = "SELECT count(*) FROM memories WHERE search @@ websearch_to_tsquery('simple', ?)"
-        tri = "SELECT count(*) FROM memories WHERE rowid = ? AND content IS NOT NULL"
-    else:
+    else:  # (CJK is in memories_fts too, as bigrams: there is no trigram table any more)
         fts = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
         word = f'"{word}"'
-        tri = "SELECT count(*) FROM memories_tri WHERE rowid = ?"
     return {
         "memories": _count(mems, "SELECT count(*) FROM memories WHERE rowid = ?", (rowid,)),
         "fts": _count(mems, fts, (word,)),
-        "tri": _count(mems, tri, (rowid,)),
         "vectors": _count(mems, "SELECT count(*) FROM memory_vectors WHERE memory_rowid = ?", (rowid,)),
     }
 
@@ -386,13 +383,13 @@ def test_forget_by_age_dry_run_then_for_real(store_target: StoreTarget, tmp_path
     mems.search("hangar code", user="ann")  # a use: no longer "old"
     fresh = mems.add("Fresh zeppelin memory", user="ann")
     rowid = _rowid(mems, old.id)
-    assert _tables_hold(mems, rowid, "quarterly") == {"memories": 1, "fts": 1, "tri": 1, "vectors": 1}
+    assert _tables_hold(mems, rowid, "quarterly") == {"memories": 1, "fts": 1, "vectors": 1}
     would = mems.forget(older_than=timedelta(days=30), dry_run=True)
     assert [r.id for r in would] == [old.id]
     assert mems.count() == 3  # a dry run deletes nothing
     gone = mems.forget(older_than=timedelta(days=30))
     assert [r.id for r in gone] == [r.id for r in would]
-    assert _tables_hold(mems, rowid, "quarterly") == {"memories": 0, "fts": 0, "tri": 0, "vectors": 0}
+    assert _tables_hold(mems, rowid, "quarterly") == {"memories": 0, "fts": 0, "vectors": 0}
     assert {h.id for h in mems.search("zeppelin", user="ann")} == {used.id, fresh.id}
     # its cached embedding went with it (no message or other memory holds that text)
     sha = hashlib.sha256(old.content.encode()).hexdigest()

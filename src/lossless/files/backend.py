@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from lossless.files.vectors import ChunkVectors, bump_generation, generation
+from lossless.store.fts import cjk_index_line
 from lossless.store.runner import SQLiteRunner, SQLRunner, sql_runner
 
 if TYPE_CHECKING:
     from lossless.embed.base import Embedder
     from lossless.files.chunk import Chunk
 
-__all__ = ["ChunkVectorIndex", "FilesBackend", "SQLiteFilesBackend", "files_backend"]
+__all__ = ["ChunkVectorIndex", "FilesBackend", "SQLiteFilesBackend", "chunk_index_text", "files_backend"]
 
 FILE_INSERT = ("INSERT INTO files (root, path, name, kind, size, mtime_ns, sha256, indexed_at, chunk_count, "
                "abs_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
@@ -105,6 +106,14 @@ def files_backend(store: Any) -> FilesBackend:
     return SQLiteFilesBackend(store)
 
 
+def chunk_index_text(text: str) -> str:
+    """What a column of ``file_chunks_fts`` (a path, a chunk's text) is given: the text,
+    then its CJK bigrams on a line of their own (store/fts.py), so a two-character
+    Chinese word finds its chunk."""
+    line = cjk_index_line(text)
+    return f"{text}\n{line}" if line else text
+
+
 class SQLiteFilesBackend(SQLiteRunner):
     """The index in the SQLite file: FTS5 (porter and trigram) tables keyed by chunk
     rowid, vectors as blobs scanned with numpy (:class:`~lossless.files.vectors.ChunkVectors`)."""
@@ -122,7 +131,8 @@ class SQLiteFilesBackend(SQLiteRunner):
             (file_rowid, chunk.ordinal, chunk.start_line, chunk.end_line, chunk.token_count, kind, chunk.text, sha),
         )
         chunk_rowid = int(conn.last_insert_rowid())
-        conn.execute("INSERT INTO file_chunks_fts (rowid, path, text) VALUES (?, ?, ?)", (chunk_rowid, path, chunk.text))
+        conn.execute("INSERT INTO file_chunks_fts (rowid, path, text) VALUES (?, ?, ?)",
+                     (chunk_rowid, chunk_index_text(path), chunk_index_text(chunk.text)))
         conn.execute("INSERT INTO file_chunks_tri (rowid, text) VALUES (?, ?)", (chunk_rowid, chunk.text))
         return chunk_rowid
 
@@ -141,7 +151,7 @@ class SQLiteFilesBackend(SQLiteRunner):
         chunks = list(conn.execute("SELECT rowid, text FROM file_chunks WHERE file_rowid = ?", (file_rowid,)))
         conn.executemany("DELETE FROM file_chunks_fts WHERE rowid = ?", [(c,) for c, _ in chunks])
         conn.executemany("INSERT INTO file_chunks_fts (rowid, path, text) VALUES (?, ?, ?)",
-                         [(c, path, text) for c, text in chunks])
+                         [(c, chunk_index_text(path), chunk_index_text(text)) for c, text in chunks])
 
     def bump_generation(self, conn: Any) -> None:
         bump_generation(conn)

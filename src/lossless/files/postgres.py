@@ -6,8 +6,8 @@ The shared SQL of :mod:`lossless.files.index` runs with its ``?`` placeholders r
 tsvector column of ``file_chunks`` (GIN): :func:`~lossless.store.postgres.grep.search_document`
 of the file's path (weight B) and of the chunk's text (weight A), under the ``english``
 configuration, whose Snowball stemmer plays the part of SQLite's porter tokenizer
-("computed" finds ``compute_backoff``); CJK text is found by its bigrams. Substrings
-inside identifiers (``backoff`` in ``computeBackoff``) and CJK trigrams, which SQLite's
+("computed" finds ``compute_backoff``); CJK text is found by its bigrams, as on SQLite.
+Substrings inside identifiers (``backoff`` in ``computeBackoff``), which SQLite's
 trigram index finds, are ``ILIKE`` matches here, served by a ``pg_trgm`` GIN index where
 the server has pg_trgm. Candidates are then scored exactly as on SQLite (term coverage,
 then the index rank relative to the best). Vectors: :mod:`lossless.files.postgres_vectors`.
@@ -101,10 +101,9 @@ class PostgresFilesBackend(PostgresRunner):
         stems, grams = query_terms(query)
         cond = qmark(where)
         rank: dict[int, float] = {}
-        built = keyword_tsquery(query)
+        built = keyword_tsquery(query, "english")
         if built is not None:
-            terms = built[1]  # each term quoted: websearch syntax in the user's text means nothing
-            expr = " || ".join(["websearch_to_tsquery('english', %s)"] * len(terms))
+            expr, terms = built  # each term quoted: websearch syntax in the user's text means nothing
             sql = (f"SELECT c.rowid, ts_rank({_WEIGHTS}, c.search, q.q) AS score FROM file_chunks c, "
                    f"(SELECT ({expr}) AS q) q WHERE c.search @@ q.q AND {cond} ORDER BY score DESC, c.rowid DESC "
                    "LIMIT %s")

@@ -1,8 +1,8 @@
 """Keyword relevance of file chunks and the re-ranking factors (kind, path, recency).
 
 FTS5 finds the candidates: the porter/unicode61 index by words (so "computed" finds
-``compute_backoff``), the trigram index by substrings (so "backoff" finds
-``computeBackoff``, and Chinese finds Chinese). A candidate's keyword relevance is the
+``compute_backoff``) and by CJK bigrams (so "缓存" finds 缓存方案: store/fts.py), the
+trigram index by substrings (so "backoff" finds ``computeBackoff``). A candidate's keyword relevance is the
 share of query terms its path and text contain (matched as lower-cased substrings of
 their stems), with bm25 as a smaller part: an absolute number in [0, 1] that does not
 collapse in a small workspace the way bm25's IDF does.
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from lossless.core.errors import QueryError
-from lossless.store.fts import cjk_runs, fts_terms, quote_fts
+from lossless.store.fts import cjk_fts_query, cjk_query_terms, cjk_runs, fts_terms, quote_fts
 
 if TYPE_CHECKING:
     from lossless.store.sqlite.store import SQLiteStore
@@ -56,11 +56,7 @@ def query_terms(query: str) -> tuple[list[str], list[str]]:
     words = fts_terms(query) or list(dict.fromkeys(w.lower() for w in _TOKEN.findall(query)
                                                    if not cjk_runs(w)))
     stems = list(dict.fromkeys(stem(t) for w in words for t in _TOKEN.findall(w)))
-    grams: dict[str, None] = {}
-    for run in cjk_runs(query):
-        for i in range(max(1, len(run) - 1)):
-            grams.setdefault(run[i : i + 2], None)
-    return stems[:32], list(grams)[:32]
+    return stems[:32], cjk_query_terms(query)[:32]
 
 
 def query_words(query: str) -> list[str]:
@@ -69,12 +65,9 @@ def query_words(query: str) -> list[str]:
 
 
 def substrings(query: str, words: Sequence[str]) -> list[str]:
-    """What is searched as a substring: Latin words of 3+ characters (inside identifiers)
-    and CJK trigrams, first-seen order."""
-    subs = [w for w in words if len(w) >= 3]
-    for run in cjk_runs(query):
-        subs.extend(run[i : i + 3] for i in range(len(run) - 2))
-    return list(dict.fromkeys(subs))
+    """What is searched as a substring: Latin words of 3+ characters (inside identifiers),
+    first-seen order (CJK is found by its bigrams in the word index)."""
+    return list(dict.fromkeys(w for w in words if len(w) >= 3 and not cjk_runs(w)))
 
 
 def coverage(text: str, stems: Sequence[str], grams: Sequence[str]) -> float:
@@ -103,9 +96,10 @@ def keyword_candidates(store: SQLiteStore, query: str, where: str, args: Sequenc
     words = query_words(query)
     stems, grams = query_terms(query)
     bm25: dict[int, float] = {}
-    if words:
-        word_q = " OR ".join(quote_fts(w) for w in list(dict.fromkeys(words))[:64])
-        for rowid, s in _match(store, "file_chunks_fts", _BM25, word_q, where, args, limit):
+    word_q = " OR ".join(quote_fts(w) for w in list(dict.fromkeys(words))[:64]) if words else None
+    fts_q = " OR ".join(q for q in (word_q, cjk_fts_query(query)) if q)
+    if fts_q:
+        for rowid, s in _match(store, "file_chunks_fts", _BM25, fts_q, where, args, limit):
             bm25[rowid] = bm25.get(rowid, 0.0) + s
     subs = substrings(query, words)
     if subs:

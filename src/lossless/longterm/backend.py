@@ -85,18 +85,16 @@ class SQLiteMemoryBackend(SQLiteRunner):
 
     def index_text(self, conn: Any, rowid: int, text: str) -> None:
         conn.execute("INSERT INTO memories_fts (rowid, text) VALUES (?, ?)", (rowid, index_text(text)))
-        conn.execute("INSERT INTO memories_tri (rowid, text) VALUES (?, ?)", (rowid, text))
 
     def unindex(self, conn: Any, rowids: Sequence[int]) -> None:
         marks = ",".join("?" * len(rowids))
-        for table in ("memories_fts", "memories_tri", "memory_vectors"):
+        for table in ("memories_fts", "memory_vectors"):
             key = "memory_rowid" if table == "memory_vectors" else "rowid"
             conn.execute(f"DELETE FROM {table} WHERE {key} IN ({marks})", list(rowids))
 
     def optimize(self, conn: Any) -> None:
         # merge the FTS segments so the deleted entries leave the index b-trees too
-        for table in ("memories_fts", "memories_tri"):
-            conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+        conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
 
     def vacuum(self) -> None:
         try:

@@ -3,14 +3,14 @@
 bm25 alone ranks a small collection badly: its IDF collapses when few records exist
 (FTS5 clamps a term found in half the records or more to ~0), so ten memories give
 near-random scores. A memory's keyword relevance is instead the share of the query's
-terms it contains (words for Latin script, trigrams for CJK runs), with bm25 only as a
+terms it contains (words for Latin script, bigrams for CJK runs), with bm25 only as a
 tie-breaker: an absolute number in [0, 1], so ``min_score`` means the same in a store
 of ten memories and of ten thousand.
 
 Chinese is mostly two-character words, so "缓存方案" shares no trigram with "方案B…缓存"
-although it shares both words. CJK terms are therefore bigrams: candidates come from the
-trigram index and from a LIKE over the bigrams (one scan of the memories table, which is
-small by design), and coverage counts the bigrams a record contains.
+although it shares both words. CJK terms are therefore bigrams, the ones the keyword
+index holds (:func:`~lossless.store.fts.cjk_query_terms`): candidates come from one
+query of words and bigrams, and coverage counts the terms a record contains.
 """
 
 from __future__ import annotations
@@ -26,7 +26,14 @@ import apsw
 
 from lossless.core.errors import QueryError
 from lossless.longterm.records import search_text
-from lossless.store.fts import cjk_runs, fts_terms, quote_fts, trigram_query, word_query
+from lossless.store.fts import (
+    cjk_fts_query,
+    cjk_query_terms,
+    cjk_runs,
+    fts_terms,
+    quote_fts,
+    word_query,
+)
 
 if TYPE_CHECKING:
     from lossless.store.sqlite.store import SQLiteStore
@@ -53,11 +60,7 @@ def query_terms(query: str) -> tuple[list[str], list[str]]:
     words = fts_terms(query)
     if not words and not cjk_runs(query):
         words = list(dict.fromkeys(w.lower() for w in _TOKEN.findall(query)))
-    grams: dict[str, None] = {}
-    for run in cjk_runs(query):
-        for i in range(max(1, len(run) - 1)):
-            grams.setdefault(run[i : i + 2], None)
-    return words, list(grams)[:_MAX_BIGRAMS]
+    return words, cjk_query_terms(query)[:_MAX_BIGRAMS]
 
 
 def coverage(text: str, words: Sequence[str], grams: Sequence[str]) -> float:
@@ -90,21 +93,11 @@ def keyword_candidates(store: SQLiteStore, query: str, where: str, args: Sequenc
     words, grams = query_terms(query)
     bm25: dict[int, float] = {}
     word_q = word_query(query) or (" OR ".join(quote_fts(w) for w in words) if words else None)
-    if word_q:
-        for rowid, s in _match(store, "memories_fts", word_q, where, args, limit):
+    # words and CJK bigrams are terms of one index: one query
+    fts_q = " OR ".join(q for q in (word_q, cjk_fts_query(query)) if q)
+    if fts_q:
+        for rowid, s in _match(store, "memories_fts", fts_q, where, args, limit):
             bm25[rowid] = bm25.get(rowid, 0.0) + s
-    gram_q = trigram_query(query)
-    if gram_q:
-        for rowid, s in _match(store, "memories_tri", gram_q, where, args, limit):
-            bm25[rowid] = bm25.get(rowid, 0.0) + s
-    if grams:
-        # the records holding the most bigrams (a LIKE is 0 or 1, so the sum counts them)
-        hits = " + ".join(["(m.content LIKE ? ESCAPE '\\')"] * len(grams))
-        patterns = ["%" + g.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for g in grams]
-        sql = (f"SELECT rowid FROM (SELECT m.rowid AS rowid, {hits} AS hits FROM memories m WHERE {where}) "
-               "WHERE hits > 0 ORDER BY hits DESC, rowid DESC LIMIT ?")
-        for (rowid,) in store.query(sql, [*patterns, *args, limit]):
-            bm25.setdefault(int(rowid), 0.0)
     if not bm25:
         return {}
     ids = list(bm25)

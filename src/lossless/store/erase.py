@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lossless.core.errors import NotFoundError
-from lossless.store.fts import has_cjk_trigram, index_text
+from lossless.store.fts import index_text
 from lossless.store.reindex import indexed_message_text
 from lossless.store.runner import SQLRunner, sql_runner
 
@@ -178,10 +178,7 @@ def _erase_message(runner: SQLRunner, conn: Any, cid: str, m: ErasedMessage) -> 
 def _refts(conn: Any, base: str, rowid: int, text: str) -> None:
     """Rewrite a row's SQLite keyword rows (contentless_delete=1: deleted by rowid)."""
     conn.execute(f"DELETE FROM {base}_fts WHERE rowid = ?", (rowid,))
-    conn.execute(f"DELETE FROM {base}_tri WHERE rowid = ?", (rowid,))
     conn.execute(f"INSERT INTO {base}_fts (rowid, text) VALUES (?, ?)", (rowid, index_text(text)))
-    if base == "summaries" or has_cjk_trigram(text):  # as the write paths index them
-        conn.execute(f"INSERT INTO {base}_tri (rowid, text) VALUES (?, ?)", (rowid, text))
 
 
 def _rewrite_summary(runner: SQLRunner, conn: Any, cid: str, r: SummaryRewrite) -> None:

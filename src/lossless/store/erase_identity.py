@@ -48,12 +48,15 @@ def sqlite_step(conn: Any) -> None:
     changed = " OR ".join(f"NEW.{c} IS NOT OLD.{c}" for c in _ERASABLE)
     conn.execute("DROP TRIGGER messages_immutable")
     conn.execute("DROP TRIGGER tombstones_no_update")
+    # (migration 17 drops the trigram table: a store rewound past this step has none)
+    trigram = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'messages_tri'").fetchone() is not None
     for rowid, mid, content_hash, text in _cleared(conn):
         conn.execute("UPDATE tombstones SET content_hash = ? WHERE message_id = ?", (content_hash, mid))
         conn.execute("UPDATE messages SET name = NULL, metadata = '{}', content_hash = ? WHERE rowid = ?",
                      (content_hash, rowid))
         conn.execute("DELETE FROM messages_fts WHERE rowid = ?", (rowid,))
-        conn.execute("DELETE FROM messages_tri WHERE rowid = ?", (rowid,))
+        if trigram:
+            conn.execute("DELETE FROM messages_tri WHERE rowid = ?", (rowid,))
         conn.execute("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", (rowid, index_text(text)))
     conn.execute(f"""
         -- Only the erase may change the text, and only to the marker its tombstone names,

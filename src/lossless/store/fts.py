@@ -1,9 +1,14 @@
 """Turning text into keyword-index rows and a user's search text into safe FTS5 queries.
 
-User input is never passed to FTS5 as syntax: every term is quoted. Latin-script terms
-go to the unicode61 index; runs of CJK characters (which have no spaces to split on)
-become overlapping trigrams for the trigram index, so a Chinese question finds Chinese
-text that shares phrases with it.
+User input is never passed to FTS5 as syntax: every term is quoted. Chinese, Japanese
+and Korean are indexed as words too, by character bigrams: most Chinese words are two
+characters (公园, 电影), which a trigram index cannot match, and CJK text has no spaces to
+split on (hangul has, but its particles stick to the word: 학교에). Each CJK run of a text
+(letters only: ・ and the kana voicing marks end one) is indexed as its overlapping
+bigrams and its last character (:func:`cjk_index_terms`), and a query's runs become the
+same bigrams, a one-character run a prefix term that finds the character anywhere
+(:func:`cjk_query_terms`). Both stores index and query exactly these terms, so the same
+CJK query finds the same messages on SQLite and PostgreSQL.
 
 One normaliser serves the index and the query, so the forms a person writes for the same
 word meet (as Lucene's English possessive and word-delimiter filters do):
@@ -28,14 +33,19 @@ written as one (``follow up`` finds ``followup``), so "follow-up", "follow up" a
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterator
 
-__all__ = ["STOPWORDS", "cjk_runs", "compounds", "fts_terms", "has_cjk_trigram", "index_extras", "index_text",
-           "quote_fts", "search_terms", "snippet", "term_pattern", "trigram_query", "word_query"]
+__all__ = ["MAX_CJK_TERMS", "STOPWORDS", "cjk_fts_query", "cjk_index_line", "cjk_index_terms", "cjk_query_terms",
+           "cjk_runs", "compounds", "fts_terms", "has_cjk", "index_extras", "index_text", "quote_fts", "search_terms",
+           "snippet", "term_pattern", "word_query"]
 
 _CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
-_CJK_TRIGRAM = re.compile(f"[{_CJK_CLASS}]{{3}}")
+# a CJK run as the index sees it: letters only (unicode61 and PostgreSQL's parser split at
+# ・, ゠ and the spacing voicing marks, which are not letters)
+_CJK_WORD = re.compile(f"(?:(?=\\w)[{_CJK_CLASS}])+")
 _ALNUM = f"[^\\W_{_CJK_CLASS}]"  # a letter or digit that is not CJK
 # hyphens, apostrophes, a period, a colon or an underscore join the parts of one compound;
 # a comma only between digits (1,000)
@@ -54,6 +64,10 @@ STOPWORDS = frozenset(
     ["a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "so", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your", "about", "after", "before", "did", "does", "tell", "remind", "again", "any", "some", "all", "just", "also", "ever"]
 )
 _MAX_WORD_TERMS = 64
+# a long question's CJK runs give at most this many bigrams (first seen first), as its
+# words are capped: a pasted page must not become thousands of OR-ed terms
+MAX_CJK_TERMS = 256
+_GRAM_SLICE = 4096  # a long run's bigrams are joined this many characters at a time
 # a long text is scanned this many characters at a time, cut at whitespace (no compound or
 # CJK run holds any): one regular-expression scan holds the interpreter's lock, and one over
 # a pasted 8 MB message held it for a second or more, stalling every other thread
@@ -129,11 +143,64 @@ def index_extras(text: str) -> str:
     return " ".join(extra)
 
 
+def _cjk_words(text: str) -> Iterator[str]:
+    for a, b in _windows(text):
+        for m in _CJK_WORD.finditer(text, a, b):
+            yield m.group(0)
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a CJK letter (so its keyword rows carry bigrams)."""
+    return any(_CJK_WORD.search(text, a, b) for a, b in _windows(text))
+
+
+def cjk_index_terms(text: str) -> Iterator[str]:
+    """The index terms of ``text``'s CJK runs, in text order, repeats kept (bm25 counts
+    them): each run's overlapping bigrams, then its last character, so a one-character
+    query (a prefix term) finds the character wherever it stands. Yielded as strings of
+    space-separated terms, a slice of a long run at a time."""
+    for run in _cjk_words(text):
+        for i in range(0, len(run) - 1, _GRAM_SLICE):
+            piece = run[i : i + _GRAM_SLICE + 1]
+            yield " ".join(a + b for a, b in itertools.pairwise(piece))
+        yield run[-1]
+
+
+def cjk_index_line(text: str) -> str:
+    """:func:`cjk_index_terms` as one line (empty when ``text`` has no CJK)."""
+    return " ".join(cjk_index_terms(text))
+
+
 def index_text(text: str) -> str:
-    """What a keyword index is given for ``text``: the text itself and, on a line of its
-    own, :func:`index_extras` (so every raw FTS5 query that matched the text still does)."""
-    extra = index_extras(text)
-    return f"{text}\n{extra}" if extra else text
+    """What a keyword index is given for ``text``: the text itself and, on lines of their
+    own, :func:`index_extras` and :func:`cjk_index_line` (so every raw FTS5 query that
+    matched the text still does)."""
+    extra = [line for line in (index_extras(text), cjk_index_line(text)) if line]
+    return "\n".join([text, *extra])
+
+
+def cjk_query_terms(text: str) -> list[str]:
+    """The CJK terms of a query, first seen first, at most :data:`MAX_CJK_TERMS`: each
+    run's bigrams; a one-character run is the character itself, searched as a prefix
+    (it is found as the start of a bigram or as a run's last character)."""
+    terms: dict[str, None] = {}
+    for run in _cjk_words(text):
+        if len(run) == 1:
+            terms.setdefault(run, None)
+        for i in range(len(run) - 1):
+            terms.setdefault(run[i : i + 2], None)
+        if len(terms) >= MAX_CJK_TERMS:
+            break
+    return list(terms)[:MAX_CJK_TERMS]
+
+
+def cjk_fts_query(text: str) -> str | None:
+    """An OR of :func:`cjk_query_terms` for FTS5 (a one-character term as a prefix
+    query), or None when the text has no CJK."""
+    terms = cjk_query_terms(text)
+    if not terms:
+        return None
+    return " OR ".join(quote_fts(t) + ("*" if len(t) == 1 else "") for t in terms)
 
 
 def _keep(word: str) -> bool:
@@ -144,7 +211,7 @@ def search_terms(text: str) -> list[str]:
     """The keyword terms of a query, in first-seen order, each a phrase of space-separated
     tokens: a word; a compound's parts and its joined form (``follow up``, ``followup``);
     two neighbouring words joined (``followup`` for "follow up"). Stopwords, one-letter
-    words and CJK runs are left out (CJK goes to :func:`trigram_query`)."""
+    words and CJK runs are left out (CJK goes to :func:`cjk_query_terms`)."""
     seen: dict[str, None] = {}
     joins: dict[str, None] = {}
     found = compounds(text)
@@ -202,33 +269,11 @@ def word_query(text: str) -> str | None:
     return " OR ".join(quote_fts(t) for t in terms[:_MAX_WORD_TERMS])
 
 
-def trigram_query(text: str) -> str | None:
-    """An OR of quoted trigrams of every CJK run (runs of 3+ characters), or None."""
-    grams: dict[str, None] = {}
-    for run in cjk_runs(text):
-        for i in range(len(run) - 2):
-            grams.setdefault(run[i : i + 3], None)
-    if not grams:
-        return None
-    return " OR ".join(quote_fts(g) for g in list(grams)[:128])
-
-
-def has_cjk_trigram(text: str) -> bool:
-    """Whether ``text`` holds a run of 3+ CJK characters: the only texts a
-    :func:`trigram_query` can match, so the only ones the trigram index needs."""
-    return any(_CJK_TRIGRAM.search(text, a, b) for a, b in _windows(text))
-
-
-def short_cjk_terms(text: str) -> list[str]:
-    """CJK runs of 1-2 characters: too short for trigrams, matched with LIKE instead."""
-    return [run for run in cjk_runs(text) if len(run) < 3]
-
-
 def snippet(text: str, query: str, width: int = 160) -> str:
     """A window of ``text`` around the first query term it contains (or its start)."""
     lowered = text.lower()
     pos = -1
-    needles = fts_terms(query) + [r[:3] for r in cjk_runs(query)]
+    needles = fts_terms(query) + cjk_runs(query) + [t for t in cjk_query_terms(query) if len(t) > 1]
     for needle in needles:
         pos = lowered.find(needle.lower())
         if pos >= 0:

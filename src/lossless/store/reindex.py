@@ -1,6 +1,6 @@
 """Rebuilding keyword-index rows when what a text is indexed as changes.
 
-Both stores' migration ``keyword_forms`` call these: :func:`lossless.store.fts.index_text`
+Both stores' migration ``keyword_forms`` call :func:`reindex_sqlite` / :func:`reindex_postgres`: :func:`lossless.store.fts.index_text`
 (SQLite) and :func:`lossless.store.postgres.grep.search_document` (PostgreSQL) gained the
 extra forms of compounds (``follow up followup``, ``5 km``, the Latin words inside CJK
 text), and rows indexed before must get them too, or "followup" would find a new
@@ -8,21 +8,36 @@ text), and rows indexed before must get them too, or "followup" would find a new
 the same text the write path gives: a message's ``name: text``, a summary's content, a
 memory's :func:`~lossless.longterm.records.search_text`. Rows that have no index row
 (forgotten, or being re-indexed) are left without one.
+
+Both stores' migration ``cjk_bigrams`` (issue 27) call :func:`reindex_cjk_sqlite` /
+:func:`reindex_cjk_postgres`: CJK text became indexed as words (character bigrams and
+each run's last character, :func:`lossless.store.fts.cjk_index_terms`), so every row
+whose text holds CJK (messages, summaries, memories, file chunks) is indexed again, once,
+in the migration's transaction. It runs when the store is opened; a big store says so,
+and how far it is, on the ``lossless`` logger (a WARNING line every few seconds, which
+Python prints to stderr when the application has set up no logging).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from lossless.core.render import content_text
 from lossless.longterm.records import search_text
-from lossless.store.fts import index_extras, index_text
+from lossless.store.fts import has_cjk, index_extras, index_text
 
-__all__ = ["indexed_memory_text", "indexed_message_text", "reindex_postgres", "reindex_sqlite"]
+__all__ = ["indexed_memory_text", "indexed_message_text", "reindex_cjk_postgres", "reindex_cjk_sqlite",
+           "reindex_postgres", "reindex_sqlite"]
+
+log = logging.getLogger("lossless")
 
 _BATCH = 1_000
+_ANNOUNCE_ROWS = 20_000  # a store with more rows than this says it is being re-indexed
+_REPORT_SECONDS = 5.0
 
 
 def indexed_message_text(name: str | None, content: str | None, is_json: int, calls: str | None) -> str:
@@ -94,3 +109,99 @@ def reindex_postgres(conn: Any) -> None:
                      "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS d(rowid, path_doc, text_doc) "
                      "WHERE c.rowid = d.rowid",
                      ([row[0] for row in rows], [p for p, _ in pairs], [t for _, t in pairs]))
+
+
+class _Progress:
+    """Says, on the ``lossless`` logger, that a big store is being re-indexed and how far
+    it is (every ``_REPORT_SECONDS``), so an ``open`` that takes a while is not silent."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = 0
+        self.changed = 0
+        self.loud = total > _ANNOUNCE_ROWS
+        self.last = time.monotonic()
+        if self.loud:
+            log.warning("lossless: indexing the CJK text of this store as words (once, on upgrade): "
+                        "reading %s rows", f"{total:,}")
+
+    def advance(self, rows: int, changed: int) -> None:
+        self.done += rows
+        self.changed += changed
+        now = time.monotonic()
+        if self.loud and now - self.last >= _REPORT_SECONDS:
+            self.last = now
+            log.warning("lossless: indexing CJK text as words: %s of %s rows read, %s re-indexed",
+                        f"{self.done:,}", f"{self.total:,}", f"{self.changed:,}")
+
+    def finish(self) -> None:
+        if self.loud:
+            log.warning("lossless: CJK text indexed as words: %s rows re-indexed", f"{self.changed:,}")
+
+
+def _count(conn: Any, tables: list[str]) -> int:
+    return sum(int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in tables)
+
+
+def reindex_cjk_sqlite(conn: Any) -> int:
+    """Rewrite the keyword rows of every message, summary, memory and file chunk whose
+    text holds CJK (:func:`~lossless.store.fts.index_text` now adds its bigrams); the rows
+    re-indexed. Rows without an index row are left without one."""
+    from lossless.files.backend import chunk_index_text
+
+    progress = _Progress(_count(conn, [*_SOURCES, "file_chunks"]))
+    for base, (columns, table, text_of) in _SOURCES.items():
+        index = f"{base}_fts"
+        sql = f"SELECT {columns} FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT ?"
+        for rows in _batches(conn, sql):
+            changed = [(row[0], text) for row in rows if has_cjk(text := text_of(*row[1:]))]
+            for rowid, text in changed:
+                # a point lookup: only rows that have an index row get a new one
+                if conn.execute(f"SELECT 1 FROM {index} WHERE rowid = ?", (rowid,)).fetchone() is None:
+                    continue
+                conn.execute(f"DELETE FROM {index} WHERE rowid = ?", (rowid,))  # contentless_delete=1
+                conn.execute(f"INSERT INTO {index} (rowid, text) VALUES (?, ?)", (rowid, index_text(text)))
+            progress.advance(len(rows), len(changed))
+    sql = ("SELECT c.rowid, f.path, c.text FROM file_chunks c JOIN files f ON f.rowid = c.file_rowid "
+           "WHERE c.rowid > ? ORDER BY c.rowid LIMIT ?")
+    for rows in _batches(conn, sql):
+        chunks = [(rowid, path, text) for rowid, path, text in rows if has_cjk(text) or has_cjk(path)]
+        for rowid, path, text in chunks:
+            conn.execute("DELETE FROM file_chunks_fts WHERE rowid = ?", (rowid,))
+            conn.execute("INSERT INTO file_chunks_fts (rowid, path, text) VALUES (?, ?, ?)",
+                         (rowid, chunk_index_text(path), chunk_index_text(text)))
+        progress.advance(len(rows), len(chunks))
+    progress.finish()
+    return progress.changed
+
+
+def reindex_cjk_postgres(conn: Any) -> int:
+    """Recompute the ``search`` tsvector of every message, summary, memory and file chunk
+    whose text holds CJK (:func:`~lossless.store.postgres.grep.search_document` now adds
+    each run's last character); the rows re-indexed."""
+    from lossless.files.postgres import chunk_documents, chunk_search
+    from lossless.store.postgres.grep import search_document
+
+    progress = _Progress(_count(conn, [*_SOURCES, "file_chunks"]))
+    for base, (columns, table, text_of) in _SOURCES.items():
+        sql = f"SELECT {columns} FROM {table} WHERE rowid > %s AND search IS NOT NULL ORDER BY rowid LIMIT %s"
+        for rows in _batches(conn, sql):
+            changed = [(row[0], text) for row in rows if has_cjk(text := text_of(*row[1:]))]
+            if changed:
+                conn.execute(f"UPDATE {base} t SET search = to_tsvector('simple', d.doc) "
+                             "FROM unnest(%s::bigint[], %s::text[]) AS d(rowid, doc) WHERE t.rowid = d.rowid",
+                             ([r for r, _ in changed], [search_document(t) for _, t in changed]))
+            progress.advance(len(rows), len(changed))
+    sql = ("SELECT c.rowid, f.path, c.text FROM file_chunks c JOIN files f ON f.rowid = c.file_rowid "
+           "WHERE c.rowid > %s ORDER BY c.rowid LIMIT %s")
+    for rows in _batches(conn, sql):
+        chunks = [(rowid, chunk_documents(path, text)) for rowid, path, text in rows
+                  if has_cjk(text) or has_cjk(path)]
+        if chunks:
+            conn.execute(f"UPDATE file_chunks c SET search = {chunk_search('d.path_doc', 'd.text_doc')} "
+                         "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS d(rowid, path_doc, text_doc) "
+                         "WHERE c.rowid = d.rowid",
+                         ([r for r, _ in chunks], [p for _, (p, _t) in chunks], [t for _, (_p, t) in chunks]))
+        progress.advance(len(rows), len(chunks))
+    progress.finish()
+    return progress.changed

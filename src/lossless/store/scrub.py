@@ -42,7 +42,7 @@ log = logging.getLogger("lossless")
 ERASE_TABLES = ("messages", "summaries", "summary_revisions", "recall_units", "embedding_cache", "memories",
                 "memory_vectors", "forgotten_memories")
 # the keyword indexes of those tables (SQLite), merged after an erase
-_FTS = ("messages_fts", "messages_tri", "summaries_fts", "summaries_tri", "memories_fts", "memories_tri")
+_FTS = ("messages_fts", "summaries_fts", "memories_fts")
 _CHUNK = 64 * 1024 * 1024  # bytes of zeros written per row when overwriting the free list
 
 

@@ -6,13 +6,14 @@ writer feeds ``to_tsvector`` is :func:`search_document`: the text with Latin dia
 folded (as SQLite's ``unicode61 remove_diacritics 2`` does), then the parts of compound
 tokens (``src app py``, so ``app.py`` is found too), then the line SQLite's index gets
 too (:func:`~lossless.store.fts.index_extras`: ``follow up followup``, ``5 km``), then
-the bigrams of every CJK run. Chinese and Japanese have no spaces, so bigrams are what
-makes them searchable by an index that works under any database locale (``pg_trgm``
-extracts no trigrams from CJK under the C locale); ``pg_trgm``, when the server has it,
-only speeds up the ILIKE matches of one-character CJK terms.
+the CJK terms SQLite's index gets (:func:`~lossless.store.fts.cjk_index_terms`: each
+run's bigrams and its last character), each once. Chinese and Japanese have no spaces,
+so bigrams are what makes them searchable by an index that works under any database
+locale (``pg_trgm`` extracts no trigrams from CJK under the C locale).
 
 User input is never tsquery syntax: each of its :func:`~lossless.store.fts.search_terms`
-becomes ``websearch_to_tsquery`` of the quoted term and the terms are OR-ed (``||``),
+and CJK bigrams becomes ``websearch_to_tsquery`` of the quoted term (a one-character CJK
+run the prefix query ``'字':*``, as SQLite's ``"字"*``) and the terms are OR-ed (``||``),
 ranked by ``ts_rank``, as SQLite ORs quoted FTS5 terms ranked by bm25. ``mode="raw"``
 passes the text to ``to_tsquery`` (PostgreSQL's own syntax: ``&``, ``|``, ``!``,
 ``<->``) and reports bad syntax as a :class:`~lossless.core.errors.QueryError`.
@@ -30,7 +31,7 @@ from lossless.core.render import content_text
 from lossless.core.types import GrepHit
 from lossless.core.validate import timestamp
 from lossless.store.base import SearchSpec
-from lossless.store.fts import cjk_runs, index_extras, search_terms, short_cjk_terms
+from lossless.store.fts import cjk_index_terms, cjk_query_terms, index_extras, search_terms
 from lossless.store.rows import grep_hit as _hit
 
 if TYPE_CHECKING:
@@ -47,8 +48,6 @@ _DOC_GRAMS = 20_000
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")  # as store/fts.py
 _PART = re.compile(r"[^\W_]+")
 _MAX_WORDS = 64
-_MAX_GRAMS = 128
-_LIKE_SCORE = 0.05  # a substring-only hit ranks below a one-term tsquery match (ts_rank ≈ 0.06)
 
 
 def _fold_latin(text: str) -> str:
@@ -67,46 +66,46 @@ def fold(text: str) -> str:
     return "".join(out)
 
 
-def _bigrams(run: str) -> list[str]:
-    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
-
-
 def search_document(text: str) -> str:
     """What ``to_tsvector('simple', …)`` indexes for ``text`` (see the module docstring)."""
-    text = fold(text[:_DOC_LIMIT])
+    raw = text[:_DOC_LIMIT]
+    text = fold(raw)
     parts: list[str] = []
     for chunk in text.split():
         has_cjk = _CJK.search(chunk) is not None
         pieces = _PART.findall(_CJK.sub(" ", chunk) if has_cjk else chunk)
         if has_cjk or len(pieces) > 1:
             parts.extend(pieces)
+    # each term once: a tsvector holds at most 1 MB, and matching needs no repeats; made from
+    # the text unfolded, as SQLite's are (NFKD would turn halfwidth kana into CJK letters)
     grams: dict[str, None] = {}
-    for run in _CJK.findall(text):
-        grams.update(dict.fromkeys(_bigrams(run)))
+    for line in cjk_index_terms(raw):
+        grams.update(dict.fromkeys(line.split(" ")))
         if len(grams) >= _DOC_GRAMS:
             break
     return "\n".join([text, " ".join(parts), index_extras(text), " ".join(list(grams)[:_DOC_GRAMS])])
 
 
-def keyword_tsquery(query: str) -> tuple[str, list[str]] | None:
+def keyword_tsquery(query: str, config: str = "simple") -> tuple[str, list[str]] | None:
     """(SQL tsquery expression, its arguments) OR-ing every term of ``query``: its
     :func:`~lossless.store.fts.search_terms` (a compound's parts as a phrase, and joined)
-    and CJK bigrams; None when it has none."""
+    and :func:`~lossless.store.fts.cjk_query_terms`; None when it has none. ``config``:
+    the text search configuration (a constant, not user input)."""
     words = search_terms(query)
-    if not words and not cjk_runs(query):
+    grams = cjk_query_terms(query)
+    if not words and not grams:
         # the query held only stopwords: search them rather than nothing (as on SQLite)
         words = list(dict.fromkeys(w.lower() for w in _PART.findall(query)))
     phrases = list(dict.fromkeys(fold(w) for w in words[:_MAX_WORDS]))
-    grams: dict[str, None] = {}
-    for run in cjk_runs(query):
-        if len(run) > 1:
-            grams.update(dict.fromkeys(_bigrams(run)))
-    terms = phrases + list(grams)[:_MAX_GRAMS]
-    if not terms:
+    if not phrases and not grams:
         return None
-    # each term quoted: websearch syntax (or, -, quotes) in the user's text means nothing
-    expr = " || ".join(["websearch_to_tsquery('simple', %s)"] * len(terms))
-    return f"({expr})", ['"' + t.replace('"', " ") + '"' for t in terms]
+    # each term quoted: websearch syntax (or, -, quotes) in the user's text means nothing;
+    # a one-character CJK term is a prefix (a CJK letter is never tsquery syntax)
+    exprs = [f"websearch_to_tsquery('{config}', %s)"] * len(phrases)
+    exprs += [f"to_tsquery('{config}', %s)" if len(g) == 1 else f"websearch_to_tsquery('{config}', %s)" for g in grams]
+    args = ['"' + t.replace('"', " ") + '"' for t in phrases]
+    args += [f"'{g}':*" if len(g) == 1 else f'"{g}"' for g in grams]
+    return f"({' || '.join(exprs)})", args
 
 
 def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
@@ -170,16 +169,6 @@ def _raw(store: PostgresStore, kind: str, spec: SearchSpec, limit: int) -> list[
     except (psycopg.errors.SyntaxError, psycopg.errors.InvalidTextRepresentation) as exc:
         raise QueryError(f"invalid full-text query {spec.query!r} (PostgreSQL tsquery syntax: words joined "
                          f"by & | ! <->, quotes for phrases): {exc.diag.message_primary or exc}") from None
-
-
-def _like(store: PostgresStore, kind: str, terms: list[str], spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
-    where, args = _filters(spec, kind, "t")
-    out: list[tuple[int, float]] = []
-    for term in terms:
-        escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        sql = f"SELECT t.rowid FROM {_table(kind)} t WHERE t.content ILIKE %s{where} ORDER BY t.rowid DESC LIMIT %s"
-        out.extend((int(r[0]), _LIKE_SCORE) for r in store._query(sql, [f"%{escaped}%", *args, limit]))
-    return out
 
 
 # -- regular expressions ---------------------------------------------------------------------
@@ -301,9 +290,6 @@ def _candidates(store: PostgresStore, kind: str, spec: SearchSpec) -> dict[int, 
         built = keyword_tsquery(spec.query)
         if built is not None:
             pairs += _ranked(store, kind, built[0], built[1], spec, limit)
-        short = [t for t in short_cjk_terms(spec.query) if len(t) == 1]  # 2 characters: a bigram token
-        if short:
-            pairs += _like(store, kind, short, spec, limit)
     scores: dict[int, float] = {}
     for rowid, score in pairs:
         scores[rowid] = scores.get(rowid, 0.0) + score

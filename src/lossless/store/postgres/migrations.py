@@ -661,6 +661,16 @@ def _erase_clears_identity(conn: Any) -> None:
     postgres_step(conn)
 
 
+@migration(18, "cjk_bigrams")
+def _cjk_bigrams(conn: Any) -> None:
+    # As SQLite's migration 17: the CJK terms of search_document() are now store/fts.py's
+    # cjk_index_terms (each run's bigrams and its last character, so a one-character query
+    # is a prefix term that finds the character anywhere): rows holding CJK get them.
+    from lossless.store.reindex import reindex_cjk_postgres
+
+    reindex_cjk_postgres(conn)
+
+
 @contextmanager
 def _transaction(conn: Any) -> Iterator[None]:
     with conn.transaction():

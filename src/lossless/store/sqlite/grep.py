@@ -16,11 +16,11 @@ from lossless.core.types import GrepHit
 from lossless.core.validate import timestamp
 from lossless.store.base import SearchSpec
 from lossless.store.fts import (
+    cjk_fts_query,
+    cjk_query_terms,
     quote_fts,
     search_terms,
-    short_cjk_terms,
     term_pattern,
-    trigram_query,
     word_query,
 )
 from lossless.store.rows import grep_hit as _hit
@@ -130,18 +130,19 @@ _SCAN_RATIO = 8
 
 def _scan(store: SQLiteStore, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
     """The rows of the filtered conversations that hold the query's terms (whole words,
-    a compound's parts in a row) or its CJK trigrams and short CJK terms, scored like
-    bm25 without length normalisation: the sum of log(1 + n / df) over the terms present,
-    df counted in these rows."""
+    a compound's parts in a row) or its CJK bigrams (a one-character run: the character),
+    scored like bm25 without length normalisation: the sum of log(1 + n / df) over the
+    terms present, df counted in these rows. A CJK term is in a row exactly when the index
+    has it (a bigram lies inside one run; a prefix term's character anywhere)."""
     table = "messages" if kind == "message" else "summaries"
     where, args = _filters(spec, kind, "t")
     text = ("coalesce(t.content, '') || char(10) || coalesce(t.tool_calls, '')" if kind == "message"
             else "t.content")
     rows = store._query(f"SELECT t.rowid, lower({text}) FROM {table} t WHERE 1{where}", args)
-    terms = search_terms(spec.query) or [w.lower() for w in re.findall(r"[^\W_]+", spec.query)]
-    grams = [g.replace('""', '"')[1:-1] for g in (trigram_query(spec.query) or "").split(" OR ") if g]
+    grams = cjk_query_terms(spec.query)
+    terms = search_terms(spec.query) or ([] if grams else [w.lower() for w in re.findall(r"[^\W_]+", spec.query)])
     needles: list[tuple[str, re.Pattern[str] | None]] = [(t.split(" ")[0], term_pattern(t)) for t in terms[:64]]
-    needles += [(g, None) for g in grams[:128]] + [(t, None) for t in short_cjk_terms(spec.query)]
+    needles += [(g, None) for g in grams]
     if not needles or not rows:
         return []
     present: list[list[int]] = []
@@ -219,17 +220,6 @@ def _match(store: SQLiteStore, kind: str, index: str, query: str, spec: SearchSp
         raise QueryError(f"invalid full-text query {spec.query!r}: {exc}") from None
 
 
-def _like(store: SQLiteStore, kind: str, terms: list[str], spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
-    table = "messages" if kind == "message" else "summaries"
-    where, args = _filters(spec, kind, "t")
-    out: list[tuple[int, float]] = []
-    for term in terms:
-        escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        sql = f"SELECT t.rowid FROM {table} t WHERE t.content LIKE ? ESCAPE '\\'{where} LIMIT ?"
-        out.extend((int(r[0]), 0.5) for r in store._query(sql, [f"%{escaped}%", *args, limit]))
-    return out
-
-
 # A group that repeats and holds a repetition itself, e.g. (a+)+ or (\w*)*: Python's re
 # backtracks exponentially on such patterns and has no timeout, and agents write regexes.
 _NESTED_REPEAT = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)(?:[+*]|\{\d*,\d*\})")
@@ -275,23 +265,17 @@ def _candidates(store: SQLiteStore, kind: str, spec: SearchSpec) -> dict[int, fl
     else:
         pairs = []
         words = word_query(spec.query)
-        if words is None and not re.search(r"[^\W_]", spec.query):
-            return {}
-        if words is None:
+        grams = cjk_fts_query(spec.query)
+        if words is None and grams is None:
             # the query held only stopwords: search them rather than nothing
             raw = [w.lower() for w in re.findall(r"[^\W_]+", spec.query)]
-            words = " OR ".join(quote_fts(w) for w in dict.fromkeys(raw)) if raw else None
-        base = "messages" if kind == "message" else "summaries"
-        grams = trigram_query(spec.query)
-        short = short_cjk_terms(spec.query)
-        if not grams and not short:
-            limit = max(spec.limit, 1)  # one list, nothing to merge: its own top is the top
-        if words:
-            pairs += _match(store, kind, f"{base}_fts", words, spec, limit)
-        if grams:
-            pairs += _match(store, kind, f"{base}_tri", grams, spec, limit)
-        if short:
-            pairs += _like(store, kind, short, spec, limit)
+            if not raw:
+                return {}
+            words = " OR ".join(quote_fts(w) for w in dict.fromkeys(raw))
+        index = "messages_fts" if kind == "message" else "summaries_fts"
+        # words and CJK bigrams are terms of one index: one query, one bm25 over both
+        query = " OR ".join(q for q in (words, grams) if q)
+        pairs += _match(store, kind, index, query, spec, max(spec.limit, 1))
     for rowid, score in pairs:
         scores[rowid] = scores.get(rowid, 0.0) + score
     return scores

@@ -651,6 +651,21 @@ def _erase_clears_identity(conn: Any) -> None:
     sqlite_step(conn)
 
 
+@migration(17, "cjk_bigrams")
+def _cjk_bigrams(conn: Any) -> None:
+    # CJK text is indexed as words (issue 27): character bigrams and each run's last
+    # character on a line of the unicode61 rows (store/fts.py's cjk_index_terms), which
+    # find two-character words (公园) that trigrams cannot. Rows written before get them;
+    # the trigram indexes of messages, summaries and memories served only CJK and go
+    # (dropped with secure_delete on, their pages are zeroed). file_chunks_tri stays: it
+    # finds substrings inside identifiers.
+    from lossless.store.reindex import reindex_cjk_sqlite
+
+    reindex_cjk_sqlite(conn)
+    for table in ("messages_tri", "summaries_tri", "memories_tri"):
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
 def _ensure_table(conn: Any) -> None:
     conn.execute(migrator.TABLE)  # outside a transaction: opening takes no write lock
 

@@ -18,7 +18,7 @@ from lossless.core._canonical import canonical_json, message_hash
 from lossless.core.render import content_text
 from lossless.core.types import Message
 from lossless.core.validate import NewMessage, timestamp
-from lossless.store.fts import has_cjk_trigram, index_text
+from lossless.store.fts import index_text
 
 __all__ = ["PreparedMessage"]
 
@@ -26,10 +26,7 @@ __all__ = ["PreparedMessage"]
 @dataclass(frozen=True, slots=True)
 class PreparedMessage:
     columns: tuple[Any, ...]  # the messages row after (rowid, id, conversation_id, seq)
-    fts: str  # the unicode61 index's text
-    # the trigram index's text: trigram queries are made of CJK trigrams only (store/fts.py), so a
-    # text without a run of three CJK characters can never match one and gets no trigram row
-    tri: str | None
+    fts: str  # the unicode61 index's text (with CJK bigrams: store/fts.py)
     fields: dict[str, Any]  # the returned Message's fields but id, conversation_id and seq
 
     @classmethod
@@ -50,7 +47,7 @@ class PreparedMessage:
                   "created_at": datetime.fromisoformat(created), "token_count": tokens, "name": msg.name,
                   "tool_calls": tuple(json.loads(calls)) if calls else (), "tool_call_id": msg.tool_call_id,
                   "metadata": json.loads(meta) if msg.metadata else {}, "external_id": msg.external_id}
-        return cls(columns, index_text(text), text if has_cjk_trigram(text) else None, fields)
+        return cls(columns, index_text(text), fields)
 
     def message(self, message_id: str, conversation_id: str, seq: int) -> Message:
         return Message(id=message_id, conversation_id=conversation_id, seq=seq, **self.fields)

@@ -370,7 +370,6 @@ class SQLiteStore:
         out: list[Message | str] = []  # a new message, or the id of one stored earlier
         rows: list[tuple[Any, ...]] = []
         fts: list[tuple[int, str]] = []
-        tri: list[tuple[int, str]] = []
         now = datetime.now(UTC).isoformat()
         with self.transaction() as conn:
             # with the rowids SQLite would pick (max + 1 on), given explicitly so the FTS rows
@@ -399,8 +398,6 @@ class SQLiteStore:
                 mid = message_id(conversation_id, seq)
                 rows.append((rowid, mid, conversation_id, seq, *p.columns))
                 fts.append((rowid, p.fts))
-                if p.tri is not None:
-                    tri.append((rowid, p.tri))
                 new = p.message(mid, conversation_id, seq)
                 if msg.external_id is not None:
                     batch[msg.external_id] = new
@@ -412,8 +409,6 @@ class SQLiteStore:
                 rows,
             )
             conn.executemany("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", fts)
-            if tri:
-                conn.executemany("INSERT INTO messages_tri (rowid, text) VALUES (?, ?)", tri)
             conn.execute(
                 "UPDATE conversations SET last_seq = ?, updated_at = ? WHERE id = ?", (seq, now, conversation_id)
             )
@@ -559,7 +554,6 @@ class SQLiteStore:
             if kind == "summary" and not new.root:
                 conn.executemany("UPDATE summaries SET parent_id = ? WHERE id = ?", [(sid, s.id) for s in new.sources])
             conn.execute("INSERT INTO summaries_fts (rowid, text) VALUES (?, ?)", (rowid, index_text(new.content)))
-            conn.execute("INSERT INTO summaries_tri (rowid, text) VALUES (?, ?)", (rowid, new.content))
             conn.execute("UPDATE conversations SET updated_at = ? WHERE id = ?", (datetime.now(UTC).isoformat(), cid))
         return self.get_summary(sid)
 
@@ -597,10 +591,8 @@ class SQLiteStore:
                          "metadata = ? WHERE id = ?",
                          (revision.content, revision.token_count, revision.summarizer, revision.fallback_level,
                           _dumps(revision.metadata), summary_id))
-            for table in ("summaries_fts", "summaries_tri"):  # contentless_delete=1: delete by rowid
-                conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
-                text = index_text(revision.content) if table == "summaries_fts" else revision.content
-                conn.execute(f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", (rowid, text))
+            conn.execute("DELETE FROM summaries_fts WHERE rowid = ?", (rowid,))  # contentless_delete=1: by rowid
+            conn.execute("INSERT INTO summaries_fts (rowid, text) VALUES (?, ?)", (rowid, index_text(revision.content)))
         return self.get_summary(summary_id)
 
     def summary_revisions(self, summary_id: str) -> list[dict[str, Any]]:
