@@ -156,8 +156,8 @@ def test_bad_arguments_say_what_was_wrong(tmp_path: Path) -> None:
         LocalEmbedder(batch_size=0)
     with pytest.raises(ValidationError, match="threads must be"):
         LocalEmbedder(threads=-1)
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": "xlm-roberta"}))
-    with pytest.raises(ValidationError, match=r"not a BERT.*xlm-roberta.*SentenceTransformerEmbedder"):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "deberta-v2"}))
+    with pytest.raises(ValidationError, match=r"not a BERT or XLM-RoBERTa.*deberta-v2.*SentenceTransformerEmbedder"):
         LocalEmbedder(tmp_path).embed(["x"])
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
     with pytest.raises(ValidationError, match=r"has no model\.safetensors"):

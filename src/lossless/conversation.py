@@ -277,7 +277,8 @@ class Conversation:
     def index(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Cut retrieval units for new messages and embed them now (assembly and search
         otherwise do it lazily); ``progress(done, total)`` after each batch. Returns how
-        many units were embedded."""
+        many units were passed: embedded, or left to keyword search when the embedder
+        does not read their language."""
         with self.memory.foreground(self.id):  # the worker leaves it alone meanwhile
             self.memory.recaller.cut_units(self.id)
             return self.memory.recaller.embed_pending(self.id, progress=progress)

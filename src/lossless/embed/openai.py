@@ -13,6 +13,7 @@ import numpy as np
 
 from lossless.core.errors import LosslessError, MissingDependencyError, ValidationError
 from lossless.embed.base import Vectors, normalize
+from lossless.embed.languages import ANY, Languages, parse_languages
 from lossless.providers.http import OPENAI_BASE_URL, PLACEHOLDER_API_KEY, public_url, status_detail
 
 if TYPE_CHECKING:
@@ -51,6 +52,10 @@ class OpenAIEmbedder:
     OpenAI model, else learned from the first response (reading ``.dim`` before any
     ``embed()`` sends a one-word probe).
 
+    ``languages`` (default ``"any"``): what the model reads; text in other languages is
+    not sent (:mod:`lossless.embed.languages`). Say ``["en"]`` for an English-only model
+    behind a local server.
+
     Every failure (connection refused, timeout, an HTTP error after ``max_retries``
     retries, a response of the wrong shape) raises :class:`~lossless.core.errors.LosslessError`
     naming the endpoint and model. Call :meth:`close` (or use ``with``) to release the
@@ -71,6 +76,7 @@ class OpenAIEmbedder:
         timeout: float = 30.0,
         max_retries: int = 2,
         dimensions: int | None = None,
+        languages: str | Sequence[str] = ANY,
     ) -> None:
         try:
             import openai
@@ -118,6 +124,9 @@ class OpenAIEmbedder:
         self.model = model if dimensions is None else f"{model}[dimensions={dimensions}]"
         self.dimensions = dimensions
         self.batch_size = batch_size
+        # hosted embedding models read most languages; a server running an English-only
+        # model (all-minilm under Ollama, say) is declared with languages=["en"]
+        self.languages: Languages = parse_languages(languages, "OpenAIEmbedder: languages")
         self._timeout = timeout
         self._dim: int | None = dim or dimensions or (_KNOWN_DIMS.get(model) if official else None)
         try:

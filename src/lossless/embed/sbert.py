@@ -25,7 +25,8 @@ import numpy as np
 
 from lossless.core.errors import MissingDependencyError
 from lossless.embed.base import Vectors, normalize
-from lossless.embed.local import cache_dir, packaged_model
+from lossless.embed.languages import Languages, folder_languages, parse_languages
+from lossless.embed.local import _read_config, cache_dir, packaged_model
 from lossless.embed.native import native_call
 
 __all__ = ["SentenceTransformerEmbedder", "sentence_transformers_available"]
@@ -56,10 +57,14 @@ class SentenceTransformerEmbedder:
 
     def __init__(self, model_path: str | os.PathLike[str] | None = None, *, model_name: str | None = None,
                  batch_size: int = 32, device: str = "cpu", show_progress: bool = False,
-                 onnx: bool | None = None, onnx_cache: str | os.PathLike[str] | None = None) -> None:
+                 onnx: bool | None = None, onnx_cache: str | os.PathLike[str] | None = None,
+                 languages: str | Sequence[str] | None = None) -> None:
         """``onnx``: None (default) runs queries through ONNX Runtime when it is installed
         and the exported model checks out, else torch; False never; True requires it.
-        ``onnx_cache``: the folder for the exported model (default ``cache_dir()/onnx``)."""
+        ``onnx_cache``: the folder for the exported model (default ``cache_dir()/onnx``).
+        ``languages``: what the model reads (``"any"`` or codes such as ``["en", "zh"]``);
+        default: what the folder's model card says, English when it says nothing
+        (:func:`~lossless.embed.languages.folder_languages`)."""
         self.path = Path(model_path) if model_path is not None else None
         self.onnx = onnx
         self.onnx_cache = Path(onnx_cache) if onnx_cache is not None else None
@@ -71,8 +76,20 @@ class SentenceTransformerEmbedder:
         self.show_progress = show_progress
         self._model: Any = None
         self._dim: int | None = 384 if model_path is None else None
+        self._languages: Languages | None = None if languages is None else parse_languages(languages)
         self._lock = threading.Lock()
         self._encode_lock = threading.Lock()
+
+    @property
+    def languages(self) -> Languages:
+        """What the model reads: as given, else what its folder says (read once, cheaply)."""
+        if self._languages is None:
+            try:
+                folder = self.path or packaged_model()
+            except MissingDependencyError:
+                return frozenset({"en"})
+            self._languages = folder_languages(folder, _read_config(folder).get("model_type"))
+        return self._languages
 
     def _load(self) -> Any:
         with self._lock, native_call():  # torch and its tokenizer run native code without the GIL

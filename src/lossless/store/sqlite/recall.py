@@ -254,19 +254,20 @@ class SQLiteRecall:
         )[0][0])
 
     def add_vectors(self, index: str, conversation_id: str, rows: Sequence[tuple[UnitRow, np.ndarray]],
-                    fresh: Collection[str] = ()) -> int:
+                    fresh: Collection[str] = (), through: int = 0) -> int:
         """Store the vectors of units read by :meth:`pending` and embedded since, for the
         units still stored as read (an erase may have replaced some meanwhile: nothing of
         those is written), with the vectors of ``fresh`` text hashes in the embedding
-        cache; the index counts the whole batch as done. One transaction (BEGIN IMMEDIATE:
+        cache; the index counts the whole batch as done, and every unit up to rowid ``through``
+        (those of the batch the embedder does not read: they get no vector). One transaction (BEGIN IMMEDIATE:
         no erase can land between the check and the writes). Returns how many were stored."""
-        if not rows:
+        if not rows and not through:
             return 0
         with self.store.transaction() as conn:
             marks = ",".join("?" * len(rows))
             stored = set(conn.execute(f"SELECT rowid, text_sha256 FROM recall_units WHERE rowid IN ({marks})",
-                                      [u.rowid for u, _ in rows]).fetchall())
-            batch_top = max(u.rowid for u, _ in rows)
+                                      [u.rowid for u, _ in rows]).fetchall()) if rows else set()
+            batch_top = max([u.rowid for u, _ in rows] + [through])
             rows = [(u, v) for u, v in rows if (u.rowid, u.text_sha256) in stored]
             if fresh and rows:
                 provider, model = self._index_key(conn, index)
