@@ -25,6 +25,9 @@ class TimedEmbedder:
         self.inner = inner
         self.provider: str = inner.provider
         self.model: str = inner.model
+        # what the model reads (lossless.embed.languages): a wrapper that did not say would
+        # be taken to read everything, and the benchmark would fuse MiniLM's Chinese vectors
+        self.languages: Any = getattr(inner, "languages", "any")
         self.seconds = 0.0
         self.texts = 0
         self.cache_hits = 0
