@@ -65,21 +65,13 @@ class PostgresMemoryBackend(PostgresRunner):
         words, grams = query_terms(query)
         cond = qmark(where)
         scores: dict[int, float] = {}
-        built = keyword_tsquery(query)
+        built = keyword_tsquery(query)  # words and CJK bigrams (a one-character run: a prefix term)
         if built is not None:
             expr, expr_args = built
             sql = (f"SELECT m.rowid, ts_rank(m.search, q.q) AS score FROM memories m, (SELECT {expr} AS q) q "
                    f"WHERE m.search @@ q.q AND {cond} ORDER BY score DESC, m.rowid DESC LIMIT %s")
             for rowid, score in self.store.query(sql, [*expr_args, *args, limit]):
                 scores[int(rowid)] = float(score)
-        if grams:
-            # the records holding the most bigrams (a one-character term is only found here)
-            hits = " + ".join(["(m.content ILIKE %s ESCAPE '\\')::int"] * len(grams))
-            patterns = ["%" + g.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for g in grams]
-            sql = (f"SELECT rowid FROM (SELECT m.rowid AS rowid, {hits} AS hits FROM memories m WHERE {cond}) AS h "
-                   "WHERE hits > 0 ORDER BY hits DESC, rowid DESC LIMIT %s")
-            for (rowid,) in self.store.query(sql, [*patterns, *args, limit]):
-                scores.setdefault(int(rowid), 0.0)
         if not scores:
             return {}
         rows = self.store.query("SELECT rowid, content, result, patterns, errors FROM memories WHERE rowid = ANY(%s)",

@@ -279,8 +279,8 @@ def _compaction_state(conn: Any) -> None:
 @migration(6, "trigram")
 def _trigram(conn: Any) -> None:
     # pg_trgm is a contrib module: most servers have it, some builds (pgserver's) do not.
-    # With it, a GIN trigram index serves the substring (ILIKE) matches of one-character
-    # CJK terms; without it those scan the asked conversation's rows, same answers.
+    # With it, a GIN trigram index serves substring and regex pre-filters (one-character
+    # CJK terms were ILIKE matches here until migration 18; they are prefix terms now).
     row = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'").fetchone()
     if row is None:
         return
