@@ -354,10 +354,12 @@ def test_index_a_tree_and_find_the_right_file_and_lines(mem: lossless.Memory, tr
     assert {h.path for h in files.search("retry", paths="docs/*")} <= {"docs/deploy.md", "docs/retry-notes.md"}
     assert files.search("retry", paths="nothing/*") == []
     assert files.search("zzyzx qwertyuiop") == []
-    # 中文 text is found through the trigram index
+    # 中文 text is found by its bigrams (store/fts.py), a two-character word too (issue 27)
     (tree / "docs/zh.md").write_text("# 部署\n\n回滚发布时请先通知值班工程师。\n", encoding="utf-8")
     files.index([tree])
     assert files.search("回滚发布", limit=1)[0].path == "docs/zh.md"
+    assert files.search("值班", limit=1)[0].path == "docs/zh.md"
+    assert files.search("怎么回滚？", limit=1)[0].path == "docs/zh.md"
 
 
 def test_vector_search_finds_by_meaning_through_the_cache(mem: lossless.Memory, tree: Path) -> None:
