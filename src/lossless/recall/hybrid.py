@@ -52,6 +52,7 @@ CATCH_UP_SECONDS = 1.0
 CATCH_UP_UNITS = 512
 _CATCH_UP_CUT = 2000  # messages cut into units per step of a search's catch-up
 _KEYWORD_SPANS = 16  # conversations partly embedded searched one by one from their first seq not embedded
+_READABLE_KEPT = 100_000  # unit texts whose language was looked at, remembered by hash (~15 MB)
 _EMBED_BATCH = 64  # units per embedding call: small enough that a progress bar moves every second or two on a CPU
 
 
@@ -110,6 +111,7 @@ class Recaller:
         self.config = config
         # which texts the embedder reads (an attribute that is not a language list fails here, at open)
         self.reader = ScriptReader(declared_languages(embedder))
+        self._readable: dict[str, bool] = {}  # unit text hash -> whether the embedder reads it
         # SQLiteRecall (sqlite-vec / numpy) or PostgresRecall (pgvector): whichever the store keeps
         self.index_store: RecallIndex = store.recall_index(config.vector_backend)
         self._index_name: str | None = None
@@ -447,19 +449,17 @@ class Recaller:
         qvec = self._query_vector(spec.query)
         kinds = None if windows else ["message"]  # None: one k-NN over both kinds
         pairs = self.index_store.knn(index, self.embedder.provider, self.embedder.model, cids, qvec, k * 2, kinds)
-        # a store embedded before languages were told apart may hold vectors of text the
-        # model does not read: they rank at random, so they are left out (their text is read)
-        unread = not self.reader.reads_everything
-        text = spec.snippets or self.config.mmr_lambda is not None or unread
+        text = spec.snippets or self.config.mmr_lambda is not None
         out: list[tuple[UnitRow, float]] = []
         since = spec.since.timestamp() if spec.since else None
         until = spec.until.timestamp() if spec.until else None
         for start in range(0, len(pairs), k):  # read the units a batch at a time: most pass the filters
             batch = pairs[start : start + k]
             units = self.index_store.units([r for r, _ in batch], text=text)
+            unread = self._unread(units, text)
             for rowid, sim in batch:
                 u = units.get(rowid)
-                if u is None or (unread and not self.reader.reads(u.text, labels=True)):
+                if u is None or u.text_sha256 in unread:
                     continue
                 if spec.max_seq is not None and u.last_seq > spec.max_seq:
                     continue
@@ -471,6 +471,25 @@ class Recaller:
             if len(out) >= k:
                 break
         return out[:k]
+
+    def _unread(self, units: Mapping[int, UnitRow], have_text: bool) -> set[str]:
+        """The text hashes among ``units`` the embedder does not read. A store embedded
+        before languages were told apart may hold vectors of such text: they rank at
+        random, so the search leaves them out. Whether a text is read is remembered by its
+        hash, so the texts are read once per process, not on every search."""
+        if self.reader.reads_everything:
+            return set()
+        known = self._readable
+        todo = [r for r, u in units.items() if u.text_sha256 not in known]
+        if todo:
+            texts = units if have_text else self.index_store.units(todo, text=True)
+            if len(known) > _READABLE_KEPT:
+                known.clear()
+            for rowid in todo:
+                if rowid in texts:
+                    u = texts[rowid]
+                    known[u.text_sha256] = self.reader.reads(u.text, labels=True)
+        return {u.text_sha256 for u in units.values() if not known.get(u.text_sha256, True)}
 
     def _query_vector(self, query: str) -> np.ndarray:
         """The query's vector, through the cache (agents repeat questions)."""
