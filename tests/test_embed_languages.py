@@ -388,3 +388,28 @@ def test_a_multilingual_model_embeds_and_fuses_chinese(store_target: StoreTarget
         passed = mem.recaller.embed_units("z")
         assert 0 < passed.vectors < passed.units
         assert {h.matched for h in conv.search("我去了哪个公园", mode="hybrid", limit=20)} <= {"keyword"}
+
+
+def test_memories_and_file_chunks_the_model_does_not_read_get_no_vector(store_target: StoreTarget,
+                                                                         tmp_path: Path) -> None:
+    """Long-term memories and indexed files follow the same rule as messages: a Chinese
+    record or chunk is not given to an English-only model, nor is a Chinese query; both
+    are still found by keywords, and English ones still get vectors."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "runbook.md").write_text("# Rollback\n\nTo roll back a release, redeploy the previous image tag.\n")
+    (docs / "值班.md").write_text("# 值班手册\n\n值班的同事每天早上检查数据库备份，发现问题先联系组长。\n")
+    emb = HashEmbedder(languages=["en"])
+    with lossless.open(store_target("lang-mem"), embedder=emb) as mem:
+        mem.memories.add("Maya takes her coffee black", kind="preference")
+        mem.memories.add("玛雅每天早上喝一杯黑咖啡，不加糖。", kind="preference")
+        mem.files.index([docs])
+        assert emb.texts and not _han_heavy(emb.texts)
+        assert any("coffee black" in t for t in emb.texts) and any("roll back" in t for t in emb.texts)
+        seen = len(emb.texts)
+        assert "黑咖啡" in mem.memories.search("黑咖啡")[0].content  # by keywords
+        assert mem.files.search("值班 数据库备份", limit=1)[0].path.endswith("值班.md")
+        assert len(emb.texts) == seen, emb.texts[seen:]  # no Chinese query went to the model
+        assert mem.memories.search("how does Maya take her coffee?")[0].content == "Maya takes her coffee black"
+        assert mem.files.search("roll back a release", limit=1)[0].path.endswith("runbook.md")
+        assert len(emb.texts) > seen and not _han_heavy(emb.texts)  # English queries did

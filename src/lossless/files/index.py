@@ -315,7 +315,7 @@ class Files:
         for chunk in p.chunks:
             sha = text_sha256(chunk.text)
             chunk_rowid = self.db.insert_chunk(conn, file_rowid, f.path, chunk, kind, sha)
-            if embedded is not None:
+            if embedded is not None and sha in embedded:  # (none for a chunk the model does not read)
                 rows.append((chunk_rowid, sha, embedded[sha]))
         vectors = self.vectors
         if rows and vectors is not None:
@@ -366,7 +366,7 @@ class Files:
                 live = {r[0] for r in conn.execute(
                     f"SELECT rowid FROM file_chunks WHERE rowid IN ({','.join('?' * len(batch))})",
                     [r for r, _, _ in batch])}
-                vectors.write(conn, [(r, sha, embedded[sha]) for r, _, sha in batch if r in live])
+                vectors.write(conn, [(r, sha, embedded[sha]) for r, _, sha in batch if r in live and sha in embedded])
                 self.db.bump_generation(conn)
 
     # -- finding files by name ------------------------------------------------------------

@@ -195,6 +195,8 @@ class PgChunkVectors(CachedEmbeddings):
         among those of ``files`` (file rowids) and ``kinds`` when given."""
         if not self.exists() or (files is not None and not files) or (kinds is not None and not kinds):
             return {}
+        if not self.reads(query):  # a query the model does not read: keywords alone
+            return {}
         size = self.size()
         if size == 0:
             return {}

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from lossless.embed.languages import ScriptReader, declared_languages
 from lossless.files.chunk import FILE_KINDS
 from lossless.recall.units import text_sha256
 from lossless.store.sqlite.recall import SQLiteRecall
@@ -73,13 +74,22 @@ class CachedEmbeddings:
 
     embedder: Embedder
     _cache: Any
+    _reader: tuple[object, ScriptReader] | None = None  # (the embedder it was made for, the reader)
+
+    def reads(self, text: str) -> bool:
+        """Whether the embedder reads ``text``'s language (:mod:`lossless.embed.languages`):
+        a chunk or a query it does not read gets no vector and is found by keywords."""
+        if self._reader is None or self._reader[0] is not self.embedder:
+            self._reader = (self.embedder, ScriptReader(declared_languages(self.embedder)))
+        return self._reader[1].reads(text)
 
     def vectors_for(self, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], int]:
-        """sha256 → vector for each text, embedding only those the cache lacks (in
-        batches, each stored in the cache as it comes back). Returns the vectors and how
-        many texts were embedded."""
+        """sha256 → vector for each text the embedder reads, embedding only those the
+        cache lacks (in batches, each stored in the cache as it comes back). Returns the
+        vectors and how many texts were embedded; a text in a language the embedder does
+        not read has no entry."""
         e = self.embedder
-        by_sha = {text_sha256(t): t for t in texts}
+        by_sha = {text_sha256(t): t for t in texts if self.reads(t)}
         out = self._cache.cached(e.provider, e.model, list(by_sha))
         missing = [(sha, t) for sha, t in by_sha.items() if sha not in out]
         for i in range(0, len(missing), EMBED_BATCH):
@@ -207,7 +217,7 @@ class ChunkVectors(CachedEmbeddings):
         """chunk rowid → cosine similarity of the (at most ``k``) chunks nearest the query,
         among those of ``files`` (file rowids) and ``kinds`` when given."""
         m = self.matrix()
-        if not m.segments:
+        if not m.segments or not self.reads(query):  # a query the model does not read: keywords alone
             return {}
         qvec = np.asarray(self.query_vector(query), dtype=np.float32).reshape(-1)
         wanted_files = np.fromiter(files, dtype=np.int64, count=len(files)) if files is not None else None

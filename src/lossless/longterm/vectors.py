@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lossless.embed.base import embed_checked
+from lossless.embed.languages import ScriptReader, declared_languages
 from lossless.longterm.backend import memory_backend
 from lossless.longterm.records import search_text
 from lossless.recall.units import text_sha256
@@ -53,11 +54,15 @@ class MemoryVectors:
         self.embedder = embedder
         self.min_similarity = min_similarity
         self._cache = self.db.cache()  # only its embedding-cache half is used
+        # a record or a query in a language the model does not read gets no vector: it is
+        # found by keywords (lossless.embed.languages)
+        self.reader = ScriptReader(declared_languages(embedder))
 
     def embed(self, items: Sequence[tuple[int, str]]) -> None:
         """Store a vector for each (memory rowid, text), embedding only texts the cache
         does not hold yet."""
         e = self.embedder
+        items = [(rowid, text) for rowid, text in items if self.reader.reads(text)]
         if not items:
             return
         shas = [text_sha256(text) for _, text in items]
@@ -108,8 +113,11 @@ class MemoryVectors:
 
     def nearest(self, query: str, where: str, args: Sequence[Any], k: int) -> dict[int, float]:
         """rowid → cosine similarity of the (at most ``k``) records matching ``where``
-        nearest the query, leaving out those below ``min_similarity``."""
+        nearest the query, leaving out those below ``min_similarity``; none for a query in
+        a language the model does not read."""
         e = self.embedder
+        if not self.reader.reads(query):
+            return {}
         self.backfill(where, args)
         rows = self.db.query(
             "SELECT m.rowid, v.vector FROM memories m JOIN memory_vectors v ON v.memory_rowid = m.rowid "
