@@ -413,3 +413,31 @@ def test_memories_and_file_chunks_the_model_does_not_read_get_no_vector(store_ta
         assert mem.memories.search("how does Maya take her coffee?")[0].content == "Maya takes her coffee black"
         assert mem.files.search("roll back a release", limit=1)[0].path.endswith("runbook.md")
         assert len(emb.texts) > seen and not _han_heavy(emb.texts)  # English queries did
+
+
+def test_the_cli_takes_a_model_folder_from_lossless_embedder(store_target: StoreTarget, tmp_path: Path) -> None:
+    """A multilingual folder named by LOSSLESS_EMBEDDER serves the CLI (and so serve and
+    mcp): Chinese is embedded and found by its vector; LOSSLESS_EMBEDDER_LANGUAGES says
+    what a folder without a card reads; a folder that does not exist is a one-line error."""
+    db = str(store_target("folder"))
+    multi = tiny_model(tmp_path / "multi", card="multilingual")
+    bare = tiny_model(tmp_path / "bare", card=None)
+
+    def cli(embedder: str, *args: str, languages: str = "") -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "LOSSLESS_HOME": str(tmp_path / "home"), "LOSSLESS_EMBEDDER": embedder,
+               "LOSSLESS_EMBEDDER_LANGUAGES": languages}
+        return subprocess.run([sys.executable, "-m", "lossless", "--db", db, *args], capture_output=True,
+                              text=True, env=env, timeout=300, check=False)
+
+    assert cli("none", "add", "c", "--role", "user", "--content", PARK_ZH).returncode == 0
+    done = cli(str(multi), "--json", "embed", "c")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["embedded"] == {"c": 1}
+    found = json.loads(cli(str(multi), "search", "c", PARK_ZH, "--mode", "semantic", "--json").stdout)
+    assert "vector" in {h["matched"] for h in found["hits"]} or "both" in {h["matched"] for h in found["hits"]}
+    doctor = json.loads(cli(str(bare), "doctor", "--quick", "--json", languages="zh,en").stdout)
+    said = [c["detail"] for c in doctor["checks"] if c["name"] == "embedder"]
+    assert len(said) == 1 and "reads en, zh" in said[0], said
+    missing = cli(str(tmp_path / "nope"), "search", "c", "公园")
+    assert missing.returncode != 0 and "Traceback" not in missing.stderr
+    assert "LOSSLESS_EMBEDDER must be auto, local, none or a model folder" in missing.stderr

@@ -486,13 +486,23 @@ embedder_log = logging.getLogger("lossless.embedder")
 
 def _auto_embedder() -> Embedder | None:
     """``$LOSSLESS_EMBEDDER``: ``none`` (keyword recall only), ``local`` (insist on the
-    local model), else ``auto``: the local model when its extra is installed."""
+    local model), a model folder (a sentence-transformers BERT or XLM-RoBERTa folder, run
+    without torch; ``$LOSSLESS_EMBEDDER_LANGUAGES`` — ``any`` or codes such as ``zh,en`` —
+    says what it reads where its model card does not), else ``auto``: the local model when
+    its extra is installed."""
     global _warned_keyword_only
     from lossless.embed.local import LocalEmbedder, local_embedder_available
 
-    choice = os.environ.get("LOSSLESS_EMBEDDER", "auto").strip().lower() or "auto"
+    raw = os.environ.get("LOSSLESS_EMBEDDER", "auto").strip()
+    choice = raw.lower() or "auto"
     if choice not in ("auto", "none", "local"):
-        raise ValidationError(f"LOSSLESS_EMBEDDER must be auto, local or none; got {choice!r}")
+        folder = Path(raw).expanduser()
+        if not folder.is_dir():
+            raise ValidationError(f"LOSSLESS_EMBEDDER must be auto, local, none or a model folder; got {raw!r} "
+                                  "(no such folder)")
+        said = os.environ.get("LOSSLESS_EMBEDDER_LANGUAGES", "").replace(",", " ").split()
+        languages: str | list[str] | None = "any" if [x.lower() for x in said] == ["any"] else (said or None)
+        return LocalEmbedder(folder, languages=languages)
     if choice == "none":
         return None
     if choice == "local" or local_embedder_available():

@@ -238,7 +238,7 @@ def check_embedder(memory: Memory | None, *, probe: bool) -> Check:
                      f"{install} (the local all-MiniLM-L6-v2 model, offline)")
     e = memory.embedder
     name = f"{e.provider} {e.model}, {_reads(memory)}"
-    if installed is False and e.provider != "openai":
+    if installed is False and e.provider != "openai" and getattr(e, "path", None) is None:  # not a folder of one's own
         name += f" ({_model_missing()[0] or 'the packaged model is not installed'})"
     if not probe:
         return Check("installed", "embedder", "ok", f"{name} (not loaded: --quick)")
