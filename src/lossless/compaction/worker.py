@@ -494,11 +494,11 @@ class Worker:
             cut_before = recaller.index_store.progress(cid)[0]
             recaller.cut_units(cid, limit=CUT_BATCH)
             cut = recaller.index_store.progress(cid)[0] - cut_before
-            embedded = recaller.embed_pending(cid, limit=EMBED_BATCH)
+            passed = recaller.embed_units(cid, limit=EMBED_BATCH)
             with self.stats.lock:
-                self.stats.units_embedded += embedded
+                self.stats.units_embedded += passed.vectors  # not those left keyword-only (language)
                 self.stats.messages_indexed += max(0, cut)
-            if cut <= 0 and embedded == 0:
+            if cut <= 0 and passed.units == 0:
                 return True
             self.backlog.heartbeat(cid, owner, self.lease_seconds)
             if should_stop():
