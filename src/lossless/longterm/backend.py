@@ -66,7 +66,7 @@ def memory_backend(store: Any) -> MemoryBackend:
 
 
 class SQLiteMemoryBackend(SQLiteRunner):
-    """Memories in the SQLite file: FTS5 (unicode61 + trigram) keyword indexes. Queries
+    """Memories in the SQLite file: an FTS5 unicode61 keyword index (CJK runs as bigrams). Queries
     and transactions are the :class:`SQLiteRunner`'s."""
 
     greatest = "max"

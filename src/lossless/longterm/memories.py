@@ -439,7 +439,7 @@ class Memories:
         record counts as a use (``last_used_at``, ``use_count``).
 
         Relevance is the share of the query's terms a record contains (words through the
-        unicode61 FTS5 index, CJK bigrams through the trigram index and LIKE; see
+        unicode61 FTS5 index, CJK runs as character bigrams in the same index; see
         :mod:`lossless.longterm.relevance`), fused with the cosine similarity of its vector
         when there is an embedder (weight ``vector_weight``; a record found only by its
         vector needs ``min_similarity``), then scaled modestly by importance (×0.8–1.0)
