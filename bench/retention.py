@@ -122,6 +122,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,7 @@ from retention_report import (
     four_sets,
     plot,
     report,
+    table,
     target_check,
 )
 from retention_systems import (
@@ -170,6 +172,7 @@ from retention_text import (
     score,
     words,
 )
+from tier_yield import tier_scores, yield_rows
 
 import lossless
 from lossless.core.tokens import count_chat_tokens
@@ -267,6 +270,11 @@ def _score(view: ContextView, t: Target) -> dict[str, float | None]:
     return score(view, t.evidence, t.reference, t.phrases)
 
 
+def _headline(view: ContextView, t: Target) -> float | None:
+    """The set's headline metric: memory_recall with key phrases (MADial), else answer_recall."""
+    return _score(view, t)["memory_recall" if t.phrases is not None else "answer_recall"]
+
+
 def evaluate_chat(run: ChatRun, systems: Sequence[str], budgets: Sequence[int], skips: Skips, *,
                   label: dict[str, str] | None = None, references: bool = True) -> list[dict[str, Any]]:
     """One record per (question, system, budget), plus (with ``references``) one per
@@ -289,8 +297,8 @@ def evaluate_chat(run: ChatRun, systems: Sequence[str], budgets: Sequence[int], 
         for budget in budgets:
             for system in (*systems, *extra):
                 t0 = time.perf_counter()
-                msgs, tokens, tiers = (build_evidence(run, t.seqs, budget) if system == EVIDENCE
-                                       else BUILDERS[system](run, q.question, budget))
+                msgs, tokens, tiers, items = (build_evidence(run, t.seqs, budget) if system == EVIDENCE
+                                              else BUILDERS[system](run, q.question, budget))
                 ms = (time.perf_counter() - t0) * 1000
                 name = (label or {}).get(system, system)
                 billed = count_chat_tokens(run.mem.counter, msgs)
@@ -298,8 +306,12 @@ def evaluate_chat(run: ChatRun, systems: Sequence[str], budgets: Sequence[int], 
                     skips.budget_violations.append({"question": q.key, "system": name, "budget": budget,
                                                     "reported": tokens, "counted": billed})
                 view = ContextView.of(msgs, billed, ms, t.exclude)
+                extra_fields: dict[str, Any] = {"tiers": tiers} if tiers is not None else {}
+                if items is not None:
+                    extra_fields["tier_scores"] = tier_scores(msgs, items, billed, run.mem.counter, t.exclude,
+                                                              partial(_headline, t=t))
                 records.append({**base, "system": name, "budget": budget, "tokens": billed, "ms": round(ms, 3),
-                                **_score(view, t), **({"tiers": tiers} if tiers is not None else {})})
+                                **_score(view, t), **extra_fields})
         if references and len(questions) > 1 and (n % 5 == 0 or n == len(questions)):
             print(f"  chat {run.chat.number}: {n}/{len(questions)} questions", file=sys.stderr, flush=True)
     return records
@@ -570,6 +582,7 @@ def _result(args: argparse.Namespace, name: str, shape: SetShape, chats: list[in
         "questions": records,
     }
     result["versus"] = beats(result)
+    result["tier_yield"] = {s: yield_rows(records, s, budgets) for s in (s for s in systems if s.startswith("lossless"))}
     return result
 
 
@@ -578,6 +591,12 @@ def _print(result: dict[str, Any], skips: Skips) -> None:
     print(f"\n===== {result['config']['set']} =====\n")
     print(report(result))
     print("\n" + compact(result))
+    metric = "memory_recall" if result["config"]["set"] == "madial" else "answer_recall"
+    for system, rows in result.get("tier_yield", {}).items():
+        if rows:
+            heads = [f"{h}@{b}" for b in result["config"]["budgets"] for h in ("tokens", "alone", "only", "yield")]
+            print(f"\n{system} tier yield ({metric}: alone = the tier's text alone, only = lost without it, "
+                  "yield = alone per 100 tokens)\n" + table("tier", rows, heads))
     print(f"\n{n} questions from {len(result['config']['chats'])} chats ({result['config']['set']}); skipped "
           f"without evidence: {sum(skips.no_evidence.values())} {dict(sorted(skips.no_evidence.items()))}; unknown "
           f"evidence ids: {len(skips.unknown_ids)}; without reference words: {len(skips.no_reference)}; "

@@ -126,11 +126,13 @@ def _batches(chat: beam.BeamChat) -> list[tuple[int, ...]]:
 
 class Built(NamedTuple):
     """A context as a system returned it: messages, their size, and (lossless only)
-    the tokens each tier took (``ctx.tier_tokens()``)."""
+    the tokens each tier took (``ctx.tier_tokens()``) and where each part came from
+    (``ctx.items``, for ``bench/tier_yield.py``)."""
 
     messages: list[Any]
     tokens: int
     tiers: dict[str, int] | None = None
+    items: tuple[Any, ...] | None = None
 
 
 Builder = Callable[["ChatRun", str, int], Built]
@@ -138,7 +140,7 @@ Builder = Callable[["ChatRun", str, int], Built]
 
 def build_lossless(run: ChatRun, question: str, budget: int) -> Built:
     ctx = run.conv.assemble(budget_tokens=budget, query=question)
-    return Built(list(ctx.messages), ctx.tokens, ctx.tier_tokens())
+    return Built(list(ctx.messages), ctx.tokens, ctx.tier_tokens(), ctx.items)
 
 
 def build_recent(run: ChatRun, question: str, budget: int) -> Built:

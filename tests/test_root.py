@@ -117,8 +117,8 @@ def _long_conversation(path: str) -> None:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(extra=st.integers(0, 6000), query=st.sampled_from([None, "", "service port", "the deploy checklist"]))
-def test_at_any_budget_the_root_fits_it_is_there_and_the_budget_holds(tmp_path_factory: pytest.TempPathFactory,
-                                                                       extra: int, query: str | None) -> None:
+def test_at_any_budget_the_root_fits_it_is_there_or_named_and_the_budget_holds(
+        tmp_path_factory: pytest.TempPathFactory, extra: int, query: str | None) -> None:
     path = str(tmp_path_factory.getbasetemp() / "root-property.db")
     _long_conversation(path)
     with lossless.open(path, embedder=None, compaction="inline", auto_compact=False, **SMALL) as mem:
@@ -128,7 +128,12 @@ def test_at_any_budget_the_root_fits_it_is_there_and_the_budget_holds(tmp_path_f
         budget = _root_only_cost(root, mem.counter) + extra
         ctx = conv.assemble(budget_tokens=budget, query=query)
         assert ctx.tokens <= budget
-        assert [i.ref for i in ctx.items if i.tier == "root"] == [root.id]
+        roots = [i.ref for i in ctx.items if i.tier == "root"]
+        if query:  # with a question a root over its share may give way to recall (issue 27): its id stays
+            text = "\n".join(str(m["content"]) for m in ctx.messages)
+            assert roots == [root.id] or (not roots and f'lcm_expand("{root.id}")' in text)
+        else:
+            assert roots == [root.id]
         shown = sorted((i.first_seq, i.last_seq) for i in ctx.items if i.tier == "summary")
         assert all(a[1] < b[0] for a, b in itertools.pairwise(shown))  # a cut: no summary twice
 

@@ -7,9 +7,12 @@ Tiers, in priority order (DESIGN.md, seed 000's budget table):
           is larger than the budget)
   P1      recent frontier summaries, newest first
   P2      the root: the whole-conversation root compaction writes (seeds 000 and 001:
-          placed first and never dropped; abridged only past ``root_share`` of the budget), or
+          placed first and never dropped; abridged only past ``root_share`` of the budget;
+          with a question, one that does not fit that share gives way to recall, named by
+          a pointer, unless it holds more of the question than what it would push out), or
           without one, the oldest frontier summary, covering the start of the history
-  P3      recall: older messages matching the query, with their dates
+  P3      recall: older messages matching the query, under a line per date, each headed by
+          its id and speaker
 Each tier first takes up to its share of the budget; what a tier leaves unused goes to the
 others in the same order. The result is checked against the budget with the configured
 tokenizer and trimmed from the lowest priority if joining pieces cost a token more

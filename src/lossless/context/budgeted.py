@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING
 
 from lossless.compaction.engine import tool_groups
 from lossless.context.inputs import History, Sources
-from lossless.context.pieces import MEMORY_HEADER, RECALL_HEADER, SEP, backlog_line, memory_blocks
+from lossless.context.pieces import (
+    MEMORY_HEADER,
+    SEP,
+    backlog_line,
+    memory_blocks,
+    recall_block,
+    root_pointer,
+)
 from lossless.context.tiers import (
     FilesTier,
     MemoriesTier,
@@ -86,15 +93,21 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     room = budget - REPLY_PRIMING
     if room <= MESSAGE_OVERHEAD:
         return AssembledContext(messages=[], tokens=0, budget_tokens=budget)
+    asked = bool(query and query.strip())
     root = RootTier(history.root, sources.summaries, fixed=True) if history.root is not None else None
     placed = 0  # what the root took before the plan (its later growth counts as the tiers' spending)
+    root_pointer_room = 0  # held back for the line that stands for a root left out
     if root is not None:  # the whole-conversation root first (seed 001: priority 0, never truncated) ...
         overhead = MESSAGE_OVERHEAD + view.counter.count(MEMORY_HEADER) + 2
-        placed = root.place(max(0, room - overhead), view.config.root_share)  # ... abridged past its share
+        # ... abridged past its share; with a question, a root that does not fit its share
+        # waits for what recall leaves (a pointer says where it is meanwhile)
+        placed = root.place(max(0, room - overhead), view.config.root_share, at_least=not asked)
         room -= placed
+        if root.piece is None and root.node is not None:
+            root_pointer_room = min(view.piece_cost(root_pointer(root.node)), max(0, room - overhead) // 4)
+            room -= root_pointer_room
     pinned = PinnedTier(history.pinned, view)
     room -= pinned.take(room)
-    asked = bool(query and query.strip())
     want_recall = asked and (history.covered > 0 or len(history.raw) > 0)
     records = sources.records_for(query) if query and asked else []
     hits = sources.hits_for(query) if query and asked else []
@@ -129,6 +142,8 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     fallback = raw[-1].seq + 1 if raw else history.covered + 1
     recall = RecallTier(sources.recalled, history.cid, query if want_recall else None, tail, fallback)
     spent += recall.take(plan.body_room - spent)
+    if query and want_recall:  # a root left out for its cost may still carry the answer
+        spent += root.contest(recall, query)
     # room recall did not use flows to the memories and file chunks a share cut short,
     # then to the summaries and the root (recall's messages are not in them: nothing twice)
     late: tuple[Tier, ...] = (memories, files, summaries, root, tail) if want_recall else (
@@ -139,7 +154,7 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     if want_recall and tail.spent:
         spent -= recall.drop_shown()  # (nothing twice: the tail may have grown over recalled messages)
     pointers = PointersTier(view, frontier, raw, history.backlog, summaries=summaries, root=root, tail=tail)
-    pointers.take(plan.body_room + plan.pointer_room + plan.backlog_room - spent)
+    pointers.take(plan.body_room + plan.pointer_room + plan.backlog_room + root_pointer_room - spent)
 
     parts = _Parts(pinned, root, summaries, pointers, recall, tail, memories, files)
     ladder: list[Tier] = sorted([pinned, tail, NewestUnitTier(tail), summaries, root, memories, files, recall,
@@ -184,9 +199,8 @@ class _Parts:
             blocks.append(piece.text)
             items.append(piece.item)
         if self.recall.pieces:
-            ordered = sorted(self.recall.pieces, key=lambda p: p.item.first_seq)
-            blocks.append(RECALL_HEADER + "\n" + "\n".join(p.text for p in ordered))
-            items.extend(p.item for p in ordered)
+            blocks.append(recall_block(self.recall.pieces))
+            items.extend(sorted((p.item for p in self.recall.pieces), key=lambda i: i.first_seq))
         if blocks:
             messages.append({"role": "system", "content": MEMORY_HEADER + SEP + SEP.join(blocks)})
         for chats, unit, cost in reversed(self.tail.shown):

@@ -7,10 +7,12 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from lossless.context.pieces import MIN_ABRIDGED, Piece
+from lossless.context.excerpt import excerpt_around, query_terms, shared_terms
+from lossless.context.pieces import MIN_ABRIDGED, RECALL_HEADER, Piece
 from lossless.context.shown import MessageView
 from lossless.core.errors import EmbedderError
-from lossless.core.render import message_header, neutralise_tags
+from lossless.core.importance import score_message
+from lossless.core.render import format_time, neutralise_tags
 from lossless.core.textfit import fit_text
 from lossless.core.types import ContextItem, Message
 from lossless.recall.rerank import rerank_order
@@ -19,25 +21,70 @@ from lossless.store.base import SearchSpec, Store
 if TYPE_CHECKING:
     from lossless.recall.hybrid import Recaller
 
-__all__ = ["RecalledMessages"]
+__all__ = ["RecalledMessages", "day_line", "recall_cost"]
 
 log = logging.getLogger("lossless")
 _READ_AHEAD = 32  # recalled messages read per query, in rank order
+_MIN_LINE = 8  # the least a whole recalled message's line costs (an excerpt needs MIN_ABRIDGED)
 
 
 class _Packing:
-    """The recalled pieces chosen so far and the room they leave."""
+    """The recalled pieces chosen so far, the date lines they open and the room left."""
 
-    def __init__(self, room: int) -> None:
+    def __init__(self, room: int, view: MessageView) -> None:
         self.pieces: list[Piece] = []
         self.ids: set[str] = set()
+        self.groups: set[str] = set()
         self.left = room
+        self.view = view
+
+    def opening(self, group: str) -> int:
+        """What a piece under ``group`` pays for the date line: nothing once it is there."""
+        return 0 if group in self.groups else self.view.piece_cost(group)
 
     def add(self, piece: Piece | None) -> None:
         if piece is not None and piece.item.ref not in self.ids:
-            self.pieces.append(piece)
+            extra = self.opening(piece.group)
+            self.pieces.append(replace(piece, item=replace(piece.item, tokens=piece.tokens + extra)))
             self.ids.add(piece.item.ref)
-            self.left -= piece.tokens
+            self.groups.add(piece.group)
+            self.left -= piece.tokens + extra
+
+
+def day_line(msg: Message) -> str:
+    """The line recalled messages of one date are shown under: ``[2024-01-18]``."""
+    return f"[{format_time(msg.created_at)[:10]}]"
+
+
+def recall_cost(view: MessageView, pieces: list[Piece]) -> int:
+    """What the recall block of ``pieces`` costs: its header, each message's line and
+    each date line once (0 without pieces)."""
+    if not pieces:
+        return 0
+    groups = {p.group for p in pieces if p.group}
+    return (view.piece_cost(RECALL_HEADER) + sum(p.tokens for p in pieces)
+            + sum(view.piece_cost(g) for g in groups))
+
+
+def _head_cut(short: str, body: str) -> bool:
+    """Whether ``short`` (what :func:`fit_text` made of ``body``) is nothing, or the head of
+    one sentence cut at its end ("…" added), not whole sentences."""
+    if not short:
+        return True
+    return short.endswith("…") and short not in body and short[:-1].rstrip() in body
+
+
+def _filler(msg: Message) -> bool:
+    """Nothing but acknowledgement, greeting or laughter (bare assent such as "yes" is not:
+    it may answer the question next to it)."""
+    return any(r.label == "chitchat" for r in score_message(msg).reasons)
+
+
+def _line_head(msg: Message) -> str:
+    """``#149 user:`` (``#149 user Ann:`` with a name): the message's id in the
+    conversation and who said it; its date is on the line above."""
+    who = msg.role if not msg.name else f"{msg.role} {' '.join(msg.name.replace('[', '(').replace(']', ')').split())}"
+    return f"#{msg.seq} {who}:"
 
 
 class RecalledMessages:
@@ -137,23 +184,24 @@ class RecalledMessages:
             return []
         cfg = self.view.config
         ranked = self._ranked(cid, query, shown_from, room, shown_ids)
-        packed = _Packing(room)
+        packed = _Packing(room, self.view)
         whole_cap = max(MIN_ABRIDGED, int(room * cfg.recall_whole_share))
         per_item = max(MIN_ABRIDGED * 2, min(int(room * cfg.recall_item_share), cfg.recall_item_max_tokens))
         skipped: list[tuple[Message, bool]] = []
         placed: list[Message] = []
         read: dict[str, Message] = {}
         for rank, (mid, is_window) in enumerate(ranked):
-            if packed.left < MIN_ABRIDGED:
-                return packed.pieces
+            if packed.left < _MIN_LINE:
+                break  # (a short message may still fit whole where no excerpt would)
             if mid not in read:  # read a batch ahead: the room is often full before the list ends
                 read = self.store.messages_by_id([m for m, _ in ranked[rank : rank + _READ_AHEAD]])
             msg = read.get(mid)
             if msg is None or msg.seq >= shown_from:  # (None: not in the store any more)
                 continue
-            piece = self.piece(msg, query, min(whole_cap, packed.left), whole_only=True)
+            opening = packed.opening(day_line(msg))
+            piece = self.piece(msg, query, min(whole_cap, packed.left - opening), whole_only=True)
             if piece is None and rank < cfg.recall_lead_excerpts:  # the very best match is never crowded out
-                piece = self.piece(msg, query, min(per_item // (2 if is_window else 1), packed.left))
+                piece = self.piece(msg, query, min(per_item // (2 if is_window else 1), packed.left - opening))
             if piece is None:
                 skipped.append((msg, is_window))
                 continue
@@ -163,44 +211,55 @@ class RecalledMessages:
         for msg, is_window in skipped:
             if packed.left < MIN_ABRIDGED:
                 break
-            packed.add(self.piece(msg, query, min(per_item // (2 if is_window else 1), packed.left)))
+            packed.add(self.piece(msg, query, min(per_item // (2 if is_window else 1),
+                                                  packed.left - packed.opening(day_line(msg)))))
         return packed.pieces
 
     def _neighbours(self, cid: str, query: str, placed: list[Message], shown_from: int,
                     shown_ids: set[str] | frozenset[str], packed: _Packing, short: int) -> None:
         """The messages just before and after each placed match, in the matches' rank
         order, whole and only when they cost at most ``short`` tokens: a reply means
-        little without the question it answers."""
+        little without the question it answers. A neighbour that is nothing but an
+        acknowledgement or a greeting ("ok", "thanks!", 「嗯，好的。」: the importance
+        scorer's chit-chat) adds nothing to the match and stays out."""
         for msg in placed:
-            if packed.left < MIN_ABRIDGED:
+            if packed.left < _MIN_LINE:
                 return
             around = self.store.get_messages(cid, max(1, msg.seq - 1), min(msg.seq + 1, shown_from - 1))
             for near in around:
-                if near.seq == msg.seq or near.id in shown_ids or near.id in packed.ids or near.role == "tool":
+                if (near.seq == msg.seq or near.id in shown_ids or near.id in packed.ids or near.role == "tool"
+                        or _filler(near)):
                     continue
-                packed.add(self.piece(near, query, min(short, packed.left), whole_only=True))
+                packed.add(self.piece(near, query, min(short, packed.left - packed.opening(day_line(near))),
+                                      whole_only=True))
 
     def piece(self, msg: Message, query: str, cap: int, *, whole_only: bool = False) -> Piece | None:
-        """One recalled message: whole when it fits ``cap``, else (unless ``whole_only``)
-        cut to ``cap`` keeping the sentences that share the query's words."""
+        """One recalled message as its line (``#seq role: text``, under its date line,
+        which ``cap`` does not include): whole when it fits ``cap``, else (unless
+        ``whole_only``) cut to ``cap`` keeping the sentences that share the query's words."""
         view = self.view
         large = view.is_large(msg)
         body = neutralise_tags(view.body(msg))
-        header = message_header(msg)
-        header_cost = view.piece_cost(header)
-        text = f"{header} {body}"
+        head = _line_head(msg)
+        head_cost = view.piece_cost(head)
+        text = f"{head} {body}"
         # the stored count spares re-encoding a long message that cannot be shown whole
-        cost = view.piece_cost(text) if large or msg.token_count + header_cost <= cap + 8 else cap + 1
+        cost = view.piece_cost(text) if large or msg.token_count + head_cost <= cap + 8 else cap + 1
         if cost > cap:
             if whole_only:
                 return None
-            room = cap - header_cost - 4
+            room = cap - head_cost - 4
             short = fit_text(body, room, view.counter, focus=query,
                              tokens=None if large else msg.token_count) if room > 16 else ""
+            if _head_cut(short, body):  # not even one sentence fits: the clauses that match, if more of them
+                around = excerpt_around(body, query, room, view.counter)
+                terms = query_terms(query)
+                if around and shared_terms(around, terms) > shared_terms(short, terms):
+                    short = around
             if not short:
                 return None
-            text = f"{header} {short} …"
+            text = f"{head} {short}" if short.endswith("…") else f"{head} {short} …"
             cost = view.piece_cost(text)
             if cost > cap:
                 return None
-        return Piece(text, cost, ContextItem("recall", msg.id, cost, msg.seq, msg.seq))
+        return Piece(text, cost, ContextItem("recall", msg.id, cost, msg.seq, msg.seq), group=day_line(msg))

@@ -29,6 +29,7 @@ class AssemblyCaches:
     explored: dict[str, str] = field(default_factory=dict)  # message id -> what stands in for it
     role_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     task_tagged: dict[tuple[str, int, int], bool] = field(default_factory=dict)  # (cid, lo, hi) -> has a task's message
+    terms: dict[str, frozenset[str]] = field(default_factory=dict)  # summary id -> its words (excerpt.query_terms)
 
 
 class MessageView:

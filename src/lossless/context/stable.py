@@ -24,7 +24,9 @@ from lossless.context.pieces import (
     SEP,
     Piece,
     memory_blocks,
+    recall_block,
 )
+from lossless.context.recalled import recall_cost
 from lossless.context.shown import MessageView
 from lossless.core.config import Config
 from lossless.core.render import format_span
@@ -97,8 +99,7 @@ class _Question:
     def blocks(self) -> list[str]:
         blocks = memory_blocks(self.memories + self.files)
         if self.recalled:
-            ordered = sorted(self.recalled, key=lambda p: p.item.first_seq)
-            blocks.append(RECALL_HEADER + "\n" + "\n".join(p.text for p in ordered))
+            blocks.append(recall_block(self.recalled))
         return blocks
 
     def items(self) -> list[ContextItem]:
@@ -138,8 +139,7 @@ def _for_the_question(history: History, query: str, left: int, shown_from: int, 
     left -= memory_cost() + files_cost()
     out.recalled = sources.recalled.pieces(history.cid, query, shown_from, left - view.piece_cost(RECALL_HEADER),
                                            shown_ids)
-    if out.recalled:
-        left -= view.piece_cost(RECALL_HEADER) + sum(p.tokens for p in out.recalled)
+    left -= recall_cost(view, out.recalled)
     if left > 0 and records:
         before = memory_cost()
         out.memories = memory_pieces(view, records, before + left) or out.memories

@@ -33,8 +33,11 @@ class SummaryPieces:
     def hierarchical(self) -> bool:
         return self.view.config.strategy == "hierarchical"
 
-    def fit(self, node: Summary, room: int) -> str:
-        """The summary's text abridged to ``room`` tokens (remembered between calls)."""
+    def fit(self, node: Summary, room: int, focus: str | None = None) -> str:
+        """The summary's text abridged to ``room`` tokens (remembered between calls), the
+        sentences sharing ``focus``'s words first when given (not remembered)."""
+        if focus:
+            return fit_text(node.content, room, self.view.counter, focus=focus)
         cache = self.view.caches.abridged_summaries
         key = (node.id, room)
         text = cache.get(key)
@@ -45,8 +48,10 @@ class SummaryPieces:
             cache[key] = text
         return text
 
-    def piece(self, node: Summary, tier: Literal["summary", "root"], allowance: int) -> Piece | None:
-        """The summary whole if it fits ``allowance``, else abridged, else None."""
+    def piece(self, node: Summary, tier: Literal["summary", "root"], allowance: int,
+              focus: str | None = None) -> Piece | None:
+        """The summary whole if it fits ``allowance``, else abridged (its sentences that
+        share ``focus``'s words first, when given), else None."""
         piece_cost = self.view.piece_cost
         text = render_summary(node)
         cost = piece_cost(text)
@@ -56,7 +61,7 @@ class SummaryPieces:
         room = allowance - frame - 2
         if room < MIN_ABRIDGED:
             return None
-        short = self.fit(node, room)
+        short = self.fit(node, room, focus)
         if not short:
             return None
         text = render_summary(node, short, abridged=True)

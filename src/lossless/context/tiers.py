@@ -13,6 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Protocol
 
+from lossless.context.excerpt import query_terms
 from lossless.context.levels import finest_cut
 from lossless.context.lookups import file_pieces, files_block_cost, memory_pieces
 from lossless.context.pieces import (
@@ -22,8 +23,9 @@ from lossless.context.pieces import (
     Piece,
     ShownUnit,
     backlog_line,
+    root_pointer,
 )
-from lossless.context.recalled import RecalledMessages
+from lossless.context.recalled import RecalledMessages, recall_cost
 from lossless.context.shown import MessageView
 from lossless.context.summaries import SummaryPieces
 from lossless.core.render import format_span, render_summary
@@ -328,13 +330,54 @@ class RootTier:
         added, self.piece, self.spent = better.tokens - self.spent, better, better.tokens
         return added
 
-    def place(self, room: int, share: float) -> int:
+    def least_cost(self) -> int:
+        """What the root's least form costs: its frame and the shortest excerpt worth showing."""
+        if self.node is None:
+            return 0
+        return self.summaries.view.piece_cost(render_summary(self.node, "")) + MIN_ABRIDGED + 2
+
+    def contest(self, recall: RecallTier, query: str) -> int:
+        """With a question, a root left out for its cost comes in after all when its least
+        form, its sentences that share the question's words first, holds more of those
+        words than the recalled messages it would push out (the last ones packed, the
+        weakest), counting only words the rest of recall does not already show. The
+        tokens this adds (negative: it saved some), 0 when the root stays out."""
+        if self.node is None or self.piece is not None or not self.fixed or not recall.pieces:
+            return 0
+        view = self.summaries.view
+        terms = query_terms(query)
+        cache = view.caches.terms
+        if self.node.id not in cache:  # (a root is immutable: its words are read once)
+            if len(cache) >= 256:
+                cache.clear()
+            cache[self.node.id] = query_terms(self.node.content)
+        least = self.least_cost()
+        kept = list(recall.pieces)
+        while kept and recall_cost(view, kept) + least > recall.spent:
+            kept.pop()
+        shown = query_terms(" ".join(p.text for p in kept)) & terms
+        pushed_out = query_terms(" ".join(p.text for p in recall.pieces[len(kept):])) & terms - shown
+        if len((cache[self.node.id] & terms) - shown) <= len(pushed_out):
+            return 0  # not even the whole root would bring more of the question's words
+        piece = self.summaries.piece(self.node, "root", least, focus=query)
+        if piece is None or len((query_terms(piece.text) & terms) - shown) <= len(pushed_out):
+            return 0
+        while kept and recall_cost(view, kept) + piece.tokens > recall.spent:
+            kept.pop()  # (the piece may cost a little more than its least form)
+        before = recall.spent
+        recall.pieces, recall.spent = kept, recall_cost(view, kept)
+        self.piece, self.spent = piece, piece.tokens
+        return piece.tokens + recall.spent - before
+
+    def place(self, room: int, share: float, *, at_least: bool = True) -> int:
         """The whole-conversation root placed first, in ``room`` tokens: whole when it
         takes at most ``share`` of them (``root_share``), else abridged to that, or (a
-        budget so small that this says nothing) to the least that still says something;
-        the rest stays for the newest turn and what the question recalls."""
+        budget so small that this says nothing, and ``at_least``) to the least that still
+        says something; the rest stays for the newest turn and what the question
+        recalls. Without ``at_least`` (a question is asked) a root that does not fit its
+        share waits: it gets what recall leaves, else a pointer (:class:`PointersTier`)."""
         added = self.take(int(room * share))
-        if self.piece is None and self.node is not None:
+        if self.piece is None and self.node is not None and at_least:
             least = self.summaries.view.piece_cost(render_summary(self.node, "")) + MIN_ABRIDGED + 2
             step = MIN_ABRIDGED // 2
             while self.piece is None and least < room + step:  # the first sentence that fits says something
@@ -434,7 +477,7 @@ class RecallTier:
         header = self.recalled.view.piece_cost(RECALL_HEADER)
         self.pieces = self.recalled.pieces(self.cid, self.query, self.tail.recall_from(self.fallback_from),
                                            room - header, self.tail.shown_ids())
-        self.spent = header + sum(p.tokens for p in self.pieces) if self.pieces else 0
+        self.spent = recall_cost(self.recalled.view, self.pieces)
         return self.spent
 
     def drop_shown(self) -> int:
@@ -446,9 +489,8 @@ class RecallTier:
         kept = [p for p in self.pieces if p.item.first_seq < start and p.item.ref not in ids]
         if len(kept) == len(self.pieces):
             return 0
-        header = self.recalled.view.piece_cost(RECALL_HEADER)
         before, self.pieces = self.spent, kept
-        self.spent = header + sum(p.tokens for p in kept) if kept else 0
+        self.spent = recall_cost(self.recalled.view, kept)
         return before - self.spent
 
     def shrink(self) -> bool:
@@ -490,6 +532,8 @@ class PointersTier:
         lines: list[str] = []
         if self.backlog is not None and self.backlog[0] <= self.backlog[1]:
             lines.append(backlog_line(self.backlog))
+        if self.root.fixed and self.root.piece is None and self.root.node is not None:
+            lines.append(root_pointer(self.root.node))
         hidden = [s for s in self.frontier if s.id not in shown and not self.summaries.covers(s)]
         if hidden:
             ids = ", ".join(s.id for s in hidden[:6]) + (", …" if len(hidden) > 6 else "")
