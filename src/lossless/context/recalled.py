@@ -26,6 +26,7 @@ __all__ = ["RecalledMessages", "day_line", "recall_cost"]
 log = logging.getLogger("lossless")
 _READ_AHEAD = 32  # recalled messages read per query, in rank order
 _MIN_LINE = 8  # the least a whole recalled message's line costs (an excerpt needs MIN_ABRIDGED)
+_FILLER_MAX_TOKENS = 200  # no longer message is chit-chat (at most 80 characters, ~2 tokens each at worst)
 
 
 class _Packing:
@@ -74,10 +75,20 @@ def _head_cut(short: str, body: str) -> bool:
     return short.endswith("…") and short not in body and short[:-1].rstrip() in body
 
 
-def _filler(msg: Message) -> bool:
+def _filler(msg: Message, view: MessageView) -> bool:
     """Nothing but acknowledgement, greeting or laughter (bare assent such as "yes" is not:
-    it may answer the question next to it)."""
-    return any(r.label == "chitchat" for r in score_message(msg).reasons)
+    it may answer the question next to it). Only a short message can be (the scorer's
+    chit-chat is at most 80 characters): a longer one is not scored."""
+    if msg.token_count > _FILLER_MAX_TOKENS or msg.tool_calls:
+        return False
+    cache = view.caches.filler
+    found = cache.get(msg.id)
+    if found is None:
+        found = any(r.label == "chitchat" for r in score_message(msg).reasons)
+        if len(cache) >= 65536:
+            cache.clear()
+        cache[msg.id] = found
+    return found
 
 
 def _line_head(msg: Message) -> str:
@@ -190,8 +201,11 @@ class RecalledMessages:
         skipped: list[tuple[Message, bool]] = []
         placed: list[Message] = []
         read: dict[str, Message] = {}
+        last_look = len(ranked)  # below MIN_ABRIDGED left: one more batch is looked at for a short one
         for rank, (mid, is_window) in enumerate(ranked):
-            if packed.left < _MIN_LINE:
+            if packed.left < MIN_ABRIDGED:
+                last_look = min(last_look, rank + _READ_AHEAD)
+            if packed.left < _MIN_LINE or rank >= last_look:
                 break  # (a short message may still fit whole where no excerpt would)
             if mid not in read:  # read a batch ahead: the room is often full before the list ends
                 read = self.store.messages_by_id([m for m, _ in ranked[rank : rank + _READ_AHEAD]])
@@ -199,7 +213,8 @@ class RecalledMessages:
             if msg is None or msg.seq >= shown_from:  # (None: not in the store any more)
                 continue
             opening = packed.opening(day_line(msg))
-            piece = self.piece(msg, query, min(whole_cap, packed.left - opening), whole_only=True)
+            fits = msg.token_count <= min(whole_cap, packed.left - opening) + 8 or self.view.is_large(msg)
+            piece = self.piece(msg, query, min(whole_cap, packed.left - opening), whole_only=True) if fits else None
             if piece is None and rank < cfg.recall_lead_excerpts:  # the very best match is never crowded out
                 piece = self.piece(msg, query, min(per_item // (2 if is_window else 1), packed.left - opening))
             if piece is None:
@@ -228,7 +243,7 @@ class RecalledMessages:
             around = self.store.get_messages(cid, max(1, msg.seq - 1), min(msg.seq + 1, shown_from - 1))
             for near in around:
                 if (near.seq == msg.seq or near.id in shown_ids or near.id in packed.ids or near.role == "tool"
-                        or _filler(near)):
+                        or _filler(near, self.view)):
                     continue
                 packed.add(self.piece(near, query, min(short, packed.left - packed.opening(day_line(near))),
                                       whole_only=True))

@@ -30,6 +30,7 @@ class AssemblyCaches:
     role_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     task_tagged: dict[tuple[str, int, int], bool] = field(default_factory=dict)  # (cid, lo, hi) -> has a task's message
     terms: dict[str, frozenset[str]] = field(default_factory=dict)  # summary id -> its words (excerpt.query_terms)
+    filler: dict[str, bool] = field(default_factory=dict)  # message id -> nothing but acknowledgement
 
 
 class MessageView:

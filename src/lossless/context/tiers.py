@@ -340,8 +340,8 @@ class RootTier:
         """With a question, a root left out for its cost comes in after all when its least
         form, its sentences that share the question's words first, holds more of those
         words than the recalled messages it would push out (the last ones packed, the
-        weakest), counting only words the rest of recall does not already show. The
-        tokens this adds (negative: it saved some), 0 when the root stays out."""
+        weakest), counting only words the recalled text it leaves does not already
+        contain. The tokens this adds (negative: it saved some), 0 when the root stays out."""
         if self.node is None or self.piece is not None or not self.fixed or not recall.pieces:
             return 0
         view = self.summaries.view
@@ -351,16 +351,20 @@ class RootTier:
             if len(cache) >= 256:
                 cache.clear()
             cache[self.node.id] = query_terms(self.node.content)
+        in_root = cache[self.node.id] & terms
+        if not in_root:
+            return 0
         least = self.least_cost()
         kept = list(recall.pieces)
         while kept and recall_cost(view, kept) + least > recall.spent:
             kept.pop()
-        shown = query_terms(" ".join(p.text for p in kept)) & terms
-        pushed_out = query_terms(" ".join(p.text for p in recall.pieces[len(kept):])) & terms - shown
-        if len((cache[self.node.id] & terms) - shown) <= len(pushed_out):
+        pushed = query_terms(" ".join(p.text for p in recall.pieces[len(kept):])) & terms
+        kept_text = " ".join(p.text for p in kept).lower()  # (a word counts as shown where it occurs)
+        shown = {t for t in in_root | pushed if t in kept_text}
+        if len(in_root - shown) <= len(pushed - shown):
             return 0  # not even the whole root would bring more of the question's words
         piece = self.summaries.piece(self.node, "root", least, focus=query)
-        if piece is None or len((query_terms(piece.text) & terms) - shown) <= len(pushed_out):
+        if piece is None or len((query_terms(piece.text) & in_root) - shown) <= len(pushed - shown):
             return 0
         while kept and recall_cost(view, kept) + piece.tokens > recall.spent:
             kept.pop()  # (the piece may cost a little more than its least form)
