@@ -28,11 +28,11 @@ __all__ = ["fake_openai"]
 
 QUERY = "What dashboard colour did we decide on?"
 NEEDLES = {
-    3: "We debated the dashboard colour again: maybe red.",
+    3: "We debated the dashboard colour again this afternoon: maybe red, maybe orange, nobody agreed on it.",
     9: "Dashboard colour, dashboard colour, dashboard colour: still undecided between options.",
-    15: "Final decision on the dashboard colour: navy blue.",
+    15: "Final decision on the dashboard colour, after a long meeting with the design team: navy blue.",
 }
-BUDGET = 120  # room for one recalled message: the one ranked first
+BUDGET = 110  # room for one recalled message: the one ranked first
 
 
 def _open(target: str, **cfg: Any) -> lossless.Memory:

@@ -194,7 +194,8 @@ def test_conversations_stored_without_an_embedder_are_embedded_once_one_is_insta
             owed = mem.conversation(cid).backlog()
             assert (owed["messages_not_indexed"], owed["units_not_embedded"]) == (0, 0), cid
         assert mem.recaller.count_unembedded() == {"conversations": 0, "messages": 0, "units": 0}
-        assert mem.worker.stats.as_dict()["units_embedded"] >= 4  # the worker thread did it, not a search
+        assert mem.worker.stats.as_dict()["units_embedded"] >= 3  # the worker thread did it, not a search
+        # (3 texts: the two "Noted." share one vector, made once by its hash)
     with lossless.open(target) as mem:  # nothing stored since the look: the next open does not look again
         assert not mem.recaller.unembedded_unchecked() and not mem.worker.running
 
