@@ -27,12 +27,13 @@ from .fake_openai import FakeOpenAIServer, fake_openai
 __all__ = ["fake_openai"]
 
 QUERY = "What dashboard colour did we decide on?"
-NEEDLES = {
-    3: "We debated the dashboard colour again this afternoon: maybe red, maybe orange, nobody agreed on it.",
-    9: "Dashboard colour, dashboard colour, dashboard colour: still undecided between options.",
-    15: "Final decision on the dashboard colour, after a long meeting with the design team: navy blue.",
+PAD = " We also went over the release checklist, the onboarding flow and the holiday rota for the team."
+NEEDLES = {  # alike in length (~45 tokens), so a budget has room for one of them and not two
+    3: "We debated the dashboard colour again this afternoon: maybe red, maybe orange." + PAD,
+    9: "Dashboard colour, dashboard colour, dashboard colour: still undecided between options." + PAD,
+    15: "Final decision on the dashboard colour, after a long meeting: navy blue." + PAD,
 }
-BUDGET = 110  # room for one recalled message: the one ranked first
+BUDGET = 100  # room for one recalled message: the one ranked first
 
 
 def _open(target: str, **cfg: Any) -> lossless.Memory:

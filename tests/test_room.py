@@ -144,20 +144,48 @@ def _memories(n: int, newest: str) -> list[dict[str, Any]]:
     return out
 
 
-def test_with_a_question_at_512_tokens_the_newest_turn_stays_whole() -> None:
+def test_with_a_question_at_512_tokens_a_waiting_turn_stays_whole() -> None:
     """The root used to take its least form first (~130 tokens of 512), which left the
     newest user turn a third of its floor: it was dropped and only the reply after it
-    was shown. Now the root gives way, and the newest turn is whole."""
+    was shown. Now the root gives way, and a turn waiting for its answer is whole: the
+    newest message is the user's, or the question is the newest user message itself."""
     newest = ("Bart参加了一次远足活动，由于没有跟紧老师和同学，走错了路感到非常焦虑。最后他通过向工作人员"
               "问路顺利找到了老师和同学们，大家一起在山顶吃了午饭，看到了很美的风景。")  # ~94 tokens
     mem = lossless.open(":memory:", embedder=None, context_window=2048, compaction="inline")
     conv = mem.conversation("c")
-    conv.add_many(_memories(170, newest))
+    conv.add_many(_memories(170, newest)[:-1])  # the newest message is the user's: it waits
     assert conv.root() is not None
     ctx = conv.assemble(budget_tokens=512, query="你还记得我们去动物园吗？")
     assert ctx.tokens <= 512
-    assert [m["content"] for m in ctx.messages[-2:]] == [newest, "嗯，好的。"]
+    assert ctx.messages[-1]["content"] == newest
     assert _check_ids_and_dates(conv, ctx) >= 4
+    conv.add(role="assistant", content="嗯，好的。")
+    ctx = conv.assemble(budget_tokens=512, query=newest)  # answered, but it is the question
+    assert [m["content"] for m in ctx.messages[-2:]] == [newest, "嗯，好的。"]
+    mem.close()
+
+
+def test_with_a_question_and_no_turn_waiting_the_tail_reserves_nothing() -> None:
+    """A question asked about a conversation whose newest turn is answered (the newest
+    message is a reply): the newest turn is one more recent message, and the question's
+    matches come first. At 512 tokens that is more matches than when ~110 tokens were
+    held for a newest turn that says nothing about the question; the tail still grows
+    into what recall leaves, newest first."""
+    newest = ("Bart参加了一次远足活动，由于没有跟紧老师和同学，走错了路感到非常焦虑。最后他通过向工作人员"
+              "问路顺利找到了老师和同学们，大家一起在山顶吃了午饭，看到了很美的风景。")
+    mem = lossless.open(":memory:", embedder=None, context_window=2048, compaction="inline")
+    conv = mem.conversation("c")
+    conv.add_many(_memories(170, newest))
+    question = "你还记得我们去动物园吗？"
+    ctx = conv.assemble(budget_tokens=512, query=question)
+    assert ctx.tokens <= 512
+    shown = "\n".join(str(m["content"]) for m in ctx.messages)
+    assert newest not in shown
+    by_seq = {m.seq: m for m in conv.messages()}
+    recalled = [by_seq[i.first_seq].text for i in ctx.items if i.tier == "recall"]
+    assert len(recalled) >= 8 and all("动物园" in text for text in recalled), recalled
+    wide = conv.assemble(budget_tokens=4096, query=question)  # room recall leaves: the tail first
+    assert wide.messages[-2:] == [{"role": "user", "content": newest}, {"role": "assistant", "content": "嗯，好的。"}]
     mem.close()
 
 

@@ -37,6 +37,9 @@ from lossless.core.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, count_chat_tok
 from lossless.core.types import AssembledContext, ChatMessage, ContextItem
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from lossless.core.types import Message
     from lossless.files import FileHit
     from lossless.longterm import MemoryRecord
 
@@ -115,8 +118,15 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     allow = plan.allow
 
     frontier, raw = history.frontier, history.raw
+    # with a question and no turn waiting for its answer (the newest message is a reply,
+    # and the question is not the newest user message), the tail reserves nothing: what
+    # the question recalls comes first, then the tail grows, newest first, into the rest
+    # before anything else does (bench/README.md#room-per-tier)
+    pending = not want_recall or _pending_turn(raw, query)
+    if not pending:
+        allow["tail"] = 0
     tail = TailTier(tool_groups(raw), view, selective=view.config.strategy == "selective",
-                    turn_floor=plan.body_room // 4)
+                    turn_floor=plan.body_room // 4 if pending else 0)
     if root is None:  # no whole-conversation root yet: the oldest frontier summary stands in for it
         recent = frontier[1:] if len(frontier) > 1 else []
         root = RootTier(frontier[0] if frontier else None, sources.summaries)
@@ -146,8 +156,9 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
         spent += root.contest(recall, query)
     # room recall did not use flows to the memories and file chunks a share cut short,
     # then to the summaries and the root (recall's messages are not in them: nothing twice)
-    late: tuple[Tier, ...] = (memories, files, summaries, root, tail) if want_recall else (
-        memories, files, summaries, root)
+    late: tuple[Tier, ...] = (
+        (memories, files, summaries, root, tail) if pending else (tail, memories, files, summaries, root)
+    ) if want_recall else (memories, files, summaries, root)
     for taker in late:
         if plan.body_room - spent > 0:
             spent += taker.take(plan.body_room - spent)
@@ -165,6 +176,17 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
         messages, items = parts.compose()
         tokens = count_chat_tokens(view.counter, list(messages))
     return AssembledContext(messages=messages, tokens=tokens, budget_tokens=budget, items=tuple(items))
+
+
+def _pending_turn(raw: Sequence[Message], query: str | None) -> bool:
+    """Whether the newest turn waits for the model's answer: the newest message is not an
+    assistant's reply, or it is and the question is the newest user message itself."""
+    if not raw:
+        return False
+    if raw[-1].role != "assistant":
+        return True
+    newest_user = next((m for m in reversed(raw) if m.role == "user"), None)
+    return bool(query and newest_user is not None and query.strip() == newest_user.text.strip())
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,8 @@ class TailTier:
 
     def take(self, room: int) -> int:
         if not self.turn_placed:
+            if room <= 0 and self.turn_floor <= 0:
+                return 0  # nothing reserved: the newest turn waits for the room the tail gets later
             self.turn_placed = True
             added = self._take_newest_turn(room)
         else:
