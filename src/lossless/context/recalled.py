@@ -16,6 +16,7 @@ from lossless.core.render import format_time, neutralise_tags
 from lossless.core.textfit import fit_text
 from lossless.core.types import ContextItem, Message
 from lossless.recall.rerank import rerank_order
+from lossless.recall.speakers import lean_to_speakers
 from lossless.store.base import SearchSpec, Store
 
 if TYPE_CHECKING:
@@ -112,7 +113,8 @@ class RecalledMessages:
         it came with a window (a question-and-answer pair). Depth follows the room: as many
         candidates as the room could hold short messages (at most ``recall_depth``, which
         bounds the work), kept while their score is at least ``recall_score_floor`` of the
-        best one's."""
+        best one's. Among the best, those written by a person the question names come
+        first among near-equals (:mod:`lossless.recall.speakers`)."""
         cfg = self.view.config
         depth = min(cfg.recall_depth, max(24, room // 16))
         spec = SearchSpec(query=query, conversation_ids=(cid,), kinds=("message",), max_seq=shown_from - 1,
@@ -127,6 +129,7 @@ class RecalledMessages:
                 log.warning("lossless: %s; recall falls back to keyword search", exc)
         if candidates is None:
             candidates = [((h.id,), False, h.score) for h in self.store.search(replace(spec, mode="fts"))]
+        candidates = lean_to_speakers(self.store, query, candidates)
         best = max((score for _, _, score in candidates), default=0.0)
         floor = best * cfg.recall_score_floor if best > 0 else float("-inf")
         kept: list[tuple[tuple[str, ...], bool]] = []
