@@ -93,7 +93,7 @@ def test_with_a_question_the_room_summaries_leave_goes_to_recall_not_older_tail(
     ctx = conv.assemble(budget_tokens=budget, query="lighthouse trip")
     tiers = ctx.tier_tokens()
     # more matches than fit: the tail stays at its share (the newest turn is one short message)
-    assert tiers["fresh_tail"] <= int(budget * mem.config.tail_share) + 40
+    assert tiers.get("fresh_tail", 0) <= int(budget * mem.config.tail_share) + 40
     assert tiers["recall"] > 0.6 * budget
     ids = [i.ref for i in ctx.items]
     assert len(ids) == len(set(ids))

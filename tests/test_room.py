@@ -184,7 +184,8 @@ def test_with_a_question_and_no_turn_waiting_the_tail_reserves_nothing() -> None
     by_seq = {m.seq: m for m in conv.messages()}
     recalled = [by_seq[i.first_seq].text for i in ctx.items if i.tier == "recall"]
     assert len(recalled) >= 8 and all("动物园" in text for text in recalled), recalled
-    wide = conv.assemble(budget_tokens=4096, query=question)  # room recall leaves: the tail first
+    # room recall leaves (a question few messages match): the tail grows into it first
+    wide = conv.assemble(budget_tokens=4096, query="你还记得海边吗？")
     assert wide.messages[-2:] == [{"role": "user", "content": newest}, {"role": "assistant", "content": "嗯，好的。"}]
     mem.close()
 

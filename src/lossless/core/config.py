@@ -112,12 +112,14 @@ class Config:
     mmr_lambda: float | None = None  # diversify recall hits (1 = relevance only); None: off
     # recall's depth follows its room: it looks at as many matches as the room could hold
     # short messages (at most ``recall_depth``, a bound on the work) and keeps those scoring
-    # at least ``recall_score_floor`` of the best match. It packs them in passes: every one
+    # at least ``recall_score_floor`` of the best match (0: every match the depth reaches; a
+    # floor of 0.1 left chit-chat's room at 4096 to the tail and summaries while matches
+    # were left out: 0.815 -> 0.882 keyword-only: bench/README.md#room-per-tier). It packs them in passes: every one
     # that fits whole within ``recall_whole_share`` of the recall room, then their short
     # neighbours, then excerpts of the rest (each cut to ``recall_item_share`` of the room,
     # at most ``recall_item_max_tokens``)
     recall_depth: int = 400
-    recall_score_floor: float = 0.1
+    recall_score_floor: float = 0.0
     # a second keyword round with the words of the best N matches added to the question
     # (pseudo-relevance feedback), its matches interleaved after the first N: on chit-chat
     # multi-hop answers +0.03/+0.07 at 2048/4096 but open inference -0.03, overall level
