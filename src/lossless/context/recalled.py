@@ -27,6 +27,9 @@ __all__ = ["RecalledMessages", "day_line", "recall_cost"]
 log = logging.getLogger("lossless")
 _READ_AHEAD = 32  # recalled messages read per query, in rank order
 _MIN_LINE = 8  # the least a whole recalled message's line costs (an excerpt needs MIN_ABRIDGED)
+# matches scoring at least this share of the best one are packed (with their neighbours and
+# excerpts) before the weaker ones are looked at
+STRONG_MATCH = 0.1
 _FILLER_MAX_TOKENS = 200  # no longer message is chit-chat (at most 80 characters, ~2 tokens each at worst)
 
 
@@ -108,13 +111,15 @@ class RecalledMessages:
         self.recaller = recaller
 
     def _ranked(self, cid: str, query: str, shown_from: int, room: int,
-                shown_ids: set[str] | frozenset[str]) -> list[tuple[str, bool]]:
+                shown_ids: set[str] | frozenset[str]) -> tuple[list[tuple[str, bool]], int]:
         """Message ids not shown yet that match the query, in rank order, each with whether
-        it came with a window (a question-and-answer pair). Depth follows the room: as many
-        candidates as the room could hold short messages (at most ``recall_depth``, which
-        bounds the work), kept while their score is at least ``recall_score_floor`` of the
-        best one's. Among the best, those written by a person the question names come
-        first among near-equals (:mod:`lossless.recall.speakers`)."""
+        it came with a window (a question-and-answer pair), and how many of them, first,
+        are strong matches (scoring at least :data:`STRONG_MATCH` of the best one). Depth
+        follows the room: as many candidates as the room could hold short messages (at
+        most ``recall_depth``, which bounds the work), kept while their score is at least
+        ``recall_score_floor`` of the best one's. Among the best, those written by a
+        person the question names come first among near-equals
+        (:mod:`lossless.recall.speakers`)."""
         cfg = self.view.config
         depth = min(cfg.recall_depth, max(24, room // 16))
         spec = SearchSpec(query=query, conversation_ids=(cid,), kinds=("message",), max_seq=shown_from - 1,
@@ -133,11 +138,14 @@ class RecalledMessages:
         best = max((score for _, _, score in candidates), default=0.0)
         floor = best * cfg.recall_score_floor if best > 0 else float("-inf")
         kept: list[tuple[tuple[str, ...], bool]] = []
+        strong: set[str] = set()
         for ids, is_window, score in candidates:
             if score < floor:
                 break  # ranked best first: the rest match too weakly to be worth their room
             if any(mid not in shown_ids for mid in ids):
                 kept.append((ids, is_window))
+                if score >= best * STRONG_MATCH:
+                    strong.update(ids)
         ranked: dict[str, bool] = {}
         for ids, is_window in self._reranked(query, kept):
             for mid in ids:
@@ -145,7 +153,9 @@ class RecalledMessages:
                     ranked[mid] = is_window
         if cfg.recall_second_round and ranked and len(ranked) < depth:
             self._second_round(spec, list(ranked)[: cfg.recall_second_round], ranked, shown_ids, depth)
-        return list(ranked.items())
+        items = list(ranked.items())
+        first = [item for item in items if item[0] in strong]
+        return first + [item for item in items if item[0] not in strong], len(first)
 
     def _second_round(self, spec: SearchSpec, top: list[str], ranked: dict[str, bool],
                       shown_ids: set[str] | frozenset[str], depth: int) -> None:
@@ -197,10 +207,21 @@ class RecalledMessages:
         if room < MIN_ABRIDGED or shown_from <= 1:
             return []
         cfg = self.view.config
-        ranked = self._ranked(cid, query, shown_from, room, shown_ids)
+        ranked, strong = self._ranked(cid, query, shown_from, room, shown_ids)
         packed = _Packing(room, self.view)
         whole_cap = max(MIN_ABRIDGED, int(room * cfg.recall_whole_share))
         per_item = max(MIN_ABRIDGED * 2, min(int(room * cfg.recall_item_share), cfg.recall_item_max_tokens))
+        # the strong matches, their neighbours and excerpts first; the weak ones in what is left
+        # (a long strong match is not crowded out by short weak ones placed whole before it)
+        for first, part in ((0, ranked[:strong]), (strong, ranked[strong:])):
+            if part and packed.left >= _MIN_LINE:
+                self._pack(cid, query, part, first, shown_from, shown_ids, packed, whole_cap, per_item)
+        return packed.pieces
+
+    def _pack(self, cid: str, query: str, ranked: list[tuple[str, bool]], first: int, shown_from: int,
+              shown_ids: set[str] | frozenset[str], packed: _Packing, whole_cap: int, per_item: int) -> None:
+        """:meth:`pieces`' three passes over ``ranked`` (ranks from ``first``) into ``packed``."""
+        cfg = self.view.config
         skipped: list[tuple[Message, bool]] = []
         placed: list[Message] = []
         read: dict[str, Message] = {}
@@ -218,7 +239,7 @@ class RecalledMessages:
             opening = packed.opening(day_line(msg))
             fits = msg.token_count <= min(whole_cap, packed.left - opening) + 8 or self.view.is_large(msg)
             piece = self.piece(msg, query, min(whole_cap, packed.left - opening), whole_only=True) if fits else None
-            if piece is None and rank < cfg.recall_lead_excerpts:  # the very best match is never crowded out
+            if piece is None and first + rank < cfg.recall_lead_excerpts:  # the very best is never crowded out
                 piece = self.piece(msg, query, min(per_item // (2 if is_window else 1), packed.left - opening))
             if piece is None:
                 skipped.append((msg, is_window))
@@ -231,7 +252,6 @@ class RecalledMessages:
                 break
             packed.add(self.piece(msg, query, min(per_item // (2 if is_window else 1),
                                                   packed.left - packed.opening(day_line(msg)))))
-        return packed.pieces
 
     def _neighbours(self, cid: str, query: str, placed: list[Message], shown_from: int,
                     shown_ids: set[str] | frozenset[str], packed: _Packing, short: int) -> None:
