@@ -128,7 +128,9 @@ class Config:
     recall_whole_share: float = 0.2
     recall_item_share: float = 0.125
     recall_item_max_tokens: int = 160
-    recall_windows: bool = False  # recall QA-pair windows as well as single messages (their vectors are made either way)
+    # recall and search QA-pair windows as well as single messages; windows are cut and
+    # embedded only then (off: the model reads the messages alone, 58 % less text)
+    recall_windows: bool = False
     # an optional rerank of recall's best candidates (seed 001's LLM reranker; None: off):
     # "llm" asks the chat model (rerank_model, else model) through the OpenAI-compatible
     # client (rerank_base_url, else $LOSSLESS_SUMMARIZER_BASE_URL / $OPENAI_BASE_URL) for

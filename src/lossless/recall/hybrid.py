@@ -1,6 +1,13 @@
-"""Hybrid recall: FTS5 bm25 over messages and summaries, k-NN over message passages and
-QA-pair windows, fused by reciprocal rank (or a weighted sum), with optional recency decay
-and MMR. Nothing crosses a conversation boundary unless the caller lists conversations.
+"""Hybrid recall: FTS5 bm25 over messages and summaries, k-NN over message passages (and
+QA-pair windows with ``Config.recall_windows``), fused by reciprocal rank (or a weighted
+sum), with optional recency decay and MMR. Nothing crosses a conversation boundary unless
+the caller lists conversations.
+
+Windows are cut and embedded only when a search reads them (``recall_windows``): they
+were most of the text the model read (58 % of a 419-turn chat's characters) for vectors
+no default search used. Window vectors a store already holds are kept; a store switched
+to windows has the windows of its earlier conversations cut and embedded by the worker
+(:mod:`lossless.store.unembedded`).
 
 Only text the embedder reads is embedded and fused (:mod:`lossless.embed.languages`): a
 unit in another language gets no vector (it is passed over, not owed), and a query in
@@ -176,24 +183,33 @@ class Recaller:
 
     # -- indexing -------------------------------------------------------------------------
 
+    @property
+    def windows(self) -> bool:
+        """Whether QA-pair windows are cut, embedded and searched (``Config.recall_windows``)."""
+        return bool(self.config.recall_windows)
+
     def cut_units(self, conversation_id: str, limit: int | None = None) -> int:
         """Make units for messages not yet cut (at most ``limit`` messages' worth, so a
-        worker's step stays short); returns how many were written. Units cut from text an
-        erase replaced meanwhile are not written: the messages are read again."""
+        worker's step stays short), and windows when searches read them (all those
+        owed: a store switched to windows catches up at once); returns how many were
+        written. Units cut from text an erase replaced meanwhile are not written: the
+        messages are read again."""
         for _ in range(_CUT_ATTEMPTS):
             erasures = self.index_store.erasures(conversation_id)  # before the messages are read
             message_seq, window_seq = self.index_store.progress(conversation_id)
             last = self.store.last_seq(conversation_id)
             if limit is not None:
                 last = min(last, message_seq + limit)
-            if last <= message_seq and last <= window_seq:
+            if last <= message_seq and (not self.windows or last <= window_seq):
                 return 0
-            new_msgs = self.store.get_messages(conversation_id, message_seq + 1, last)
+            new_msgs = self.store.get_messages(conversation_id, message_seq + 1, last) if last > message_seq else []
             units = message_units(new_msgs, self.counter)
-            window_msgs = (self.store.get_messages(conversation_id, window_seq + 1, last) if window_seq < message_seq
-                           else new_msgs)
-            windows, next_start = window_units(window_msgs, closed=False)
-            units += windows
+            next_start: int | None = None
+            if self.windows:
+                window_msgs = (self.store.get_messages(conversation_id, window_seq + 1, last)
+                               if window_seq < message_seq else new_msgs)
+                windows, next_start = window_units(window_msgs, closed=False)
+                units += windows
             if self.index_store.add_units(conversation_id, units, last,
                                           next_start if next_start is not None else window_seq, erasures):
                 return len(units)
@@ -301,7 +317,8 @@ class Recaller:
         """Whether messages were stored since this embedder last looked for conversations
         it owes vectors (two index reads; False without an embedder)."""
         e = self.embedder
-        return e is not None and unembedded.unchecked(sql_runner(self.store), e.provider, e.model)
+        return e is not None and unembedded.unchecked(sql_runner(self.store), e.provider, e.model,
+                                                      windows=self.windows)
 
     def queue_unembedded(self) -> list[str]:
         """Queue for the worker the conversations stored since this embedder last looked
@@ -310,14 +327,15 @@ class Recaller:
         if index is None or self.embedder is None:
             return []
         return unembedded.queue_unembedded(sql_runner(self.store), index, self.embedder.provider,
-                                           self.embedder.model)
+                                           self.embedder.model, windows=self.windows)
 
     def count_unembedded(self) -> dict[str, int] | None:
         """What this embedder is owed, store-wide (None without one); reads only."""
         e = self.embedder
         if e is None:
             return None
-        return unembedded.count_unembedded(sql_runner(self.store), unembedded.index_name(e.provider, e.model, e.dim))
+        return unembedded.count_unembedded(sql_runner(self.store), unembedded.index_name(e.provider, e.model, e.dim),
+                                           windows=self.windows)
 
     def refresh(self, conversation_id: str) -> None:
         """Before a query: with ``compaction="inline"`` the query itself brings units and
@@ -339,10 +357,12 @@ class Recaller:
 
     # -- searching ------------------------------------------------------------------------
 
-    def search(self, spec: SearchSpec, *, windows: bool = True,
+    def search(self, spec: SearchSpec, *, windows: bool | None = None,
                not_embedded: Mapping[str, int] | None = None) -> list[RecallHit]:
         """Fused results for ``spec`` (mode ``semantic``: vectors only; ``hybrid``: both;
-        anything else: keyword only). ``not_embedded``: conversations whose messages from a
+        anything else: keyword only). ``windows``: whether window vectors are searched
+        with the messages' (default: :attr:`windows`; with none stored, the messages'
+        alone). ``not_embedded``: conversations whose messages from a
         seq on are not embedded (:meth:`catch_up`): a semantic search finds those by
         keywords instead, so it covers every stored message. A query in a language the
         embedder does not read gets the keyword search's hits, as without an embedder."""
@@ -363,7 +383,7 @@ class Recaller:
             keyword = self._beyond_vectors(replace(words, kinds=("message",)), not_embedded)
         vector: list[tuple[UnitRow, float]] = []
         if spec.mode in ("semantic", "hybrid") and self.embedder is not None and "message" in spec.kinds:
-            vector = self._vector(spec, wide, windows)
+            vector = self._vector(spec, wide, self.windows if windows is None else windows)
         items: dict[tuple[str, str], _Candidate] = {}
         for rank, hit in enumerate(keyword):
             key = (hit.kind, hit.id)

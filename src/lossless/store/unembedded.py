@@ -13,6 +13,12 @@ index, and moves the mark, in one transaction after the look (a crash re-checks)
 PostgreSQL hands out message rowids at insert, so one may commit after a higher one was
 read: the look starts ``RECHECK`` rowids below the mark. :func:`count_unembedded` counts
 the debt for ``stats`` and ``doctor``. The SQL is written once (:mod:`lossless.store.runner`).
+
+QA-pair windows are cut and embedded only for a recaller that searches them
+(``Config.recall_windows``): its debt also counts conversations with a window to cut
+(:data:`WINDOWS_OWED`: four user messages past ``recall_progress.window_seq``, so three
+closed pairs), and it keeps its own mark (:func:`check_key`), so a store switched to
+windows has the windows of every earlier conversation cut by the worker's next look.
 """
 
 from __future__ import annotations
@@ -25,10 +31,18 @@ from typing import Any
 from lossless.store.backlog import QUEUE_SQL
 from lossless.store.runner import SQLRunner
 
-__all__ = ["RECHECK", "count_unembedded", "first_unembedded", "index_name", "owed_elsewhere", "queue_unembedded",
+__all__ = ["RECHECK", "WINDOWS_OWED", "check_key", "count_unembedded", "first_unembedded", "index_name", "owed_elsewhere", "queue_unembedded",
            "unchecked"]
 
 RECHECK = 1000  # message rowids below the mark looked at again (a late PostgreSQL commit)
+_WINDOWS_MARK = "#windows"  # the mark of a recaller that cuts windows: its model name and this
+
+# a window can be cut past the conversation's window_seq: three closed pairs after it (a
+# fourth user message closes the third; recall.units.window_units)
+WINDOWS_OWED = (
+    " OR (SELECT count(*) FROM (SELECT 1 FROM messages m WHERE m.conversation_id = c.id "
+    "AND m.seq > coalesce(p.window_seq, 0) AND m.role = 'user' LIMIT 4) w) >= 4"
+)
 
 # conversations not all cut into units, or with units past what the index holds; {new}
 # keeps it to conversations with messages past a rowid
@@ -37,12 +51,12 @@ _OWED = (
     "LEFT JOIN recall_progress p ON p.conversation_id = c.id "
     "LEFT JOIN vector_progress v ON v.index_name = ? AND v.conversation_id = c.id "
     "WHERE (c.last_seq > coalesce(p.message_seq, 0) OR coalesce(v.unit_rowid, 0) < "
-    "coalesce((SELECT max(u.rowid) FROM recall_units u WHERE u.conversation_id = c.id), 0)){new}"
+    "coalesce((SELECT max(u.rowid) FROM recall_units u WHERE u.conversation_id = c.id), 0){windows}){new}"
 )
 _SINCE = " AND c.id IN (SELECT m.conversation_id FROM messages m WHERE m.rowid > ?)"
 _UNQUEUED = " AND NOT EXISTS (SELECT 1 FROM backlog b WHERE b.conversation_id = c.id)"
 # the same conversations, with what a search needs to tell the part its vectors cover
-_FIRST = _OWED.replace("SELECT c.id, c.last_seq", "SELECT c.id, c.last_seq, coalesce(p.message_seq, 0), "
+_FIRST = _OWED.replace("{windows}", "").replace("SELECT c.id, c.last_seq", "SELECT c.id, c.last_seq, coalesce(p.message_seq, 0), "
                        "(SELECT min(u.first_seq) FROM recall_units u WHERE u.conversation_id = c.id "
                        "AND u.rowid > coalesce(v.unit_rowid, 0))", 1)
 
@@ -53,23 +67,36 @@ def index_name(provider: str, model: str, dim: int) -> str:
     return f"vec_{digest}"
 
 
+def check_key(model: str, windows: bool) -> str:
+    """The ``vector_checks.model`` of an embedder's mark: windows are owed only to a
+    recaller that cuts them, so it looks behind its own mark."""
+    return model + _WINDOWS_MARK if windows else model
+
+
+def _owed_sql(new: str, windows: bool) -> str:
+    return _OWED.format(new=new, windows=WINDOWS_OWED if windows else "")
+
+
 def _marks(runner: SQLRunner, provider: str, model: str) -> tuple[int, int]:
-    """(the newest message rowid, the embedder's mark)."""
+    """(the newest message rowid, the mark of ``model``, a :func:`check_key`)."""
     top = int(runner.query("SELECT coalesce(max(rowid), 0) FROM messages")[0][0])
     rows = runner.query("SELECT message_rowid FROM vector_checks WHERE provider = ? AND model = ?", (provider, model))
     return top, int(rows[0][0]) if rows else 0
 
 
-def unchecked(runner: SQLRunner, provider: str, model: str) -> bool:
-    """Whether messages were stored since the embedder last looked (two index reads)."""
-    top, mark = _marks(runner, provider, model)
+def unchecked(runner: SQLRunner, provider: str, model: str, *, windows: bool = False) -> bool:
+    """Whether messages were stored since the embedder (cutting windows or not) last
+    looked (two index reads)."""
+    top, mark = _marks(runner, provider, check_key(model, windows))
     return top > mark
 
 
-def queue_unembedded(runner: SQLRunner, index: str, provider: str, model: str) -> list[str]:
+def queue_unembedded(runner: SQLRunner, index: str, provider: str, model: str, *,
+                     windows: bool = False) -> list[str]:
     """Queue every conversation written since the embedder last looked whose messages are
-    not all cut and embedded in ``index`` and that no backlog row asks for yet, and move
-    its mark; returns those queued."""
+    not all cut and embedded in ``index`` (with ``windows``: or that has a window to cut)
+    and that no backlog row asks for yet, and move its mark; returns those queued."""
+    model = check_key(model, windows)
     top, mark = _marks(runner, provider, model)
     if top <= mark:
         return []
@@ -77,7 +104,7 @@ def queue_unembedded(runner: SQLRunner, index: str, provider: str, model: str) -
     new = ""
     if mark > RECHECK:
         new, args = _SINCE, [index, mark - RECHECK]
-    owed = runner.query(_OWED.format(new=new + _UNQUEUED), args)
+    owed = runner.query(_owed_sql(new + _UNQUEUED, windows), args)
     now = time.time()
     with runner.transaction() as conn:
         conn.executemany(QUEUE_SQL, [(cid, int(last), now, now) for cid, last in owed])
@@ -130,11 +157,12 @@ def first_unembedded(runner: SQLRunner, index: str, conversation_ids: Sequence[s
     return out
 
 
-def count_unembedded(runner: SQLRunner, index: str) -> dict[str, int]:
-    """The vectors ``index`` is owed, store-wide: conversations, messages not cut into
-    units or whose first unit is not embedded, and units not embedded (a scan of the
-    conversations and the units not embedded: for ``stats`` and ``doctor``)."""
-    conversations = len(runner.query(_OWED.format(new=""), (index,)))
+def count_unembedded(runner: SQLRunner, index: str, *, windows: bool = False) -> dict[str, int]:
+    """The vectors ``index`` is owed, store-wide: conversations (with ``windows``, also
+    those with a window to cut), messages not cut into units or whose first unit is not
+    embedded, and units not embedded (a scan of the conversations and the units not
+    embedded: for ``stats`` and ``doctor``)."""
+    conversations = len(runner.query(_owed_sql("", windows), (index,)))
     uncut = runner.query(
         "SELECT coalesce(sum(c.last_seq - coalesce(p.message_seq, 0)), 0) FROM conversations c "
         "LEFT JOIN recall_progress p ON p.conversation_id = c.id WHERE c.last_seq > coalesce(p.message_seq, 0)")

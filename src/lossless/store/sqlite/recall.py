@@ -19,7 +19,7 @@ from lossless.embed.base import Vectors
 from lossless.recall.units import Unit
 from lossless.store.rows import UnitRow  # re-exported: its old home
 from lossless.store.runner import sqlite_in
-from lossless.store.unembedded import index_name
+from lossless.store.unembedded import check_key, index_name
 
 if TYPE_CHECKING:
     from lossless.store.sqlite.store import SQLiteStore
@@ -229,7 +229,8 @@ class SQLiteRecall:
                 # the vec0 table was never filled (it was built by the numpy path): rebuild it,
                 # and look for the conversations that now owe it again (store/unembedded.py)
                 conn.execute("DELETE FROM vector_progress WHERE index_name = ?", (name,))
-                conn.execute("DELETE FROM vector_checks WHERE provider = ? AND model = ?", (provider, model))
+                conn.execute("DELETE FROM vector_checks WHERE provider = ? AND model IN (?, ?)",
+                             (provider, check_key(model, False), check_key(model, True)))
         return name
 
     def indexed_upto(self, index: str, conversation_id: str) -> int:
