@@ -83,7 +83,7 @@ class Memory:
         self.compactor = Compactor(store, config, self.counter, self.summarizer)
         self.recaller = Recaller(store, embedder, self.counter, config)
         self.assembler = Assembler(store, config, self.counter, self.recaller)
-        self.memories = Memories(store, embedder, self.counter)
+        self.memories = Memories(store, embedder, self.counter, queries=self.recaller.queries)
         self.assembler.memories = self.memories
         self.assembler.find_files = self._indexed_files
         if store.has_files():
@@ -123,7 +123,7 @@ class Memory:
         if existing is None:
             from lossless.files import Files
 
-            existing = self._files = Files(self.store, self.embedder, self.counter)
+            existing = self._files = Files(self.store, self.embedder, self.counter, queries=self.recaller.queries)
             self.assembler.files = existing
         return existing
 

@@ -24,6 +24,7 @@ from lossless.store.runner import SQLiteRunner, SQLRunner, sql_runner
 if TYPE_CHECKING:
     from lossless.embed.base import Embedder
     from lossless.files.chunk import Chunk
+    from lossless.recall.queries import QueryVectors
 
 __all__ = ["ChunkVectorIndex", "FilesBackend", "SQLiteFilesBackend", "chunk_index_text", "files_backend"]
 
@@ -39,6 +40,7 @@ class ChunkVectorIndex(Protocol):
     """The vectors of the chunks for one embedder."""
 
     embedder: Embedder
+    queries: QueryVectors | None  # question vectors shared with recall (None: through the cache alone)
 
     def vectors_for(self, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], int]:
         """sha256 → vector for each text (cache misses embedded), and how many were embedded."""

@@ -41,6 +41,7 @@ from lossless.files.vectors import text_sha256
 if TYPE_CHECKING:
     from lossless.core.tokens import TokenCounter
     from lossless.embed.base import Embedder
+    from lossless.recall.queries import QueryVectors
     from lossless.store.base import Store
 
 __all__ = ["Files", "Progress"]
@@ -127,9 +128,11 @@ class Files:
     def __init__(self, store: Store, embedder: Embedder | None, counter: TokenCounter, *,
                  roots: Sequence[str | os.PathLike[str]] | None = None, chunk_tokens: int = CHUNK_TOKENS,
                  overlap_tokens: int = OVERLAP_TOKENS, vector_weight: float = 0.5,
-                 min_similarity: float = 0.1) -> None:
+                 min_similarity: float = 0.1, queries: QueryVectors | None = None) -> None:
         self.store = store
         self.db = files_backend(store)
+        # question vectors, each computed once; Memory shares recall's, so an assembly embeds its question once
+        self.queries = queries
         self.embedder = embedder
         self.counter = counter
         self.roots = walker.resolve_roots(roots)
@@ -152,6 +155,7 @@ class Files:
             return None
         if self._vectors is None or self._vectors.embedder is not e:
             self._vectors = self.db.chunk_vectors(e)
+            self._vectors.queries = self.queries
         return self._vectors
 
     # -- indexing -------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from lossless.store.sqlite.recall import SQLiteRecall
 
 if TYPE_CHECKING:
     from lossless.embed.base import Embedder
+    from lossless.recall.queries import QueryVectors
     from lossless.store.sqlite.store import SQLiteStore
 
 __all__ = ["CachedEmbeddings", "ChunkVectors", "bump_generation", "generation", "text_sha256"]
@@ -74,6 +75,7 @@ class CachedEmbeddings:
 
     embedder: Embedder
     _cache: Any
+    queries: QueryVectors | None = None  # question vectors shared with recall (Files sets it)
     _reader: tuple[object, ScriptReader] | None = None  # (the embedder it was made for, the reader)
 
     def reads(self, text: str) -> bool:
@@ -101,7 +103,10 @@ class CachedEmbeddings:
         return out, len(missing)
 
     def query_vector(self, query: str) -> np.ndarray:
-        """The query's vector, through the cache (agents repeat questions)."""
+        """The query's vector, through the cache (agents repeat questions); computed once
+        with the recall and memory searches of the same question when ``queries`` is set."""
+        if self.queries is not None:
+            return self.queries.vector(self.embedder, self._cache, query)
         vectors, _ = self.vectors_for([query])
         return vectors[text_sha256(query)]
 

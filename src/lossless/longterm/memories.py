@@ -48,6 +48,7 @@ from lossless.longterm.validate import (
     dumps,
 )
 from lossless.longterm.vectors import MemoryVectors, drop_cached, text_sha256
+from lossless.recall.queries import QueryVectors
 
 if TYPE_CHECKING:
     from lossless.core.tokens import TokenCounter
@@ -109,7 +110,7 @@ class Memories:
 
     def __init__(self, store: Store, embedder: Embedder | None, counter: TokenCounter, *,
                  vector_weight: float = 0.5, min_similarity: float = 0.1,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None, queries: QueryVectors | None = None) -> None:
         self.store = store
         self.db = memory_backend(store)
         self.embedder = embedder
@@ -120,6 +121,8 @@ class Memories:
         self.min_similarity = check_importance(min_similarity, "min_similarity")
         self.clock = clock or (lambda: datetime.now(UTC))
         self._vectors: MemoryVectors | None = None
+        # question vectors, each computed once; Memory shares recall's, so an assembly embeds its question once
+        self.queries = queries if queries is not None else QueryVectors()
 
     @property
     def vectors(self) -> MemoryVectors | None:
@@ -128,7 +131,7 @@ class Memories:
         if e is None:
             return None
         if self._vectors is None or self._vectors.embedder is not e:
-            self._vectors = MemoryVectors(self.store, e, self.min_similarity)
+            self._vectors = MemoryVectors(self.store, e, self.min_similarity, self.queries)
         self._vectors.min_similarity = self.min_similarity
         return self._vectors
 

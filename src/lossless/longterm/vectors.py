@@ -19,6 +19,7 @@ from lossless.embed.base import embed_checked
 from lossless.embed.languages import ScriptReader, declared_languages
 from lossless.longterm.backend import memory_backend
 from lossless.longterm.records import search_text
+from lossless.recall.queries import QueryVectors
 from lossless.recall.units import text_sha256
 
 if TYPE_CHECKING:
@@ -48,12 +49,14 @@ def drop_cached(conn: Any, shas: Sequence[str]) -> None:
 class MemoryVectors:
     """Embeds memories and finds the nearest ones for one embedder."""
 
-    def __init__(self, store: Store, embedder: Embedder, min_similarity: float) -> None:
+    def __init__(self, store: Store, embedder: Embedder, min_similarity: float,
+                 queries: QueryVectors | None = None) -> None:
         self.store = store
         self.db = memory_backend(store)
         self.embedder = embedder
         self.min_similarity = min_similarity
         self._cache = self.db.cache()  # only its embedding-cache half is used
+        self.queries = queries if queries is not None else QueryVectors()
         # a record or a query in a language the model does not read gets no vector: it is
         # found by keywords (lossless.embed.languages)
         self.reader = ScriptReader(declared_languages(embedder))
@@ -101,15 +104,9 @@ class MemoryVectors:
         return len(items)
 
     def query_vector(self, query: str) -> np.ndarray:
-        """The query's vector, through the cache (agents repeat questions)."""
-        e = self.embedder
-        sha = text_sha256(query)
-        hit = self._cache.cached(e.provider, e.model, [sha])
-        if sha in hit:
-            return hit[sha]
-        vec = np.asarray(embed_checked(e, [query])[0], dtype="<f4")
-        self._cache.cache_put(e.provider, e.model, [(sha, vec)])
-        return vec
+        """The query's vector, computed once (:mod:`lossless.recall.queries`), through
+        the cache (agents repeat questions)."""
+        return self.queries.vector(self.embedder, self._cache, query)
 
     def nearest(self, query: str, where: str, args: Sequence[Any], k: int) -> dict[int, float]:
         """rowid → cosine similarity of the (at most ``k``) records matching ``where``

@@ -21,7 +21,6 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
@@ -32,8 +31,9 @@ from lossless.core.tokens import TokenCounter
 from lossless.core.types import GrepHit
 from lossless.embed.base import Warmable, embed_checked
 from lossless.embed.languages import ScriptReader, declared_languages
+from lossless.recall.queries import QueryVectors
 from lossless.recall.rerank import RerankerCache
-from lossless.recall.units import message_units, text_sha256, window_units
+from lossless.recall.units import message_units, window_units
 from lossless.store import unembedded
 from lossless.store.base import RecallIndex, SearchSpec, Store
 from lossless.store.rows import UnitRow
@@ -124,11 +124,9 @@ class Recaller:
         self._index_name: str | None = None
         self._sync_lock = threading.Lock()
         self._synced: dict[str, int] = {}  # conversation -> last seq known to be indexed
-        # query vectors looked up or being computed ahead (see prefetch), by sha256 of the
-        # query, with whether the vector is new (not yet in the embedding cache)
-        self._ahead: dict[str, tuple[Future[np.ndarray], bool]] = {}
-        self._ahead_lock = threading.Lock()
-        self._pool: ThreadPoolExecutor | None = None
+        # query vectors, each computed once: shared with long-term memories and file chunks
+        # (Memory hands them this one), so one assembly embeds its question once
+        self.queries = QueryVectors()
         # the optional rerank of assembly's recall candidates (Config.rerank), built on first use
         self.rerankers = RerankerCache()
         self.rerankers.get(config)  # a rerank setting that names no usable model fails here, at open
@@ -155,30 +153,10 @@ class Recaller:
         empty query or one in a language the embedder does not read."""
         if self.embedder is None or not query.strip() or not self.reads(query) or self.warming():
             return
-        e = self.embedder
-        sha = text_sha256(query)
-        with self._ahead_lock:
-            if sha in self._ahead:
-                return
-        cached = self.index_store.cached(e.provider, e.model, [sha]).get(sha)
-        with self._ahead_lock:
-            while len(self._ahead) >= 8:  # never collected: forget the oldest
-                self._ahead.pop(next(iter(self._ahead)))
-            if cached is not None:
-                done: Future[np.ndarray] = Future()
-                done.set_result(cached)
-                self._ahead[sha] = (done, False)
-                return
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="lossless-query-embed")
-            self._ahead[sha] = (self._pool.submit(lambda: embed_checked(e, [query])[0]), True)
+        self.queries.start(self.embedder, self.index_store, query)
 
     def close(self) -> None:
-        with self._ahead_lock:
-            pool, self._pool = self._pool, None
-            self._ahead.clear()
-        if pool is not None:
-            pool.shutdown(wait=True)
+        self.queries.close()
         self.rerankers.close()
 
     # -- indexing -------------------------------------------------------------------------
@@ -512,28 +490,10 @@ class Recaller:
         return {u.text_sha256 for u in units.values() if not known.get(u.text_sha256, True)}
 
     def _query_vector(self, query: str) -> np.ndarray:
-        """The query's vector, through the cache (agents repeat questions)."""
+        """The query's vector: computed once (:mod:`lossless.recall.queries`), through the
+        cache (agents repeat questions)."""
         assert self.embedder is not None
-        e = self.embedder
-        sha = text_sha256(query)
-        with self._ahead_lock:
-            ahead = self._ahead.pop(sha, None)
-        vec: np.ndarray | None = None
-        if ahead is not None:
-            try:
-                vec = ahead[0].result()
-            except Exception as exc:  # e.g. an embedder bound to its thread: try again on this one
-                log.debug("lossless: the query embedding ahead failed (%s); embedding it here", exc)
-            else:
-                if not ahead[1]:
-                    return vec
-        if vec is None:
-            cached = self.index_store.cached(e.provider, e.model, [sha])
-            if sha in cached:
-                return cached[sha]
-            vec = embed_checked(e, [query])[0]
-        self.index_store.cache_put(e.provider, e.model, [(sha, vec)])
-        return vec
+        return self.queries.vector(self.embedder, self.index_store, query)
 
     def _mmr(self, hits: list[RecallHit], limit: int) -> list[RecallHit]:
         """Maximal marginal relevance over the candidates' text overlap: skip results that
