@@ -20,6 +20,7 @@ from lossless.cli import render
 from lossless.cli.add_cmd import cmd_add  # re-exported: ``add`` has a module of its own now
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents, non_negative, positive
+from lossless.cli.owed import owed_text, store_owed
 from lossless.conversation import Conversation
 from lossless.core.errors import StoreError
 from lossless.core.render import content_text
@@ -607,6 +608,8 @@ def _total_stats(ctx: CommandContext) -> dict[str, Any]:
     # what the embedder is owed, queued or not (e.g. stored before the embeddings extra was installed)
     owed = memory.recaller.count_unembedded()
     totals["not_embedded"] = owed if owed is not None else "no embedder (keyword recall only)"
+    # the same figures as the catch-up after an import: units to embed, messages to compact
+    totals["owed"] = store_owed(memory).to_json()
     totals["workers"] = memory.backlog.workers()
     return totals
 
@@ -652,7 +655,7 @@ def cmd_stats(ctx: CommandContext) -> int:
     if ctx.json:
         ctx.emit_json(stats)
     else:
-        ctx.out.print(render.key_values({k: _stat_text(v) for k, v in stats.items()}))
+        ctx.out.print(render.key_values({k: owed_text(v) if k == "owed" else _stat_text(v) for k, v in stats.items()}))
     return 0
 
 

@@ -24,6 +24,7 @@ from lossless.store.urls import is_postgres_url, redact_url
 __all__ = ["DEFAULT_WINDOW", "CommandContext", "CommandError"]
 
 DEFAULT_WINDOW = 128_000
+_CATCH_UP_CHUNK = 64  # conversations caught up per wait_idle call (each counted as it ends)
 
 
 # the commands (and subcommands) that recall by meaning: where keyword-only recall is worth a line
@@ -153,17 +154,45 @@ class CommandContext:
             for line in said:
                 self.err.print(Text(line, style="yellow"), soft_wrap=True)
 
-    def catch_up(self, conversations: list[str], *, label: str = "compacting and indexing") -> None:
+    def catch_up(self, conversations: list[str], *, label: str | None = None, tell_no_wait: bool = False) -> None:
         """Do the compaction and embedding the command's writes queued, with a progress
-        bar (``--no-wait``: leave it queued for ``lossless worker`` or the next write).
+        bar that says what it does, its rate and time left (``--no-wait``: leave it
+        queued for ``lossless worker``; ``tell_no_wait``: then say what was left).
         Ctrl-C stops it between steps; nothing stored is lost and the rest stays queued."""
-        if not conversations or getattr(self.args, "no_wait", False):
+        if not conversations:
             return
+        from lossless.cli.owed import owed_by
         from lossless.cli.progress import WorkProgress
 
         memory = self.memory()
-        with WorkProgress(self.err, label, unit="steps", disable=self.json) as bar:
-            done = memory.wait_idle(conversations=conversations, progress=bar.update)
+        ids = list(dict.fromkeys(conversations))
+        owed = owed_by(memory, ids)
+        if getattr(self.args, "no_wait", False):
+            if tell_no_wait and owed.total and not self.json:
+                self.err.print(Text(f"--no-wait: {owed.what()} in {owed.conversations:,} conversation(s) left to "
+                                    "`lossless worker` (or an app that opens this store); keyword search finds every "
+                                    "message now; `lossless stats` shows what is owed"), soft_wrap=True)
+            return
+        intro = (f"catching up {owed.conversations:,} conversation(s): {owed.what()} (keyword search finds every "
+                 "message already). --no-wait returns at once and leaves this to `lossless worker`; Ctrl-C stops "
+                 "here and leaves the rest to it")
+        done = True
+        with WorkProgress(self.err, label or owed.label(), unit="units", rate=True, intro=intro,
+                          disable=self.json) as bar:
+            bar.update(0, owed.total)
+            finished = 0  # the units owed to the chunks done
+            # a chunk at a time: wait_idle's own count covers the slice in hand only, so
+            # over hundreds of conversations its total fell and rose again
+            for i in range(0, len(ids), _CATCH_UP_CHUNK):
+                chunk = ids[i : i + _CATCH_UP_CHUNK]
+                start = sum(owed.each.get(cid, 0) for cid in chunk)
+
+                def step(did: int, total: int, base: int = finished, start: int = start) -> None:
+                    bar.update(base + max(0, start - (total - did)), owed.total)
+
+                done = memory.wait_idle(conversations=chunk, progress=step) and done
+                finished += start
+                bar.update(finished, owed.total)
         if not done:
             left = memory.backlog.summary()
             errors = "; ".join(f"{e['conversation']}: {e['error']}" for e in left["errors"][:2])

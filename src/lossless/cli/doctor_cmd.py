@@ -27,6 +27,7 @@ from rich.text import Text
 
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents
+from lossless.cli.owed import store_owed
 from lossless.engine import Memory
 
 __all__ = ["Check", "cmd_doctor", "register"]
@@ -374,18 +375,23 @@ def check_work(memory: Memory) -> list[Check]:
 
 
 def _unembedded(memory: Memory) -> Check | None:
-    """Messages the embedder has no vectors for, queued or not (stored before the
-    embeddings extra was installed, or by a process without it); None when there are
-    none, or no embedder."""
+    """The units the embedder has no vectors for, queued or not (stored before the
+    embeddings extra was installed, or by a process without it, or imported with
+    ``--no-wait``); None when there are none, or no embedder."""
     owed = memory.recaller.count_unembedded()
-    if not owed or not owed["messages"]:
+    if not owed or not owed["conversations"]:
+        return None
+    units = store_owed(memory).units_to_embed or 0  # the figure the import's catch-up and stats give
+    if not units:
         return None
     model = f"{memory.embedder.provider} {memory.embedder.model}" if memory.embedder is not None else "the embedder"
     return Check("work", "vectors", "warn",
-                 f"{owed['messages']:,} message(s) in {owed['conversations']:,} conversation(s) are not embedded for "
-                 f"{model} yet: semantic search reaches them by keywords only",
-                 "`lossless worker --once` (or `lossless embed --all`) embeds them now; a running `lossless worker` "
-                 "or an app that opens the store with this embedder does it by itself")
+                 f"{units:,} unit{'s' if units != 1 else ''} owed: vectors not made yet for {owed['messages']:,} "
+                 f"message(s) in {owed['conversations']:,} conversation(s) ({model}); semantic search reaches them "
+                 "by keywords only meanwhile",
+                 "keep a process with the worker running (`lossless worker`, or an app that opens this store with "
+                 "this embedder) and it catches up by itself; `lossless worker --once` (or `lossless embed --all`) "
+                 "does it now")
 
 
 # -- the command ------------------------------------------------------------------------------
@@ -418,12 +424,24 @@ def _embedder_without_store() -> Check:
     return Check("installed", "embedder", "warn", f"{what or 'no embedder'}: recall will be keyword-only", install)
 
 
+def _owed_figures(ctx: CommandContext) -> dict[str, int | None] | None:
+    """The work the store is owed, as ``stats`` gives it (None without a store that opens)."""
+    path = ctx.db_path()
+    if isinstance(path, Path) and not path.exists():
+        return None
+    try:
+        return store_owed(ctx.memory(create=False)).to_json()
+    except Exception:  # the checks above said why it does not open or answer
+        return None
+
+
 def cmd_doctor(ctx: CommandContext) -> int:
     checks = run_checks(ctx, probe=not ctx.args.quick)
     failed = sum(c.status == "fail" for c in checks)
     warned = sum(c.status == "warn" for c in checks)
     if ctx.json:
-        ctx.emit_json({"ok": not failed, "failures": failed, "warnings": warned, "checks": [asdict(c) for c in checks]})
+        ctx.emit_json({"ok": not failed, "failures": failed, "warnings": warned, "checks": [asdict(c) for c in checks],
+                       "owed": _owed_figures(ctx)})
         return 1 if failed else 0
     section = ""
     for c in checks:

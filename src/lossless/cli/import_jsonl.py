@@ -72,7 +72,7 @@ def cmd_import(ctx: CommandContext) -> int:
     _print_report(ctx, report)
     # the messages are stored and searchable; now the summaries and vectors they are owed
     try:
-        ctx.catch_up([c for c, n in report.added.items() if n])
+        ctx.catch_up([c for c, n in report.added.items() if n], tell_no_wait=True)
     except KeyboardInterrupt:
         ctx.err.print(Text("interrupted while compacting and indexing: every message above is stored (searchable by "
                            "keyword); the work left stays queued for `lossless worker` or the next write"),

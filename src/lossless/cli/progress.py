@@ -29,10 +29,16 @@ class WorkProgress:
     (a short step stays silent). ``disable``: never show anything (``--json``). A ticker
     thread keeps it alive between updates: the bar appears once ``quiet_seconds`` have
     passed even if the first batch is still running, its time left counts down, and off a
-    terminal a line comes every ``every`` seconds whether or not an update came."""
+    terminal a line comes every ``every`` seconds whether or not an update came.
+
+    ``rate``: show the rate (``96 units/s``) as well, and on a terminal a last line with
+    the count, time and mean rate when the bar goes. ``intro``: a line printed once,
+    above the bar or before the first line, when the work is still going after
+    ``quiet_seconds`` (what is being done, and how not to wait for it)."""
 
     def __init__(self, console: Console, label: str, *, unit: str = "", every: float = 3.0,
-                 quiet_seconds: float = 0.5, disable: bool = False, sizes: bool = False) -> None:
+                 quiet_seconds: float = 0.5, disable: bool = False, sizes: bool = False, rate: bool = False,
+                 intro: str | None = None) -> None:
         self.console = console
         self.label = label
         self.unit = unit
@@ -40,6 +46,8 @@ class WorkProgress:
         self.every = every
         self.quiet_seconds = quiet_seconds
         self.disable = disable
+        self.rate = rate
+        self.intro = intro
         self.done = 0
         self.total: int | None = None
         self._started = time.monotonic()
@@ -68,6 +76,8 @@ class WorkProgress:
         with self._lock:
             if self._bar is not None:
                 self._bar.stop()
+                if self.rate and exc_type is None:
+                    self._line(final=True)
             elif self._lines and not self.disable and self._last_shown != (self.done, self.total):
                 self._line(final=True)
 
@@ -93,16 +103,21 @@ class WorkProgress:
         now = time.monotonic()
         if self.disable or now - self._started < self.quiet_seconds:
             return
+        if self.intro is not None:
+            self.console.print(self.intro, soft_wrap=True, highlight=False)
+            self.intro = None
         if self.console.is_terminal:
             if self._bar is None:
                 self._bar = Progress(TextColumn(self.label), BarColumn(), TextColumn("{task.fields[count]}"),
-                                     TimeElapsedColumn(), TextColumn("{task.fields[left]}"), console=self.console,
-                                     transient=True)
+                                     TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+                                     TextColumn("{task.fields[left]}"), console=self.console, transient=True)
                 self._bar.start()
-                self._task = self._bar.add_task(self.label, total=self.total, count="", left="")
+                self._task = self._bar.add_task(self.label, total=self.total, count="", rate="", left="")
             assert self._task is not None
             left = self.seconds_left()
+            per_second = self.per_second() if self.rate else None
             self._bar.update(self._task, completed=self.done, total=self.total, count=self._count(),
+                             rate=self._rate_text(per_second) if per_second is not None else "",
                              left=f"eta {_clock(left)}" if left is not None else "eta …")
         elif now - self._last_line >= self.every:
             self._line()
@@ -114,12 +129,23 @@ class WorkProgress:
             return None
         if self.done >= self.total:
             return 0.0
+        rate = self.per_second()
+        return None if not rate else (self.total - self.done) / rate
+
+    def per_second(self) -> float | None:
+        """The rate so far, counted from the first update that made progress (from the
+        start while that is the only one); None before any progress."""
+        if self.done <= 0:
+            return None
         now = time.monotonic()
         since, base = self._first if self._first is not None else (self._started, 0)
         if self.done <= base or now - since < 1e-3:  # one update so far: the rate since the start
             since, base = self._started, 0
-        rate = (self.done - base) / max(now - since, 1e-3)
-        return (self.total - self.done) / rate
+        return (self.done - base) / max(now - since, 1e-3)
+
+    def _rate_text(self, per_second: float) -> str:
+        unit = self.unit or "items"
+        return f"{per_second:,.1f} {unit}/s" if per_second < 10 else f"{per_second:,.0f} {unit}/s"
 
     def _count(self) -> str:
         unit = f" {self.unit}" if self.unit else ""
@@ -135,6 +161,11 @@ class WorkProgress:
         text = f"{self.label}: {self._count()}"
         if self.total:
             text += f" ({min(1.0, self.done / self.total):.0%})"
+        if self.rate and self.done > 0:
+            # the last line gives the mean over the whole run, model loading included
+            per_second = self.done / max(elapsed, 1e-3) if final else self.per_second()
+            if per_second is not None:
+                text += f", {self._rate_text(per_second)}"
         text += f", {_clock(elapsed)} elapsed"
         left = None if final else self.seconds_left()
         if left is not None and self.total and 0 < self.done < self.total:

@@ -47,7 +47,7 @@ from lossless.store.backlog import WORKER_HEARTBEAT_SECONDS, Backlog, Claim
 if TYPE_CHECKING:
     from lossless.engine import Memory
 
-__all__ = ["Worker", "WorkerStats", "owed", "running_workers"]
+__all__ = ["Worker", "WorkerStats", "owed", "owed_parts", "running_workers"]
 
 log = logging.getLogger("lossless")
 
@@ -116,14 +116,20 @@ def owed(memory: Memory, conversation_id: str) -> int:
     """The work still owed to a conversation, in one unit for progress bars: messages not
     cut into retrieval units, units without a vector (both only with an embedder), and
     raw messages past the fresh tail when a compaction trigger fires."""
-    total = 0
+    return sum(owed_parts(memory, conversation_id))
+
+
+def owed_parts(memory: Memory, conversation_id: str) -> tuple[int, int]:
+    """:func:`owed` in its two parts: (units to embed, messages to compact). A message
+    not cut into units yet counts as one unit to embed."""
+    embed = compact = 0
     recaller = memory.recaller
     if recaller.embedder is not None:
-        total += recaller.uncut(conversation_id) + recaller.unembedded(conversation_id)
+        embed = recaller.uncut(conversation_id) + recaller.unembedded(conversation_id)
     if memory.config.auto_compact and memory.compactor.trigger(conversation_id) is not None:
         raw = memory.store.last_seq(conversation_id) - memory.store.covered_seq(conversation_id)
-        total += max(0, raw - memory.config.fresh_tail_count)
-    return total
+        compact = max(0, raw - memory.config.fresh_tail_count)
+    return embed, compact
 
 
 _THREADS: weakref.WeakSet[Worker] = weakref.WeakSet()  # workers whose thread was started
