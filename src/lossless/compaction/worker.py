@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lossless.core.owners import live, new_owner, retire
-from lossless.embed.base import Warmable
+from lossless.embed.base import Warmable, warm_done, warm_due
 from lossless.store import unembedded
 from lossless.store.backlog import WORKER_HEARTBEAT_SECONDS, Backlog, Claim
 
@@ -178,8 +178,16 @@ class Worker:
         if self.running:
             return
         self._stop.clear()
+        embedder = self.engine.embedder
+        if isinstance(embedder, Warmable):
+            warm_due(embedder)  # the thread loads it once the writes pause; assembly recalls by keywords till then
         self._thread = threading.Thread(target=self._thread_main, name="lossless-worker", daemon=True)
-        self._thread.start()
+        try:
+            self._thread.start()
+        except BaseException:
+            if isinstance(embedder, Warmable):
+                warm_done(embedder)
+            raise
         _THREADS.add(self)
 
     def writing(self) -> None:
@@ -221,10 +229,16 @@ class Worker:
         _lower_priority()
         embedder = self.engine.embedder
         if isinstance(embedder, Warmable):
-            try:  # load the model here, so no query waits for it (they recall by keyword meanwhile)
-                embedder.warm()
+            try:  # load the model here, so no query waits for it (they recall by keyword meanwhile),
+                # once the writes that started the thread pause: a burst of adds does not share
+                # the GIL and the cores with the load (issue 29 item 4)
+                self._wait_for_a_pause(self._stop)
+                if not self._stop.is_set():
+                    embedder.warm()
             except Exception as exc:  # it fails again, and says why, where it is used
                 log.debug("lossless: worker: warming the embedder failed: %s", exc)
+            finally:
+                warm_done(embedder)
         try:
             self.run(stop=self._stop, wake=self._wake, kind="thread")
         except Exception as exc:  # the store was closed under it: close() gave up waiting

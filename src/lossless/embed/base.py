@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -10,7 +11,7 @@ import numpy.typing as npt
 
 from lossless.core.errors import EmbedderError
 
-__all__ = ["Embedder", "Vectors", "Warmable", "embed_checked", "normalize"]
+__all__ = ["Embedder", "Vectors", "Warmable", "embed_checked", "normalize", "warm_done", "warm_due", "warm_is_due"]
 
 Vectors = npt.NDArray[np.float32]
 
@@ -42,6 +43,33 @@ class Warmable(Protocol):
     def warm(self) -> None: ...
 
     def warming(self) -> bool: ...
+
+
+# embedders (by id) a worker thread will warm once its caller's writes pause: for an
+# assembly meanwhile the model counts as loading (it recalls by keywords, not load it itself)
+_DUE: dict[int, int] = {}
+_DUE_GUARD = threading.Lock()
+
+
+def warm_due(embedder: object) -> None:
+    """A thread will call ``embedder.warm()`` soon (undone by :func:`warm_done`)."""
+    with _DUE_GUARD:
+        _DUE[id(embedder)] = _DUE.get(id(embedder), 0) + 1
+
+
+def warm_done(embedder: object) -> None:
+    """The thread :func:`warm_due` announced has warmed ``embedder`` (or gave up)."""
+    with _DUE_GUARD:
+        left = _DUE.get(id(embedder), 0) - 1
+        if left > 0:
+            _DUE[id(embedder)] = left
+        else:
+            _DUE.pop(id(embedder), None)
+
+
+def warm_is_due(embedder: object) -> bool:
+    """Whether a thread is about to load ``embedder`` (see :func:`warm_due`)."""
+    return id(embedder) in _DUE
 
 
 def embed_checked(embedder: Embedder, texts: Sequence[str]) -> Vectors:

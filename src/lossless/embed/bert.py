@@ -299,7 +299,8 @@ def load_bert(folder: Path, max_seq_length: int | None = None) -> BertModel:
     if not 2 <= limit <= positions:
         raise ValidationError(f"max_seq_length must be between 2 and the model's {positions} positions; got {limit}")
     raw = load_file(str(folder / "model.safetensors"))
-    weights = {k.removeprefix("bert.").removeprefix("roberta.").removeprefix("model."): v.astype(np.float32)
+    # copy=False: float32 weights are used as read (a copy of ~90 MB cost ~0.3 s of CPU per load)
+    weights = {k.removeprefix("bert.").removeprefix("roberta.").removeprefix("model."): v.astype(np.float32, copy=False)
                for k, v in raw.items() if v.dtype.kind == "f"}
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     pad_id, pad_token = _pad_token(folder, tokenizer, config)

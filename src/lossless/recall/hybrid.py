@@ -29,7 +29,7 @@ import numpy as np
 from lossless.core.errors import EmbedderError
 from lossless.core.tokens import TokenCounter
 from lossless.core.types import GrepHit
-from lossless.embed.base import Warmable, embed_checked
+from lossless.embed.base import Warmable, embed_checked, warm_is_due
 from lossless.embed.languages import ScriptReader, declared_languages
 from lossless.recall.queries import QueryVectors
 from lossless.recall.rerank import RerankerCache
@@ -135,7 +135,7 @@ class Recaller:
         """Whether the embedder is being loaded by another thread (the worker, as it
         starts): assembly then recalls by keywords instead of waiting for it."""
         e = self.embedder
-        if isinstance(e, Warmable) and e.warming():
+        if isinstance(e, Warmable) and (e.warming() or warm_is_due(e)):
             log.debug("lossless: the embedding model is still loading; this recall uses keywords")
             return True
         return False
