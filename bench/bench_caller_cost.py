@@ -37,14 +37,6 @@ import chitchat
 import lossless
 
 
-def turns(n: int) -> list[dict[str, Any]]:
-    chat = chitchat.generate(conversations=1)[0]
-    if len(chat.messages) < n:
-        raise SystemExit(f"the generated chat has {len(chat.messages)} messages, fewer than --adds {n}")
-    return [{"role": m.role, "content": m.content, "name": m.name, "created_at": m.created_at}
-            for m in chat.messages[:n]]
-
-
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 3)
@@ -82,7 +74,7 @@ def main() -> None:
                         help="seconds to sleep after each add (not counted), so the worker runs between adds")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    rows = turns(args.adds)
+    rows = chitchat.turn_rows(args.adds, "--adds")
     totals: dict[str, list[float]] = {"default": [], "none": []}
     per_add: dict[str, list[float]] = {"default": [], "none": []}
     with tempfile.TemporaryDirectory() as tmp:

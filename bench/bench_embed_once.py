@@ -71,13 +71,10 @@ class Counting:
 
 
 def write_chat(path: Path, turns: int) -> None:
-    chat = chitchat.generate(conversations=1)[0]
-    if len(chat.messages) < turns:
-        raise SystemExit(f"the generated chat has {len(chat.messages)} messages, fewer than --turns {turns}")
     with path.open("w", encoding="utf-8") as f:
-        for m in chat.messages[:turns]:
-            f.write(json.dumps({"conversation": "chat", "role": m.role, "content": m.content, "name": m.name,
-                                "created_at": m.created_at.isoformat()}, ensure_ascii=False) + "\n")
+        for row in chitchat.turn_rows(turns):
+            f.write(json.dumps({"conversation": "chat", **row, "created_at": row["created_at"].isoformat()},
+                               ensure_ascii=False) + "\n")
 
 
 def default_embedder() -> Any:

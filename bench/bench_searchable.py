@@ -38,14 +38,6 @@ import chitchat
 import lossless
 
 
-def turns(n: int) -> list[dict[str, Any]]:
-    chat = chitchat.generate(conversations=1)[0]
-    if len(chat.messages) < n:
-        raise SystemExit(f"the generated chat has {len(chat.messages)} messages, fewer than --turns {n}")
-    return [{"role": m.role, "content": m.content, "name": m.name, "created_at": m.created_at}
-            for m in chat.messages[:n]]
-
-
 def read_units(path: Path) -> dict[str, dict[str, int]]:
     with sqlite3.connect(path) as db:
         rows = db.execute("SELECT kind, count(*), coalesce(sum(length(text)), 0) FROM recall_units GROUP BY kind")
@@ -84,7 +76,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    rows = turns(args.turns)
+    rows = chitchat.turn_rows(args.turns)
     texts = [str(r["content"]) for r in rows]
     model = None
     if importlib.util.find_spec("sentence_transformers") is not None:

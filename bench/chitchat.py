@@ -43,7 +43,7 @@ from typing import Any
 
 import beam
 
-__all__ = ["CATEGORIES", "DEFAULT_CONVERSATIONS", "DEFAULT_SEED", "generate", "generate_chat", "write"]
+__all__ = ["CATEGORIES", "DEFAULT_CONVERSATIONS", "DEFAULT_SEED", "generate", "generate_chat", "turn_rows", "write"]
 
 DEFAULT_SEED = 19
 DEFAULT_CONVERSATIONS = 10
@@ -562,6 +562,16 @@ def generate(seed: int = DEFAULT_SEED, conversations: int = DEFAULT_CONVERSATION
     names = r.sample(NAMES, 2 * conversations)
     return [generate_chat(n + 1, (Person(names[2 * n], "user"), Person(names[2 * n + 1], "assistant")),
                           random.Random(f"chitchat-{seed}-{n + 1}")) for n in range(conversations)]
+
+
+def turn_rows(n: int, flag: str = "--turns") -> list[dict[str, Any]]:
+    """The first ``n`` turns of the set's first chat as ``conv.add()`` keyword rows (the
+    benchmarks' short casual chat); exits naming ``flag`` when the chat is shorter."""
+    chat = generate(conversations=1)[0]
+    if len(chat.messages) < n:
+        raise SystemExit(f"the generated chat has {len(chat.messages)} messages, fewer than {flag} {n}")
+    return [{"role": m.role, "content": m.content, "name": m.name, "created_at": m.created_at}
+            for m in chat.messages[:n]]
 
 
 def write(chats: Sequence[beam.BeamChat], root: Path) -> None:

@@ -5,7 +5,7 @@ way (:func:`lossless.compaction.worker.owed_parts`, one conversation at a time).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from lossless.compaction.worker import owed_parts
@@ -53,6 +53,7 @@ class Owed:
         return {"conversations": self.conversations, "units_to_embed": self.units_to_embed,
                 "messages_to_compact": self.messages_to_compact}
 
+
 def owed_by(memory: Memory, conversations: Iterable[str]) -> Owed:
     """What each of ``conversations`` is owed (about 40 µs a conversation on SQLite)."""
     owed = Owed(units_to_embed=0 if memory.recaller.embedder is not None else None)
@@ -68,18 +69,16 @@ def owed_by(memory: Memory, conversations: Iterable[str]) -> Owed:
 
 def store_owed(memory: Memory) -> Owed:
     """What every conversation of the store is owed, queued for a worker or not."""
-    total = Owed(units_to_embed=0 if memory.recaller.embedder is not None else None)
+    return owed_by(memory, _every_conversation(memory))
+
+
+def _every_conversation(memory: Memory) -> Iterator[str]:
     offset = 0
     while batch := memory.conversations(limit=_PAGE, offset=offset):
         offset += len(batch)
-        part = owed_by(memory, (info.id for info in batch))
-        total.each.update(part.each)
-        total.messages_to_compact += part.messages_to_compact
-        if total.units_to_embed is not None and part.units_to_embed is not None:
-            total.units_to_embed += part.units_to_embed
+        yield from (info.id for info in batch)
         if len(batch) < _PAGE:
             break
-    return total
 
 
 def owed_text(figures: dict[str, int | None]) -> str:
