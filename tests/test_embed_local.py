@@ -3,6 +3,7 @@ sentence-transformers, ONNX Runtime or numpy, loaded only when something is embe
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -227,3 +228,21 @@ def test_open_and_close_import_no_model_and_embedding_imports_no_torch(tmp_path:
     """, LOSSLESS_EMBEDDER="auto", LOSSLESS_CACHE_DIR=str(tmp_path / "cache"))
     # onnx builds the graph the first time (the cache folder is new); later runs only read it
     assert result == {"after_close": [], "after_embed": ["onnx", "onnxruntime", "tokenizers"]}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=512), max_size=200), st.integers(min_value=1, max_value=64))
+def test_length_batches_cover_every_text_once_and_pad_little(lengths: list[int], most: int) -> None:
+    from lossless.embed.local import length_batches
+
+    lengths = sorted(lengths, reverse=True)
+    batches = length_batches(np.asarray(lengths, dtype=np.int64), most)
+    covered = [i for b in batches for i in range(len(lengths))[b]]
+    assert covered == list(range(len(lengths)))  # in order, each once, none left out
+    for b in batches:
+        part = lengths[b]
+        assert 1 <= len(part) <= most
+        assert part[0] - part[-1] <= max(4, part[0] // 4)  # padding bounded
+    # a batch ends early only at the size limit or where the next text is much shorter
+    for b, nxt in itertools.pairwise(batches):
+        assert b.stop - b.start == most or lengths[b.start] - lengths[nxt.start] > max(4, lengths[b.start] // 4)

