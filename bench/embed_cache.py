@@ -81,12 +81,12 @@ class TimedEmbedder:
             self._db.close()
 
 
-def load_embedder(cache: Path | None) -> TimedEmbedder:
+def load_embedder(cache: Path | None, quantize: str = "none") -> TimedEmbedder:
     try:
         from lossless.embed.local import LocalEmbedder  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
         raise SystemExit(f"the local embedder is not available ({exc}); run with --no-vectors") from None
-    local = LocalEmbedder()
+    local = LocalEmbedder(quantize=quantize)
     local.embed(["warm-up"])  # load the model now, so ingest times do not include it
     return TimedEmbedder(local, cache)
 

