@@ -489,12 +489,16 @@ def _auto_embedder() -> Embedder | None:
     local model), a model folder (a sentence-transformers BERT or XLM-RoBERTa folder, run
     without torch; ``$LOSSLESS_EMBEDDER_LANGUAGES`` — ``any`` or codes such as ``zh,en`` —
     says what it reads where its model card does not), else ``auto``: the local model when
-    its extra is installed."""
+    its extra is installed. ``$LOSSLESS_EMBEDDER_QUANTIZE=int8`` runs the local model in
+    int8 (:class:`~lossless.embed.local.LocalEmbedder`'s ``quantize``)."""
     global _warned_keyword_only
     from lossless.embed.local import LocalEmbedder, local_embedder_available
 
     raw = os.environ.get("LOSSLESS_EMBEDDER", "auto").strip()
     choice = raw.lower() or "auto"
+    quantize = os.environ.get("LOSSLESS_EMBEDDER_QUANTIZE", "none").strip().lower() or "none"
+    if quantize not in ("none", "int8"):
+        raise ValidationError(f"LOSSLESS_EMBEDDER_QUANTIZE must be none or int8; got {quantize!r}")
     if choice not in ("auto", "none", "local"):
         folder = Path(raw).expanduser()
         if not folder.is_dir():
@@ -502,11 +506,11 @@ def _auto_embedder() -> Embedder | None:
                                   "(no such folder)")
         said = os.environ.get("LOSSLESS_EMBEDDER_LANGUAGES", "").replace(",", " ").split()
         languages: str | list[str] | None = "any" if [x.lower() for x in said] == ["any"] else (said or None)
-        return LocalEmbedder(folder, languages=languages)
+        return LocalEmbedder(folder, languages=languages, quantize=quantize)
     if choice == "none":
         return None
     if choice == "local" or local_embedder_available():
-        return LocalEmbedder()
+        return LocalEmbedder(quantize=quantize)
     if not _warned_keyword_only:
         _warned_keyword_only = True
         embedder_log.warning(
@@ -553,6 +557,8 @@ def open(
 
         summarizer = make_summarizer(summarizer)  # None: $LOSSLESS_SUMMARIZER, else extractive
     raw = os.fspath(path) if path is not None else os.environ.get("LOSSLESS_DB")
+    # before the store: a bad $LOSSLESS_EMBEDDER* leaves no new file (nor an open connection)
+    chosen = _auto_embedder() if embedder == "auto" else embedder
     store: Store
     if is_postgres_url(raw):
         from lossless.store.postgres.store import PostgresStore
@@ -578,7 +584,6 @@ def open(
     except Exception:
         store.close()
         raise
-    chosen = _auto_embedder() if embedder == "auto" else embedder
     return Memory(store, cfg, summarizer=summarizer, counter=counter, embedder=chosen)
 
 
