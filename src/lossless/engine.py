@@ -22,6 +22,7 @@ from lossless.conversation import Conversation
 from lossless.core.config import Config
 from lossless.core.errors import NotFoundError, ValidationError
 from lossless.core.owners import live, new_owner, retire
+from lossless.core.priority import query_running
 from lossless.core.tokens import TokenCounter, get_counter
 from lossless.core.types import ConversationInfo, GrepHit, Message
 from lossless.core.validate import check_conversation_id
@@ -242,7 +243,8 @@ class Memory:
                 return []
         spec = SearchSpec(query=query, conversation_ids=ids, kinds=kinds, roles=roles, since=since, until=until,
                           mode=mode, sort=sort, limit=limit)
-        return run_search(self.store, self.recaller, spec)
+        with query_running():  # the worker thread steps aside meanwhile
+            return run_search(self.store, self.recaller, spec)
 
     def tools(self, conversation_id: str | None) -> ToolBox:
         """The agent tools, scoped to one conversation (None: every conversation)."""

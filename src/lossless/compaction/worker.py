@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lossless.core.owners import live, new_owner, retire
+from lossless.core.priority import mark_background
 from lossless.embed.base import Warmable, warm_done, warm_due
 from lossless.store import unembedded
 from lossless.store.backlog import WORKER_HEARTBEAT_SECONDS, Backlog, Claim
@@ -227,6 +228,7 @@ class Worker:
 
     def _thread_main(self) -> None:
         _lower_priority()
+        mark_background()  # its long loops pause while a caller's query runs (core.foreground)
         embedder = self.engine.embedder
         if isinstance(embedder, Warmable):
             try:  # load the model here, so no query waits for it (they recall by keyword meanwhile),

@@ -37,6 +37,7 @@ from lossless.context.stable import prefix_cap, stable_layout
 from lossless.context.summaries import SummaryPieces
 from lossless.core.config import Config
 from lossless.core.errors import BudgetError, EmbedderError
+from lossless.core.priority import query_running
 from lossless.core.tenants import tenant_of
 from lossless.core.tokens import TokenCounter
 from lossless.core.types import AssembledContext, Lag, Message
@@ -93,8 +94,9 @@ class Assembler:
             query = query[:MAX_QUERY_CHARS]
         # a budget beyond any model's window means "no limit": it is worked with as the
         # largest one (arithmetic on 10**30 tokens would overflow SQLite's integers)
-        ctx = self._assemble(conversation_id, min(budget, _MAX_BUDGET), query, layout=layout)
-        lag = self._lag(conversation_id)
+        with query_running():  # the worker thread steps aside meanwhile (the GIL is the caller's)
+            ctx = self._assemble(conversation_id, min(budget, _MAX_BUDGET), query, layout=layout)
+            lag = self._lag(conversation_id)
         return replace(ctx, lag=lag, budget_tokens=budget)
 
     def _lag(self, cid: str) -> Lag | None:

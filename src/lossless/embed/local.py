@@ -32,6 +32,7 @@ from lossless.core.errors import (
     MissingDependencyError,
     ValidationError,
 )
+from lossless.core.priority import pause_point
 from lossless.embed.base import Vectors, normalize
 from lossless.embed.bert import Encoded
 from lossless.embed.languages import Languages, folder_languages, parse_languages
@@ -309,6 +310,7 @@ class LocalEmbedder:
             lengths = enc.mask.sum(axis=1)
             order = np.argsort(-lengths, kind="stable")
             for batch in length_batches(lengths[order], self.batch_size):
+                pause_point()  # the worker's batches use every core: a caller's query goes first
                 rows = order[batch]
                 width = int(lengths[rows[0]])
                 part = Encoded(np.ascontiguousarray(enc.ids[rows, :width]), np.ascontiguousarray(enc.mask[rows, :width]))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from lossless.core.importance import score as score_importance
+from lossless.core.priority import pause_point
 from lossless.core.textfit import (
     MESSAGE_HEADER_RE,
     Group,
@@ -73,6 +74,7 @@ def _message_boost(item: SummaryItem) -> float:
 def _groups(request: SummaryRequest) -> list[Group]:
     groups: list[Group] = []
     for g, item in enumerate(request.items):
+        pause_point()  # ~0.1 ms of pure Python per item: a query on another thread goes first
         if item.kind == "message":
             header = _message_header(item)
             units = [(u, ln, kind, item.role) for u, ln, kind in split_units(item.text)]
