@@ -16,6 +16,14 @@ two commands, in the same run. Keyword recall (``LOSSLESS_EMBEDDER=none``, as on
 without ``[embeddings]``) unless ``--embedder auto``.
 
 Run:  python bench/bench_import.py --conversations 10000 [--embedder none|auto] [--json]
+
+``--per-conversation M`` gives each conversation M messages of casual chat text (the
+generated chit-chat set's turns, numbered) instead of two one-liners, ``--quantize int8``
+runs the local model in int8 (``LOSSLESS_EMBEDDER_QUANTIZE``), and ``--import-only`` skips
+the ``--no-wait`` + ``worker --once`` pair: a ChatGPT-sized export, 1,000 conversations of
+27 messages, made searchable by ``lossless import``:
+
+Run:  python bench/bench_import.py --conversations 1000 --per-conversation 27 --embedder auto --import-only
 """
 
 from __future__ import annotations
@@ -101,9 +109,10 @@ def run_import(path: Path, db: Path, window: int, compact: bool) -> dict[str, An
         mem.close()
 
 
-def _cli(folder: Path, embedder: str, *args: str) -> float:
+def _cli(folder: Path, embedder: str, *args: str, quantize: str = "none") -> float:
     """Seconds one ``lossless`` command took (it must succeed)."""
-    env = {**os.environ, "LOSSLESS_HOME": str(folder / "home"), "LOSSLESS_EMBEDDER": embedder}
+    env = {**os.environ, "LOSSLESS_HOME": str(folder / "home"), "LOSSLESS_EMBEDDER": embedder,
+           "LOSSLESS_EMBEDDER_QUANTIZE": quantize}
     env.pop("LOSSLESS_DB", None)
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "lossless", *args], capture_output=True, text=True, env=env,
@@ -114,26 +123,45 @@ def _cli(folder: Path, embedder: str, *args: str) -> float:
     return seconds
 
 
-def catch_up(conversations: int, embedder: str) -> dict[str, Any]:
+def catch_up(conversations: int, embedder: str, per_conversation: int = 2, quantize: str = "none",
+             import_only: bool = False) -> dict[str, Any]:
     """``lossless import FILE`` against ``import --no-wait`` + ``worker --once`` over
-    ``conversations`` conversations of two messages."""
+    ``conversations`` conversations of ``per_conversation`` messages."""
+    turns: list[str] = []
+    if per_conversation != 2:
+        import chitchat
+
+        turns = [m.content for chat in chitchat.generate(conversations=2) for m in chat.messages]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         path = folder / "many.jsonl"
+        n = 0
         with path.open("w", encoding="utf-8") as f:
             for i in range(conversations):
-                for j, role in enumerate(("user", "assistant")):
+                for j in range(per_conversation):
+                    role = ("user", "assistant")[j % 2]
+                    content = (f"{turns[n % len(turns)]} ({n})" if turns
+                               else f"message {j} of conversation {i}, about topic {i % 37}")
+                    n += 1
                     f.write(json.dumps({"conversation": f"c{i}", "role": role, "external_id": f"c{i}-{j}",
-                                        "content": f"message {j} of conversation {i}, about topic {i % 37}"}) + "\n")
-        foreground = _cli(folder, embedder, "--db", str(folder / "a.db"), "import", str(path))
-        stored = _cli(folder, embedder, "--db", str(folder / "b.db"), "import", "--no-wait", str(path))
-        worker = _cli(folder, embedder, "--db", str(folder / "b.db"), "worker", "--once")
+                                        "content": content}) + "\n")
+        foreground = _cli(folder, embedder, "--db", str(folder / "a.db"), "import", str(path), quantize=quantize)
+        stored = worker = 0.0
+        if not import_only:
+            stored = _cli(folder, embedder, "--db", str(folder / "b.db"), "import", "--no-wait", str(path),
+                          quantize=quantize)
+            worker = _cli(folder, embedder, "--db", str(folder / "b.db"), "worker", "--once", quantize=quantize)
         size = sum(f.stat().st_size for f in folder.glob("a.db*"))
-    return {"conversations": conversations, "messages": 2 * conversations, "embedder": embedder,
-            "store_mb": round(size / 1e6, 1),
-            "import_with_catch_up_s": round(foreground, 2), "import_no_wait_s": round(stored, 2),
-            "worker_once_s": round(worker, 2), "no_wait_plus_worker_s": round(stored + worker, 2),
-            "ratio": round(foreground / (stored + worker), 2)}
+        with lossless.open(str(folder / "a.db"), embedder=None) as mem:
+            stats = mem.stats()["backlog"]
+    out: dict[str, Any] = {"conversations": conversations, "messages": n, "embedder": embedder, "quantize": quantize,
+                           "store_mb": round(size / 1e6, 1), "import_with_catch_up_s": round(foreground, 2),
+                           "backlog_after": stats}
+    if not import_only:
+        out.update({"import_no_wait_s": round(stored, 2), "worker_once_s": round(worker, 2),
+                    "no_wait_plus_worker_s": round(stored + worker, 2),
+                    "ratio": round(foreground / (stored + worker), 2)})
+    return out
 
 
 def main() -> None:
@@ -144,19 +172,27 @@ def main() -> None:
                     help="measure the catch-up after importing N conversations instead (several N: one run each)")
     ap.add_argument("--embedder", choices=("none", "auto"), default="none",
                     help="with --conversations: LOSSLESS_EMBEDDER for the commands (default: none, keyword recall)")
+    ap.add_argument("--per-conversation", type=int, default=2, metavar="M",
+                    help="with --conversations: messages per conversation (other than 2: casual chat text)")
+    ap.add_argument("--quantize", choices=("none", "int8"), default="none",
+                    help="with --conversations: LOSSLESS_EMBEDDER_QUANTIZE for the commands")
+    ap.add_argument("--import-only", action="store_true",
+                    help="with --conversations: only `lossless import FILE` (no --no-wait + worker --once)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if args.conversations:
         runs = []
         for n in args.conversations:
-            runs.append(catch_up(n, args.embedder))
+            runs.append(catch_up(n, args.embedder, args.per_conversation, args.quantize, args.import_only))
             print(f"catch-up: {runs[-1]}", file=sys.stderr)
         if args.json:
             print(json.dumps({"catch_up": runs}, indent=2))
         else:
             for r in runs:
-                print(f"{r['conversations']:>7,} conversations  import {r['import_with_catch_up_s']:>7.1f} s   "
-                      f"--no-wait + worker --once {r['no_wait_plus_worker_s']:>7.1f} s   ratio {r['ratio']}")
+                print(f"{r['conversations']:>7,} conversations, {r['messages']:,} messages  "
+                      f"import {r['import_with_catch_up_s']:>7.1f} s   " + (
+                          f"--no-wait + worker --once {r['no_wait_plus_worker_s']:>7.1f} s   ratio {r['ratio']}"
+                          if "ratio" in r else f"backlog after: {r['backlog_after']}"))
         return
     rows = list(synth.messages(args.messages, seed=11))
     results: dict[str, Any] = {"messages": len(rows), "window": args.window}

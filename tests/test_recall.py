@@ -104,6 +104,50 @@ def test_sqlite_vec_and_numpy_agree(tmp_path: Path) -> None:
     assert all(results["numpy"])
 
 
+@pytest.mark.sqlite_only(reason="sqlite-vec's vec0 tables are the SQLite store's")
+def test_vec0_tables_take_little_room_and_old_ones_are_rebuilt(tmp_path: Path) -> None:
+    """vec0's default chunk reserves 1,024 vectors per partition (1.6 MB for a conversation
+    of two messages); indexes are made in chunks of 64, and an index made before is rebuilt
+    once when a store opens it, every vector kept."""
+    from lossless.store.sqlite.recall import VEC_CHUNK
+
+    def sql_of(mem: lossless.Memory, name: str) -> str:
+        return str(mem.store._query("SELECT sql FROM sqlite_master WHERE name = ?", (name,))[0][0])
+
+    mem = _mem(tmp_path / "v.db", HashEmbedder(), vector_backend="sqlite-vec")
+    for i in range(40):
+        conv = mem.conversation(f"c{i}")
+        conv.add_many([{"role": "user", "content": f"where did I park the car on day {i}?"},
+                       {"role": "assistant", "content": f"level {i % 5} of the garage by the lift"}])
+        conv.index()
+    name = mem.recaller.index_name()
+    assert name is not None and f"chunk_size={VEC_CHUNK}" in sql_of(mem, name)
+    before = {q: [(h.conversation_id, h.first_seq) for h in mem.search(q, mode="semantic", limit=5)]
+              for q in ("park the car day 7", "garage lift level 3")}
+    vectors = mem.store._query(f"SELECT rowid, embedding FROM {name} ORDER BY rowid")
+    # the index as sqlite-vec's default made it before
+    with mem.store.transaction() as conn:
+        conn.execute(f"DROP TABLE {name}")
+        conn.execute(f"CREATE VIRTUAL TABLE {name} USING vec0(conversation_id text partition key, kind text, "
+                     "embedding float[64] distance_metric=cosine)")
+        conn.executemany(f"INSERT INTO {name} (rowid, conversation_id, kind, embedding) "
+                         "SELECT rowid, conversation_id, kind, ? FROM recall_units WHERE rowid = ?",
+                         [(v, r) for r, v in vectors])
+    mem.close()
+    old_size = (tmp_path / "v.db").stat().st_size
+    assert old_size > 40 * 1024 * 64 * 4  # a 1,024-vector chunk per conversation
+    mem = _mem(tmp_path / "v.db", HashEmbedder(), vector_backend="sqlite-vec")
+    assert mem.recaller.index_name() == name
+    assert f"chunk_size={VEC_CHUNK}" in sql_of(mem, name)
+    assert mem.store._query(f"SELECT rowid, embedding FROM {name} ORDER BY rowid") == vectors
+    after = {q: [(h.conversation_id, h.first_seq) for h in mem.search(q, mode="semantic", limit=5)] for q in before}
+    assert after == before and all(after.values())
+    mem.close()
+    mem = _mem(tmp_path / "v.db", HashEmbedder(), vector_backend="sqlite-vec")  # rebuilt once: nothing to do now
+    assert mem.recaller.index_name() == name and f"chunk_size={VEC_CHUNK}" in sql_of(mem, name)
+    mem.close()
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=st.lists(st.integers(1, 40), min_size=1, max_size=6))
 @pytest.mark.sqlite_only(reason="the SQLite store's numpy vector matrix")
