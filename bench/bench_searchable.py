@@ -8,6 +8,7 @@ and every retrieval unit is embedded. Three runs alternate, ``--rounds`` times, 
 * ``windows``: ``recall_windows=True``: QA-pair windows are cut and embedded too (what
   every store did before issue 29 item 1);
 * ``default``: the default config: the messages alone are embedded;
+* ``int8``: the default config with the local model in int8 (``LocalEmbedder(quantize="int8")``);
 * ``reference``: sentence-transformers (torch) embedding the turn texts once, batch 32
   (skipped when it is not importable).
 
@@ -44,9 +45,12 @@ def read_units(path: Path) -> dict[str, dict[str, int]]:
         return {kind: {"units": int(n), "chars": int(chars)} for kind, n, chars in rows}
 
 
-def lossless_run(folder: Path, name: str, rows: list[dict[str, Any]], windows: bool) -> dict[str, Any]:
+def lossless_run(folder: Path, name: str, rows: list[dict[str, Any]], windows: bool,
+                 quantize: str | None = None) -> dict[str, Any]:
+    from lossless.embed.local import LocalEmbedder
+
     path = folder / f"{name}.db"
-    with lossless.open(str(path), recall_windows=windows) as mem:
+    with lossless.open(str(path), recall_windows=windows, embedder=LocalEmbedder(quantize=quantize)) as mem:
         embedder = mem.recaller.embedder
         if embedder is None:
             raise SystemExit("no default embedder: install the embeddings extra")
@@ -88,11 +92,12 @@ def main() -> None:
 
         model = SentenceTransformer(str(packaged_model()), device="cpu")
         model.encode(["warm-up"])
-    runs: dict[str, list[dict[str, Any]]] = {"windows": [], "default": [], "reference": []}
+    runs: dict[str, list[dict[str, Any]]] = {"windows": [], "default": [], "int8": [], "reference": []}
     with tempfile.TemporaryDirectory(prefix="bench-searchable-") as tmp:
         for r in range(args.rounds):
             runs["windows"].append(lossless_run(Path(tmp), f"windows{r}", rows, True))
             runs["default"].append(lossless_run(Path(tmp), f"default{r}", rows, False))
+            runs["int8"].append(lossless_run(Path(tmp), f"int8{r}", rows, False, "int8"))
             if model is not None:
                 runs["reference"].append(reference_run(texts, model))
             if not args.json:
@@ -104,7 +109,7 @@ def main() -> None:
                            "all_seconds": {k: [x["seconds"] for x in v] for k, v in runs.items()}}
     if "reference" in best:
         ref = float(best["reference"]["seconds"])
-        out["ratio_to_reference"] = {k: round(float(best[k]["seconds"]) / ref, 2) for k in ("windows", "default")}
+        out["ratio_to_reference"] = {k: round(float(best[k]["seconds"]) / ref, 2) for k in ("windows", "default", "int8")}
     if args.json:
         print(json.dumps(out, indent=2))
         return

@@ -102,6 +102,7 @@ def test_int8_vectors_keep_an_index_of_their_own_and_recall(store_target: StoreT
     mixing the two in one index), and recall by meaning works with int8."""
     monkeypatch.setenv("LOSSLESS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("LOSSLESS_EMBEDDER", "local")
+    monkeypatch.setenv("LOSSLESS_EMBEDDER_QUANTIZE", "none")
     store_url = store_target("int8")
     with lossless.open(store_url, compaction="inline") as mem:
         assert mem.recaller.embedder is not None and mem.recaller.embedder.model == "all-MiniLM-L6-v2"
@@ -119,3 +120,4 @@ def test_int8_vectors_keep_an_index_of_their_own_and_recall(store_target: StoreT
         hits = mem.conversation("trip").search("car trouble on a road trip", mode="semantic", limit=3)
         assert hits and "automobile broke down" in hits[0].snippet and hits[0].matched == "vector"
         assert mem.conversation("trip").backlog()["units_not_embedded"] == 0  # the search caught the index up
+
