@@ -53,7 +53,10 @@ __all__ = ["Worker", "WorkerStats", "owed", "owed_parts", "running_workers"]
 log = logging.getLogger("lossless")
 
 CUT_BATCH = 500  # messages cut into units per step
-EMBED_BATCH = 16  # units embedded per step (a step is what close() and a turn's end may wait for)
+# units embedded per step (what close() and a turn's end may wait for: ~0.7 s of the local
+# model on 2 cores), handed to the embedder at once: it runs them in batches of alike length,
+# and 256 at a time made a 419-turn chat searchable 9 % sooner than 64 (bench_searchable)
+EMBED_BATCH = 256
 MAX_RETRY_SECONDS = 300.0
 # A worker thread shares the interpreter (and its GIL) with the code that writes: while
 # writes keep arriving it works in short turns and waits for a pause between them, so a
@@ -516,7 +519,7 @@ class Worker:
             cut_before = recaller.index_store.progress(cid)[0]
             recaller.cut_units(cid, limit=CUT_BATCH)
             cut = recaller.index_store.progress(cid)[0] - cut_before
-            passed = recaller.embed_units(cid, limit=EMBED_BATCH)
+            passed = recaller.embed_units(cid, limit=EMBED_BATCH, batch_size=EMBED_BATCH)
             with self.stats.lock:
                 self.stats.units_embedded += passed.vectors  # not those left keyword-only (language)
                 self.stats.messages_indexed += max(0, cut)

@@ -216,8 +216,10 @@ class Recaller:
         return self.embed_units(conversation_id, limit, progress).units
 
     def embed_units(self, conversation_id: str, limit: int | None = None,
-                    progress: Callable[[int, int], None] | None = None) -> Embedded:
-        """:meth:`embed_pending`, counting the units embedded and those left keyword-only."""
+                    progress: Callable[[int, int], None] | None = None, batch_size: int = _EMBED_BATCH) -> Embedded:
+        """:meth:`embed_pending`, counting the units embedded and those left keyword-only;
+        ``batch_size`` units are read and handed to the embedder at a time (never past
+        ``limit``): the more at once, the better it groups them by length."""
         index = self.index_name()
         if index is None or self.embedder is None:
             return Embedded()
@@ -225,7 +227,8 @@ class Recaller:
         done = vectors = 0
         total = self.index_store.pending_count(index, conversation_id) if progress else 0
         while limit is None or done < limit:
-            batch = self.index_store.pending(index, conversation_id, _EMBED_BATCH)
+            batch = self.index_store.pending(index, conversation_id,
+                                             batch_size if limit is None else max(1, min(batch_size, limit - done)))
             if not batch:
                 break
             # units in a language the model does not read get no vector: the index passes
