@@ -81,12 +81,20 @@ class TimedEmbedder:
             self._db.close()
 
 
-def load_embedder(cache: Path | None, quantize: str = "none") -> TimedEmbedder:
+def load_embedder(cache: Path | None, model: str = "fp32") -> TimedEmbedder:
+    """The local model (``fp32``, ``int8``) or the static one distilled from it
+    (``static``, bench/static_embedder.py), timed and cached."""
     try:
         from lossless.embed.local import LocalEmbedder  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
         raise SystemExit(f"the local embedder is not available ({exc}); run with --no-vectors") from None
-    local = LocalEmbedder(quantize=quantize)
+    local: Any
+    if model == "static":
+        from static_embedder import StaticEmbedder
+
+        local = StaticEmbedder()
+    else:
+        local = LocalEmbedder(quantize="int8" if model == "int8" else None)
     local.embed(["warm-up"])  # load the model now, so ingest times do not include it
     return TimedEmbedder(local, cache)
 

@@ -367,8 +367,9 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="add_many per turn (default) or per BEAM batch (per session in chit-chat)")
     ap.add_argument("--no-vectors", action="store_true",
                     help="no embedder: no vector, hybrid or semantic baseline")
-    ap.add_argument("--quantize", choices=("none", "int8"), default="none",
-                    help="the local model in int8 (LocalEmbedder(quantize='int8')) for lossless and the baselines")
+    ap.add_argument("--model", choices=("fp32", "int8", "static"), default="fp32",
+                    help="the embedder for lossless and the baselines: the local model (int8: "
+                         "LocalEmbedder(quantize='int8')), or the static one distilled from it (static_embedder.py)")
     ap.add_argument("--embed-cache", type=Path, metavar="FILE",
                     help="keep embeddings in this SQLite file across runs (re-runs skip the model; "
                          "ingest times then no longer include embedding)")
@@ -520,7 +521,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedder: TimedEmbedder | None = None
     if not args.no_vectors:
         t0 = time.perf_counter()
-        embedder = load_embedder(args.embed_cache, quantize=args.quantize)
+        embedder = load_embedder(args.embed_cache, model=args.model)
         print(f"embedder loaded in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="lossless-retention-") as tmp:
@@ -569,7 +570,7 @@ def _result(args: argparse.Namespace, name: str, shape: SetShape, chats: list[in
                             "tokenizer": r"lower-case \w+, a CJK run as its character bigrams", "stopwords": "kept"},
                    "rrf_k": baselines.RRF_K,
                    "embed_cache": str(args.embed_cache) if args.embed_cache else None,
-                   "quantize": args.quantize,
+                   "model": args.model,
                    "lossless_version": version},
         "ingest": ingests,
         "ingest_s_total": round(sum(i["ingest_s"] for i in ingests), 2),
