@@ -306,7 +306,7 @@ class LocalEmbedder:
         for start in range(0, len(texts), _TOKENIZE_AT_ONCE):
             group = list(texts[start:start + _TOKENIZE_AT_ONCE])
             with native_call():  # the tokenizer (Rust) releases the GIL
-                enc = bert.encode(group)  # padded to the group's longest; each batch is cut back
+                enc = bert.encode_each(group)  # padded to the group's longest; each batch is cut back
             lengths = enc.mask.sum(axis=1)
             order = np.argsort(-lengths, kind="stable")
             for batch in length_batches(lengths[order], self.batch_size):
