@@ -157,7 +157,7 @@ def test_two_threads_never_compact_one_conversation_at_once(store_target: StoreT
     assert slow.started.wait(10)
     assert conv.state == "COMPACTING"
     second = mem.compactor.compact("c", force=True)  # no wait: refused at once, nothing changed
-    assert second.skipped and "another compaction" in second.skipped and not second.created
+    assert second.busy and second.skipped and "another compaction" in second.skipped and not second.created
     first.join(30)
     assert conv.state == "ACTIVE"
     assert reports[0].created and mem.verify() == []
@@ -196,7 +196,7 @@ def test_another_process_holding_the_lease_blocks_compaction_and_tools(store_tar
         assert proc.stdout.readline().strip() == "started"
         assert conv.state == "COMPACTING"
         refused = mem.compactor.compact("c", force=True)
-        assert refused.skipped and "another compaction" in refused.skipped
+        assert refused.busy and refused.skipped and "another compaction" in refused.skipped
         result = conv.tools.dispatch({"id": "call_1", "type": "function",
                                       "function": {"name": "lcm_grep", "arguments": json.dumps({"query": "service"})}})
         assert "being compacted" in result["content"]
@@ -205,7 +205,7 @@ def test_another_process_holding_the_lease_blocks_compaction_and_tools(store_tar
     finally:
         proc.kill()
     assert out.strip().startswith("done") and int(out.split()[-1]) > 0
-    assert waited.skipped is None
+    assert waited.skipped is None and not waited.busy
     assert conv.state == "ACTIVE"
     assert [m.content for m in conv.messages()] == before and mem.verify() == []
     reasons = [e["reason"] for e in conv.compaction_log()]
@@ -230,3 +230,13 @@ def test_bad_policy_values_are_refused() -> None:
         lossless.open(":memory:", embedder=None, compact_interval_seconds=-5)
     with pytest.raises(lossless.ValidationError, match="compaction_cooldown_seconds"):
         lossless.open(":memory:", embedder=None, compaction_cooldown_seconds=-1)
+
+
+def test_a_compaction_with_nothing_to_do_is_skipped_but_not_busy(tmp_path: Path) -> None:
+    """Callers tell "another compaction holds it" (retry later, HTTP 409) from every other
+    skip by ``report.busy``, not by the wording of ``skipped``."""
+    with lossless.open(str(tmp_path / "idle.db"), embedder=None) as mem:
+        conv = mem.conversation("c")
+        conv.add("user", "hello")
+        report = mem.compactor.compact("c")  # under every trigger: nothing to do
+        assert report.skipped and not report.busy and not report.created

@@ -71,6 +71,7 @@ class CompactionReport:
     reason: str = ""  # why it ran: the trigger that fired, "manual", "context-length error", …
     seconds: float = 0.0
     stopped: bool = False  # should_stop() asked it to yield before it was done (the worker's turn ended)
+    busy: bool = False  # nothing was done because another compaction of the conversation holds it
 
     @property
     def created(self) -> list[str]:
@@ -354,6 +355,7 @@ class Compactor:
 
     def _busy(self, report: CompactionReport, why: str) -> CompactionReport:
         report.skipped = why
+        report.busy = True
         report.tokens_after = report.tokens_before
         return report
 

@@ -490,7 +490,7 @@ class Worker:
                                               should_stop=out_of_time(half))
             with self.stats.lock:
                 self.stats.summaries += len(report.created)
-            busy = report.skipped is not None and "another compaction" in report.skipped
+            busy = report.busy
             stopped = report.stopped
             if forced is not None and not busy and not stopped:
                 self.backlog.forced_done(conversation_id, owner)  # asked and done

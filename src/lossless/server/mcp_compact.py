@@ -53,7 +53,7 @@ def compact_now(memory: Memory, conversation_id: str, *, full: bool = False) -> 
         call.progress(0, due or None, f"{due} messages due for summarizing")
     report = memory.compactor.compact(conversation_id, force=True, full=full, reason="mcp lcm_compact",
                                       wait=memory.config.tool_wait_seconds, should_stop=step)
-    if report.skipped and report.skipped.startswith("another compaction"):
+    if report.busy:
         raise CompactionBusyError(f"{report.skipped}; try again when it is done")
     return {"conversation_id": conversation_id, "summaries_written": len(report.created),
             "leaves": report.leaves, "condensed": report.condensed, "tokens_before": report.tokens_before,

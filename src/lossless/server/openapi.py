@@ -149,7 +149,7 @@ def _context_schemas(tools: dict[str, Any]) -> dict[str, Any]:
             "conversation_id": _STR, "leaves": {"type": "array", "items": _STR},
             "condensed": {"type": "array", "items": _STR}, "created": {"type": "array", "items": _STR},
             "tokens_before": _INT, "tokens_after": _INT, "passes": _INT, "skipped": _nullable(_STR),
-            "reason": _STR, "seconds": _NUM},
+            "reason": _STR, "seconds": _NUM, "stopped": _BOOL, "busy": _BOOL},
             ("conversation_id", "leaves", "condensed", "created", "tokens_before", "tokens_after")),
         "ConversationStats": _obj({"conversation": _STR, "messages": _INT, "message_tokens": _INT, "summaries": _INT,
                                    "max_depth": _INT, "active_tokens": _INT, "context_window": _INT},

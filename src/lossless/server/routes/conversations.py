@@ -226,7 +226,7 @@ def compact(call: Call) -> dict[str, Any]:
     f = call.fields(("full", "emergency", "force"))
     report = _conversation(call).compact(force=f.boolean("force", default=True), full=f.boolean("full"),
                                          emergency=f.boolean("emergency"), reason="api")
-    if report.skipped and "another compaction" in report.skipped and not report.created:
+    if report.busy:
         raise CompactionBusyError(f"{report.skipped}; try again shortly")
     out = dataclasses.asdict(report)
     out["conversation_id"] = call.tenant.public_id(report.conversation_id)
