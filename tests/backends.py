@@ -189,7 +189,7 @@ def _empty(url: str) -> None:
     """Delete every row a test wrote (and the tables and schemas it made), keeping the schema."""
     import psycopg
 
-    from lossless.store import pg_migrations
+    from lossless.store.postgres import migrations as pg_migrations
 
     with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
         conn.execute("SET LOCAL lock_timeout = '5s'")

@@ -33,7 +33,7 @@ import apsw
 import pytest
 
 import lossless
-from lossless import errors
+from lossless.core import errors
 from lossless.store.urls import is_postgres_url
 from tests.conftest import StoreTarget, chat
 

@@ -54,11 +54,3 @@ def test_a_context_fits_its_budget_when_stored_counts_run_low(tmp_path: Path) ->
     mem.close()
 
 
-def test_the_old_import_paths_still_work() -> None:
-    from lossless import assemble, context
-    from lossless.core import textfit
-    from lossless.summarize import extractive
-
-    assert assemble.Assembler is context.Assembler
-    assert assemble.MEMORY_HEADER == context.MEMORY_HEADER and assemble.DYNAMIC_HEADER == context.DYNAMIC_HEADER
-    assert extractive.fit_text is textfit.fit_text

@@ -28,7 +28,7 @@ from lossless.files import Files, context_request, kind_of, path_candidates, spl
 from lossless.files.backend import files_backend
 from lossless.files.chunk import _lines
 from lossless.files.walk import decode, glob_match, read_file
-from lossless.store import migrations
+from lossless.store.sqlite import migrations
 from lossless.testing import HashEmbedder
 
 COUNTER = get_counter()

@@ -145,3 +145,16 @@ def test_no_function_is_over_100_lines_and_no_module_over_800() -> None:
                 if length > MAX_FUNCTION_LINES:
                     too_long.append(f"{path.relative_to(SRC)}:{node.lineno} {node.name}: {length} lines")
     assert not too_long, "; ".join(too_long)
+
+
+def test_import_lossless_installs_no_import_hook_and_old_names_are_gone() -> None:
+    """0.1.0 has no users of the flat layout to serve: no meta-path finder mapping old
+    module names (issue 28), so ``lossless.errors`` is not a module."""
+    import importlib.util
+    import sys
+
+    import lossless  # noqa: F401
+
+    assert not [f for f in sys.meta_path if type(f).__module__.startswith("lossless")]
+    assert importlib.util.find_spec("lossless.errors") is None
+    assert importlib.util.find_spec("lossless.core.errors") is not None

@@ -54,7 +54,7 @@ def test_end_distils_the_rest_once(store_target: StoreTarget, tmp_path: Path) ->
     assert all(r.user == "bo" and r.agent == "coder" for r in first)
     assert conv.end() == []  # nothing new since
     conv.add("user", "I prefer tabs over spaces.", created_at=T0)
-    closed = conv.close_session()
+    closed = conv.end()
     assert [r.content for r in closed if r.task_id is None] == ["I prefer tabs over spaces."]
     # stored once: a stated preference alone is not also a task record (issue 30)
     assert [r for r in closed if r.task_id is not None] == []

@@ -26,7 +26,7 @@ from lossless.core.errors import LosslessError, NotFoundError, QueryError, Valid
 from lossless.core.types import Message
 from lossless.embed.base import Vectors
 from lossless.longterm import Memories, MemoryRecord
-from lossless.store import migrations
+from lossless.store.sqlite import migrations
 from lossless.testing import FakeSummarizer, HashEmbedder
 
 from .conftest import T0, StoreTarget
@@ -604,9 +604,9 @@ def test_a_version_3_database_gains_memories(tmp_path: Path) -> None:
 def _cli(db: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     """A parser with only the memory command (the lead wires it into ``lossless``), run
     through the same error boundary as ``main``."""
-    from lossless.cli.main import _common_options
+    from lossless.cli.options import common_options
 
-    parser = argparse.ArgumentParser(prog="lossless", parents=[_common_options(False)])
+    parser = argparse.ArgumentParser(prog="lossless", parents=[common_options(False)])
     memory_cmd.register(parser.add_subparsers(dest="command", required=True))
     capsys.readouterr()
     try:

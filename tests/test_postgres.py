@@ -20,7 +20,7 @@ import pytest
 import lossless
 from lossless.cli import main
 from lossless.core.errors import MigrationError, StoreError, ValidationError
-from lossless.store import pg_migrations
+from lossless.store.postgres import migrations as pg_migrations
 from lossless.store.postgres.grep import pg_regex, search_document
 from lossless.store.postgres.store import PostgresStore, split_schema
 from lossless.store.urls import redact_url, sqlite_path

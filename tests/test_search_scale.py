@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import lossless
-from lossless.store import sqlite_search
+from lossless.store.sqlite import grep as sqlite_search
 from tests.conftest import StoreTarget
 
 

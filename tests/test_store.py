@@ -11,7 +11,7 @@ import pytest
 
 import lossless
 from lossless.core.errors import MigrationError
-from lossless.store import migrations
+from lossless.store.sqlite import migrations
 from lossless.store.sqlite.store import SQLiteStore
 
 from .backends import tamper

@@ -221,7 +221,7 @@ def test_keyword_only_recall_brings_back_a_possessive_fact(store_target: StoreTa
 
 @pytest.mark.sqlite_only
 def test_sqlite_upgrade_rebuilds_keyword_rows(db_path: Any) -> None:
-    from lossless.store import migrations
+    from lossless.store.sqlite import migrations
 
     with _open(str(db_path)) as mem:
         conv = mem.conversation("old")

@@ -1,6 +1,5 @@
 """lossless: a long-context memory engine for LLM agents."""
 
-from lossless import _moved  # noqa: F401  (first: old import paths of moved modules)
 from lossless.compaction.engine import CompactionReport
 from lossless.conversation import Conversation
 from lossless.core.config import Config

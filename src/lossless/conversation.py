@@ -241,7 +241,6 @@ class Conversation:
         llm = use_summarizer and not isinstance(summarizer, ExtractiveSummarizer)
         return self.memory.distill(self.id, summarizer=summarizer if llm else None, end_task=True)
 
-    close_session = end
 
     @property
     def state(self) -> Literal["ACTIVE", "COMPACTING"]:

@@ -28,17 +28,10 @@ from lossless.cli import (
 )
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.examples import add_examples
-from lossless.cli.options import Command, common_options, no_wait, non_negative, positive  # noqa: F401
+from lossless.cli.options import common_options
 from lossless.core.errors import LosslessError
 
 __all__ = ["build_parser", "main"]
-
-# What moved to lossless.cli.options, under its old names here (``Command`` is imported
-# above for the same reason), so those imports keep working.
-_common_options = common_options
-_positive = positive
-_non_negative = non_negative
-_no_wait = no_wait
 
 _DESCRIPTION = """\
 A long-context memory engine for LLM agents: every message kept verbatim, older
