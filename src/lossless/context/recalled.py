@@ -260,11 +260,15 @@ class RecalledMessages:
         little without the question it answers. A neighbour that is nothing but an
         acknowledgement or a greeting ("ok", "thanks!", 「嗯，好的。」: the importance
         scorer's chit-chat) adds nothing to the match and stays out."""
+        if not placed or packed.left < _MIN_LINE:
+            return
+        # every placed match's neighbours in one read (it was a read per match: ~60 a call)
+        nearby = self.store.messages_at(cid, sorted({s for m in placed for s in (m.seq - 1, m.seq + 1)
+                                                     if 1 <= s < shown_from}))
         for msg in placed:
             if packed.left < _MIN_LINE:
                 return
-            around = self.store.get_messages(cid, max(1, msg.seq - 1), min(msg.seq + 1, shown_from - 1))
-            for near in around:
+            for near in (nearby[s] for s in (msg.seq - 1, msg.seq + 1) if s in nearby):
                 if (near.seq == msg.seq or near.id in shown_ids or near.id in packed.ids or near.role == "tool"
                         or _filler(near, self.view)):
                     continue

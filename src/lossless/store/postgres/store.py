@@ -368,6 +368,14 @@ class PostgresStore:
         )
         return [self._message(r) for r in rows]
 
+    def messages_at(self, conversation_id: str, seqs: Sequence[int]) -> dict[int, Message]:
+        """The conversation's messages at these seqs that exist, by seq: one read."""
+        if not seqs:
+            return {}
+        rows = self._query(f"SELECT {_MSG_COLS} FROM messages WHERE conversation_id = %s AND seq = ANY(%s)",
+                           (conversation_id, list(dict.fromkeys(int(s) for s in seqs))))
+        return {m.seq: m for m in map(self._message, rows)}
+
     def get_message(self, message_id: str) -> Message:
         rows = self._query(f"SELECT {_MSG_COLS} FROM messages WHERE id = %s", (message_id,))
         if not rows:

@@ -429,6 +429,15 @@ class SQLiteStore:
                            "ORDER BY seq", (conversation_id, first_seq, hi))
         return [self._message(r) for r in rows]
 
+    def messages_at(self, conversation_id: str, seqs: Sequence[int]) -> dict[int, Message]:
+        """The conversation's messages at these seqs that exist, by seq: one read."""
+        if not seqs:
+            return {}
+        among, args = sqlite_in("seq", list(dict.fromkeys(seqs)))
+        rows = self._query(f"SELECT {_MSG_COLS} FROM messages WHERE conversation_id = ? AND {among}",
+                           (conversation_id, *args))
+        return {m.seq: m for m in map(self._message, rows)}
+
     def get_message(self, message_id: str) -> Message:
         rows = self._query(f"SELECT {_MSG_COLS} FROM messages WHERE id = ?", (message_id,))
         if not rows:
