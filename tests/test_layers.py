@@ -158,3 +158,21 @@ def test_import_lossless_installs_no_import_hook_and_old_names_are_gone() -> Non
     assert not [f for f in sys.meta_path if type(f).__module__.startswith("lossless")]
     assert importlib.util.find_spec("lossless.errors") is None
     assert importlib.util.find_spec("lossless.core.errors") is not None
+
+
+def test_the_server_runs_no_sql_against_the_core_tables() -> None:
+    """The server asks the store (``lossless.store.scoped`` for a tenant's totals, ids and
+    backlog) rather than writing SQL against messages, summaries, conversations, the backlog
+    or the recall units (issue 28); tables a server package owns (keys, idempotency) are its own."""
+    import re
+    from pathlib import Path
+
+    import lossless
+
+    core = ("messages", "messages_fts", "summaries", "summaries_fts", "summary_parents", "summary_messages",
+            "conversations", "backlog", "recall_units", "vector_progress", "leases")
+    pattern = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN)\s+(" + "|".join(core) + r")\b")
+    server = Path(lossless.__file__).parent / "server"
+    found = [f"{path.relative_to(server)}: {m.group(0)}" for path in sorted(server.rglob("*.py"))
+             for m in pattern.finditer(path.read_text(encoding="utf-8"))]
+    assert found == []

@@ -2,7 +2,7 @@
 lossless stores each message once.
 
 Every message is identified by the hash the store keeps for it (role, content, name, tool
-calls, tool call id: :func:`lossless.store.sqlite.store.message_hash`), and a request is matched
+calls, tool call id: :func:`lossless.core._canonical.message_hash`), and a request is matched
 by content, position by position, against the stored conversation from its first message:
 
 * the request **extends** what is stored (every stored message in order, then more): the
@@ -26,10 +26,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lossless.core._canonical import message_hash
 from lossless.core.errors import LosslessError, ValidationError
 from lossless.core.types import Message
 from lossless.core.validate import NewMessage, validate_message
-from lossless.store.sqlite.store import message_hash
 
 __all__ = ["Diverged", "MessageMatch", "match_request", "storable"]
 

@@ -39,8 +39,7 @@ from lossless.core.types import Message
 from lossless.server.mcp_notify import in_thread
 from lossless.server.mcp_scope import OPERATOR, public, request_tenant, tenant_conversation, toolbox
 from lossless.server.tenancy import Tenant
-from lossless.store.rows import prefix_upper
-from lossless.store.runner import sql_runner
+from lossless.store.scoped import ids_under
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -146,26 +145,16 @@ def complete_ids(memory: Memory, kind: str, prefix: str, conversation_id: str | 
         infos = memory.store.list_conversations(limit=COMPLETION_LIMIT + 1, id_prefix=wanted or None)
         ids = [tenant.public_id(c.id) for c in infos]
     else:
-        db = sql_runner(memory.store)
-        table = "summaries" if kind == "summary" else "messages"
-        where, args = [], []
-        if prefix:
-            where.append(db.text_range("id"))
-            args += [prefix, prefix_upper(prefix)]
+        stored: str | None = None
         if conversation_id:
             try:
                 stored = tenant.stored_id(conversation_id)
             except ValidationError:  # not an id: nothing is in it
                 return Completion(values=[], total=0, has_more=False)
-            where.append("conversation_id = ?")
-            args.append(stored)
-        elif not tenant.implicit:
-            where.append(db.text_range("conversation_id"))
-            args += [tenant.prefix, prefix_upper(tenant.prefix)]
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
         # one more than is shown, to say whether there are more
-        rows = db.query(f"SELECT id FROM {table}{clause} ORDER BY id LIMIT {COMPLETION_LIMIT + 1}", args)
-        ids = [r[0] for r in rows]
+        ids = ids_under(memory.store, "summary" if kind == "summary" else "message", id_prefix=prefix,
+                        conversation_id=stored, conversations_prefix="" if tenant.implicit else tenant.prefix,
+                        limit=COMPLETION_LIMIT + 1)
     more = len(ids) > COMPLETION_LIMIT
     return Completion(values=ids[:COMPLETION_LIMIT], total=None if more else len(ids), has_more=more)
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from lossless.core.errors import NotFoundError, ValidationError
 from lossless.core.validate import check_conversation_id
+from lossless.store import scoped
 from lossless.store.rows import prefix_upper
 from lossless.store.runner import sql_runner
 
@@ -74,11 +75,7 @@ class Tenant:
 
     def conversation_ids(self, memory: Memory) -> list[str]:
         """Every stored conversation id of this tenant (the implicit one: all)."""
-        db = sql_runner(memory.store)
-        if self.implicit:
-            return [r[0] for r in db.query("SELECT id FROM conversations ORDER BY id")]
-        return [r[0] for r in db.query(f"SELECT id FROM conversations WHERE {db.text_range('id')} ORDER BY id",
-                                       (self.prefix, prefix_upper(self.prefix)))]
+        return scoped.conversation_ids(memory.store, "" if self.implicit else self.prefix)
 
     def conversations(self, memory: Memory, limit: int, offset: int) -> list[ConversationInfo]:
         """This tenant's conversations, most recently updated first."""

@@ -12,7 +12,8 @@ from lossless.core.errors import NotFoundError
 from lossless.server.params import Fields
 from lossless.server.routes.conversations import search_hits
 from lossless.server.state import Call, endpoint
-from lossless.store.runner import SQLRunner, sql_runner
+from lossless.store.runner import sql_runner
+from lossless.store.scoped import backlog_totals, totals
 
 __all__ = ["routes"]
 
@@ -35,25 +36,12 @@ def search(call: Call) -> dict[str, Any]:
     return search_hits(call, ids, ("conversations",))
 
 
-def _range(db: SQLRunner, column: str, tenant_prefix: str) -> tuple[str, tuple[Any, ...]]:
-    if not tenant_prefix:
-        return db.true, ()
-    return db.text_range(column), (tenant_prefix, tenant_prefix[:-1] + "0")
-
-
 def stats(call: Call) -> dict[str, Any]:
     """Totals over the tenant's conversations and memories."""
     tenant = call.tenant
-    db = sql_runner(call.memory.store)
-    where, args = _range(db, "conversation_id", tenant.prefix)
-    conv_where, _ = _range(db, "id", tenant.prefix)
-    convs, messages = db.query(f"SELECT count(*), coalesce(sum(last_seq), 0) FROM conversations WHERE {conv_where}",
-                               args)[0]
-    tokens = db.query(f"SELECT coalesce(sum(token_count), 0) FROM messages WHERE {where}", args)[0][0]
-    summaries, depth = db.query(f"SELECT count(*), coalesce(max(depth), -1) FROM summaries WHERE {where}", args)[0]
-    # int(): PostgreSQL's sum of integers is a numeric (a Decimal)
-    return {"tenant": tenant.name, "conversations": int(convs), "messages": int(messages),
-            "message_tokens": int(tokens), "summaries": int(summaries), "max_depth": int(depth),
+    t = totals(call.memory.store, tenant.prefix)
+    return {"tenant": tenant.name, "conversations": t.conversations, "messages": t.messages,
+            "message_tokens": t.message_tokens, "summaries": t.summaries, "max_depth": t.max_depth,
             "memories": len(tenant.memory_ids(call.memory))}
 
 
@@ -103,18 +91,15 @@ def health(call: Call) -> dict[str, Any]:
     every worker that reported lately, from any process."""
     memory = call.memory
     tenant = call.tenant
-    db = sql_runner(memory.store)
-    where, args = _range(db, "conversation_id", tenant.prefix)
     now = time.time()
-    count, oldest, working, failing = db.query(
-        "SELECT count(*), min(queued_ts), coalesce(sum(CASE WHEN claimed_until >= ? THEN 1 ELSE 0 END), 0), "
-        f"coalesce(sum(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), 0) FROM backlog WHERE {where}", (now, *args))[0]
+    owed = backlog_totals(memory.store, tenant.prefix, now)
     stats = memory.stats()
     out: dict[str, Any] = {
         "ok": True,
         "compaction": stats["compaction"],
-        "backlog": {"conversations": int(count), "oldest_seconds": round(now - float(oldest), 1) if oldest else 0.0,
-                    "in_progress": int(working), "failing": int(failing)},
+        "backlog": {"conversations": owed.conversations,
+                    "oldest_seconds": round(now - owed.oldest_ts, 1) if owed.oldest_ts else 0.0,
+                    "in_progress": owed.in_progress, "failing": owed.failing},
         "worker": stats["worker"],
         "breaker": stats["breaker"],
     }
