@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from lossless.core.errors import ValidationError
 
-__all__ = ["Config"]
+__all__ = ["Compaction", "Config", "Fusion", "Rerank", "VectorBackend"]
+
+Compaction = Literal["background", "inline", "deferred"]
+VectorBackend = Literal["auto", "sqlite-vec", "numpy"]
+Fusion = Literal["weighted", "rrf"]
+Rerank = Literal["llm", "cross-encoder"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +47,7 @@ class Config:
     # writes store the messages and their full-text rows and return), "inline" (inside the
     # write that triggered it, and vectors made by the first query that needs them), or
     # "deferred" (queued for a `lossless worker` process, or for Memory.wait_idle())
-    compaction: str = "background"
+    compaction: Compaction = "background"
     # more triggers (seed 003: 500 messages, one hour since the last compaction; None: off)
     # and a cooldown after an automatic compaction that could not get under the trigger, so
     # it does not retry on every message. The interval is also checked by the worker on a
@@ -105,8 +110,8 @@ class Config:
     root_share: float = 0.05
     recall_share: float = 0.70
     # recall
-    vector_backend: str = "auto"  # "auto" (sqlite-vec if it loads, else numpy), "sqlite-vec", "numpy"
-    fusion: str = "weighted"  # "weighted" (normalised score sum) or "rrf" (reciprocal rank)
+    vector_backend: VectorBackend = "auto"  # "auto" (sqlite-vec if it loads, else numpy), "sqlite-vec", "numpy"
+    fusion: Fusion = "weighted"  # "weighted" (normalised score sum) or "rrf" (reciprocal rank)
     vector_weight: float = 0.5  # the vector list's share in fusion (as for memories and file chunks)
     recency_half_life_days: float | None = None  # decay older recall hits; None: off
     mmr_lambda: float | None = None  # diversify recall hits (1 = relevance only); None: off
@@ -138,7 +143,7 @@ class Config:
     # from a local folder (rerank_model is its path). The rerank_top_n best, each cut to
     # rerank_candidate_tokens, within rerank_timeout_seconds; on any failure recall keeps
     # its own order (see lossless.recall.rerank)
-    rerank: str | None = None
+    rerank: Rerank | None = None
     rerank_model: str | None = None
     rerank_base_url: str | None = None
     rerank_top_n: int = 20
@@ -215,17 +220,17 @@ class Config:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValidationError(f"{name} must be an integer >= 0, got {value!r}")
-        if self.compaction not in ("background", "inline", "deferred"):
+        if self.compaction not in get_args(Compaction):
             raise ValidationError(f"compaction must be background, inline or deferred, got {self.compaction!r}")
-        if self.vector_backend not in ("auto", "sqlite-vec", "numpy"):
+        if self.vector_backend not in get_args(VectorBackend):
             raise ValidationError(f"vector_backend must be auto, sqlite-vec or numpy, got {self.vector_backend!r}")
         if self.strategy not in ("summary", "selective", "hierarchical"):
             raise ValidationError(f"strategy must be summary, selective or hierarchical, got {self.strategy!r}")
-        if self.rerank is not None and self.rerank not in ("llm", "cross-encoder"):
+        if self.rerank is not None and self.rerank not in get_args(Rerank):
             raise ValidationError(f"rerank must be llm, cross-encoder or None (off), got {self.rerank!r}")
         if not self.rerank_timeout_seconds > 0:
             raise ValidationError(f"rerank_timeout_seconds must be positive, got {self.rerank_timeout_seconds!r}")
-        if self.fusion not in ("rrf", "weighted"):
+        if self.fusion not in get_args(Fusion):
             raise ValidationError(f"fusion must be rrf or weighted, got {self.fusion!r}")
         if not 0 <= self.vector_weight <= 1:
             raise ValidationError(f"vector_weight must be in [0, 1], got {self.vector_weight!r}")
