@@ -95,11 +95,12 @@ class Assembler:
         # a budget beyond any model's window means "no limit": it is worked with as the
         # largest one (arithmetic on 10**30 tokens would overflow SQLite's integers)
         with query_running():  # the worker thread steps aside meanwhile (the GIL is the caller's)
-            ctx = self._assemble(conversation_id, min(budget, _MAX_BUDGET), query, layout=layout)
-            lag = self._lag(conversation_id)
+            last = self.store.last_seq(conversation_id)  # read once per call (it was read three times)
+            ctx = self._assemble(conversation_id, min(budget, _MAX_BUDGET), query, layout=layout, last=last)
+            lag = self._lag(conversation_id, last)
         return replace(ctx, lag=lag, budget_tokens=budget)
 
-    def _lag(self, cid: str) -> Lag | None:
+    def _lag(self, cid: str, last: int) -> Lag | None:
         row = self.backlog.row(cid)
         if row is None:
             return None
@@ -112,7 +113,7 @@ class Assembler:
             except EmbedderError as exc:  # the model does not load: the recall above said so already
                 log.debug("lossless: units not embedded are not counted: %s", exc)
         return Lag(seconds=row["queued_seconds"],
-                   raw_messages=self.store.last_seq(cid) - self.store.covered_seq(cid),
+                   raw_messages=last - self.store.covered_seq(cid),
                    messages_not_indexed=recaller.uncut(cid) if recaller is not None and embedding else 0,
                    units_not_embedded=unembedded)
 
@@ -144,13 +145,12 @@ class Assembler:
             return False
         return not (query and query.strip()) or prefix_cap(cfg) >= cfg.cache_min_prefix
 
-    def _raw(self, cid: str, covered: int, budget: int, view: MessageView) -> tuple[list[Message], bool]:
+    def _raw(self, cid: str, covered: int, budget: int, view: MessageView, last: int) -> tuple[list[Message], bool]:
         """The raw messages after the frontier that assembly may show, and whether that is
         all of them. All, unless the worker is far behind (more than two windows' worth, or
         twice ``compact_after_messages``, not yet summarized): then the newest of them, read newest first page by page, so
         assembly costs the same with a backlog of fifty thousand messages as without one.
         The rest is reachable by recall and says so in a pointer."""
-        last = self.store.last_seq(cid)
         cap = 2 * max(budget, self.config.context_window)
         # and twice the messages that trigger a compaction: a caught-up worker leaves fewer
         # unsummarized, while 2 x 128k tokens of short turns were ~15k messages read per call
@@ -190,15 +190,16 @@ class Assembler:
             out.append(msg)
         return out
 
-    def _assemble(self, conversation_id: str, budget: int, query: str | None, *, layout: Layout) -> AssembledContext:
+    def _assemble(self, conversation_id: str, budget: int, query: str | None, *, layout: Layout,
+                  last: int) -> AssembledContext:
         if query is not None and not isinstance(query, str):
             raise BudgetError(f"query must be a string, got {type(query).__name__}")
-        if query and query.strip() and self.recaller is not None and self.store.last_seq(conversation_id) > 0:
+        if query and query.strip() and self.recaller is not None and last > 0:
             self.recaller.prefetch(query)  # the model embeds the query while the store is read
         sources = self._sources(conversation_id)
         frontier = self.store.frontier(conversation_id)
         covered = frontier[-1].last_seq if frontier else 0
-        raw, complete = self._raw(conversation_id, covered, budget, sources.view)
+        raw, complete = self._raw(conversation_id, covered, budget, sources.view, last)
         backlog = (covered + 1, raw[0].seq - 1) if not complete and raw else None
         pinned = self._pinned(conversation_id)
         pinned_ids = {p.id for p in pinned}
