@@ -109,6 +109,7 @@ class RecalledMessages:
         self.view = view
         self.store = store
         self.recaller = recaller
+        self._known: dict[str, Message] = {}  # candidates read while ranking, by id (this assembly's)
 
     def _ranked(self, cid: str, query: str, shown_from: int, room: int,
                 shown_ids: set[str] | frozenset[str]) -> tuple[list[tuple[str, bool]], int]:
@@ -134,7 +135,7 @@ class RecalledMessages:
                 log.warning("lossless: %s; recall falls back to keyword search", exc)
         if candidates is None:
             candidates = [((h.id,), False, h.score) for h in self.store.search(replace(spec, mode="fts"))]
-        candidates = lean_to_speakers(self.store, query, candidates)
+        candidates = lean_to_speakers(self.store, query, candidates, read_into=self._known)
         best = max((score for _, _, score in candidates), default=0.0)
         floor = best * cfg.recall_score_floor if best > 0 else float("-inf")
         kept: list[tuple[tuple[str, ...], bool]] = []
@@ -232,7 +233,11 @@ class RecalledMessages:
             if packed.left < _MIN_LINE or rank >= last_look:
                 break  # (a short message may still fit whole where no excerpt would)
             if mid not in read:  # read a batch ahead: the room is often full before the list ends
-                read = self.store.messages_by_id([m for m, _ in ranked[rank : rank + _READ_AHEAD]])
+                wanted = [m for m, _ in ranked[rank : rank + _READ_AHEAD]]
+                read = {m: self._known[m] for m in wanted if m in self._known}  # (ranking read them)
+                missing = [m for m in wanted if m not in read]
+                if missing:
+                    read.update(self.store.messages_by_id(missing))
             msg = read.get(mid)
             if msg is None or msg.seq >= shown_from:  # (None: not in the store any more)
                 continue

@@ -19,6 +19,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from lossless.core.types import Message
     from lossless.store.base import MessageLog
 
 __all__ = ["SPEAKER_BOOST", "Candidate", "lean_to_speakers", "named_authors"]
@@ -43,15 +44,19 @@ def named_authors(query: str, authors: set[str]) -> set[str]:
     return {a.lower() for a in authors if a and a.lower() in words}
 
 
-def lean_to_speakers(store: MessageLog, query: str, candidates: list[Candidate]) -> list[Candidate]:
+def lean_to_speakers(store: MessageLog, query: str, candidates: list[Candidate],
+                     read_into: dict[str, Message] | None = None) -> list[Candidate]:
     """``candidates`` (best first) with the score of each single message among the first
     ``_LOOKED_AT`` written by someone ``query`` names raised by :data:`SPEAKER_BOOST` and
-    those sorted again (ties keep their order); unchanged when it names no writer."""
+    those sorted again (ties keep their order); unchanged when it names no writer. The
+    messages it reads are added to ``read_into`` (the caller packs them next)."""
     head, rest = candidates[:_LOOKED_AT], candidates[_LOOKED_AT:]
     single = [ids[0] for ids, _window, _score in head if len(ids) == 1]
     if not single or not _WORD.search(query):
         return candidates
     read = store.messages_by_id(single)
+    if read_into is not None:
+        read_into.update(read)
     named = named_authors(query, {m.name for m in read.values() if m.name})
     if not named:
         return candidates
