@@ -176,3 +176,22 @@ def test_the_server_runs_no_sql_against_the_core_tables() -> None:
     found = [f"{path.relative_to(server)}: {m.group(0)}" for path in sorted(server.rglob("*.py"))
              for m in pattern.finditer(path.read_text(encoding="utf-8"))]
     assert found == []
+
+
+def test_the_environment_is_read_in_one_place_and_every_variable_is_documented() -> None:
+    """``lossless.core.environ`` is the only module that reads the environment (issue 28:
+    it was read in ten), and docs/configuration.md names every variable it lists. (The
+    sbert embedder still *sets* the Hugging Face libraries' offline switches.)"""
+    import re
+    from pathlib import Path
+
+    import lossless
+    from lossless.core.environ import VARIABLES
+
+    package = Path(lossless.__file__).parent
+    reads = re.compile(r"os\.environ(?:\.get|\[)|os\.getenv")
+    found = [str(path.relative_to(package)) for path in sorted(package.rglob("*.py"))
+             if path.name != "environ.py" and reads.search(path.read_text(encoding="utf-8"))]
+    assert found == []
+    docs = (package.parents[1] / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert [name for name in VARIABLES if name not in docs] == []

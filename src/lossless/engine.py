@@ -19,6 +19,7 @@ from lossless.compaction.engine import Compactor
 from lossless.compaction.worker import Worker, WorkerStats
 from lossless.context import Assembler
 from lossless.conversation import Conversation
+from lossless.core import environ
 from lossless.core.config import Config
 from lossless.core.errors import NotFoundError, ValidationError
 from lossless.core.owners import live, new_owner, retire
@@ -52,10 +53,10 @@ _CLAIM_SLICE = 64
 
 def default_db_path() -> Path:
     """``$LOSSLESS_DB``, else ``$LOSSLESS_HOME/lossless.db``, else the user data dir."""
-    env = os.environ.get("LOSSLESS_DB")
+    env = environ.read("LOSSLESS_DB")
     if env:
         return Path(env).expanduser()
-    home = os.environ.get("LOSSLESS_HOME")
+    home = environ.read("LOSSLESS_HOME")
     if home:
         return Path(home).expanduser() / "lossless.db"
     import platformdirs
@@ -496,9 +497,9 @@ def _auto_embedder() -> Embedder | None:
     global _warned_keyword_only
     from lossless.embed.local import LocalEmbedder, local_embedder_available
 
-    raw = os.environ.get("LOSSLESS_EMBEDDER", "auto").strip()
+    raw = environ.read("LOSSLESS_EMBEDDER", "auto").strip()
     choice = raw.lower() or "auto"
-    quantize = os.environ.get("LOSSLESS_EMBEDDER_QUANTIZE", "none").strip().lower() or "none"
+    quantize = environ.read("LOSSLESS_EMBEDDER_QUANTIZE", "none").strip().lower() or "none"
     if quantize not in ("none", "int8"):
         raise ValidationError(f"LOSSLESS_EMBEDDER_QUANTIZE must be none or int8; got {quantize!r}")
     if choice not in ("auto", "none", "local"):
@@ -506,7 +507,7 @@ def _auto_embedder() -> Embedder | None:
         if not folder.is_dir():
             raise ValidationError(f"LOSSLESS_EMBEDDER must be auto, local, none or a model folder; got {raw!r} "
                                   "(no such folder)")
-        said = os.environ.get("LOSSLESS_EMBEDDER_LANGUAGES", "").replace(",", " ").split()
+        said = environ.read("LOSSLESS_EMBEDDER_LANGUAGES", "").replace(",", " ").split()
         languages: str | list[str] | None = "any" if [x.lower() for x in said] == ["any"] else (said or None)
         return LocalEmbedder(folder, languages=languages, quantize=quantize)
     if choice == "none":
@@ -558,7 +559,7 @@ def open(
         from lossless.summarize.factory import make_summarizer
 
         summarizer = make_summarizer(summarizer)  # None: $LOSSLESS_SUMMARIZER, else extractive
-    raw = os.fspath(path) if path is not None else os.environ.get("LOSSLESS_DB")
+    raw = os.fspath(path) if path is not None else environ.read("LOSSLESS_DB")
     # before the store: a bad $LOSSLESS_EMBEDDER* leaves no new file (nor an open connection)
     chosen = _auto_embedder() if embedder == "auto" else embedder
     store: Store

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from rich.text import Text
 
 import lossless
 from lossless.conversation import Conversation
+from lossless.core import environ
 from lossless.engine import Memory, embedder_log
 from lossless.store.urls import is_postgres_url, redact_url
 
@@ -84,7 +84,7 @@ class CommandContext:
 
     def db_url(self) -> str | None:
         """The PostgreSQL URL given by ``--db`` or ``$LOSSLESS_DB``, if that is what it is."""
-        given: str | None = getattr(self.args, "db", None) or os.environ.get("LOSSLESS_DB")
+        given: str | None = getattr(self.args, "db", None) or environ.read("LOSSLESS_DB")
         return given if is_postgres_url(given) else None
 
     # -- the store ----------------------------------------------------------------------
@@ -104,7 +104,7 @@ class CommandContext:
                 raise CommandError(f"no database at {path} (add or import messages first, or pass --db)")
             if isinstance(path, Path) and path.is_dir():
                 raise CommandError(f"--db {path} is a directory, not a database file")
-            explicit = getattr(self.args, "db", None) or os.environ.get("LOSSLESS_DB")
+            explicit = getattr(self.args, "db", None) or environ.read("LOSSLESS_DB")
             if (isinstance(path, Path) and create and explicit and str(path) != ":memory:"
                     and not path.parent.exists()):
                 # as read commands refuse a missing database, a write does not invent the

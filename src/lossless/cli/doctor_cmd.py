@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import platform
 import re
 import time
@@ -28,6 +27,7 @@ from rich.text import Text
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents
 from lossless.cli.owed import store_owed
+from lossless.core import environ
 from lossless.engine import Memory
 
 __all__ = ["Check", "cmd_doctor", "register"]
@@ -227,7 +227,7 @@ def _reads(memory: Memory) -> str:
 
 def check_embedder(memory: Memory | None, *, probe: bool) -> Check:
     """Which embedder recall uses, and (``probe``) whether it embeds a text."""
-    choice = os.environ.get("LOSSLESS_EMBEDDER", "auto").strip().lower() or "auto"
+    choice = environ.read("LOSSLESS_EMBEDDER", "auto").strip().lower() or "auto"
     installed = _model_installed()
     if memory is None or memory.embedder is None:
         if choice == "none":
@@ -416,7 +416,7 @@ def run_checks(ctx: CommandContext, *, probe: bool = True) -> list[Check]:
 
 
 def _embedder_without_store() -> Check:
-    if (os.environ.get("LOSSLESS_EMBEDDER", "").strip().lower()) == "none":
+    if (environ.read("LOSSLESS_EMBEDDER", "").strip().lower()) == "none":
         return check_embedder(None, probe=False)
     if _model_installed():
         return Check("installed", "embedder", "ok", "the local model is installed (not loaded: no store yet)")

@@ -9,7 +9,6 @@ The server and MCP extras are imported only when their command runs.
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Sequence
 
 from rich.table import Table
@@ -18,6 +17,7 @@ from rich.text import Text
 from lossless.cli import render
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, command_parents, non_negative, positive
+from lossless.core import environ
 from lossless.core.errors import MissingDependencyError
 from lossless.server.keys import APIKeys
 
@@ -254,7 +254,7 @@ def cmd_serve(ctx: CommandContext) -> int:
         raise CommandError(exc.message) from None
     if warning:
         ctx.err.print(Text(f"warning: {warning}", style="yellow"), soft_wrap=True)
-    key = args.upstream_key or os.environ.get(UPSTREAM_KEY_ENV)
+    key = args.upstream_key or environ.read(UPSTREAM_KEY_ENV)
     upstream = Upstream(args.upstream, key) if args.upstream else None
     app = create_app(memory, upstream=upstream, max_body_bytes=args.max_body_bytes,
                      allow_implicit_tenant=warning is not None, host=args.host,

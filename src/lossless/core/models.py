@@ -20,11 +20,11 @@ actually served as ``context_window=``.
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
+from lossless.core import environ
 from lossless.core.errors import ValidationError
 
 __all__ = [
@@ -227,7 +227,7 @@ def _info(name: str, window: int, max_output: int | None) -> ModelInfo:
 
 
 def _layers() -> tuple[dict[Key, ModelInfo], ...]:
-    return (_overrides, _from_env(os.environ.get(ENV_VAR, "")), _builtin())
+    return (_overrides, _from_env(environ.read(ENV_VAR, "") or ""), _builtin())
 
 
 def _match(key: Key, layers: tuple[dict[Key, ModelInfo], ...]) -> ModelInfo | None:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from lossless.core import environ
 from lossless.core.errors import (
     EmbedderError,
     LosslessError,
@@ -62,9 +63,10 @@ def local_embedder_available() -> bool:
 def cache_dir() -> Path:
     """Where lossless keeps files it can rebuild (the ONNX graph of the local model):
     ``$LOSSLESS_CACHE_DIR``, else ``$XDG_CACHE_HOME/lossless``, else ``~/.cache/lossless``."""
-    if os.environ.get("LOSSLESS_CACHE_DIR"):
-        return Path(os.environ["LOSSLESS_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    given = environ.read("LOSSLESS_CACHE_DIR")
+    if given:
+        return Path(given)
+    base = environ.read("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "lossless"
 
 

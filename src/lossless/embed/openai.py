@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lossless.core import environ
 from lossless.core.errors import LosslessError, MissingDependencyError, ValidationError
 from lossless.embed.base import Vectors, normalize
 from lossless.embed.languages import ANY, Languages, parse_languages
@@ -106,8 +106,8 @@ class OpenAIEmbedder:
             raise ValidationError(f"OpenAIEmbedder: max_retries must be >= 0, got {max_retries!r}")
 
         # Empty environment variables count as unset, as they do for most tools.
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+        base_url = base_url or environ.read("OPENAI_BASE_URL") or None
+        api_key = api_key or environ.read("OPENAI_API_KEY") or None
         shown_url = public_url(base_url) if base_url else OPENAI_BASE_URL
         official = shown_url == OPENAI_BASE_URL
         if api_key is None:

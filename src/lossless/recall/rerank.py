@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from lossless.core import environ
 from lossless.core.errors import (
     LosslessError,
     MissingDependencyError,
@@ -163,8 +164,7 @@ def parse_order(answer: str, n: int) -> list[int]:
 
 
 def _env(name: str) -> str | None:
-    value = os.environ.get(name, "").strip()
-    return value or None  # empty counts as unset
+    return environ.value(name)  # empty counts as unset
 
 
 class LLMReranker:

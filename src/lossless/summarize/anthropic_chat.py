@@ -4,9 +4,9 @@ speaks it. Needs the ``anthropic`` extra."""
 from __future__ import annotations
 
 import json
-import os
 from typing import TYPE_CHECKING, Any
 
+from lossless.core import environ
 from lossless.core.errors import MissingDependencyError, ValidationError
 from lossless.providers.errors import is_context_length_error
 from lossless.providers.http import PLACEHOLDER_API_KEY, public_url, status_detail
@@ -69,7 +69,7 @@ class AnthropicSummarizer(LLMSummarizer):
             raise MissingDependencyError(
                 "AnthropicSummarizer needs the anthropic package: pip install 'lossless[anthropic]'"
             ) from exc
-        model = model or os.environ.get("LOSSLESS_SUMMARIZER_MODEL") or DEFAULT_ANTHROPIC_MODEL
+        model = model or environ.read("LOSSLESS_SUMMARIZER_MODEL") or DEFAULT_ANTHROPIC_MODEL
         super().__init__(
             model,
             fallback_model=fallback_model,
@@ -83,11 +83,11 @@ class AnthropicSummarizer(LLMSummarizer):
         )
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ValidationError(f"AnthropicSummarizer: max_retries must be an integer >= 0, got {max_retries!r}")
-        base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
+        base_url = base_url or environ.read("ANTHROPIC_BASE_URL") or None
+        api_key = api_key or environ.read("ANTHROPIC_API_KEY") or None
         shown_url = public_url(base_url) if base_url else ANTHROPIC_BASE_URL
         official = shown_url == ANTHROPIC_BASE_URL
-        if api_key is None and not official and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+        if api_key is None and not official and not environ.read("ANTHROPIC_AUTH_TOKEN"):
             api_key = PLACEHOLDER_API_KEY  # a local server or gateway that wants no key
         self.base_url = shown_url
         self._provider = "anthropic" if official else f"anthropic-compatible:{shown_url}"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from lossless.core import environ
 from lossless.core.errors import ValidationError
 from lossless.summarize.base import Summarizer
 
@@ -14,8 +14,7 @@ SUMMARIZER_KINDS = ("anthropic", "extractive", "llama", "openai")
 
 
 def _env(name: str) -> str | None:
-    value = os.environ.get(name, "").strip()
-    return value or None  # empty counts as unset
+    return environ.value(name)  # empty counts as unset
 
 
 def make_summarizer(

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import TYPE_CHECKING, Any
 
+from lossless.core import environ
 from lossless.core.errors import MissingDependencyError, ValidationError
 from lossless.providers.errors import is_context_length_error
 from lossless.providers.http import OPENAI_BASE_URL, PLACEHOLDER_API_KEY, public_url, status_detail
@@ -68,7 +68,7 @@ class OpenAISummarizer(LLMSummarizer):
             raise MissingDependencyError(
                 "OpenAISummarizer needs the openai package: pip install 'lossless[openai]'"
             ) from exc
-        model = model or os.environ.get("LOSSLESS_SUMMARIZER_MODEL") or DEFAULT_OPENAI_MODEL
+        model = model or environ.read("LOSSLESS_SUMMARIZER_MODEL") or DEFAULT_OPENAI_MODEL
         super().__init__(
             model,
             fallback_model=fallback_model,
@@ -88,8 +88,8 @@ class OpenAISummarizer(LLMSummarizer):
                 f"got {token_limit_param!r}"
             )
         # Empty environment variables count as unset, as they do for most tools.
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+        base_url = base_url or environ.read("OPENAI_BASE_URL") or None
+        api_key = api_key or environ.read("OPENAI_API_KEY") or None
         shown_url = public_url(base_url) if base_url else OPENAI_BASE_URL
         official = shown_url == OPENAI_BASE_URL
         if api_key is None:
