@@ -231,7 +231,7 @@ class Worker:
 
     def _thread_main(self) -> None:
         _lower_priority()
-        mark_background()  # its long loops pause while a caller's query runs (core.foreground)
+        mark_background()  # its long loops pause while a caller's query runs (core.priority)
         embedder = self.engine.embedder
         if isinstance(embedder, Warmable):
             try:  # load the model here, so no query waits for it (they recall by keyword meanwhile),

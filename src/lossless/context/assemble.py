@@ -148,8 +148,9 @@ class Assembler:
     def _raw(self, cid: str, covered: int, budget: int, view: MessageView, last: int) -> tuple[list[Message], bool]:
         """The raw messages after the frontier that assembly may show, and whether that is
         all of them. All, unless the worker is far behind (more than two windows' worth, or
-        twice ``compact_after_messages``, not yet summarized): then the newest of them, read newest first page by page, so
-        assembly costs the same with a backlog of fifty thousand messages as without one.
+        twice ``compact_after_messages``, not yet summarized): then the newest of them, read
+        newest first page by page, so assembly costs the same with a backlog of fifty
+        thousand messages as without one.
         The rest is reachable by recall and says so in a pointer."""
         cap = 2 * max(budget, self.config.context_window)
         # and twice the messages that trigger a compaction: a caught-up worker leaves fewer

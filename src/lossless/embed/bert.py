@@ -489,12 +489,16 @@ def smoothing(model: BertModel, texts: tuple[str, ...] = CALIBRATION) -> dict[st
         model.forward(model.encode(list(texts[start:start + 8])), record=seen)
     out: dict[str, F32] = {}
     for i in range(model.layers):
-        p = f"encoder.layer.{i}."
-        for name, at in ((f"{p}attention.self.{n}", f"{p}attention.self") for n in ("query", "key", "value")):
+        for part in _QUANTIZED:
+            name = f"encoder.layer.{i}.{part}"
+            # queries, keys and values read the same input, recorded under their block's name
+            at = name.rsplit(".", 1)[0] if ".attention.self." in name else name
             out[name] = _scale(seen[at], model.weights[f"{name}.weight"])
-        for name in (f"{p}attention.output.dense", f"{p}intermediate.dense"):
-            out[name] = _scale(seen[name], model.weights[f"{name}.weight"])
     return out
+
+
+_QUANTIZED = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+              "intermediate.dense")  # per layer: the products int8 quantizes
 
 
 def _scale(activation: F32, weight: F32) -> F32:
@@ -515,8 +519,9 @@ def build_int8(model: BertModel) -> bytes:
         raise MissingDependencyError(f"int8 needs onnx and onnxruntime: pip install 'lossless[embeddings]' ({exc})") from exc
     import tempfile
 
-    graph = onnx.load_from_string(build_onnx(model, smoothing(model)))
-    quantized = {f"{name}.weight_t" for name in smoothing_names(model)}
+    scales = smoothing(model)
+    graph = onnx.load_from_string(build_onnx(model, scales))
+    quantized = {f"{name}.weight_t" for name in scales}
     keep = [n.name for n in graph.graph.node if n.op_type == "MatMul" and n.input[1] not in quantized]
     quiet = _QuietQuantizer()  # its advice to pre-process goes to the root logger
     logging.getLogger().addFilter(quiet)
@@ -535,9 +540,3 @@ class _QuietQuantizer(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         return "pre-processing before quantization" not in record.getMessage()
 
-
-def smoothing_names(model: BertModel) -> list[str]:
-    """The linear layers int8 quantizes, by weight name (see :func:`smoothing`)."""
-    return [f"encoder.layer.{i}.{n}" for i in range(model.layers)
-            for n in ("attention.self.query", "attention.self.key", "attention.self.value",
-                      "attention.output.dense", "intermediate.dense")]
