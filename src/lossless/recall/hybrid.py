@@ -122,6 +122,7 @@ class Recaller:
         # SQLiteRecall (sqlite-vec / numpy) or PostgresRecall (pgvector): whichever the store keeps
         self.index_store: RecallIndex = store.recall_index(config.vector_backend)
         self._index_name: str | None = None
+        self._upgraded = False  # upgrade_index was called for this index (embed_units)
         self._sync_lock = threading.Lock()
         self._synced: dict[str, int] = {}  # conversation -> last seq known to be indexed
         # query vectors, each computed once: shared with long-term memories and file chunks
@@ -224,6 +225,9 @@ class Recaller:
         if index is None or self.embedder is None:
             return Embedded()
         e = self.embedder
+        if not self._upgraded:  # an index in an older layout is rebuilt by its writer, not by a query
+            self.index_store.upgrade_index(index, e.dim)
+            self._upgraded = True
         done = vectors = 0
         total = self.index_store.pending_count(index, conversation_id) if progress else 0
         while limit is None or done < limit:

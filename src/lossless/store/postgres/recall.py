@@ -217,6 +217,10 @@ class PostgresRecall:
             "SELECT count(*) FROM recall_units WHERE conversation_id = %s AND rowid > %s", (conversation_id, upto)
         )[0][0])
 
+    def upgrade_index(self, index: str, dim: int) -> int | None:
+        """pgvector's tables have had one layout: nothing to rebuild."""
+        return None
+
     def add_vectors(self, index: str, conversation_id: str, rows: Sequence[tuple[UnitRow, np.ndarray]],
                     fresh: Collection[str] = (), through: int = 0) -> int:
         """Store the vectors of units read by :meth:`pending` and embedded since, for the

@@ -226,8 +226,6 @@ class SQLiteRecall:
             raise StoreError(f"bad index name {name!r}")
         rows = self.store._query("SELECT backend FROM vector_indexes WHERE name = ?", (name,))
         if rows and (rows[0][0] == self.backend or self.backend == "numpy"):
-            if self.backend == "sqlite-vec":
-                self._rechunk(name, dim)
             return name
         with self.store.transaction() as conn:
             if self.backend == "sqlite-vec":
@@ -245,16 +243,19 @@ class SQLiteRecall:
                              (provider, check_key(model, False), check_key(model, True)))
         return name
 
-    def _rechunk(self, name: str, dim: int) -> None:
+    def upgrade_index(self, name: str, dim: int) -> int | None:
         """Rebuild a vec0 table made before ``chunk_size`` was set (sqlite-vec's default
         reserves 1,024 vectors, 1.6 MB, per conversation): its rows are copied into a
-        table of chunks of ``VEC_CHUNK``, once, in one transaction."""
+        table of chunks of ``VEC_CHUNK``, once, in one transaction (about 1.5 s per 50k
+        vectors). Returns the vectors moved, None when the table needs nothing."""
+        if self.backend != "sqlite-vec":
+            return None
         ddl = self.store._query("SELECT sql FROM sqlite_master WHERE name = ?", (name,))
         if not ddl or "chunk_size" in str(ddl[0][0]):
-            return
+            return None
         with self.store.transaction() as conn:
             if "chunk_size" in str(conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()[0]):
-                return  # another process rebuilt it meanwhile
+                return None  # another process rebuilt it meanwhile
             conn.execute(f"CREATE TEMP TABLE rechunk_{name} AS "
                          f"SELECT rowid AS id, conversation_id, kind, embedding FROM {name}")
             conn.execute(f"DROP TABLE {name}")
@@ -264,6 +265,7 @@ class SQLiteRecall:
             moved = conn.execute(f"SELECT count(*) FROM rechunk_{name}").fetchone()[0]
             conn.execute(f"DROP TABLE rechunk_{name}")
         log.info("lossless: rebuilt the vector index %s in chunks of %d (%d vectors)", name, VEC_CHUNK, moved)
+        return int(moved)
 
     def indexed_upto(self, index: str, conversation_id: str) -> int:
         rows = self.store._query(
