@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from lossless.embed.base import Vectors
-    from lossless.recall.units import Unit
     from lossless.store.rows import UnitRow
 
 __all__ = [
@@ -25,6 +24,7 @@ __all__ = [
     "MemoryWatermarks",
     "MessageLog",
     "NewSummary",
+    "NewUnit",
     "RecallIndex",
     "RecallUnits",
     "RevisedSummary",
@@ -54,6 +54,33 @@ class NewSummary:
     fallback_level: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
     root: bool = False
+
+
+class NewUnit(Protocol):
+    """A retrieval unit about to be written (``RecallUnits.add_units``): what the store
+    reads of one. :class:`lossless.recall.units.Unit` is one; recall cuts them, the store
+    only keeps them, so it names the shape rather than importing recall (issue 28)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def first_seq(self) -> int: ...
+    @property
+    def last_seq(self) -> int: ...
+    @property
+    def part(self) -> int: ...
+    @property
+    def role(self) -> str | None: ...
+    @property
+    def message_ids(self) -> tuple[str, ...]: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def sha256(self) -> str: ...
+    @property
+    def start_ts(self) -> float: ...
+    @property
+    def end_ts(self) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +132,7 @@ class RecallIndex(Protocol):
 
     def progress(self, conversation_id: str) -> tuple[int, int]: ...
     def erasures(self, conversation_id: str) -> int: ...
-    def add_units(self, conversation_id: str, units: Sequence[Unit], message_seq: int, window_seq: int,
+    def add_units(self, conversation_id: str, units: Sequence[NewUnit], message_seq: int, window_seq: int,
                   erasures: int | None = None) -> bool: ...
     def units(self, rowids: Sequence[int], *, text: bool = True) -> dict[int, UnitRow]: ...
     def cached(self, provider: str, model: str, shas: Sequence[str]) -> dict[str, np.ndarray]: ...

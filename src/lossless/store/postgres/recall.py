@@ -23,7 +23,7 @@ import numpy as np
 
 from lossless.core.errors import StoreError
 from lossless.embed.base import Vectors
-from lossless.recall.units import Unit
+from lossless.store.base import NewUnit
 from lossless.store.rows import UnitRow
 from lossless.store.unembedded import index_name
 
@@ -78,7 +78,7 @@ class PostgresRecall:
         return int(self.store._query("SELECT count(*) FROM tombstones WHERE conversation_id = %s",
                                      (conversation_id,))[0][0])
 
-    def add_units(self, conversation_id: str, units: Sequence[Unit], message_seq: int, window_seq: int,
+    def add_units(self, conversation_id: str, units: Sequence[NewUnit], message_seq: int, window_seq: int,
                   erasures: int | None = None) -> bool:
         """Write units and the new progress marks in one transaction (re-running is harmless).
         ``erasures``: the conversation's tombstones counted before its messages were read;

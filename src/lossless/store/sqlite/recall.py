@@ -17,7 +17,7 @@ import numpy as np
 
 from lossless.core.errors import StoreError
 from lossless.embed.base import Vectors
-from lossless.recall.units import Unit
+from lossless.store.base import NewUnit
 from lossless.store.rows import UnitRow  # re-exported: its old home
 from lossless.store.runner import sqlite_in
 from lossless.store.unembedded import check_key, index_name
@@ -152,7 +152,7 @@ class SQLiteRecall:
         return int(self.store._query("SELECT count(*) FROM tombstones WHERE conversation_id = ?",
                                      (conversation_id,))[0][0])
 
-    def add_units(self, conversation_id: str, units: Sequence[Unit], message_seq: int, window_seq: int,
+    def add_units(self, conversation_id: str, units: Sequence[NewUnit], message_seq: int, window_seq: int,
                   erasures: int | None = None) -> bool:
         """Write units and the new progress marks in one transaction (re-running is harmless).
         ``erasures``: the conversation's tombstones counted before its messages were read;
