@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from lossless.files.vectors import ChunkVectors, bump_generation, generation
-from lossless.store.fts import cjk_index_line
+from lossless.store.documents import chunk_index_text
 from lossless.store.runner import SQLiteRunner, SQLRunner, sql_runner
 
 if TYPE_CHECKING:
@@ -106,14 +106,6 @@ def files_backend(store: Any) -> FilesBackend:
 
         return PostgresFilesBackend(store)
     return SQLiteFilesBackend(store)
-
-
-def chunk_index_text(text: str) -> str:
-    """What a column of ``file_chunks_fts`` (a path, a chunk's text) is given: the text,
-    then its CJK bigrams on a line of their own (store/fts.py), so a two-character
-    Chinese word finds its chunk."""
-    line = cjk_index_line(text)
-    return f"{text}\n{line}" if line else text
 
 
 class SQLiteFilesBackend(SQLiteRunner):

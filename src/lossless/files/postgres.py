@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from lossless.files.backend import CHUNK_COLS, FILE_INSERT, VectorRow
 from lossless.files.postgres_vectors import PgChunkVectors, vector_count, vector_rows
 from lossless.files.relevance import query_terms, query_words, relevance, substrings
-from lossless.store.postgres.grep import keyword_tsquery, search_document
+from lossless.store.documents import chunk_documents, chunk_search
+from lossless.store.postgres.grep import keyword_tsquery
 from lossless.store.runner import PostgresRunner, QmarkConnection, qmark
 
 if TYPE_CHECKING:
@@ -32,22 +33,11 @@ if TYPE_CHECKING:
 __all__ = ["CHUNK_SEARCH", "PostgresFilesBackend", "chunk_documents", "chunk_search"]
 
 
-def chunk_search(path_doc: str, text_doc: str) -> str:
-    """SQL for a chunk's search vector from its two documents (:func:`chunk_documents`),
-    given as SQL expressions (placeholders or columns)."""
-    return f"setweight(to_tsvector('english', {path_doc}), 'B') || setweight(to_tsvector('english', {text_doc}), 'A')"
-
-
 CHUNK_SEARCH = chunk_search("?", "?")
 # ts_rank weights {D, C, B, A}: a path word counts half a text word, as bm25(0.5, 1.0) on SQLite
 _WEIGHTS = "'{0.1, 0.2, 0.5, 1.0}'"
 _MAX_SUBSTRINGS = 32
 _LOCK = "SELECT pg_advisory_xact_lock(hashtext('lossless.files'), hashtext(current_schema()))"
-
-
-def chunk_documents(path: str, text: str) -> tuple[str, str]:
-    """What ``to_tsvector`` indexes for a chunk: its file's path, and its text."""
-    return search_document(path), search_document(text)
 
 
 def _like(term: str) -> str:

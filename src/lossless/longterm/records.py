@@ -3,10 +3,11 @@ the conversation it came from (seed 003's long-term tier)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
+
+from lossless.store.documents import search_text  # the store's keyword index is given it too
 
 __all__ = [
     "DEFAULT_IMPORTANCE",
@@ -46,13 +47,6 @@ def scope_of(user: str | None, agent: str | None) -> Scope:
     if agent is not None:
         return "agent"
     return "global"
-
-
-def search_text(content: str, result: str | None = None, patterns: Iterable[str] = (),
-                errors: Iterable[str] = ()) -> str:
-    """What is indexed and embedded for a record: its content, plus a task's result,
-    patterns and errors (so a task is found by what it taught)."""
-    return "\n".join([content, *([result] if result else []), *patterns, *errors])
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ extra forms of compounds (``follow up followup``, ``5 km``, the Latin words insi
 text), and rows indexed before must get them too, or "followup" would find a new
 "follow-up" and not an old one. Each row is rebuilt from the text it was indexed from,
 the same text the write path gives: a message's ``name: text``, a summary's content, a
-memory's :func:`~lossless.longterm.records.search_text`. Rows that have no index row
+memory's :func:`~lossless.store.documents.search_text`. Rows that have no index row
 (forgotten, or being re-indexed) are left without one.
 
 Both stores' migration ``cjk_bigrams`` (issue 27) call :func:`reindex_cjk_sqlite` /
@@ -27,8 +27,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from lossless.core.render import content_text
-from lossless.longterm.records import search_text
+from lossless.store.documents import chunk_documents, chunk_index_text, chunk_search, search_text
 from lossless.store.fts import has_cjk, index_extras, index_text
+from lossless.store.postgres.grep import search_document
 
 __all__ = ["indexed_memory_text", "indexed_message_text", "reindex_cjk_postgres", "reindex_cjk_sqlite",
            "reindex_postgres", "reindex_sqlite"]
@@ -90,9 +91,6 @@ def reindex_sqlite(conn: Any) -> None:
 def reindex_postgres(conn: Any) -> None:
     """Recompute the ``search`` tsvector of every message, summary, memory and file chunk
     from :func:`~lossless.store.postgres.grep.search_document`."""
-    from lossless.files.postgres import chunk_documents, chunk_search
-    from lossless.store.postgres.grep import search_document
-
     for base, (columns, table, text_of) in _SOURCES.items():
         sql = (f"SELECT {columns} FROM {table} WHERE rowid > %s AND search IS NOT NULL "
                "ORDER BY rowid LIMIT %s")
@@ -147,8 +145,6 @@ def reindex_cjk_sqlite(conn: Any) -> int:
     """Rewrite the keyword rows of every message, summary, memory and file chunk whose
     text holds CJK (:func:`~lossless.store.fts.index_text` now adds its bigrams); the rows
     re-indexed. Rows without an index row are left without one."""
-    from lossless.files.backend import chunk_index_text
-
     progress = _Progress(_count(conn, [*_SOURCES, "file_chunks"]))
     for base, (columns, table, text_of) in _SOURCES.items():
         index = f"{base}_fts"
@@ -179,9 +175,6 @@ def reindex_cjk_postgres(conn: Any) -> int:
     """Recompute the ``search`` tsvector of every message, summary, memory and file chunk
     whose text holds CJK (:func:`~lossless.store.postgres.grep.search_document` now adds
     each run's last character); the rows re-indexed."""
-    from lossless.files.postgres import chunk_documents, chunk_search
-    from lossless.store.postgres.grep import search_document
-
     progress = _Progress(_count(conn, [*_SOURCES, "file_chunks"]))
     for base, (columns, table, text_of) in _SOURCES.items():
         sql = f"SELECT {columns} FROM {table} WHERE rowid > %s AND search IS NOT NULL ORDER BY rowid LIMIT %s"
