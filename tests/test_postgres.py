@@ -210,13 +210,15 @@ def test_migrate_round_trip(tmp_path: Path, pg_url: str, capsys: pytest.CaptureF
 
 
 def test_migrate_verification_catches_a_difference(tmp_path: Path, pg_url: str) -> None:
+    from lossless.files.tables import FILE_TABLES
+    from lossless.longterm.tables import MEMORY_TABLES
     from lossless.store.transfer import copy_sqlite_to_postgres
 
     path = tmp_path / "v.db"
     with lossless.open(path, context_window=2048) as mem:
         mem.conversation("v").add_many(chat(80))
         assert mem.wait_idle(60)
-    assert copy_sqlite_to_postgres(str(path), pg_url).ok
+    assert copy_sqlite_to_postgres(str(path), pg_url, owners=(MEMORY_TABLES, FILE_TABLES)).ok
     tamper(pg_url, "UPDATE summaries SET content = content || ' (edited)' WHERE rowid = 1")
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DELETE FROM compaction_log WHERE rowid = 1")
@@ -227,13 +229,15 @@ def test_migrate_verification_catches_a_difference(tmp_path: Path, pg_url: str) 
 
 def _copy_problems(path: Path, pg_url: str) -> list[str]:
     """What ``verify_copy`` finds between the SQLite file and the PostgreSQL copy."""
+    from lossless.files.tables import FILE_TABLES
+    from lossless.longterm.tables import MEMORY_TABLES
     from lossless.store.postgres.store import PostgresStore
     from lossless.store.sqlite.store import SQLiteStore
     from lossless.store.transfer import verify_copy
 
     src, dst = SQLiteStore(path), PostgresStore(pg_url)
     try:
-        return verify_copy(src, dst)
+        return verify_copy(src, dst, owners=(MEMORY_TABLES, FILE_TABLES))
     finally:
         src.close()
         dst.close()
@@ -314,6 +318,8 @@ def test_migrate_round_trip_with_api_keys_and_indexed_files(tmp_path: Path, pg_u
 
 def test_migrate_verification_catches_file_and_key_differences(tmp_path: Path, pg_url: str) -> None:
     from lossless.files import Files
+    from lossless.files.tables import FILE_TABLES
+    from lossless.longterm.tables import MEMORY_TABLES
     from lossless.server.keys import APIKeys
     from lossless.store.transfer import copy_sqlite_to_postgres
 
@@ -324,7 +330,7 @@ def test_migrate_verification_catches_file_and_key_differences(tmp_path: Path, p
     with lossless.open(path, embedder=None) as mem:
         APIKeys(mem.store).create("acme")
         Files(mem.store, HashEmbedder(), mem.counter).index([tmp_path / "proj"])
-    assert copy_sqlite_to_postgres(str(path), pg_url).ok
+    assert copy_sqlite_to_postgres(str(path), pg_url, owners=(MEMORY_TABLES, FILE_TABLES)).ok
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("UPDATE file_chunks SET text = text || ' (edited)' WHERE rowid = 1")
         conn.execute("UPDATE api_keys SET tenant = 'bravo'")

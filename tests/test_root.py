@@ -232,6 +232,8 @@ def test_describe_expand_export_and_erase_work_with_the_root(store_target: Store
 
 @pytest.mark.postgres
 def test_lossless_migrate_carries_the_root_to_postgresql(tmp_path: Path, pg_url: str) -> None:
+    from lossless.files.tables import FILE_TABLES
+    from lossless.longterm.tables import MEMORY_TABLES
     from lossless.store.transfer import copy_sqlite_to_postgres
 
     path = tmp_path / "r.db"
@@ -239,7 +241,7 @@ def test_lossless_migrate_carries_the_root_to_postgresql(tmp_path: Path, pg_url:
         mem.conversation("c").add_many(chat(400, words=20))
         root = mem.conversation("c").root()
         assert root is not None
-    assert copy_sqlite_to_postgres(str(path), pg_url).ok
+    assert copy_sqlite_to_postgres(str(path), pg_url, owners=(MEMORY_TABLES, FILE_TABLES)).ok
     with lossless.open(pg_url, embedder=None, auto_compact=False, **SMALL) as mem:
         conv = mem.conversation("c")
         copied = conv.root()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -19,6 +20,9 @@ from rich.text import Text
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents
 from lossless.store.urls import is_postgres_url, redact_url, sqlite_path
+
+if TYPE_CHECKING:
+    from lossless.store.plugins import TableOwner
 
 __all__ = ["cmd_migrate", "register"]
 
@@ -49,7 +53,9 @@ def cmd_migrate(ctx: CommandContext) -> int:
     from lossless.cli.progress import WorkProgress
     from lossless.store.transfer import copy_sqlite_to_postgres
 
-    total = _source_rows(path)
+    owners = _table_owners()
+
+    total = _source_rows(path, owners)
     copied = 0
 
     def progress(table: str, rows: int) -> None:
@@ -63,7 +69,7 @@ def cmd_migrate(ctx: CommandContext) -> int:
         ctx.err.print(Text(f"copying {path} -> {redact_url(target)}", style="dim"))
     with WorkProgress(ctx.err, "copying", unit="rows", disable=ctx.json) as bar:
         bar.update(0, total)
-        report = copy_sqlite_to_postgres(str(path), target, progress=progress)
+        report = copy_sqlite_to_postgres(str(path), target, owners=owners, progress=progress)
     if ctx.json:
         ctx.emit_json(report.to_dict())
     else:
@@ -82,16 +88,24 @@ def cmd_migrate(ctx: CommandContext) -> int:
     return 0 if report.ok else 1
 
 
-def _source_rows(path: Path) -> int:
+def _table_owners() -> tuple[TableOwner, ...]:
+    """The plug-ins whose tables the copy carries: the long-term memory's, the file index's."""
+    from lossless.files.tables import FILE_TABLES
+    from lossless.longterm.tables import MEMORY_TABLES
+
+    return (MEMORY_TABLES, FILE_TABLES)
+
+
+def _source_rows(path: Path, owners: tuple[TableOwner, ...]) -> int:
     """The rows the copy will move (for the progress bar's total), read-only."""
     import apsw
 
-    from lossless.store.transfer import TABLES
+    from lossless.store.transfer import copied_tables
 
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        tables = [t for t in TABLES if t in names]
+        tables = [t for t in copied_tables(owners) if t in names]
         return sum(int(next(iter(conn.execute(f"SELECT count(*) FROM {t}")))[0]) for t in tables)
     finally:
         conn.close()

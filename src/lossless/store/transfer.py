@@ -1,12 +1,14 @@
 """Copy a SQLite store into PostgreSQL (``lossless migrate``), then prove the copy.
 
 Everything is copied as stored: conversations, messages (same ids, seqs, content hashes,
-ISO times and rowids), summaries and their sources (same ids), settings, long-term
-memories and their vectors, the memory-flush marks, the compaction log, the embedding
-cache, recall units and progress, the HTTP server's API keys (hashes and salts: every key
-keeps working), and the workspace file index (files, chunks with the same rowids, and
-their vectors, one pgvector table per embedder: :mod:`lossless.store.transfer_files`);
-pgvector tables are filled from the cached vectors of the units the SQLite index held.
+ISO times and rowids), summaries and their sources (same ids), settings, the memory-flush
+marks, the compaction log, the embedding cache, recall units and progress, the HTTP
+server's API keys (hashes and salts: every key keeps working), and the tables of each
+plug-in the caller passes (:class:`~lossless.store.plugins.TableOwner`: ``lossless
+migrate`` passes the long-term memories and their vectors, :mod:`lossless.longterm.tables`,
+and the workspace file index, files, chunks with the same rowids and their vectors, one
+pgvector table per embedder, :mod:`lossless.files.tables`); pgvector tables are filled
+from the cached vectors of the units the SQLite index held.
 The target must be empty (a new database, or a new schema with ``?schema=…``): the copy
 is one transaction, so a failed run leaves it empty and can simply be run again. Not
 copied: compaction leases (transient) and the file index's change counter (a fresh one
@@ -24,7 +26,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,20 +34,15 @@ import numpy as np
 
 from lossless.core.errors import StoreError
 from lossless.core.render import content_text
-from lossless.longterm.records import search_text
+from lossless.store.plugins import TableOwner
 from lossless.store.postgres.grep import search_document
 from lossless.store.postgres.store import PostgresStore
 from lossless.store.sqlite.store import SQLiteStore
-from lossless.store.transfer_files import (
-    CHUNK_COLUMNS,
-    copy_file_chunks,
-    copy_file_vectors,
-    verify_file_vectors,
-)
 
-__all__ = ["TABLES", "TransferReport", "copy_sqlite_to_postgres", "verify_copy"]
+__all__ = ["TABLES", "TransferReport", "copied_tables", "copy_sqlite_to_postgres", "verify_copy"]
 
-# table -> the columns copied (and compared) as they are, in SQLite's names
+# table -> the columns copied (and compared) as they are, in SQLite's names: the store's
+# own tables; a plug-in's are its TableOwner's
 TABLES: dict[str, tuple[str, ...]] = {
     "conversations": ("id", "created_at", "updated_at", "metadata", "last_seq"),
     "messages": ("rowid", "id", "conversation_id", "seq", "role", "name", "content", "content_is_json", "tool_calls",
@@ -61,15 +58,7 @@ TABLES: dict[str, tuple[str, ...]] = {
                      "text", "text_sha256", "start_ts", "end_ts"),
     "recall_progress": ("conversation_id", "message_seq", "window_seq"),
     "vector_progress": ("index_name", "conversation_id", "unit_rowid"),
-    "memories": ("rowid", "id", "kind", "content", "content_hash", "token_count", "importance", "user_id", "agent_id",
-                 "metadata", "source_message_ids", "conversation_id", "created_at", "created_ts", "last_used_at",
-                 "last_used_ts", "use_count", "updated_at", "task_id", "task_type", "status", "result", "patterns",
-                 "errors"),
-    "memory_vectors": ("memory_rowid", "provider", "model", "dim", "text_sha256", "vector"),
     "memory_flush": ("conversation_id", "last_seq"),
-    "task_bounds": ("conversation_id", "ended_seq"),
-    "forgotten_memories": ("rowid", "memory_id", "kind", "content", "user_id", "agent_id", "reason", "record",
-                           "forgotten_at", "forgotten_ts"),
     "compaction_log": ("rowid", "conversation_id", "reason", "started_ts", "finished_ts", "tokens_before",
                        "tokens_after", "leaves", "condensed", "skipped", "owner"),
     # the work still owed comes along (not who was on it: a claim belongs to a process)
@@ -81,14 +70,8 @@ TABLES: dict[str, tuple[str, ...]] = {
     "proxy_requests": ("conversation_id", "idempotency_key", "request_sha256", "request_seq", "reply_id",
                        "created_at"),
     "api_keys": ("id", "tenant", "name", "salt", "hash", "prefix", "created_at", "revoked_at", "last_used_at"),
-    "files": ("rowid", "root", "path", "abs_path", "name", "kind", "size", "mtime_ns", "sha256", "indexed_at",
-              "chunk_count"),
-    "file_chunks": CHUNK_COLUMNS,  # written with its search vector (transfer_files.copy_file_chunks)
 }
-# written to PostgreSQL with a search document computed from the row (see _document)
-_INDEXED = {"messages", "summaries", "memories"}
-_IDENTITY = ("messages", "summaries", "recall_units", "memories", "compaction_log", "files", "file_chunks",
-             "forgotten_memories")
+_IDENTITY = ("messages", "summaries", "recall_units", "compaction_log")
 _BATCH = 2000
 # the units a SQLite vector index holds for one conversation, with their cached vectors
 _INDEXED_UNITS = ("SELECT u.rowid, u.kind, c.vector FROM recall_units u JOIN embedding_cache c ON c.provider = ? "
@@ -123,29 +106,38 @@ def _rows(src: SQLiteStore, table: str, columns: tuple[str, ...]) -> Iterator[tu
     return _stream(src, f"SELECT {', '.join(columns)} FROM {table}")
 
 
-def _document(table: str, row: tuple[Any, ...]) -> str:
-    """The text PostgreSQL indexes for a row: what the store's own write path indexes."""
-    if table == "messages":
-        name, content, is_json, calls = row[5], row[6], row[7], row[8]
-        text = content_text(json.loads(content) if is_json else content, json.loads(calls) if calls else None)
-        return search_document(f"{name}: {text}" if name else text)
-    if table == "summaries":
-        return search_document(row[4])
-    content, result, patterns, errors = row[3], row[21], row[22], row[23]
-    return search_document(search_text(content, result, json.loads(patterns or "[]"), json.loads(errors or "[]")))
+def _message_document(row: tuple[Any, ...]) -> str:
+    """The text PostgreSQL indexes for a message row: what the store's own write path indexes."""
+    name, content, is_json, calls = row[5], row[6], row[7], row[8]
+    text = content_text(json.loads(content) if is_json else content, json.loads(calls) if calls else None)
+    return search_document(f"{name}: {text}" if name else text)
 
 
-def _target_rows(dst: PostgresStore) -> dict[str, int]:
-    tables = ("conversations", "memories", "settings", "embedding_cache", "api_keys", "files")
+# written to PostgreSQL with a search document computed from the row
+_DOCUMENTS: dict[str, Callable[[tuple[Any, ...]], str]] = {
+    "messages": _message_document,
+    "summaries": lambda row: search_document(row[4]),
+}
+
+
+def copied_tables(owners: Sequence[TableOwner]) -> dict[str, tuple[str, ...]]:
+    """Every table a copy with these plug-ins' tables copies, in order, with its columns."""
+    return {**TABLES, **{table: cols for owner in owners for table, cols in owner.tables.items()}}
+
+
+def _target_rows(dst: PostgresStore, owners: Sequence[TableOwner]) -> dict[str, int]:
+    # the store's tables that any use writes, and each plug-in's first
+    tables = ("conversations", "settings", "embedding_cache", "api_keys", *(next(iter(o.tables)) for o in owners))
     row = dst._query("SELECT " + ", ".join(f"(SELECT count(*) FROM {t})" for t in tables))[0]
     return {t: int(n) for t, n in zip(tables, row, strict=True) if n}
 
 
-def copy_sqlite_to_postgres(source: str, target: str, *, schema: str | None = None,
+def copy_sqlite_to_postgres(source: str, target: str, *, owners: Sequence[TableOwner], schema: str | None = None,
                             progress: Callable[[str, int], None] | None = None) -> TransferReport:
     """Copy the SQLite store at ``source`` into the empty PostgreSQL store at ``target``,
-    then verify the copy (``report.problems`` lists any difference). ``progress(table,
-    rows)`` is called after each table."""
+    with the tables of the plug-ins ``owners`` (``lossless migrate``: the long-term
+    memory's and the file index's), then verify the copy (``report.problems`` lists any
+    difference). ``progress(table, rows)`` is called after each table."""
     t0 = time.perf_counter()
     src = SQLiteStore(source)
     try:
@@ -155,7 +147,7 @@ def copy_sqlite_to_postgres(source: str, target: str, *, schema: str | None = No
         raise
     report = TransferReport(source=source, target=dst.label)
     try:
-        present = _target_rows(dst)
+        present = _target_rows(dst, owners)
         if present:
             listed = ", ".join(f"{n} {t}" for t, n in present.items())
             raise StoreError(f"the target {dst.label} is not empty ({listed}): lossless migrate copies into an "
@@ -166,16 +158,17 @@ def copy_sqlite_to_postgres(source: str, target: str, *, schema: str | None = No
                     report.vectors = _copy_vectors(src, dst, conn)
                     if progress is not None:
                         progress("vectors", report.vectors)
-                n = copy_file_chunks(src, conn) if table == "file_chunks" else _copy_table(src, conn, table, columns)
+                n = _copy_table(src, conn, table, columns, _DOCUMENTS.get(table))
                 report.counts[table] = n
                 if progress is not None:
                     progress(table, n)
-            report.counts["file_chunk_vectors"] = copy_file_vectors(src, dst, conn, progress)
-            for table in _IDENTITY:
+            for owner in owners:
+                _copy_owned(src, dst, conn, owner, report, progress)
+            for table in (*_IDENTITY, *(table for owner in owners for table in owner.identity)):
                 # later inserts continue after the copied rowids
                 conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'rowid'), "
                              f"coalesce((SELECT max(rowid) FROM {table}), 0) + 1, false)")
-        report.problems = verify_copy(src, dst)
+        report.problems = verify_copy(src, dst, owners=owners)
     finally:
         src.close()
         dst.close()
@@ -183,17 +176,30 @@ def copy_sqlite_to_postgres(source: str, target: str, *, schema: str | None = No
     return report
 
 
-def _copy_table(src: SQLiteStore, conn: Any, table: str, columns: tuple[str, ...]) -> int:
+def _copy_owned(src: SQLiteStore, dst: PostgresStore, conn: Any, owner: TableOwner, report: TransferReport,
+                progress: Callable[[str, int], None] | None) -> None:
+    """Copy one plug-in's tables (its own way where it has one), then the rest it keeps."""
+    for table, columns in owner.tables.items():
+        own = owner.copy.get(table)
+        n = own(src, conn) if own is not None else _copy_table(src, conn, table, columns, owner.documents.get(table))
+        report.counts[table] = n
+        if progress is not None:
+            progress(table, n)
+    report.counts.update(owner.copy_rest(src, dst, conn, progress))
+
+
+def _copy_table(src: SQLiteStore, conn: Any, table: str, columns: tuple[str, ...],
+                document: Callable[[tuple[Any, ...]], str] | None) -> int:
     cols = ", ".join(columns)
     n = 0
     with conn.cursor() as cur:
-        if table in _INDEXED:
+        if document is not None:
             # staged, so the tsvector is computed by the server from the document we send
             cur.execute(f"CREATE TEMP TABLE _in_{table} ON COMMIT DROP AS SELECT {cols} FROM {table} WITH NO DATA")
             cur.execute(f"ALTER TABLE _in_{table} ADD COLUMN _doc TEXT")
             with cur.copy(f"COPY _in_{table} ({cols}, _doc) FROM STDIN") as copy:
                 for row in _rows(src, table, columns):
-                    copy.write_row((*row, _document(table, row)))
+                    copy.write_row((*row, document(row)))
                     n += 1
             cur.execute(f"INSERT INTO {table} ({cols}, search) SELECT {cols}, to_tsvector('simple', _doc) "
                         f"FROM _in_{table}")
@@ -260,11 +266,12 @@ def _pg_rows(dst: PostgresStore, table: str, columns: tuple[str, ...]) -> Iterat
         yield from cur
 
 
-def verify_copy(src: SQLiteStore, dst: PostgresStore) -> list[str]:
-    """Every difference between the two stores' copied tables, then every problem
-    PostgreSQL's ``verify()`` finds (message hashes, seqs, the DAG); [] when identical."""
+def verify_copy(src: SQLiteStore, dst: PostgresStore, *, owners: Sequence[TableOwner]) -> list[str]:
+    """Every difference between the two stores' copied tables (the store's and those of
+    the plug-ins ``owners``), then every problem PostgreSQL's ``verify()`` finds (message
+    hashes, seqs, the DAG); [] when identical."""
     problems: list[str] = []
-    for table, columns in TABLES.items():
+    for table, columns in copied_tables(owners).items():
         want = _digest(_rows(src, table, columns))
         got = _digest(_pg_rows(dst, table, columns))
         if want[0] != got[0]:
@@ -278,6 +285,7 @@ def verify_copy(src: SQLiteStore, dst: PostgresStore) -> list[str]:
         held = int(dst._query(f"SELECT count(*) FROM {name}")[0][0])
         if held != n:
             problems.append(f"{name}: {n} vectors expected, {held} in PostgreSQL")
-    problems.extend(verify_file_vectors(src, dst, _digest))
+    for owner in owners:
+        problems.extend(owner.verify_rest(src, dst, _digest))
     problems.extend(f"postgresql: {p}" for p in dst.verify())
     return problems

@@ -1,24 +1,28 @@
-"""The workspace file index in ``lossless migrate`` (:mod:`lossless.store.transfer`): what
-is not a plain row copy. A chunk is written with the search vector its file's path and
-its text give on PostgreSQL (as :mod:`lossless.files.postgres` writes it); the chunk
-vectors of each embedder go into that embedder's pgvector table, and are compared back
-as the ``(chunk_rowid, provider, model, dim, text_sha256, vector)`` rows SQLite holds.
+"""The workspace file index's tables in the store's database, as ``lossless migrate``
+copies them (:data:`FILE_TABLES`, a :class:`~lossless.store.plugins.TableOwner`): what is
+not a plain row copy. A chunk is written with the search vector its file's path and its
+text give on PostgreSQL (as :mod:`lossless.files.postgres` writes it); the chunk vectors
+of each embedder go into that embedder's pgvector table, and are compared back as the
+``(chunk_rowid, provider, model, dim, text_sha256, vector)`` rows SQLite holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from lossless.files.backend import SQLiteFilesBackend
-from lossless.files.postgres import chunk_documents, chunk_search
 from lossless.files.postgres_vectors import ensure_table, register, vector_rows
-from lossless.store.postgres.store import PostgresStore
-from lossless.store.sqlite.store import SQLiteStore
+from lossless.store.documents import chunk_documents, chunk_search
+from lossless.store.plugins import Digest, Progress, TableOwner
 
-__all__ = ["CHUNK_COLUMNS", "copy_file_chunks", "copy_file_vectors", "verify_file_vectors"]
+if TYPE_CHECKING:
+    from lossless.store.postgres.store import PostgresStore
+    from lossless.store.sqlite.store import SQLiteStore
+
+__all__ = ["CHUNK_COLUMNS", "FILE_TABLES", "copy_file_chunks", "copy_file_vectors", "verify_file_vectors"]
 
 CHUNK_COLUMNS = ("rowid", "file_rowid", "ordinal", "start_line", "end_line", "token_count", "kind", "text",
                  "text_sha256")
@@ -49,8 +53,7 @@ def copy_file_chunks(src: SQLiteStore, conn: Any) -> int:
     return n
 
 
-def copy_file_vectors(src: SQLiteStore, dst: PostgresStore, conn: Any,
-                      progress: Callable[[str, int], None] | None = None) -> int:
+def copy_file_vectors(src: SQLiteStore, dst: PostgresStore, conn: Any, progress: Progress | None = None) -> int:
     """Copy ``file_chunk_vectors`` into one pgvector table per embedder (after
     ``file_chunks``), inside the copy's transaction; rows copied."""
     total = 0
@@ -70,8 +73,7 @@ def copy_file_vectors(src: SQLiteStore, dst: PostgresStore, conn: Any,
     return total
 
 
-def verify_file_vectors(src: SQLiteStore, dst: PostgresStore,
-                        digest: Callable[[Iterator[tuple[Any, ...]]], tuple[int, int]]) -> list[str]:
+def verify_file_vectors(src: SQLiteStore, dst: PostgresStore, digest: Digest) -> list[str]:
     """The difference between the two stores' chunk vectors, compared as SQLite's rows."""
     want = digest(SQLiteFilesBackend(src).vector_rows())
     got = digest(vector_rows(dst))
@@ -80,3 +82,21 @@ def verify_file_vectors(src: SQLiteStore, dst: PostgresStore,
     if want[1] != got[1]:
         return [f"file_chunk_vectors: the rows differ (same count, {want[0]}, different content)"]
     return []
+
+
+def _copy_vectors(src: SQLiteStore, dst: PostgresStore, conn: Any, progress: Progress | None) -> dict[str, int]:
+    return {"file_chunk_vectors": copy_file_vectors(src, dst, conn, progress)}
+
+
+FILE_TABLES = TableOwner(
+    name="files",
+    tables={
+        "files": ("rowid", "root", "path", "abs_path", "name", "kind", "size", "mtime_ns", "sha256", "indexed_at",
+                  "chunk_count"),
+        "file_chunks": CHUNK_COLUMNS,  # written with its search vector (copy_file_chunks)
+    },
+    identity=("files", "file_chunks"),
+    copy={"file_chunks": copy_file_chunks},
+    copy_rest=_copy_vectors,
+    verify_rest=verify_file_vectors,
+)
