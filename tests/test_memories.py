@@ -230,6 +230,22 @@ def test_listing_filters_are_plain_filters(mems: Memories) -> None:
     assert [r.id for r in mems.ls(limit=2, offset=0, order="oldest")] == [records["ann"].id, records["bob"].id]
 
 
+def test_a_namespace_lists_the_records_owned_inside_it(mems: Memories) -> None:
+    """``namespace="@acme"`` (an HTTP server tenant's records): a user or agent under
+    ``@acme/``, or the agent ``@acme``; not ``@acmex/…``, ``@acme_/…`` nor ``@acme`` as a user."""
+    inside = [mems.add("one fact", user="@acme/ann"), mems.add("two facts", agent="@acme"),
+              mems.add("three facts", user="x", agent="@acme/bot", kind="preference")]
+    for user, agent in (("@acmex/ann", None), ("@acme_/ann", None), ("@acme", None), (None, "@acm"), (None, None)):
+        mems.add(f"outside {user} {agent}", user=user, agent=agent)
+    assert mems.ids(namespace="@acme") == [r.id for r in inside]
+    assert len(mems.ids()) == 8
+    assert [r.id for r in mems.ls(namespace="@acme", order="oldest")] == [r.id for r in inside]
+    assert [r.id for r in mems.ls(namespace="@acme", kind="preference")] == [inside[2].id]
+    assert [r.id for r in mems.ls(namespace="@acme", limit=1, offset=1, order="oldest")] == [inside[1].id]
+    with pytest.raises(ValidationError, match="namespace"):
+        mems.ids(namespace="")
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(["u1", "u2", "u3", None]), st.sampled_from(["a1", "a2", None]),
                           st.sampled_from(["alpha", "beta", "gamma", "数据库", "迁移计划"])),

@@ -34,6 +34,10 @@ class MemoryBackend(Protocol):
         """Run one ``?``-placeholder statement and return its rows."""
         ...
 
+    def text_range(self, column: str) -> str:
+        """``column`` between two ``?`` bounds, compared byte-wise (a prefix range)."""
+        ...
+
     def transaction(self) -> AbstractContextManager[Any]:
         """One write transaction; yields a connection whose ``execute(sql, args)`` takes
         ``?`` placeholders and returns a cursor (``fetchone``, ``fetchall``, iteration)."""

@@ -49,6 +49,7 @@ from lossless.longterm.validate import (
 )
 from lossless.longterm.vectors import MemoryVectors, drop_cached, text_sha256
 from lossless.recall.queries import QueryVectors
+from lossless.store.rows import prefix_upper
 
 if TYPE_CHECKING:
     from lossless.core.tokens import TokenCounter
@@ -194,15 +195,40 @@ class Memories:
             args.append(scope)
         return clauses, args
 
+    def _namespace(self, namespace: object) -> tuple[str, list[Any]]:
+        """The records owned inside ``namespace`` (``"@acme"``: an HTTP server tenant's,
+        :mod:`lossless.server.tenancy`): a user or agent under ``@acme/``, or the agent
+        ``@acme`` itself."""
+        if not isinstance(namespace, str) or not namespace:
+            raise ValidationError(f"namespace must be a non-empty string, got {namespace!r}")
+        lo = namespace + "/"
+        hi = prefix_upper(lo)
+        # range scans on the owner columns rather than LIKE: '_' and '%' are legal in owner names
+        return (f"({self.db.text_range('m.user_id')} OR m.agent_id = ? OR {self.db.text_range('m.agent_id')})",
+                [lo, hi, namespace, lo, hi])
+
+    def ids(self, *, namespace: str | None = None) -> list[str]:
+        """Every record's id, oldest first; with ``namespace``, only those owned inside it
+        (see :meth:`ls`)."""
+        where, args = self._namespace(namespace) if namespace is not None else ("1 = 1", [])
+        return [r[0] for r in self.db.query(f"SELECT m.id FROM memories m WHERE {where} ORDER BY m.rowid", args)]
+
     def ls(self, user: str | None = None, agent: str | None = None, kind: str | Sequence[str] | None = None,
-           limit: int = 100, offset: int = 0, order: str = "recent", *, scope: str | None = None) -> list[MemoryRecord]:
+           limit: int = 100, offset: int = 0, order: str = "recent", *, scope: str | None = None,
+           namespace: str | None = None) -> list[MemoryRecord]:
         """Records matching the filters (``None``: any). ``order``: ``recent`` (newest
-        first), ``oldest``, ``used`` (most recently used first) or ``importance``."""
+        first), ``oldest``, ``used`` (most recently used first) or ``importance``.
+        ``namespace`` (``"@acme"``): only records owned inside it, a user or agent under
+        ``@acme/`` or the agent ``@acme`` (an HTTP server tenant's)."""
         check_limit(limit)
         check_limit(offset, "offset", 0)
         if order not in _ORDERS:
             raise ValidationError(f"order must be one of {', '.join(_ORDERS)}; got {order!r}")
         clauses, args = self._filters(user, agent, kind, scope)
+        if namespace is not None:
+            owned, owners = self._namespace(namespace)
+            clauses.append(owned)
+            args.extend(owners)
         rows = self._rows(_where(clauses), [*args, limit, offset], f"ORDER BY {_ORDERS[order]} LIMIT ? OFFSET ?")
         return [self._record(r) for r in rows]
 

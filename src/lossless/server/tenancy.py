@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING, Any
 from lossless.core.errors import NotFoundError, ValidationError
 from lossless.core.validate import check_conversation_id
 from lossless.store import scoped
-from lossless.store.rows import prefix_upper
-from lossless.store.runner import sql_runner
 
 if TYPE_CHECKING:
     from lossless.core.types import ConversationInfo
@@ -151,15 +149,7 @@ class Tenant:
 
     def memory_ids(self, memory: Memory) -> list[str]:
         """Every memory id this tenant owns (the implicit one: all)."""
-        db = sql_runner(memory.store)
-        if self.implicit:
-            return [r[0] for r in db.query("SELECT id FROM memories ORDER BY rowid")]
-        lo, hi = self.prefix, prefix_upper(self.prefix)
-        # range scans on the owner columns rather than LIKE: '_' and '%' are legal in tenant names
-        rows = db.query(f"SELECT id FROM memories WHERE {db.text_range('user_id')} OR agent_id = ? "
-                        f"OR {db.text_range('agent_id')} ORDER BY rowid",
-                        (lo, hi, self.wide_owner, lo, hi))
-        return [r[0] for r in rows]
+        return memory.memories.ids(namespace=self.wide_owner)
 
     def owns_record(self, record: MemoryRecord) -> bool:
         if self.implicit:

@@ -12,17 +12,11 @@ from starlette.routing import Route
 from lossless.core.errors import ValidationError
 from lossless.longterm.records import KINDS
 from lossless.server.state import Call, Reply, endpoint
-from lossless.store.runner import sql_runner
 
 __all__ = ["routes"]
 
 PREFIX = "/v1/lossless/memories"
-_ORDERS = {  # the same orders as Memories.ls
-    "recent": "created_ts DESC, rowid DESC",
-    "oldest": "created_ts ASC, rowid ASC",
-    "used": "last_used_ts DESC, rowid DESC",
-    "importance": "importance DESC, last_used_ts DESC, rowid DESC",
-}
+_ORDERS = ("recent", "oldest", "used", "importance")  # Memories.ls's orders
 
 
 def _kinds(values: list[str] | None) -> list[str] | None:
@@ -72,17 +66,8 @@ def ls(call: Call) -> dict[str, Any]:
     memories = call.memory.memories
     if tenant.implicit or user is not None or agent is not None:  # a named owner is inside the tenant already
         records = memories.ls(user=user, agent=agent, kind=kinds, limit=limit + 1, offset=offset, order=order)
-    else:
-        db = sql_runner(call.memory.store)
-        lo, hi = tenant.prefix, tenant.prefix[:-1] + "0"
-        where = f"({db.text_range('user_id')} OR agent_id = ? OR {db.text_range('agent_id')})"
-        args: list[Any] = [lo, hi, tenant.wide_owner, lo, hi]
-        if kinds:
-            where += f" AND kind IN ({','.join('?' * len(kinds))})"
-            args.extend(kinds)
-        rows = db.query(f"SELECT id FROM memories WHERE {where} ORDER BY {_ORDERS[order]} LIMIT ? OFFSET ?",
-                        [*args, limit + 1, offset])
-        records = [memories.get(r[0]) for r in rows]
+    else:  # the whole tenant's
+        records = memories.ls(kind=kinds, limit=limit + 1, offset=offset, order=order, namespace=tenant.wide_owner)
     more = len(records) > limit
     return {"data": [tenant.record_out(r) for r in records[:limit]], "limit": limit, "offset": offset,
             "next_offset": offset + limit if more else None}

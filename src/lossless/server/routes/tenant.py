@@ -12,7 +12,6 @@ from lossless.core.errors import NotFoundError
 from lossless.server.params import Fields
 from lossless.server.routes.conversations import search_hits
 from lossless.server.state import Call, endpoint
-from lossless.store.runner import sql_runner
 from lossless.store.scoped import backlog_totals, totals
 
 __all__ = ["routes"]
@@ -65,19 +64,16 @@ def verify(call: Call) -> dict[str, Any]:
         stored = tenant.stored_id(after)
         start = next((i for i, cid in enumerate(ids) if cid > stored), len(ids))
     deadline = time.monotonic() + VERIFY_SECONDS
-    problems: list[str] = []
+    whole_file = tenant.implicit and after is None  # the store checks the file with the first conversation
+    page = ids[start:start + limit]
+    problems: list[str] = call.memory.verify(integrity=True) if whole_file and not page else []
     checked = 0
-    for cid in ids[start:start + limit]:
-        problems += call.memory.verify(cid, integrity=False)
+    for cid in page:
+        problems += call.memory.verify(cid, integrity=whole_file and checked == 0)
         checked += 1
         if time.monotonic() >= deadline:
             break
     done = start + checked >= len(ids)
-    db = sql_runner(call.memory.store)
-    if tenant.implicit and after is None and db.dialect == "sqlite":
-        (result,) = db.query("PRAGMA integrity_check")[0]
-        if result != "ok":
-            problems.append(f"integrity_check: {result}")
     return {"ok": not problems, "problems": [tenant.public_text(p) for p in problems], "checked": checked,
             "next_after": None if done else tenant.public_id(ids[start + checked - 1])}
 
