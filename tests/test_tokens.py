@@ -7,6 +7,11 @@ from lossless.core._cjk_single import SINGLE_TOKEN_CJK
 from lossless.core.tokens import EstimatingCounter, TiktokenCounter, count_chat_tokens, get_counter
 
 
+def test_the_single_token_cjk_characters_are_one_token_each() -> None:
+    counter = TiktokenCounter("cl100k_base")
+    assert [ch for ch in SINGLE_TOKEN_CJK if counter.count(ch) != 1] == []
+
+
 def test_cl100k_is_exact_on_known_ids() -> None:
     counter = TiktokenCounter("cl100k_base")
     # token ids published for cl100k_base ("hello world" -> 15339, 1917)

@@ -1,5 +1,5 @@
 """The CJK characters that cl100k_base encodes as one token each (generated from the
-tokenizer's published ranks; ``python3 -m lossless.core._cjk_single`` re-checks them).
+tokenizer's published ranks; ``tests/test_tokens.py`` checks each is one token).
 
 The estimating counter charges these 1 token and every other CJK character its UTF-8
 byte length, the byte-level worst case; the common characters of everyday Chinese,
@@ -24,15 +24,3 @@ SINGLE_TOKEN_CJK = frozenset(
     "아야어에여열오와요용우운원위으은을음의이인일임입자작장재적전정제져조주지진째체출치크태터턴트튼하한할함해호화환회"
 )
 
-
-def _check() -> int:
-    from lossless.core.tokens import TiktokenCounter
-
-    counter = TiktokenCounter("cl100k_base")
-    wrong = [ch for ch in SINGLE_TOKEN_CJK if counter.count(ch) != 1]
-    print(f"{len(SINGLE_TOKEN_CJK)} characters, {len(wrong)} not single tokens")
-    return 1 if wrong else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_check())

@@ -4,9 +4,11 @@ labelled blocks the assembler puts in front of the model."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+from lossless.core.content import content_text
 
 if TYPE_CHECKING:
     from lossless.core.types import Message, Summary
@@ -31,29 +33,6 @@ def neutralise_tags(text: str) -> str:
     messages) stays quoted data, unable to close the element it sits in or to open a
     fake one that claims to be a summary."""
     return _MEMORY_TAG.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
-
-
-def content_text(content: Any, tool_calls: Iterable[Mapping[str, Any]] | None = None) -> str:
-    """Plain text of a message's content (str or OpenAI content parts) and tool calls."""
-    parts: list[str] = []
-    if isinstance(content, str):
-        if content:
-            parts.append(content)
-    elif isinstance(content, list):
-        for part in content:
-            if not isinstance(part, Mapping):
-                continue
-            kind = part.get("type")
-            if kind == "text" or (kind is None and "text" in part):
-                parts.append(str(part.get("text", "")))
-            elif kind in ("tool_result", "tool_use"):
-                parts.append(f"[{kind}] {part.get('content', part.get('input', ''))}")
-            else:
-                parts.append(f"[{kind}]")
-    for call in tool_calls or ():
-        fn = call.get("function") or {}
-        parts.append(f"→ tool_call {fn.get('name', '?')}({fn.get('arguments', '')})")
-    return "\n".join(parts)
 
 
 def message_text(msg: Message) -> str:

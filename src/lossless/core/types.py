@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, NotRequired, TypedDict
 
+from lossless.core.content import content_text
+
 __all__ = [
     "ROLES",
     "AssembledContext",
@@ -68,9 +70,7 @@ class Message:
     @property
     def text(self) -> str:
         """The message as plain text: text parts joined, tool calls spelled out."""
-        from lossless.core.render import message_text
-
-        return message_text(self)
+        return content_text(self.content, self.tool_calls)
 
     def to_chat(self) -> ChatMessage:
         """The message in OpenAI chat format, exactly as it was given."""

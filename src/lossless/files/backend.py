@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from lossless.files.sql import CHUNK_COLS, FILE_INSERT, VectorRow
 from lossless.files.vectors import ChunkVectors, bump_generation, generation
 from lossless.store.documents import chunk_index_text
 from lossless.store.runner import SQLiteRunner, SQLRunner, sql_runner
@@ -28,12 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ChunkVectorIndex", "FilesBackend", "SQLiteFilesBackend", "chunk_index_text", "files_backend"]
 
-FILE_INSERT = ("INSERT INTO files (root, path, name, kind, size, mtime_ns, sha256, indexed_at, chunk_count, "
-               "abs_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-CHUNK_COLS = "file_rowid, ordinal, start_line, end_line, token_count, kind, text, text_sha256"
-# (chunk rowid, provider, model, dim, text sha256, float32 little-endian bytes): a chunk
-# vector as SQLite's file_chunk_vectors holds it, whichever backend it comes from
-VectorRow = tuple[int, str, str, int, str, bytes]
 
 
 class ChunkVectorIndex(Protocol):

@@ -19,9 +19,9 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from lossless.files.backend import CHUNK_COLS, FILE_INSERT, VectorRow
 from lossless.files.postgres_vectors import PgChunkVectors, vector_count, vector_rows
 from lossless.files.relevance import query_terms, query_words, relevance, substrings
+from lossless.files.sql import CHUNK_COLS, FILE_INSERT, VectorRow
 from lossless.store.documents import chunk_documents, chunk_search
 from lossless.store.postgres.grep import keyword_tsquery
 from lossless.store.runner import PostgresRunner, QmarkConnection, qmark

@@ -20,19 +20,38 @@ loses no original text either way.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lossless.core.errors import NotFoundError, ValidationError
 from lossless.core.validate import timestamp
 
 if TYPE_CHECKING:
     from lossless.core.config import Config
-    from lossless.longterm.memories import Memories
+    from lossless.longterm.backend import MemoryBackend
     from lossless.longterm.records import MemoryRecord
 
 __all__ = ["CAPACITY_ORDER", "ForgetPolicy", "Forgotten", "apply_policy", "forgotten", "restore"]
+
+
+class Pool(Protocol):
+    """What the policy reads and writes of :class:`~lossless.longterm.memories.Memories`
+    (the pool it forgets from): its backend, clock and row helpers."""
+
+    db: MemoryBackend
+    clock: Callable[[], datetime]
+
+    def _record(self, row: Sequence[Any], score: float | None = None) -> MemoryRecord: ...
+    def _by_rowids(self, rowids: Sequence[int]) -> dict[int, tuple[Any, ...]]: ...
+    def _rows_in(self, conn: Any, rowids: Sequence[int]) -> dict[int, tuple[Any, ...]]: ...
+    def _delete(self, conn: Any, rowids: list[int], *, optimize: bool) -> None: ...
+    def get(self, memory_id: str) -> MemoryRecord: ...
+    def add(self, content: str, kind: str = "fact", user: str | None = None, agent: str | None = None,
+            importance: float | None = None, metadata: dict[str, Any] | None = None,
+            source_message_ids: Sequence[str] | None = None, conversation_id: str | None = None,
+            created_at: datetime | str | None = None, task: dict[str, Any] | None = None) -> MemoryRecord: ...
 
 # least valuable first, within an owner pool
 CAPACITY_ORDER = "m.importance ASC, m.last_used_ts ASC, m.created_ts ASC, m.rowid ASC"
@@ -80,7 +99,7 @@ class Forgotten:
         return out
 
 
-def _victims(mem: Memories, policy: ForgetPolicy, now: datetime, run: Any) -> list[tuple[int, str]]:
+def _victims(mem: Pool, policy: ForgetPolicy, now: datetime, run: Any) -> list[tuple[int, str]]:
     """(rowid, reason) of every record the policy removes, the first rule that holds named."""
     out: dict[int, str] = {}
     spared: list[str] = []
@@ -106,7 +125,7 @@ def _victims(mem: Memories, policy: ForgetPolicy, now: datetime, run: Any) -> li
     return sorted(out.items())
 
 
-def apply_policy(mem: Memories, policy: ForgetPolicy, *, dry_run: bool = False) -> list[Forgotten]:
+def apply_policy(mem: Pool, policy: ForgetPolicy, *, dry_run: bool = False) -> list[Forgotten]:
     """Forget what ``policy`` says (see the module docstring) in one transaction, logging
     each record with its reason; with ``dry_run`` only say what would go."""
     if not policy.active:
@@ -134,7 +153,7 @@ def apply_policy(mem: Memories, policy: ForgetPolicy, *, dry_run: bool = False) 
     return out
 
 
-def forgotten(mem: Memories, limit: int = 100, offset: int = 0) -> list[Forgotten]:
+def forgotten(mem: Pool, limit: int = 100, offset: int = 0) -> list[Forgotten]:
     """What the policy forgot, newest first."""
     from lossless.longterm.validate import check_limit
 
@@ -161,7 +180,7 @@ def _from_dict(data: dict[str, Any]) -> MemoryRecord:
     )
 
 
-def restore(mem: Memories, memory_id: str) -> MemoryRecord:
+def restore(mem: Pool, memory_id: str) -> MemoryRecord:
     """Put back the record the policy forgot most recently under ``memory_id`` (its id,
     content, owners, importance, metadata, task fields and creation time), and drop it
     from the log. If the same content was added again meanwhile, that record is returned."""
