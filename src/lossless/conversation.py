@@ -190,7 +190,8 @@ class Conversation:
         from lossless.compaction.erase import erase_messages
 
         return erase_messages(self.memory, self.id, messages, reason=reason, by=by,
-                              wait=max(30.0, self.memory.config.tool_wait_seconds), vacuum=vacuum)
+                              wait=max(30.0, self.memory.config.tool_wait_seconds), vacuum=vacuum,
+                              work_queued=self.memory.work_queued)
 
     def tombstones(self) -> list[Tombstone]:
         """The erased messages of this conversation: who erased each, when and why."""
