@@ -20,6 +20,7 @@ from lossless.store.erase import Tombstone
 
 if TYPE_CHECKING:
     from lossless.agent.loop import TurnResult
+    from lossless.context.assemble import Layout
     from lossless.engine import Memory
     from lossless.longterm import MemoryRecord
 
@@ -154,20 +155,25 @@ class Conversation:
     def summaries(self) -> list[Summary]:
         return self.memory.store.summaries(self.id)
 
-    def assemble(self, budget_tokens: int | None = None, query: str | None = None) -> AssembledContext:
+    def assemble(self, budget_tokens: int | None = None, query: str | None = None, *,
+                 layout: Layout = "auto") -> AssembledContext:
         """The context for one model call: at most ``budget_tokens`` (default: the
-        context window) by the configured tokenizer."""
-        return self.memory.assembler.assemble(self.id, budget_tokens, query)
+        context window) by the configured tokenizer. ``layout``: ``stable`` tries the
+        cache-stable layout first, ``budgeted`` never does, ``auto`` (the default) tries
+        it when the budget is the whole window (:class:`~lossless.context.Assembler`)."""
+        return self.memory.assembler.assemble(self.id, budget_tokens, query, layout=layout)
 
     def compact(self, *, force: bool = True, full: bool = False, emergency: bool = False,
-                reason: str | None = None) -> CompactionReport:
+                reason: str | None = None, wait: float | None = None) -> CompactionReport:
         """Compact now. ``force`` (the default here) summarizes everything outside the
         fresh tail even under the trigger; ``full`` condenses down to one root;
         ``emergency`` keeps only the newest turn raw (after a context-length error).
         ``reason`` is recorded with the report and every summary written (default:
-        ``manual``)."""
+        ``manual``). ``wait``: seconds to wait for a compaction running elsewhere
+        (default: the config's ``tool_wait_seconds``), then the report says it was skipped."""
+        waited = self.memory.config.tool_wait_seconds if wait is None else wait
         return self.memory.compactor.compact(self.id, force=force, full=full, emergency=emergency, reason=reason,
-                                             wait=self.memory.config.tool_wait_seconds)
+                                             wait=waited)
 
     def erase(self, messages: Sequence[str | int] | str | int | None = None, *, reason: str,
               by: str, vacuum: bool = False) -> list[Tombstone]:
