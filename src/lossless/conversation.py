@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from lossless.agent.base import AgentServices
 from lossless.agent.emergency import RecoveryLog, call_with_recovery
 from lossless.agent.loop import arun_turn, run_turn
 from lossless.agent.tools import ToolBox
@@ -20,21 +22,48 @@ from lossless.store.erase import Tombstone
 
 if TYPE_CHECKING:
     from lossless.agent.loop import TurnResult
+    from lossless.context import Assembler
     from lossless.context.assemble import Layout
-    from lossless.engine import Memory
+    from lossless.embed.base import Embedder
     from lossless.longterm import MemoryRecord
+    from lossless.store.backlog import Backlog
+    from lossless.summarize.base import Summarizer
 
-__all__ = ["Conversation"]
+__all__ = ["Conversation", "ConversationHost"]
 
 T = TypeVar("T")
 
 log = logging.getLogger("lossless")
 
 
+class ConversationHost(AgentServices, Protocol):
+    """What a conversation's handle uses of its :class:`lossless.Memory` (which is one):
+    the store's parts and the scheduler's hooks. Typed so, this module does not import
+    the engine that imports it."""
+
+    @property
+    def summarizer(self) -> Summarizer: ...
+    @property
+    def embedder(self) -> Embedder | None: ...
+    @property
+    def assembler(self) -> Assembler: ...
+    @property
+    def backlog(self) -> Backlog: ...
+    def writing(self) -> None: ...
+    def work_queued(self, conversation_id: str, *, started: bool = True) -> None: ...
+    def foreground(self, conversation_id: str, wait: float = 60.0) -> AbstractContextManager[None]: ...
+    def distill(self, conversation_id: str, upto_seq: int | None = None, summarizer: Summarizer | None = None, *,
+                end_task: bool = False) -> list[MemoryRecord]: ...
+    def search(self, query: str, *, conversations: list[str] | None = None, where: dict[str, Any] | None = None,
+               limit: int = 20, kinds: tuple[Literal["message", "summary"], ...] = ("message", "summary"),
+               roles: tuple[str, ...] | None = None, since: datetime | None = None, until: datetime | None = None,
+               mode: SearchMode = "fts", sort: Literal["relevance", "recency"] = "relevance") -> list[GrepHit]: ...
+
+
 class Conversation:
     """Get one with :meth:`lossless.Memory.conversation`; it is cheap to create."""
 
-    def __init__(self, memory: Memory, conversation_id: str) -> None:
+    def __init__(self, memory: ConversationHost, conversation_id: str) -> None:
         self.memory = memory
         self.id = conversation_id
 
