@@ -2,8 +2,10 @@
 fail on one that reaches up.
 
 - Every package has its place in :data:`LAYERS` (issue 28): core → providers → embed,
-  summarize → store → recall, longterm, files, compaction → context → the facade
-  (``lossless``, ``engine``, ``conversation``, ``export``) → agent → the interfaces. A
+  summarize → store → recall, longterm, files, compaction → context → agent → the facade
+  (``lossless``, ``engine``, ``conversation``, ``export``, ``services``) → the interfaces
+  (the agent runtime works on a conversation handle it declares, ``agent.base``, and
+  ``Conversation.turn`` hands itself to it, so the runtime sits under the facade). A
   module imports from its own layer and the layers below, never above; packages of one
   layer import each other without a circle, and no circle runs between any two packages.
 - Every import counts: inside functions (a lazy import hides a dependency; it does not
@@ -140,24 +142,18 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("store",),
     ("recall", "longterm", "files", "compaction"),
     ("context",),
-    ("facade",),
     ("agent",),
+    ("facade",),
     ("cli", "server", "integrations", "importers", "demo", "testing", "__main__"),
 )
 _LAYER = {package: n for n, layer in enumerate(LAYERS) for package in layer}
-_FACADE = {"lossless", "engine", "conversation", "export"}
+_FACADE = {"lossless", "engine", "conversation", "export", "services"}
 
-# Imports that still reach up, owed by the services refactor (issue 28: the facade builds
-# the agent's services rather than importing the agent; compaction names Memory only as
-# a type). (importing module, imported module); an entry must go with its import.
-KNOWN_UPWARD = {
-    ("lossless.compaction.erase", "lossless.engine"),  # TYPE_CHECKING: Memory
-    ("lossless.compaction.worker", "lossless.engine"),  # TYPE_CHECKING: Memory
-    ("lossless.conversation", "lossless.agent.emergency"),
-    ("lossless.conversation", "lossless.agent.loop"),
-    ("lossless.conversation", "lossless.agent.tools"),
-    ("lossless.engine", "lossless.agent.tools"),
-}
+# Imports allowed to reach up: none now. (The services refactor took the last ones: the
+# agent runtime works on the conversation handle it declares, agent.base, so the facade
+# delegates Conversation.turn to it from above; compaction takes its own protocols,
+# compaction.base, not Memory.) An entry, if one is ever needed, must go with its import.
+KNOWN_UPWARD: set[tuple[str, str]] = set()
 
 
 def _package_of(module: str) -> str:

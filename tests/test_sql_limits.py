@@ -1,7 +1,7 @@
 """No statement binds a number of variables its caller chose: SQLite refuses more than
 32,766 in one statement ("too many SQL variables"), psycopg more than 65,535. Lists of
 ids go in as one value (``SQLRunner.in_list``), on both stores; and a catch-up over many
-conversations drains them all (served a slice at a time, see ``Memory._work_here``)."""
+conversations drains them all (served a slice at a time, see ``Scheduler._work_here`` in lossless.compaction.scheduler)."""
 
 from __future__ import annotations
 

@@ -94,7 +94,7 @@ def test_inline_mode_compacts_on_the_callers_path(store_target: StoreTarget, tmp
     mem = lossless.open(store_target("i"), embedder=None, context_window=2048, compaction="inline")
     conv = mem.conversation("c")
     conv.add_many(chat(80, words=30))
-    assert conv.summaries() and mem._worker is None  # done before add_many returned; no thread
+    assert conv.summaries() and mem.scheduler.thread_worker is None  # done before add_many returned; no thread
     assert mem.stats()["backlog"]["conversations"] == 0  # no embedder: nothing more owed
     mem.close()
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from lossless.agent.base import AgentServices
 from lossless.agent.emergency import RecoveryLog, call_with_recovery
 from lossless.agent.loop import arun_turn, run_turn
 from lossless.agent.tools import ToolBox
@@ -20,20 +22,48 @@ from lossless.store.erase import Tombstone
 
 if TYPE_CHECKING:
     from lossless.agent.loop import TurnResult
-    from lossless.engine import Memory
+    from lossless.context import Assembler
+    from lossless.context.assemble import Layout
+    from lossless.embed.base import Embedder
     from lossless.longterm import MemoryRecord
+    from lossless.store.backlog import Backlog
+    from lossless.summarize.base import Summarizer
 
-__all__ = ["Conversation"]
+__all__ = ["Conversation", "ConversationHost"]
 
 T = TypeVar("T")
 
 log = logging.getLogger("lossless")
 
 
+class ConversationHost(AgentServices, Protocol):
+    """What a conversation's handle uses of its :class:`lossless.Memory` (which is one):
+    the store's parts and the scheduler's hooks. Typed so, this module does not import
+    the engine that imports it."""
+
+    @property
+    def summarizer(self) -> Summarizer: ...
+    @property
+    def embedder(self) -> Embedder | None: ...
+    @property
+    def assembler(self) -> Assembler: ...
+    @property
+    def backlog(self) -> Backlog: ...
+    def writing(self) -> None: ...
+    def work_queued(self, conversation_id: str, *, started: bool = True) -> None: ...
+    def foreground(self, conversation_id: str, wait: float = 60.0) -> AbstractContextManager[None]: ...
+    def distill(self, conversation_id: str, upto_seq: int | None = None, summarizer: Summarizer | None = None, *,
+                end_task: bool = False) -> list[MemoryRecord]: ...
+    def search(self, query: str, *, conversations: list[str] | None = None, where: dict[str, Any] | None = None,
+               limit: int = 20, kinds: tuple[Literal["message", "summary"], ...] = ("message", "summary"),
+               roles: tuple[str, ...] | None = None, since: datetime | None = None, until: datetime | None = None,
+               mode: SearchMode = "fts", sort: Literal["relevance", "recency"] = "relevance") -> list[GrepHit]: ...
+
+
 class Conversation:
     """Get one with :meth:`lossless.Memory.conversation`; it is cheap to create."""
 
-    def __init__(self, memory: Memory, conversation_id: str) -> None:
+    def __init__(self, memory: ConversationHost, conversation_id: str) -> None:
         self.memory = memory
         self.id = conversation_id
 
@@ -154,20 +184,25 @@ class Conversation:
     def summaries(self) -> list[Summary]:
         return self.memory.store.summaries(self.id)
 
-    def assemble(self, budget_tokens: int | None = None, query: str | None = None) -> AssembledContext:
+    def assemble(self, budget_tokens: int | None = None, query: str | None = None, *,
+                 layout: Layout = "auto") -> AssembledContext:
         """The context for one model call: at most ``budget_tokens`` (default: the
-        context window) by the configured tokenizer."""
-        return self.memory.assembler.assemble(self.id, budget_tokens, query)
+        context window) by the configured tokenizer. ``layout``: ``stable`` tries the
+        cache-stable layout first, ``budgeted`` never does, ``auto`` (the default) tries
+        it when the budget is the whole window (:class:`~lossless.context.Assembler`)."""
+        return self.memory.assembler.assemble(self.id, budget_tokens, query, layout=layout)
 
     def compact(self, *, force: bool = True, full: bool = False, emergency: bool = False,
-                reason: str | None = None) -> CompactionReport:
+                reason: str | None = None, wait: float | None = None) -> CompactionReport:
         """Compact now. ``force`` (the default here) summarizes everything outside the
         fresh tail even under the trigger; ``full`` condenses down to one root;
         ``emergency`` keeps only the newest turn raw (after a context-length error).
         ``reason`` is recorded with the report and every summary written (default:
-        ``manual``)."""
+        ``manual``). ``wait``: seconds to wait for a compaction running elsewhere
+        (default: the config's ``tool_wait_seconds``), then the report says it was skipped."""
+        waited = self.memory.config.tool_wait_seconds if wait is None else wait
         return self.memory.compactor.compact(self.id, force=force, full=full, emergency=emergency, reason=reason,
-                                             wait=self.memory.config.tool_wait_seconds)
+                                             wait=waited)
 
     def erase(self, messages: Sequence[str | int] | str | int | None = None, *, reason: str,
               by: str, vacuum: bool = False) -> list[Tombstone]:
@@ -190,7 +225,8 @@ class Conversation:
         from lossless.compaction.erase import erase_messages
 
         return erase_messages(self.memory, self.id, messages, reason=reason, by=by,
-                              wait=max(30.0, self.memory.config.tool_wait_seconds), vacuum=vacuum)
+                              wait=max(30.0, self.memory.config.tool_wait_seconds), vacuum=vacuum,
+                              work_queued=self.memory.work_queued)
 
     def tombstones(self) -> list[Tombstone]:
         """The erased messages of this conversation: who erased each, when and why."""

@@ -4,40 +4,39 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from lossless.agent.tools import ToolBox
 from lossless.compaction.engine import Compactor
-from lossless.compaction.worker import Worker, WorkerStats
+from lossless.compaction.scheduler import Scheduler
+from lossless.compaction.worker import Worker
 from lossless.context import Assembler
 from lossless.conversation import Conversation
 from lossless.core import environ
 from lossless.core.config import Config
 from lossless.core.errors import NotFoundError, ValidationError
-from lossless.core.owners import live, new_owner, retire
 from lossless.core.priority import query_running
 from lossless.core.tokens import TokenCounter, get_counter
-from lossless.core.types import ConversationInfo, GrepHit, Message
+from lossless.core.types import ConversationInfo, GrepHit
 from lossless.core.validate import check_conversation_id
 from lossless.embed.base import Embedder
 from lossless.longterm import Memories, MemoryRecord
+from lossless.longterm.records import conversation_owners
 from lossless.recall.dispatch import SearchMode, run_search
 from lossless.recall.hybrid import Recaller
+from lossless.services import Services, build_services
 from lossless.store.backlog import Backlog
 from lossless.store.base import SearchSpec, Store
 from lossless.store.erase import Tombstone
 from lossless.store.sqlite.store import SQLiteStore
 from lossless.store.urls import is_postgres_url, sqlite_path
 from lossless.summarize.base import GuardedSummarizer, Summarizer
-from lossless.summarize.extractive import ExtractiveSummarizer
 
 if TYPE_CHECKING:
     from lossless.files import Files
@@ -45,10 +44,6 @@ if TYPE_CHECKING:
 __all__ = ["Memory", "default_db_path", "open"]
 
 log = logging.getLogger("lossless")
-
-# the conversations one foreground claim chooses among (see Memory._work_here): a claim reads
-# each of them (64: 0.3 ms a claim, as with no list; 256: 1.3 ms)
-_CLAIM_SLICE = 64
 
 
 def default_db_path() -> Path:
@@ -65,134 +60,79 @@ def default_db_path() -> Path:
 
 
 class Memory:
-    """A lossless store with its engine: conversations, compaction, assembly, search."""
+    """A lossless store with its engine: conversations, compaction, assembly, search.
 
-    def __init__(
-        self,
-        store: Store,
-        config: Config,
-        *,
-        summarizer: Summarizer | None = None,
-        counter: TokenCounter | None = None,
-        embedder: Embedder | None = None,
-        worker: bool = True,
-    ) -> None:
-        self.store: Store = store
-        self.config = config
-        self.counter = counter or get_counter(config.tokenizer)
-        self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
-        self.embedder = embedder
-        self.compactor = Compactor(store, config, self.counter, self.summarizer)
-        self.recaller = Recaller(store, embedder, self.counter, config)
-        self.assembler = Assembler(store, config, self.counter, self.recaller)
-        self.memories = Memories(store, embedder, self.counter, queries=self.recaller.queries)
-        self.assembler.memories = self.memories
-        self.assembler.find_files = self._indexed_files
-        if store.has_files():
-            self.files  # noqa: B018 - attaches the index to the assembler
-        if config.memory_flush:
-            self.compactor.before_leaf = self._flush
-        self.backlog = Backlog(store)
-        self._worker: Worker | None = None
-        self._here_worker: Worker | None = None
-        self._worker_guard = threading.Lock()
-        # worker=False: this Memory is itself a worker's engine (or a tool's), never a thread's owner
-        self._may_start_worker = worker and config.compaction == "background"
-        if self._may_start_worker and (self.backlog.pending_any() or self._queue_unembedded()):
-            self.worker.start()  # work owed from before (a crash, a close that did not wait, no embedder)
+    Made by :func:`open`: a facade over one store's :class:`~lossless.services.Services`
+    (built once, each part given what it needs) and the
+    :class:`~lossless.compaction.scheduler.Scheduler` that runs their background work."""
 
-    def _queue_unembedded(self) -> bool:
-        """At open: queue the conversations this embedder owes vectors that no backlog row
-        asks for (stored by a process without it, :mod:`lossless.store.unembedded`); two
-        index reads when nothing was stored since it last looked. True if any was queued."""
-        try:
-            return self.recaller.unembedded_unchecked() and bool(self.recaller.queue_unembedded())
-        except Exception as exc:  # the embedder does not load, the store is busy: the worker looks again
-            log.warning("lossless: looking for conversations without vectors failed: %s: %s", type(exc).__name__, exc)
-            return False
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.scheduler = Scheduler(services, start_thread=services.config.compaction == "background",
+                                   thread_engine=partial(_thread_engine, services))
+        self.scheduler.start_if_owed()
 
-    def _indexed_files(self) -> Files | None:
-        """The file index once anything is indexed, by this process or by `lossless index`
-        in another one (a server sees files indexed after it started): one indexed read."""
-        return self.files if self.store.has_files() else None
+    # -- the parts (read-only: they are wired to each other) -------------------------------
+
+    @property
+    def store(self) -> Store:
+        return self.services.store
+
+    @property
+    def config(self) -> Config:
+        return self.services.config
+
+    @property
+    def counter(self) -> TokenCounter:
+        return self.services.counter
+
+    @property
+    def summarizer(self) -> Summarizer:
+        return self.services.summarizer
+
+    @property
+    def embedder(self) -> Embedder | None:
+        return self.services.embedder
+
+    @property
+    def recaller(self) -> Recaller:
+        return self.services.recaller
+
+    @property
+    def memories(self) -> Memories:
+        """Long-term memory records (:mod:`lossless.longterm`)."""
+        return self.services.memories
+
+    @property
+    def compactor(self) -> Compactor:
+        return self.services.compactor
+
+    @property
+    def assembler(self) -> Assembler:
+        return self.services.assembler
+
+    @property
+    def backlog(self) -> Backlog:
+        return self.services.backlog
 
     @property
     def files(self) -> Files:
         """The workspace file index (``lossless index``): files and code chunked, embedded
         through the cache, searchable, and shown in assembly when a message names an
         indexed file or says ``/context …``. SQLite and PostgreSQL stores."""
-        existing: Files | None = getattr(self, "_files", None)
-        if existing is None:
-            from lossless.files import Files
-
-            existing = self._files = Files(self.store, self.embedder, self.counter, queries=self.recaller.queries)
-            self.assembler.files = existing
-        return existing
+        return self.services.file_index.get()
 
     def scope_of(self, conversation_id: str) -> tuple[str | None, str | None]:
         """The (user, agent) a conversation belongs to, from its metadata (``user`` or
         ``user_id``; ``agent`` or ``agent_id``): the scope of its long-term memories."""
-        info = self.store.get_conversation(conversation_id)
-        meta = info.metadata if info else {}
-        user = meta.get("user", meta.get("user_id"))
-        agent = meta.get("agent", meta.get("agent_id"))
-        return (str(user) if user is not None else None, str(agent) if agent is not None else None)
+        return conversation_owners(self.store, conversation_id)
 
     def distill(self, conversation_id: str, upto_seq: int | None = None,
                 summarizer: Summarizer | None = None, *, end_task: bool = False) -> list[MemoryRecord]:
         """Distil the conversation's messages not distilled yet (up to ``upto_seq``) into
-        long-term records of its user/agent scope, and write (or merge into) the record
-        of its current task (:mod:`lossless.longterm.tasks`): ``in_progress``, or with
-        ``end_task`` ended (``completed`` unless a model says otherwise), the next
-        task then beginning after it. A conversation with neither user nor agent is not
-        distilled (its records would be global, seen by every other conversation); with
-        ``end_task`` its task still ends, so the next messages are the next task."""
-        user, agent = self.scope_of(conversation_id)
-        start = self.store.flushed_seq(conversation_id) + 1
-        last = self.store.last_seq(conversation_id) if upto_seq is None else upto_seq
-        if user is None and agent is None:
-            if end_task and last >= self.memories.task_start(conversation_id):
-                self.memories.end_task_at(conversation_id, last)  # no record (it would be global), but the task ended
-            return []
-        records: list[MemoryRecord] = []
-        if last >= start:
-            records = self.memories.distill(self.store.get_messages(conversation_id, start, last), user=user,
-                                            agent=agent, conversation_id=conversation_id, summarizer=summarizer)
-        task = self._write_task(conversation_id, start, last, user, agent, summarizer if end_task else None,
-                                end_task)
-        if last >= start:
-            self.store.set_flushed_seq(conversation_id, last)
-        return [*records, *([task] if task is not None else [])]
-
-    def _write_task(self, cid: str, start: int, last: int, user: str | None, agent: str | None,
-                    summarizer: Summarizer | None, ended: bool) -> MemoryRecord | None:
-        """The task record for the current task's messages up to ``last``: on its end all of
-        them (the type comes from its first request), before that those not written yet."""
-        from lossless.longterm import tasks
-
-        first = self.memories.task_start(cid)
-        if last < first or (not ended and last < start):
-            return None
-        msgs = self.store.get_messages(cid, first if ended else max(first, start), last)
-        draft = tasks.draft(msgs, "completed" if ended else "in_progress")
-        if draft is None:  # nothing to record (see tasks.draft), but an end still ends the task
-            if ended:
-                self.memories.end_task_at(cid, last)
-            return None
-        draft = replace(draft, first_seq=first)  # the task's id is its first seq, whatever this write saw
-        if summarizer is not None:
-            draft = tasks.llm_draft(msgs, draft, summarizer, self.counter, cid)
-        record = self.memories.record_task(draft, conversation_id=cid, user=user, agent=agent)
-        if ended:
-            self.memories.end_task_at(cid, last)
-        return record
-
-    def _flush(self, conversation_id: str, chunk: list[Message]) -> None:
-        """Before compaction summarizes ``chunk``: keep its durable items as records."""
-        try:
-            self.distill(conversation_id, chunk[-1].seq)
-        except Exception:  # a failed flush must not stop compaction; the messages stay stored
-            log.exception("lossless: %s: the long-term memory flush failed", conversation_id)
+        long-term records of its user/agent scope and write its current task's record
+        (see :meth:`lossless.longterm.distill.Distiller.distill`)."""
+        return self.services.distiller.distill(conversation_id, upto_seq, summarizer, end_task=end_task)
 
     def conversation(self, conversation_id: str, metadata: dict[str, Any] | None = None) -> Conversation:
         """The conversation with this id, created if it does not exist yet."""
@@ -281,45 +221,23 @@ class Memory:
         reads the whole file: skip it to verify conversations one by one)."""
         return self.store.verify(conversation_id, integrity=integrity)
 
-    # -- the background worker ------------------------------------------------------------
+    # -- the background work (lossless.compaction.scheduler) --------------------------------
 
     @property
     def worker(self) -> Worker:
         """The worker that serves this store's backlog (:mod:`lossless.compaction.worker`); with
         ``compaction="background"`` its thread starts with the first write. On a SQLite
         file it works through a connection of its own."""
-        with self._worker_guard:
-            if self._worker is None:
-                from lossless.compaction.worker import Worker
-
-                engine, owns = self._worker_engine()
-                self._worker = Worker(engine, owns_engine=owns)
-            return self._worker
-
-    def _worker_engine(self) -> tuple[Memory, bool]:
-        store = self.store
-        if isinstance(store, SQLiteStore) and store.path != ":memory:":
-            own = SQLiteStore(store.path)
-            return Memory(own, self.config, summarizer=self.summarizer, counter=self.counter,
-                          embedder=self.embedder, worker=False), True
-        return self, False
+        return self.scheduler.worker
 
     def writing(self) -> None:
         """A write is starting: the worker thread, if any, yields to it (see compaction/worker.py)."""
-        worker = self._worker
-        if worker is not None:
-            worker.writing()
+        self.scheduler.writing()
 
     def work_queued(self, conversation_id: str, *, started: bool = True) -> None:
         """A write queued work for the worker (``started``: it said so with
         :meth:`writing` before): start the thread if need be, wake it."""
-        if self._may_start_worker:
-            fresh = self._worker is None
-            worker = self.worker
-            if fresh and started:
-                worker.writing()  # balances this write's notify below
-            worker.start()
-            worker.notify()
+        self.scheduler.work_queued(conversation_id, started=started)
 
     def wait_idle(self, timeout: float | None = None, *, conversations: Sequence[str] | None = None,
                   progress: Callable[[int, int], None] | None = None, retry_failed: bool = False) -> bool:
@@ -332,134 +250,25 @@ class Memory:
         :meth:`stats`; ``retry_failed`` retries each of those once, at once instead of
         after its delay, e.g. once the embedding service is back); what is not done
         stays owed."""
-        from lossless.compaction.worker import owed
+        return self.scheduler.wait_idle(timeout, conversations=conversations, progress=progress,
+                                        retry_failed=retry_failed)
 
-        deadline = None if timeout is None else time.monotonic() + timeout
-        ids = None if conversations is None else list(dict.fromkeys(conversations))
-        total = 0
-        reported = 0.0
-        # where report() counts the work owed: the conversations left, or the slices in hand
-        # of a catch-up on this thread (a count over every conversation given, twice a
-        # second, made a long catch-up quadratic again)
-        counted: list[Sequence[str] | None] = [ids]
-
-        def report(force: bool = False) -> None:
-            nonlocal total, reported
-            if progress is None or (not force and time.monotonic() - reported < 0.5):
-                return
-            reported = time.monotonic()
-            remaining = sum(owed(self, cid) for cid in self.backlog.pending(counted[0])[:200])
-            total = max(total, remaining)
-            progress(total - remaining, total)
-
-        retried: set[str] = set()  # retry_failed retries each failing row once per call
-        # the conversations still looked at: narrowed to those left on each pass (a poll
-        # costs what is left, not all that was given), all of them once more before returning
-        watch = ids
-        report(force=True)
-        while True:
-            left = self.backlog.pending(watch)
-            if not left:
-                if watch is not ids:
-                    watch = ids  # a last look at all of them: work may have been queued again
-                    continue
-                report(force=True)
-                return True
-            if ids is not None:
-                watch = counted[0] = left
-            if retry_failed:
-                again = [cid for cid in self.backlog.failing(left) if cid not in retried]
-                if again:
-                    self.backlog.retry_now(again)
-                    retried.update(again)
-            if not self.backlog.due(left):
-                left = self.backlog.pending(left if ids is not None else None)  # (a row may have been finished)
-                if not left:
-                    continue
-                if not self.backlog.due(left):
-                    if set(left) <= set(self.backlog.failing(left)):
-                        return False  # only failing rows are left, waiting for their retry
-                    if deadline is not None and time.monotonic() >= deadline:
-                        return False
-                    time.sleep(0.05)  # a row put back for a moment (compacted elsewhere)
-                    continue
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
-            worker = self._worker
-            if worker is not None and worker.running:
-                worker.wait_turn(0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic())))
-                report()
-                continue
-            self._work_here(None if ids is None else left, deadline, report, counted)
-            if not self.backlog.due(self.backlog.pending(watch)):
-                continue  # done, or only failures left: said above
-            time.sleep(0.05)  # rows held by other processes' workers: give them a moment
-
-    def _work_here(self, conversations: list[str] | None, deadline: float | None, report: Callable[[], None],
-                   counted: list[Sequence[str] | None]) -> None:
-        """Serve the backlog (of ``conversations``) on this thread until none is due, or
-        until ``deadline``. The list is served a slice at a time (``counted[0]``, where
-        ``report`` looks, follows it): a claim reads its whole list, so claiming from all
-        of them each time made a catch-up over n conversations cost n² (10,000: 200 s)."""
-        stop = threading.Event()
-        timer = None
-        if deadline is not None:
-            timer = threading.Timer(max(0.0, deadline - time.monotonic()), stop.set)
-            timer.daemon = True
-            timer.start()
-        try:
-            parts = [None] if conversations is None else [
-                conversations[i : i + _CLAIM_SLICE] for i in range(0, len(conversations), _CLAIM_SLICE)]
-            for i, part in enumerate(parts):
-                if part is not None and conversations is not None:
-                    counted[0] = conversations[i * _CLAIM_SLICE : (i + 2) * _CLAIM_SLICE]
-                self._here.run(stop=stop, until_idle=True, conversation_ids=part, on_turn=report, kind="foreground")
-                if stop.is_set():
-                    break
-        finally:
-            if timer is not None:
-                timer.cancel()
-
-    @contextmanager
-    def foreground(self, conversation_id: str, wait: float = 60.0) -> Iterator[None]:
+    def foreground(self, conversation_id: str, wait: float = 60.0) -> AbstractContextManager[None]:
         """Hold the conversation's backlog row while the caller does its work in the
         foreground (``conv.index()``), so a worker does not do the same work at the same
         time; waits (up to ``wait`` seconds) for a worker that holds it to end its turn."""
-        owner = new_owner()
-        live(owner)
-        claimed = False
-        deadline = time.monotonic() + wait
-        try:
-            while True:
-                claimed = bool(self.backlog.claim(owner, limit=1, conversation_ids=[conversation_id]))
-                row = None if claimed else self.backlog.row(conversation_id)
-                if claimed or row is None or not row["in_progress"] or time.monotonic() >= deadline:
-                    break
-                time.sleep(0.05)
-            yield
-        finally:
-            if claimed:
-                self.backlog.release(conversation_id, owner)
-            retire(owner)
-
-    @property
-    def _here(self) -> Worker:
-        """A worker that runs on the calling thread, through this Memory's own store."""
-        if self._here_worker is None:
-            self._here_worker = Worker(self)
-        return self._here_worker
+        return self.scheduler.foreground(conversation_id, wait)
 
     def stats(self) -> dict[str, Any]:
         """The store as a whole: how the work is run, the backlog (conversations owed
         work, since when, in progress, failing), this process's worker's counters, every
         worker that reported lately (any process sharing the store) and this process's
         summarizer circuit breaker."""
-        worker = self._worker if self._worker is not None else self._here_worker
         breaker = self.summarizer.breaker_state() if isinstance(self.summarizer, GuardedSummarizer) else None
         return {
             "compaction": self.config.compaction,
             "backlog": self.backlog.summary(),
-            "worker": worker.stats.as_dict() if worker is not None else WorkerStats().as_dict(),
+            "worker": self.scheduler.worker_stats(),
             "workers": self.backlog.workers(),
             "breaker": breaker,
         }
@@ -467,8 +276,7 @@ class Memory:
     def close(self, timeout: float = 10.0) -> None:
         """Stop the worker after the step in hand (waiting at most ``timeout`` seconds;
         what is left stays in the backlog for the next open) and close the store."""
-        worker = self._worker
-        if worker is not None and not worker.stop(timeout):
+        if not self.scheduler.stop(timeout):
             log.warning("lossless: the worker did not stop within %.0f s; its work in hand is left to the "
                         "next open (nothing stored is lost)", timeout)
         self.recaller.close()
@@ -587,7 +395,20 @@ def open(
     except Exception:
         store.close()
         raise
-    return Memory(store, cfg, summarizer=summarizer, counter=counter, embedder=chosen)
+    return Memory(build_services(store, cfg, summarizer=summarizer, counter=counter or get_counter(cfg.tokenizer),
+                                 embedder=chosen))
+
+
+def _thread_engine(services: Services) -> tuple[Services, bool]:
+    """The parts a worker thread works with, and whether it closes their store: on a
+    SQLite file a second set over a connection of its own (its reads never wait for the
+    caller's writes); else the caller's own."""
+    store = services.store
+    if isinstance(store, SQLiteStore) and store.path != ":memory:":
+        own = build_services(SQLiteStore(store.path), services.config, summarizer=services.summarizer,
+                             counter=services.counter, embedder=services.embedder)
+        return own, True
+    return services, False
 
 
 def _model_defaults(model: str) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from lossless.providers.errors import (  # re-exported
 )
 
 if TYPE_CHECKING:
-    from lossless.conversation import Conversation
+    from lossless.agent.base import ConversationHandle
 
 __all__ = ["RecoveryLog", "call_with_recovery", "context_limit_from_error", "is_context_length_error",
            "truncate_tool_outputs"]
@@ -80,7 +80,7 @@ def _suffix(text: str, counter: TokenCounter, tokens: int) -> str:
     return text[len(text) - lo:] if lo else ""
 
 
-def _tool_message_ids(conv: Conversation, ctx: AssembledContext) -> list[str | None]:
+def _tool_message_ids(conv: ConversationHandle, ctx: AssembledContext) -> list[str | None]:
     """The stored id of each tool message in ``ctx`` (matched by tool_call_id within the
     fresh tail it came from), for the truncation marker."""
     by_call: dict[str, str] = {}
@@ -104,7 +104,7 @@ class RecoveryLog:
 
 
 def call_with_recovery(
-    conv: Conversation,
+    conv: ConversationHandle,
     call: Callable[[AssembledContext], T],
     *,
     budget_tokens: int | None = None,

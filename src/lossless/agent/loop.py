@@ -43,7 +43,7 @@ from lossless.providers.anthropic_format import anthropic_messages
 from lossless.providers.errors import is_context_length_error
 
 if TYPE_CHECKING:
-    from lossless.conversation import Conversation
+    from lossless.agent.base import ConversationHandle
     from lossless.longterm import MemoryRecord
 
 __all__ = ["COMPACTING_RESULT", "ModelCallError", "TurnResult", "run_turn"]
@@ -212,7 +212,7 @@ def _tool_specs(tools: Mapping[str, ToolFn] | None, specs: list[dict[str, Any]] 
     return out
 
 
-def _run_tool(conv: Conversation, call: Mapping[str, Any], tools: Mapping[str, ToolFn] | None) -> str:
+def _run_tool(conv: ConversationHandle, call: Mapping[str, Any], tools: Mapping[str, ToolFn] | None) -> str:
     fn = call.get("function") or {}
     name = str(fn.get("name") or "")
     if name in _MEMORY_TOOLS and (not tools or name not in tools):
@@ -236,7 +236,7 @@ def _run_tool(conv: Conversation, call: Mapping[str, Any], tools: Mapping[str, T
 
 
 def run_turn(
-    conv: Conversation,
+    conv: ConversationHandle,
     user_message: str | Mapping[str, Any],
     call: Any,
     *,
@@ -282,7 +282,7 @@ def run_turn(
         room = budget - extra - (max_tokens if max_tokens < budget // 2 else 0)
         if room < 64:
             raise ContextOverflowError(f"this turn's own messages ({extra} tokens) leave no room in {budget} tokens")
-        ctx = memory.assembler.assemble(conv.id, room, query, layout=layout)
+        ctx = conv.assemble(room, query, layout=layout)
         messages = [*ctx.messages, user_chat, *new]
         try:
             reply = _call_model(call, messages, model=model, tools=specs or None, max_tokens=max_tokens,
@@ -317,7 +317,7 @@ def run_turn(
     return result
 
 
-def _current_task(conv: Conversation, data: Mapping[str, Any]) -> str:
+def _current_task(conv: ConversationHandle, data: Mapping[str, Any]) -> str:
     """The id of the conversation's current task (the record ``end_task`` writes, see
     :mod:`lossless.longterm.tasks`), which every message of the turn carries in
     ``metadata["task_id"]``; the hierarchical strategy groups history by it. A user
@@ -332,7 +332,7 @@ def _current_task(conv: Conversation, data: Mapping[str, Any]) -> str:
     return task
 
 
-def _store(conv: Conversation, messages: list[dict[str, Any]], background: bool, result: TurnResult) -> list[Message]:
+def _store(conv: ConversationHandle, messages: list[dict[str, Any]], background: bool, result: TurnResult) -> list[Message]:
     """The turn's messages in one transaction, then compaction if a trigger fired (in a
     daemon thread when ``background``)."""
     memory = conv.memory
@@ -340,14 +340,15 @@ def _store(conv: Conversation, messages: list[dict[str, Any]], background: bool,
         return conv.add_many(messages)
     stored = conv.add_many(messages, compact=not background)
     if background and memory.config.auto_compact:
-        thread = threading.Thread(target=memory.compactor.compact, args=(conv.id,), daemon=True,
+        # as a write's own trigger check: no forcing, no waiting for a compaction running elsewhere
+        thread = threading.Thread(target=conv.compact, kwargs={"force": False, "wait": 0.0}, daemon=True,
                                   name=f"lossless-compact-{conv.id}")
         thread.start()
         result.compaction = thread
     return stored
 
 
-async def arun_turn(conv: Conversation, user_message: str | Mapping[str, Any], call: Any,
+async def arun_turn(conv: ConversationHandle, user_message: str | Mapping[str, Any], call: Any,
                     **kwargs: Any) -> TurnResult:
     """:func:`run_turn` in a worker thread; an async client's coroutines run on this loop."""
     loop = asyncio.get_running_loop()

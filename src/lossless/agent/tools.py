@@ -26,7 +26,7 @@ from lossless.recall.dispatch import run_search
 from lossless.store.base import SearchSpec
 
 if TYPE_CHECKING:
-    from lossless.engine import Memory
+    from lossless.agent.base import AgentServices
 
 __all__ = ["TOOL_NAMES", "ToolBox", "anthropic_tools", "hit_dict", "openai_tools", "wait_while_compacting"]
 
@@ -166,7 +166,7 @@ def _check_int(value: Any, name: str, *, minimum: int = 0) -> int:
     return value
 
 
-def wait_while_compacting(memory: Memory, conversation_id: str, seconds: float | None = None) -> bool:
+def wait_while_compacting(memory: AgentServices, conversation_id: str, seconds: float | None = None) -> bool:
     """Wait while the conversation is COMPACTING (its lease is held by any thread or
     process: seed 003's "pause new tool calls"), at most ``seconds`` (default: the
     config's ``tool_wait_seconds``). True when it is ACTIVE, False when the time ran out."""
@@ -189,7 +189,7 @@ class ToolBox:
 
     explore_tokens = 600  # the token budget of a large message's exploration outline
 
-    def __init__(self, memory: Memory, conversation_id: str | None, *,
+    def __init__(self, memory: AgentServices, conversation_id: str | None, *,
                  within: Collection[str] | None = None) -> None:
         self.memory = memory
         self.conversation_id = conversation_id

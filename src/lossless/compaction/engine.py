@@ -154,7 +154,10 @@ def _summary_item(node: Summary) -> SummaryItem:
 class Compactor:
     """Runs leaf and condense passes for one store with one configuration."""
 
-    def __init__(self, store: Store, config: Config, counter: TokenCounter, summarizer: Summarizer) -> None:
+    def __init__(self, store: Store, config: Config, counter: TokenCounter, summarizer: Summarizer, *,
+                 before_leaf: Callable[[str, list[Message]], None] | None = None) -> None:
+        """``before_leaf`` is called with each chunk of raw messages just before it is
+        summarized (the long-term memory flush)."""
         self.store = store
         self.config = config
         self.counter = counter
@@ -164,8 +167,7 @@ class Compactor:
         self._locks_guard = threading.Lock()
         self._cooldown: dict[str, tuple[float, int]] = {}  # conversation -> (until, tokens then)
         self._root_owed: set[str] = set()  # conversations whose last run here stopped before its root
-        # called with each chunk of raw messages just before it is summarized
-        self.before_leaf: Callable[[str, list[Message]], None] | None = None
+        self.before_leaf = before_leaf
         # a lease not heart-beaten for this long belongs to a dead compactor; one summary
         # call (with its retries and timeouts) must fit inside it
         self.lease_seconds = 600.0

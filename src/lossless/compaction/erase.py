@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -50,8 +50,8 @@ from lossless.store.scrub import scrub
 from lossless.summarize.base import SummaryRequest
 
 if TYPE_CHECKING:
+    from lossless.compaction.base import EraseEngine
     from lossless.compaction.engine import Compactor
-    from lossless.engine import Memory
 
 __all__ = ["check_targets", "erase_messages", "plan_erase"]
 
@@ -162,25 +162,27 @@ def check_targets(targets: object) -> list[str | int] | None:
     return list(targets)
 
 
-def erase_messages(memory: Memory, conversation_id: str, targets: object, *, reason: object, by: object,
-                   wait: float = 30.0, vacuum: bool = False) -> list[Tombstone]:
+def erase_messages(engine: EraseEngine, conversation_id: str, targets: object, *, reason: object, by: object,
+                   wait: float = 30.0, vacuum: bool = False,
+                   work_queued: Callable[[str], None] | None = None) -> list[Tombstone]:
     """Erase messages of a conversation (see :meth:`lossless.Conversation.erase`): the
     plan is made and written holding the compaction lease (``wait`` seconds for it), then
     the long-term memories distilled from an erased message are forgotten, the new
     retrieval units queued for embedding, and the files scrubbed of what the rows held
-    (:mod:`lossless.store.scrub`; ``vacuum``: rewrite them as well). Returns the
+    (:mod:`lossless.store.scrub`; ``vacuum``: rewrite them as well). ``work_queued`` is
+    told of the conversation queued for its new units (it wakes a worker). Returns the
     tombstones of the messages asked for, in seq order (an erased message is not erased
     again)."""
     why, who = validate_erase(reason, by)
     chosen = check_targets(targets)
-    store = memory.store
+    store = engine.store
     if store.get_conversation(conversation_id) is None:
         raise NotFoundError(f"no conversation {conversation_id!r}")
-    with memory.compactor.holding(conversation_id, "erase", wait) as held:
+    with engine.compactor.holding(conversation_id, "erase", wait) as held:
         if isinstance(held, Busy):
             raise CompactionBusyError(f"cannot erase now: {held.why}")
         for attempt in range(_PLAN_ATTEMPTS):
-            plan, already = plan_erase(memory.compactor, conversation_id, chosen, reason=why, by=who)
+            plan, already = plan_erase(engine.compactor, conversation_id, chosen, reason=why, by=who)
             if not plan.messages:
                 break
             try:
@@ -191,15 +193,16 @@ def erase_messages(memory: Memory, conversation_id: str, targets: object, *, rea
                     raise CompactionBusyError("cannot erase now: the worker kept indexing the conversation while "
                                               "the erase was planned; nothing was erased, try again") from None
     if plan.messages:
-        _forget_in_memory(memory, conversation_id, plan)
+        _forget_in_memory(engine, conversation_id, plan)
         scrub(store, full=vacuum)
         if plan.add_units:
-            memory.backlog.queue(conversation_id)
-            memory.work_queued(conversation_id)
+            engine.backlog.queue(conversation_id)
+            if work_queued is not None:
+                work_queued(conversation_id)
     return sorted([*(m.tombstone for m in plan.messages), *already], key=lambda t: t.seq)
 
 
-def _forget_in_memory(memory: Memory, cid: str, plan: ErasePlan) -> None:
+def _forget_in_memory(engine: EraseEngine, cid: str, plan: ErasePlan) -> None:
     """What this process holds of the erased text: long-term memories distilled from it
     (forgotten) and cached vector matrices (dropped)."""
     ids = {m.tombstone.message_id for m in plan.messages}
@@ -213,12 +216,12 @@ def _forget_in_memory(memory: Memory, cid: str, plan: ErasePlan) -> None:
             conversation == cid and isinstance(first, int) and isinstance(last, int)
             and any(first <= q <= last for q in seqs))
 
-    runner = sql_runner(memory.store)
+    runner = sql_runner(engine.store)
     rows = runner.query("SELECT id, source_message_ids, metadata FROM memories WHERE conversation_id = ?", (cid,))
     sourced = [mid for mid, sources, meta in rows
                if derived(cid, json.loads(sources or "[]"), json.loads(meta or "{}"))]
     if sourced:
-        memory.memories.forget(sourced)
+        engine.memories.forget(sourced)
     # the forgetting policy's log keeps whole records (to restore them): those derived
     # from an erased message go too
     logged = []
@@ -230,6 +233,6 @@ def _forget_in_memory(memory: Memory, cid: str, plan: ErasePlan) -> None:
         where, args = runner.in_list("rowid", logged)
         with runner.transaction() as conn:
             conn.execute(f"DELETE FROM forgotten_memories WHERE {where}", args)
-    forget = getattr(memory.recaller.index_store, "forget_conversation", None)
+    forget = getattr(engine.recaller.index_store, "forget_conversation", None)
     if forget is not None:
         forget(cid)

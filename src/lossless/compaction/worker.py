@@ -23,7 +23,11 @@ Three ways to run it:
 * ``lossless worker``: a process of its own, for servers and for PostgreSQL, where any
   number of them share the backlog through their claims (and the compaction lease).
 * :meth:`lossless.Memory.wait_idle` runs the work on the caller's thread when no worker
-  thread does, e.g. the CLI after an import, with a progress bar.
+  thread does, e.g. the CLI after an import, with a progress bar
+  (:mod:`lossless.compaction.scheduler` decides which).
+
+The worker takes a :class:`~lossless.compaction.base.WorkerEngine`: the parts of one
+store it works with, never the facade.
 """
 
 from __future__ import annotations
@@ -43,10 +47,10 @@ from lossless.core.owners import live, new_owner, retire
 from lossless.core.priority import mark_background
 from lossless.embed.base import Warmable, warm_done, warm_due
 from lossless.store import unembedded
-from lossless.store.backlog import WORKER_HEARTBEAT_SECONDS, Backlog, Claim
+from lossless.store.backlog import WORKER_HEARTBEAT_SECONDS, Claim
 
 if TYPE_CHECKING:
-    from lossless.engine import Memory
+    from lossless.compaction.base import WorkerEngine
 
 __all__ = ["Worker", "WorkerStats", "owed", "owed_parts", "running_workers"]
 
@@ -116,23 +120,23 @@ class WorkerStats:
         return out
 
 
-def owed(memory: Memory, conversation_id: str) -> int:
+def owed(engine: WorkerEngine, conversation_id: str) -> int:
     """The work still owed to a conversation, in one unit for progress bars: messages not
     cut into retrieval units, units without a vector (both only with an embedder), and
     raw messages past the fresh tail when a compaction trigger fires."""
-    return sum(owed_parts(memory, conversation_id))
+    return sum(owed_parts(engine, conversation_id))
 
 
-def owed_parts(memory: Memory, conversation_id: str) -> tuple[int, int]:
+def owed_parts(engine: WorkerEngine, conversation_id: str) -> tuple[int, int]:
     """:func:`owed` in its two parts: (units to embed, messages to compact). A message
     not cut into units yet counts as one unit to embed."""
     embed = compact = 0
-    recaller = memory.recaller
+    recaller = engine.recaller
     if recaller.embedder is not None:
         embed = recaller.uncut(conversation_id) + recaller.unembedded(conversation_id)
-    if memory.config.auto_compact and memory.compactor.trigger(conversation_id) is not None:
-        raw = memory.store.last_seq(conversation_id) - memory.store.covered_seq(conversation_id)
-        compact = max(0, raw - memory.config.fresh_tail_count)
+    if engine.config.auto_compact and engine.compactor.trigger(conversation_id) is not None:
+        raw = engine.store.last_seq(conversation_id) - engine.store.covered_seq(conversation_id)
+        compact = max(0, raw - engine.config.fresh_tail_count)
     return embed, compact
 
 
@@ -145,14 +149,14 @@ def running_workers() -> list[Worker]:
 
 
 class Worker:
-    """Serves the backlog of one store. ``engine`` is the :class:`~lossless.Memory` whose
-    store, compactor and recaller it uses: for a worker thread on a SQLite file, a second
-    Memory on its own connection, so its reads never wait for the caller's writes."""
+    """Serves the backlog of one store. ``engine`` holds the store, compactor and recaller
+    it uses: for a worker thread on a SQLite file, a second set of them on a connection
+    of its own, so its reads never wait for the caller's writes."""
 
-    def __init__(self, engine: Memory, *, slice_seconds: float = 2.0, poll_seconds: float = 1.0,
+    def __init__(self, engine: WorkerEngine, *, slice_seconds: float = 2.0, poll_seconds: float = 1.0,
                  lease_seconds: float = 300.0, owns_engine: bool = False) -> None:
         self.engine = engine
-        self.backlog = Backlog(engine.store)
+        self.backlog = engine.backlog
         self.slice_seconds = slice_seconds
         self.poll_seconds = poll_seconds
         self.lease_seconds = lease_seconds

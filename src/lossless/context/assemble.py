@@ -64,21 +64,23 @@ Layout = Literal["auto", "stable", "budgeted"]
 
 
 class Assembler:
-    """Builds a conversation's context for a token budget from its store, recaller and
-    (set by :class:`lossless.Memory`) long-term memories and file index."""
+    """Builds a conversation's context for a token budget from its store, recaller,
+    long-term memories and file index."""
 
-    def __init__(self, store: Store, config: Config, counter: TokenCounter, recaller: Recaller | None = None) -> None:
+    def __init__(self, store: Store, config: Config, counter: TokenCounter, recaller: Recaller | None = None, *,
+                 memories: Memories | None = None, files: Callable[[], Files | None] | None = None,
+                 backlog: Backlog | None = None) -> None:
+        """``files``: the file index once something is indexed, else None; asked on each
+        assembly that may show files while there is none (``lossless index`` may run in
+        another process beside a running server)."""
         self.store = store
         self.config = config
         self.counter = counter
         self.recaller = recaller
         self.caches = AssemblyCaches()
-        self.backlog = Backlog(store)
-        self.memories: Memories | None = None  # set by lossless.Memory
-        self.files: Files | None = None  # set by lossless.Memory when files are indexed
-        # set by lossless.Memory: the file index once something is indexed, asked while there
-        # is none (`lossless index` may run in another process beside a running server)
-        self.find_files: Callable[[], Files | None] | None = None
+        self.backlog = backlog if backlog is not None else Backlog(store)
+        self.memories = memories
+        self.files = files
 
     def assemble(self, conversation_id: str, budget_tokens: int | None = None, query: str | None = None,
                  *, layout: Layout = "auto") -> AssembledContext:
@@ -127,8 +129,8 @@ class Assembler:
         operator = tenant_of(cid) is None
 
         def hits_for(query: str) -> list[FileHit]:
-            files = self.files if self.files is not None or self.find_files is None else self.find_files()
-            return file_hits(files if operator else None, query, config=self.config)
+            files = self.files() if self.files is not None and operator else None
+            return file_hits(files, query, config=self.config)
 
         return Sources(view=view, summaries=SummaryPieces(view, self.store, task_start),
                        recalled=RecalledMessages(view, self.store, self.recaller),

@@ -20,6 +20,7 @@ from lossless.core.errors import LosslessError
 from lossless.core.render import neutralise_tags
 from lossless.core.textfit import fit_text
 from lossless.core.types import ContextItem
+from lossless.longterm.records import conversation_owners
 from lossless.store.base import Store
 
 if TYPE_CHECKING:
@@ -38,16 +39,12 @@ def memory_records(store: Store, memories: Memories | None, config: Config, cid:
     recall, which shows their messages verbatim."""
     if memories is None or config.memory_share <= 0:
         return []
-    info = store.get_conversation(cid)
-    meta = info.metadata if info else {}
-    user, agent = meta.get("user", meta.get("user_id")), meta.get("agent", meta.get("agent_id"))
+    user, agent = conversation_owners(store, cid)
     # a server tenant's conversation (its owners are namespaced "@tenant…"): its "global"
     # is the tenant-wide owner; records without any owner (added outside the server)
     # belong to the operator and are never shown to a tenant
     tenant = any(isinstance(v, str) and v.startswith("@") for v in (user, agent))
-    found = memories.search(query, user=None if user is None else str(user),
-                            agent=None if agent is None else str(agent), limit=8,
-                            include_global=not tenant)
+    found = memories.search(query, user=user, agent=agent, limit=8, include_global=not tenant)
     return [r for r in found if r.conversation_id != cid]
 
 

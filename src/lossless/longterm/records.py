@@ -3,11 +3,15 @@ the conversation it came from (seed 003's long-term tier)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from lossless.store.documents import search_text  # the store's keyword index is given it too
+
+if TYPE_CHECKING:
+    from lossless.store.base import Store
 
 __all__ = [
     "DEFAULT_IMPORTANCE",
@@ -17,6 +21,8 @@ __all__ = [
     "MemoryKind",
     "MemoryRecord",
     "Scope",
+    "conversation_owners",
+    "owners_of",
     "scope_of",
     "search_text",
 ]
@@ -47,6 +53,21 @@ def scope_of(user: str | None, agent: str | None) -> Scope:
     if agent is not None:
         return "agent"
     return "global"
+
+
+def owners_of(metadata: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The (user, agent) a conversation's metadata names (``user`` or ``user_id``;
+    ``agent`` or ``agent_id``): the owners of the long-term records it is distilled
+    into and of those its assembly may show."""
+    user = metadata.get("user", metadata.get("user_id"))
+    agent = metadata.get("agent", metadata.get("agent_id"))
+    return (None if user is None else str(user), None if agent is None else str(agent))
+
+
+def conversation_owners(store: Store, conversation_id: str) -> tuple[str | None, str | None]:
+    """:func:`owners_of` a stored conversation (none when it does not exist)."""
+    info = store.get_conversation(conversation_id)
+    return owners_of(info.metadata if info else {})
 
 
 @dataclass(frozen=True, slots=True)

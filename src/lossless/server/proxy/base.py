@@ -22,6 +22,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from lossless.agent.emergency import truncate_tool_outputs
+from lossless.conversation import Conversation
 from lossless.core.errors import ContextOverflowError, ValidationError
 from lossless.core.models import context_window
 from lossless.core.render import content_text
@@ -141,8 +142,13 @@ class ProxyTurn:
         query = content_text(last_user.get("content")) if last_user else None
         return cls(memory, stored_id, budget, query or None, replay=replay, request_seq=request_seq, key=key)
 
+    @property
+    def conversation(self) -> Conversation:
+        """The stored conversation's handle (it exists: :meth:`start` made it)."""
+        return Conversation(self.memory, self.stored_id)
+
     def context(self) -> AssembledContext:
-        ctx = self.memory.assembler.assemble(self.stored_id, self.budget, self.query, layout="stable")
+        ctx = self.conversation.assemble(self.budget, self.query, layout="stable")
         if self.truncate:  # the last resort: cut the biggest tool outputs (whole in the store)
             messages = truncate_tool_outputs(ctx.messages, self.memory.counter, self.budget)
             ctx = replace(ctx, messages=messages, tokens=count_chat_tokens(self.memory.counter, messages))
@@ -157,8 +163,7 @@ class ProxyTurn:
         if self.compactions >= max_compactions:
             self.truncate = True
             return True
-        self.memory.compactor.compact(self.stored_id, force=True, emergency=True, reason="context-length error",
-                                      wait=self.memory.config.tool_wait_seconds)
+        self.conversation.compact(emergency=True, reason="context-length error")
         self.compactions += 1
         target = int(self.budget * 0.8)
         limit, sent = context_limit_from_error(error)
