@@ -21,18 +21,15 @@ passes the text to ``to_tsquery`` (PostgreSQL's own syntax: ``&``, ``|``, ``!``,
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from typing import TYPE_CHECKING, Any
 
 from lossless.core.errors import QueryError
-from lossless.core.render import content_text
 from lossless.core.types import GrepHit
-from lossless.core.validate import timestamp
 from lossless.store.base import SearchSpec
 from lossless.store.fts import cjk_index_terms, cjk_query_terms, index_extras, search_terms
-from lossless.store.rows import grep_hit as _hit
+from lossless.store.searching import Clauses, rank_hits, spec_filters
 
 if TYPE_CHECKING:
     from lossless.store.postgres.store import PostgresStore
@@ -40,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["fold", "keyword_tsquery", "run_search", "search_document", "verify_store"]
 
 _CANDIDATES = 2  # fetch this many times the limit from each kind before merging (as on SQLite)
+_SQL = Clauses("%s", lambda column, values: (f"{column} = ANY(%s)", [list(values)]))
 # A tsvector holds at most 1 MB: the first 200k characters of a text are indexed, with at
 # most 20k distinct CJK bigrams (a long Chinese text has far more; its start is enough to
 # find it). The text itself is stored whole; regex search reads all of it.
@@ -108,52 +106,13 @@ def keyword_tsquery(query: str, config: str = "simple") -> tuple[str, list[str]]
     return f"({' || '.join(exprs)})", args
 
 
-def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    args: list[Any] = []
-    if spec.conversation_ids is not None:
-        clauses.append(f"{alias}.conversation_id = ANY(%s)")
-        args.append(list(spec.conversation_ids))
-    if kind == "message":
-        if spec.roles:
-            clauses.append(f"{alias}.role = ANY(%s)")
-            args.append(list(spec.roles))
-        if spec.since is not None:
-            clauses.append(f"{alias}.created_ts >= %s")
-            args.append(timestamp(spec.since))
-        if spec.until is not None:
-            clauses.append(f"{alias}.created_ts <= %s")
-            args.append(timestamp(spec.until))
-        if spec.max_seq is not None:
-            clauses.append(f"{alias}.seq <= %s")
-            args.append(spec.max_seq)
-        if spec.min_seq is not None:
-            clauses.append(f"{alias}.seq >= %s")
-            args.append(spec.min_seq)
-    else:
-        # a summary matches a time range when its span overlaps it
-        if spec.since is not None:
-            clauses.append(f"{alias}.latest_ts >= %s")
-            args.append(timestamp(spec.since))
-        if spec.until is not None:
-            clauses.append(f"{alias}.earliest_ts <= %s")
-            args.append(timestamp(spec.until))
-        if spec.max_seq is not None:
-            clauses.append(f"{alias}.last_seq <= %s")
-            args.append(spec.max_seq)
-        if spec.min_seq is not None:
-            clauses.append(f"{alias}.first_seq >= %s")
-            args.append(spec.min_seq)
-    return (" AND " + " AND ".join(clauses)) if clauses else "", args
-
-
 def _table(kind: str) -> str:
     return "messages" if kind == "message" else "summaries"
 
 
 def _ranked(store: PostgresStore, kind: str, expr: str, expr_args: list[Any], spec: SearchSpec,
             limit: int) -> list[tuple[int, float]]:
-    where, args = _filters(spec, kind, "t")
+    where, args = spec_filters(spec, kind, "t", _SQL)
     # The tsquery is a constant expression: the GIN index finds the matches, ts_rank
     # orders only those. Ties go to the newer row so results are deterministic.
     sql = (f"SELECT t.rowid, ts_rank(t.search, q.q) AS score FROM {_table(kind)} t, (SELECT {expr} AS q) q "
@@ -243,7 +202,7 @@ def _regex(store: PostgresStore, kind: str, spec: SearchSpec, limit: int) -> lis
         rx = re.compile(spec.query)
     except re.error as exc:
         raise QueryError(f"invalid regular expression {spec.query!r}: {exc}") from None
-    where, args = _filters(spec, kind, "t")
+    where, args = spec_filters(spec, kind, "t", _SQL)
     field = ("coalesce(t.content, '') || chr(10) || coalesce(t.tool_calls, '')" if kind == "message"
              else "t.content")
     order = "t.seq DESC" if kind == "message" else "t.last_seq DESC"
@@ -297,52 +256,7 @@ def _candidates(store: PostgresStore, kind: str, spec: SearchSpec) -> dict[int, 
 
 
 def run_search(store: PostgresStore, spec: SearchSpec) -> list[GrepHit]:
-    if not isinstance(spec.query, str) or not spec.query.strip():
-        raise QueryError("search query is empty")
-    if spec.limit < 1:
-        raise QueryError(f"limit must be >= 1, got {spec.limit}")
-    # Rank first, then build the (snippet-cutting) hits for the ones returned only.
-    ranked: list[tuple[float, float, str, str, int]] = []  # score, ts, id, kind, rowid
-    rows_by_key: dict[tuple[str, int], tuple[Any, ...]] = {}
-    for kind in spec.kinds:
-        if kind == "summary" and spec.roles:
-            continue  # summaries have no role
-        scores = _candidates(store, kind, spec)
-        if not scores:
-            continue
-        if kind == "message":
-            sql = "SELECT rowid, id, seq, created_ts FROM messages WHERE rowid = ANY(%s)"
-        else:
-            sql = "SELECT rowid, id, last_seq, latest_ts FROM summaries WHERE rowid = ANY(%s)"
-        for row in store._query(sql, [list(scores)]):
-            rows_by_key[(kind, row[0])] = row
-            ranked.append((scores[row[0]], row[3], row[1], kind, row[0]))
-    if spec.sort == "recency":
-        ranked.sort(key=lambda r: (-r[1], -rows_by_key[(r[3], r[4])][2], r[2]))
-    else:
-        ranked.sort(key=lambda r: (-r[0], -r[1], r[2]))
-    top = ranked[: spec.limit]
-    full: dict[tuple[str, int], tuple[Any, ...]] = {}
-    for kind in ("message", "summary"):
-        want = [r[4] for r in top if r[3] == kind]
-        if not want:
-            continue
-        if kind == "message":
-            sql = ("SELECT rowid, id, conversation_id, seq, seq, role, created_at, content, content_is_json, "
-                   "tool_calls, NULL FROM messages WHERE rowid = ANY(%s)")
-        else:
-            sql = ("SELECT rowid, id, conversation_id, first_seq, last_seq, NULL, earliest_at, content, 0, NULL, "
-                   "depth FROM summaries WHERE rowid = ANY(%s)")
-        full.update(((kind, row[0]), row) for row in store._query(sql, [want]))
-    out: list[GrepHit] = []
-    for score, _ts, _id, hit_kind, rowid in top:
-        (_r, hid, cid, first, last, role, created, content, is_json, calls, depth) = full[(hit_kind, rowid)]
-        if hit_kind == "message":
-            text = content_text(json.loads(content) if is_json else content, json.loads(calls) if calls else None)
-        else:
-            text = content
-        out.append(_hit(hit_kind, hid, cid, first, last, role, created, text, spec, score, depth))
-    return out
+    return rank_hits(store._query, _SQL, spec, lambda kind: _candidates(store, kind, spec))
 
 
 # -- integrity -------------------------------------------------------------------------------

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import heapq
-import json
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import apsw
 
 from lossless.core.errors import QueryError
-from lossless.core.render import content_text
 from lossless.core.types import GrepHit
-from lossless.core.validate import timestamp
 from lossless.store.base import SearchSpec
 from lossless.store.fts import (
     cjk_fts_query,
@@ -23,8 +19,8 @@ from lossless.store.fts import (
     term_pattern,
     word_query,
 )
-from lossless.store.rows import grep_hit as _hit
 from lossless.store.runner import sqlite_in
+from lossless.store.searching import Clauses, rank_hits, spec_filters
 from lossless.store.sqlite.regexp import RegexTimeout, regex_deadline
 
 if TYPE_CHECKING:
@@ -33,47 +29,8 @@ if TYPE_CHECKING:
 __all__ = ["run_search", "verify_store"]
 
 _CANDIDATES = 2  # fetch this many times the limit from each index before merging
+_SQL = Clauses("?", sqlite_in)
 
-
-
-def _filters(spec: SearchSpec, kind: str, alias: str) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    args: list[Any] = []
-    if spec.conversation_ids is not None:
-        clause, ids = sqlite_in(f"{alias}.conversation_id", spec.conversation_ids)
-        clauses.append(clause)
-        args.extend(ids)
-    if kind == "message":
-        if spec.roles:
-            clauses.append(f"{alias}.role IN ({','.join('?' * len(spec.roles))})")
-            args.extend(spec.roles)
-        if spec.since is not None:
-            clauses.append(f"{alias}.created_ts >= ?")
-            args.append(timestamp(spec.since))
-        if spec.until is not None:
-            clauses.append(f"{alias}.created_ts <= ?")
-            args.append(timestamp(spec.until))
-        if spec.max_seq is not None:
-            clauses.append(f"{alias}.seq <= ?")
-            args.append(spec.max_seq)
-        if spec.min_seq is not None:
-            clauses.append(f"{alias}.seq >= ?")
-            args.append(spec.min_seq)
-    else:
-        # a summary matches a time range when its span overlaps it
-        if spec.since is not None:
-            clauses.append(f"{alias}.latest_ts >= ?")
-            args.append(timestamp(spec.since))
-        if spec.until is not None:
-            clauses.append(f"{alias}.earliest_ts <= ?")
-            args.append(timestamp(spec.until))
-        if spec.max_seq is not None:
-            clauses.append(f"{alias}.last_seq <= ?")
-            args.append(spec.max_seq)
-        if spec.min_seq is not None:
-            clauses.append(f"{alias}.first_seq >= ?")
-            args.append(spec.min_seq)
-    return (" AND " + " AND ".join(clauses)) if clauses else "", args
 
 
 # bm25() costs O(matches) per query term: FTS5 counts every row holding a term to weigh
@@ -135,7 +92,7 @@ def _scan(store: SQLiteStore, kind: str, spec: SearchSpec, limit: int) -> list[t
     terms present, df counted in these rows. A CJK term is in a row exactly when the index
     has it (a bigram lies inside one run; a prefix term's character anywhere)."""
     table = "messages" if kind == "message" else "summaries"
-    where, args = _filters(spec, kind, "t")
+    where, args = spec_filters(spec, kind, "t", _SQL)
     text = ("coalesce(t.content, '') || char(10) || coalesce(t.tool_calls, '')" if kind == "message"
             else "t.content")
     rows = store._query(f"SELECT t.rowid, lower({text}) FROM {table} t WHERE 1{where}", args)
@@ -184,7 +141,7 @@ def _small_scope(store: SQLiteStore, kind: str, spec: SearchSpec) -> bool:
 
 def _match(store: SQLiteStore, kind: str, index: str, query: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
     table = "messages" if kind == "message" else "summaries"
-    where, args = _filters(spec, kind, "t")
+    where, args = spec_filters(spec, kind, "t", _SQL)
     try:
         ranked = True
         if spec.mode != "raw":
@@ -238,7 +195,7 @@ def _regex(store: SQLiteStore, kind: str, spec: SearchSpec, limit: int) -> list[
     except re.error as exc:
         raise QueryError(f"invalid regular expression {spec.query!r}: {exc}") from None
     table = "messages" if kind == "message" else "summaries"
-    where, args = _filters(spec, kind, "t")
+    where, args = spec_filters(spec, kind, "t", _SQL)
     field = "coalesce(t.content, '') || char(10) || coalesce(t.tool_calls, '')" if kind == "message" else "t.content"
     order = "t.seq DESC" if kind == "message" else "t.last_seq DESC"
     sql = f"SELECT t.rowid FROM {table} t WHERE regexp(?, {field}){where} ORDER BY {order} LIMIT ?"
@@ -282,66 +239,7 @@ def _candidates(store: SQLiteStore, kind: str, spec: SearchSpec) -> dict[int, fl
 
 
 def run_search(store: SQLiteStore, spec: SearchSpec) -> list[GrepHit]:
-    if not isinstance(spec.query, str) or not spec.query.strip():
-        raise QueryError("search query is empty")
-    if spec.limit < 1:
-        raise QueryError(f"limit must be >= 1, got {spec.limit}")
-    # Rank first, then read the text (to cut snippets) of the ones returned only. A row:
-    # rowid, id, conversation, first seq, last seq, role, created at, ts, depth.
-    ranked: list[tuple[float, float, str, str, int]] = []  # score, ts, id, kind, rowid
-    rows_by_key: dict[tuple[str, int], tuple[Any, ...]] = {}
-    for kind in spec.kinds:
-        if kind == "summary" and spec.roles:
-            continue  # summaries have no role
-        scores = _candidates(store, kind, spec)
-        if spec.sort != "recency" and len(scores) > spec.limit:
-            # by relevance, only what scores at least the limit-th best of this kind can be returned
-            least = heapq.nlargest(spec.limit, scores.values())[-1]
-            scores = {rowid: score for rowid, score in scores.items() if score >= least}
-        if not scores:
-            continue
-        among, ids = sqlite_in("rowid", list(scores))
-        if kind == "message":
-            sql = (f"SELECT rowid, id, conversation_id, seq, seq, role, created_at, created_ts, NULL FROM messages "
-                   f"WHERE {among}")
-        else:
-            sql = (f"SELECT rowid, id, conversation_id, first_seq, last_seq, NULL, earliest_at, latest_ts, depth "
-                   f"FROM summaries WHERE {among}")
-        for row in store._query(sql, ids):
-            rows_by_key[(kind, row[0])] = row
-            ranked.append((scores[row[0]], row[7], row[1], kind, row[0]))
-    if spec.sort == "recency":
-        ranked.sort(key=lambda r: (-r[1], -rows_by_key[(r[3], r[4])][4], r[2]))
-    else:
-        ranked.sort(key=lambda r: (-r[0], -r[1], r[2]))
-    top = ranked[: spec.limit]
-    texts = _texts(store, top) if spec.snippets else {}
-    out: list[GrepHit] = []
-    for score, _ts, _id, hit_kind, rowid in top:
-        (_r, hid, cid, first, last, role, created, _t, depth) = rows_by_key[(hit_kind, rowid)]
-        # without snippets nothing was read: the hit gets an empty one
-        out.append(_hit(hit_kind, hid, cid, first, last, role, created, texts.get((hit_kind, rowid), ""), spec,
-                        score, depth))
-    return out
-
-
-def _texts(store: SQLiteStore, top: list[tuple[float, float, str, str, int]]) -> dict[tuple[str, int], str]:
-    """The searchable text of the hits, to cut their snippets from."""
-    out: dict[tuple[str, int], str] = {}
-    for kind in ("message", "summary"):
-        want = [r[4] for r in top if r[3] == kind]
-        if not want:
-            continue
-        among, args = sqlite_in("rowid", want)
-        if kind == "message":
-            for rowid, content, is_json, calls in store._query(
-                    f"SELECT rowid, content, content_is_json, tool_calls FROM messages WHERE {among}", args):
-                out[(kind, rowid)] = content_text(json.loads(content) if is_json else content,
-                                                  json.loads(calls) if calls else None)
-        else:
-            for rowid, content in store._query(f"SELECT rowid, content FROM summaries WHERE {among}", args):
-                out[(kind, rowid)] = content
-    return out
+    return rank_hits(store._query, _SQL, spec, lambda kind: _candidates(store, kind, spec))
 
 
 def verify_store(store: SQLiteStore, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
