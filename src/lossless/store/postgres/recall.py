@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,7 +23,9 @@ import numpy as np
 from lossless.core.errors import StoreError
 from lossless.embed.base import Vectors
 from lossless.store.base import NewUnit
+from lossless.store.recall_tables import RecallTables
 from lossless.store.rows import UnitRow
+from lossless.store.runner import QmarkConnection
 from lossless.store.unembedded import index_name
 
 if TYPE_CHECKING:
@@ -35,8 +36,6 @@ __all__ = ["EXACT_BELOW", "PostgresRecall"]
 EXACT_BELOW = 20_000  # vectors in one conversation; above it the HNSW index is used
 _HNSW_MAX_DIM = 2000  # pgvector's limit for an HNSW index on vector(dim)
 
-_UNIT_COLS = ("rowid, conversation_id, kind, first_seq, last_seq, part, role, message_ids, text, start_ts, end_ts, "
-              "text_sha256")
 
 
 def _unit_row(r: Sequence[Any]) -> UnitRow:
@@ -46,7 +45,7 @@ def _unit_row(r: Sequence[Any]) -> UnitRow:
 
 
 
-class PostgresRecall:
+class PostgresRecall(RecallTables):
     """Units, cache and vectors for one :class:`PostgresStore`. ``backend`` is accepted for
     symmetry with SQLite (``auto``, ``sqlite-vec``, ``numpy``); vectors are always pgvector."""
 
@@ -55,10 +54,8 @@ class PostgresRecall:
     def __init__(self, store: PostgresStore, backend: str = "auto") -> None:
         if backend not in ("auto", "sqlite-vec", "numpy", "pgvector"):
             raise StoreError(f"vector backend must be auto, sqlite-vec, numpy or pgvector; got {backend!r}")
-        self.store = store
+        super().__init__(store, _unit_row)
         self.exact_below = EXACT_BELOW
-        self._counts: dict[tuple[str, str], tuple[int, int]] = {}
-        self._keys: dict[str, tuple[str, str]] = {}  # index name -> (provider, model)
 
     # -- units ----------------------------------------------------------------------------
 
@@ -66,17 +63,6 @@ class PostgresRecall:
         """Drop the cached unit counts of a conversation (after an erase replaced units)."""
         for key in [k for k in self._counts if k[1] == conversation_id]:
             self._counts.pop(key, None)
-
-    def progress(self, conversation_id: str) -> tuple[int, int]:
-        rows = self.store._query(
-            "SELECT message_seq, window_seq FROM recall_progress WHERE conversation_id = %s", (conversation_id,)
-        )
-        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
-
-    def erasures(self, conversation_id: str) -> int:
-        """How many of the conversation's messages were erased (tombstones are never deleted)."""
-        return int(self.store._query("SELECT count(*) FROM tombstones WHERE conversation_id = %s",
-                                     (conversation_id,))[0][0])
 
     def add_units(self, conversation_id: str, units: Sequence[NewUnit], message_seq: int, window_seq: int,
                   erasures: int | None = None) -> bool:
@@ -111,48 +97,6 @@ class PostgresRecall:
                 (message_seq, window_seq, conversation_id),
             )
         return True
-
-    def units(self, rowids: Sequence[int], *, text: bool = True) -> dict[int, UnitRow]:
-        """The units by rowid; without ``text`` their text comes back empty."""
-        if not rowids:
-            return {}
-        cols = _UNIT_COLS if text else _UNIT_COLS.replace(" text,", " '',")
-        rows = self.store._query(f"SELECT {cols} FROM recall_units WHERE rowid = ANY(%s)", (list(rowids),))
-        return {int(r[0]): _unit_row(r) for r in rows}
-
-    # -- embedding cache ------------------------------------------------------------------
-
-    def cached(self, provider: str, model: str, shas: Sequence[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        unique = list(dict.fromkeys(shas))
-        for i in range(0, len(unique), 1000):
-            rows = self.store._query(
-                "SELECT text_sha256, vector FROM embedding_cache WHERE provider = %s AND model = %s "
-                "AND text_sha256 = ANY(%s)",
-                (provider, model, unique[i : i + 1000]),
-            )
-            out.update((sha, np.frombuffer(bytes(blob), dtype="<f4")) for sha, blob in rows)
-        return out
-
-    def cache_put(self, provider: str, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        if not items:
-            return
-        with self.store.transaction() as conn:
-            self._cache_insert(conn, provider, model, items)
-
-    @staticmethod
-    def _cache_insert(conn: Any, provider: str, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        now = datetime.now(UTC).isoformat()
-        with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO embedding_cache (provider, model, text_sha256, dim, vector, created_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                [(provider, model, sha, int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes(), now)
-                 for sha, v in items],
-            )
-
-    def cache_size(self) -> int:
-        return int(self.store._query("SELECT count(*) FROM embedding_cache")[0][0])
 
     # -- vector indexes -------------------------------------------------------------------
 
@@ -196,27 +140,6 @@ class PostgresRecall:
             )
         return name
 
-    def indexed_upto(self, index: str, conversation_id: str) -> int:
-        rows = self.store._query(
-            "SELECT unit_rowid FROM vector_progress WHERE index_name = %s AND conversation_id = %s",
-            (index, conversation_id),
-        )
-        return int(rows[0][0]) if rows else 0
-
-    def pending(self, index: str, conversation_id: str, limit: int) -> list[UnitRow]:
-        upto = self.indexed_upto(index, conversation_id)
-        rows = self.store._query(
-            f"SELECT {_UNIT_COLS} FROM recall_units WHERE conversation_id = %s AND rowid > %s ORDER BY rowid LIMIT %s",
-            (conversation_id, upto, limit),
-        )
-        return [_unit_row(r) for r in rows]
-
-    def pending_count(self, index: str, conversation_id: str) -> int:
-        upto = self.indexed_upto(index, conversation_id)
-        return int(self.store._query(
-            "SELECT count(*) FROM recall_units WHERE conversation_id = %s AND rowid > %s", (conversation_id, upto)
-        )[0][0])
-
     def upgrade_index(self, index: str, dim: int) -> int | None:
         """pgvector's tables have had one layout: nothing to rebuild."""
         return None
@@ -243,9 +166,9 @@ class PostgresRecall:
             batch_top = max([u.rowid for u, _ in rows] + [through])
             rows = [(u, v) for u, v in rows if (u.rowid, u.text_sha256) in stored]
             if fresh and rows:
-                provider, model = self._index_key(conn, index)
+                provider, model = self._index_key(QmarkConnection(conn), index)
                 new = {u.text_sha256: v for u, v in rows if u.text_sha256 in fresh}
-                self._cache_insert(conn, provider, model, list(new.items()))
+                self._cache_insert(QmarkConnection(conn), provider, model, list(new.items()))
             if rows:
                 self._vector_type(conn)
                 with conn.cursor() as cur:
@@ -261,16 +184,6 @@ class PostgresRecall:
                 (index, conversation_id, batch_top),
             )
         return len(rows)
-
-    def _index_key(self, conn: Any, index: str) -> tuple[str, str]:
-        """The (provider, model) an index was made for: its embedding cache key."""
-        key = self._keys.get(index)
-        if key is None:
-            row = conn.execute("SELECT provider, model FROM vector_indexes WHERE name = %s", (index,)).fetchone()
-            if row is None:
-                raise StoreError(f"no vector index {index!r}")
-            key = self._keys[index] = (str(row[0]), str(row[1]))
-        return key
 
     def knn(self, index: str, provider: str, model: str, conversation_ids: Sequence[str], query: Vectors,
             k: int, kinds: Sequence[str] | None = None) -> list[tuple[int, float]]:

@@ -10,7 +10,6 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,8 +17,8 @@ import numpy as np
 from lossless.core.errors import StoreError
 from lossless.embed.base import Vectors
 from lossless.store.base import NewUnit
+from lossless.store.recall_tables import RecallTables
 from lossless.store.rows import UnitRow  # re-exported: its old home
-from lossless.store.runner import sqlite_in
 from lossless.store.unembedded import check_key, index_name
 
 log = logging.getLogger("lossless")
@@ -36,8 +35,6 @@ MATRIX_ABOVE = 256  # units in one conversation; above it "auto" searches a nump
 MATRIX_BYTES = 512 * 2**20  # the in-memory matrices kept at once, least recently used dropped first
 
 
-_UNIT_COLS = ("rowid, conversation_id, kind, first_seq, last_seq, part, role, message_ids, text, start_ts, end_ts, "
-              "text_sha256")
 
 
 def _ids(raw: str) -> tuple[str, ...]:
@@ -48,7 +45,7 @@ def _ids(raw: str) -> tuple[str, ...]:
     return tuple(raw[2:-2].split('", "'))
 
 
-def _unit_row(r: tuple[Any, ...]) -> UnitRow:
+def _unit_row(r: Sequence[Any]) -> UnitRow:
     return UnitRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], _ids(r[7]), r[8], r[9], r[10], r[11])
 
 
@@ -109,13 +106,15 @@ def _vec0_ddl(name: str, dim: int) -> str:
             f"embedding float[{dim}] distance_metric=cosine, chunk_size={VEC_CHUNK})")
 
 
-class SQLiteRecall:
-    """Units, cache and vectors for one :class:`SQLiteStore`."""
+class SQLiteRecall(RecallTables):
+    """Units, cache and vectors for one :class:`SQLiteStore` (the tables both stores keep
+    alike are :class:`RecallTables`'; here: units written under SQLite's write lock, vec0
+    tables or in-memory matrices, and the k-NN)."""
 
     def __init__(self, store: SQLiteStore, backend: str = "auto") -> None:
         if backend not in ("auto", "sqlite-vec", "numpy"):
             raise StoreError(f"vector backend must be auto, sqlite-vec or numpy; got {backend!r}")
-        self.store = store
+        super().__init__(store, _unit_row)
         self.has_vec = store.load_sqlite_vec() if backend != "numpy" else False
         if backend == "sqlite-vec" and not self.has_vec:
             raise StoreError("the sqlite-vec extension could not be loaded (pip install sqlite-vec)")
@@ -124,11 +123,9 @@ class SQLiteRecall:
         # a vec0 k-NN reads every vector of the partition through SQLite (~40 ms at 100k),
         # a numpy product over them takes a few ms once the matrix is loaded.
         self.matrix_above = MATRIX_ABOVE if backend == "auto" else None
-        self._counts: dict[tuple[str, str], tuple[int, int]] = {}
         self._matrices: OrderedDict[tuple[str, str], _Matrix] = OrderedDict()
         self._matrix_bytes = 0
         self._lock = threading.Lock()
-        self._keys: dict[str, tuple[str, str]] = {}  # index name -> (provider, model)
 
     def forget_conversation(self, conversation_id: str) -> None:
         """Drop what this process holds in memory of a conversation's vectors (after an
@@ -140,17 +137,6 @@ class SQLiteRecall:
                 del self._counts[key]
 
     # -- units ----------------------------------------------------------------------------
-
-    def progress(self, conversation_id: str) -> tuple[int, int]:
-        rows = self.store._query(
-            "SELECT message_seq, window_seq FROM recall_progress WHERE conversation_id = ?", (conversation_id,)
-        )
-        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
-
-    def erasures(self, conversation_id: str) -> int:
-        """How many of the conversation's messages were erased (tombstones are never deleted)."""
-        return int(self.store._query("SELECT count(*) FROM tombstones WHERE conversation_id = ?",
-                                     (conversation_id,))[0][0])
 
     def add_units(self, conversation_id: str, units: Sequence[NewUnit], message_seq: int, window_seq: int,
                   erasures: int | None = None) -> bool:
@@ -176,47 +162,6 @@ class SQLiteRecall:
                 (conversation_id, message_seq, window_seq),
             )
         return True
-
-    def units(self, rowids: Sequence[int], *, text: bool = True) -> dict[int, UnitRow]:
-        """The units by rowid; without ``text`` their text comes back empty (a k-NN over
-        long messages need not read them to rank them)."""
-        if not rowids:
-            return {}
-        cols = _UNIT_COLS if text else _UNIT_COLS.replace(" text,", " '',")
-        among, args = sqlite_in("rowid", list(rowids))
-        rows = self.store._query(f"SELECT {cols} FROM recall_units WHERE {among}", args)
-        return {r[0]: _unit_row(r) for r in rows}
-
-    # -- embedding cache ------------------------------------------------------------------
-
-    def cached(self, provider: str, model: str, shas: Sequence[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        unique = list(dict.fromkeys(shas))
-        for i in range(0, len(unique), 500):
-            batch = unique[i : i + 500]
-            rows = self.store._query(
-                "SELECT text_sha256, vector FROM embedding_cache WHERE provider = ? AND model = ? "
-                f"AND text_sha256 IN ({','.join('?' * len(batch))})",
-                [provider, model, *batch],
-            )
-            out.update((sha, np.frombuffer(blob, dtype="<f4")) for sha, blob in rows)
-        return out
-
-    def cache_put(self, provider: str, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        with self.store.transaction() as conn:
-            self._cache_insert(conn, provider, model, items)
-
-    @staticmethod
-    def _cache_insert(conn: Any, provider: str, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        now = datetime.now(UTC).isoformat()
-        conn.executemany(
-            "INSERT INTO embedding_cache (provider, model, text_sha256, dim, vector, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            [(provider, model, sha, int(v.shape[0]), np.asarray(v, dtype="<f4").tobytes(), now) for sha, v in items],
-        )
-
-    def cache_size(self) -> int:
-        return int(self.store._query("SELECT count(*) FROM embedding_cache")[0][0])
 
     # -- vector indexes -------------------------------------------------------------------
 
@@ -267,27 +212,6 @@ class SQLiteRecall:
         log.info("lossless: rebuilt the vector index %s in chunks of %d (%d vectors)", name, VEC_CHUNK, moved)
         return int(moved)
 
-    def indexed_upto(self, index: str, conversation_id: str) -> int:
-        rows = self.store._query(
-            "SELECT unit_rowid FROM vector_progress WHERE index_name = ? AND conversation_id = ?",
-            (index, conversation_id),
-        )
-        return int(rows[0][0]) if rows else 0
-
-    def pending(self, index: str, conversation_id: str, limit: int) -> list[UnitRow]:
-        upto = self.indexed_upto(index, conversation_id)
-        rows = self.store._query(
-            f"SELECT {_UNIT_COLS} FROM recall_units WHERE conversation_id = ? AND rowid > ? ORDER BY rowid LIMIT ?",
-            (conversation_id, upto, limit),
-        )
-        return [_unit_row(r) for r in rows]
-
-    def pending_count(self, index: str, conversation_id: str) -> int:
-        upto = self.indexed_upto(index, conversation_id)
-        return int(self.store._query(
-            "SELECT count(*) FROM recall_units WHERE conversation_id = ? AND rowid > ?", (conversation_id, upto)
-        )[0][0])
-
     def add_vectors(self, index: str, conversation_id: str, rows: Sequence[tuple[UnitRow, np.ndarray]],
                     fresh: Collection[str] = (), through: int = 0) -> int:
         """Store the vectors of units read by :meth:`pending` and embedded since, for the
@@ -322,16 +246,6 @@ class SQLiteRecall:
                 (index, conversation_id, batch_top),
             )
         return len(rows)
-
-    def _index_key(self, conn: Any, index: str) -> tuple[str, str]:
-        """The (provider, model) an index was made for: its embedding cache key."""
-        key = self._keys.get(index)
-        if key is None:
-            row = conn.execute("SELECT provider, model FROM vector_indexes WHERE name = ?", (index,)).fetchone()
-            if row is None:
-                raise StoreError(f"no vector index {index!r}")
-            key = self._keys[index] = (str(row[0]), str(row[1]))
-        return key
 
     def knn(self, index: str, provider: str, model: str, conversation_ids: Sequence[str], query: Vectors,
             k: int, kinds: Sequence[str] | None = None) -> list[tuple[int, float]]:
