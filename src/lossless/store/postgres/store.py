@@ -88,8 +88,10 @@ def split_schema(url: str) -> tuple[str, str | None]:
     return clean, schema
 
 
-def _marks(n: int) -> str:
-    return ", ".join("?" * n)
+# the statements of the write hooks below, made once: a row's search document goes in the row
+_INSERT_MESSAGE = f"INSERT INTO messages ({NEW_MESSAGE_COLUMNS}, search) VALUES ({'?, ' * 15}{_TSVECTOR})"
+_INSERT_SUMMARY = f"INSERT INTO summaries ({NEW_SUMMARY_COLUMNS}, search) VALUES ({'?, ' * 17}{_TSVECTOR})"
+_REVISE_SUMMARY = f"UPDATE summaries SET {REVISED_SUMMARY_COLUMNS}, search = {_TSVECTOR} WHERE rowid = ?"
 
 
 class PostgresStore(SQLStore):
@@ -239,17 +241,14 @@ class PostgresStore(SQLStore):
         return None if row is None else (int(row[0]), 0, count is not None)
 
     def _insert_messages(self, conn: Any, conversation_id: str, rows: list[NewMessageRow]) -> None:
-        # rowid: the identity column's; the search document goes in the row
-        conn.executemany(f"INSERT INTO messages ({NEW_MESSAGE_COLUMNS}, search) VALUES ({_marks(15)}, {_TSVECTOR})",
-                         [(mid, conversation_id, seq, *p.columns, p.document) for _, mid, seq, p in rows])
+        # rowid: the identity column's
+        conn.executemany(_INSERT_MESSAGE, [(mid, conversation_id, seq, *p.columns, p.document) for _, mid, seq, p in rows])
 
     def _insert_summary(self, conn: Any, values: tuple[Any, ...], text: str) -> None:
-        conn.execute(f"INSERT INTO summaries ({NEW_SUMMARY_COLUMNS}, search) VALUES ({_marks(17)}, {_TSVECTOR})",
-                     (*values, search_document(text)))
+        conn.execute(_INSERT_SUMMARY, (*values, search_document(text)))
 
     def _revise_summary(self, conn: Any, rowid: int, values: tuple[Any, ...], text: str) -> None:
-        conn.execute(f"UPDATE summaries SET {REVISED_SUMMARY_COLUMNS}, search = {_TSVECTOR} WHERE rowid = ?",
-                     (*values, search_document(text), rowid))
+        conn.execute(_REVISE_SUMMARY, (*values, search_document(text), rowid))
 
     def _summaries(self, rows: list[tuple[Any, ...]], cached: bool = False) -> list[Summary]:
         return [summary_from_row(r, tuple(SourceRef(kind=k, id=i) for k, i in zip(r[16], r[17], strict=True)))

@@ -48,8 +48,9 @@ def _unix_now(*_: Any) -> float:
     return time.time()
 
 
-def _marks(n: int) -> str:
-    return ", ".join("?" * n)
+# the statements of the write hooks below, made once
+_INSERT_MESSAGE = f"INSERT INTO messages (rowid, {NEW_MESSAGE_COLUMNS}) VALUES ({', '.join('?' * 16)})"
+_INSERT_SUMMARY = f"INSERT INTO summaries ({NEW_SUMMARY_COLUMNS}) VALUES ({', '.join('?' * 17)})"
 
 
 # SQLite failures that are about the disk or the file, not the SQL: said in words a caller
@@ -318,13 +319,12 @@ class SQLiteStore(SQLStore):
         return None if row is None else (row[0], row[1], False)
 
     def _insert_messages(self, conn: Any, conversation_id: str, rows: list[NewMessageRow]) -> None:
-        conn.executemany(f"INSERT INTO messages (rowid, {NEW_MESSAGE_COLUMNS}) VALUES ({_marks(16)})",
-                         [(rowid, mid, conversation_id, seq, *p.columns) for rowid, mid, seq, p in rows])
+        conn.executemany(_INSERT_MESSAGE, [(rowid, mid, conversation_id, seq, *p.columns) for rowid, mid, seq, p in rows])
         conn.executemany("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)",
                          [(rowid, p.document) for rowid, _, _, p in rows])
 
     def _insert_summary(self, conn: Any, values: tuple[Any, ...], text: str) -> None:
-        conn.execute(f"INSERT INTO summaries ({NEW_SUMMARY_COLUMNS}) VALUES ({_marks(17)})", values)
+        conn.execute(_INSERT_SUMMARY, values)
         conn.execute("INSERT INTO summaries_fts (rowid, text) VALUES (?, ?)", (conn.last_insert_rowid(), index_text(text)))
 
     def _revise_summary(self, conn: Any, rowid: int, values: tuple[Any, ...], text: str) -> None:
