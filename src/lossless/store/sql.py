@@ -49,7 +49,7 @@ from lossless.store.rows import (
 )
 from lossless.store.runner import Dialect
 
-__all__ = ["NEW_MESSAGE_COLUMNS", "NEW_SUMMARY_COLUMNS", "REVISED_SUMMARY_COLUMNS", "NewMessageRow", "SQLStore"]
+__all__ = ["NEW_MESSAGE_COLUMNS", "NEW_SUMMARY_COLUMNS", "REVISED_SUMMARY_COLUMNS", "SQLStore"]
 
 _dumps = canonical_json  # the JSON spelling every stored value uses
 
@@ -60,9 +60,6 @@ NEW_MESSAGE_COLUMNS = ("id, conversation_id, seq, role, name, content, content_i
 NEW_SUMMARY_COLUMNS = f"{SUMMARY_COLUMNS}, earliest_ts, latest_ts"
 # what revise_summary sets, in the order of its values
 REVISED_SUMMARY_COLUMNS = "content = ?, token_count = ?, summarizer = ?, fallback_level = ?, metadata = ?"
-
-# a new message to insert: (rowid or 0 where the database picks it, id, seq, the rest)
-NewMessageRow = tuple[int, str, int, PreparedMessage]
 
 _CONV_SELECT = (
     "SELECT c.id, c.created_at, c.updated_at, c.metadata, c.last_seq, "
@@ -130,8 +127,9 @@ class SQLStore(ABC):
         possible (external ids)."""
 
     @abstractmethod
-    def _insert_messages(self, conn: Any, conversation_id: str, rows: list[NewMessageRow]) -> None:
-        """Insert new messages and their search documents."""
+    def _insert_messages(self, conn: Any, rows: list[tuple[Any, ...]], documents: list[tuple[int, str]]) -> None:
+        """Insert new messages: ``rows`` are (rowid, NEW_MESSAGE_COLUMNS…), ``documents``
+        (rowid, search text) each; a rowid counts on from ``_start_append``'s."""
 
     @abstractmethod
     def _insert_summary(self, conn: Any, values: tuple[Any, ...], text: str) -> None:
@@ -208,9 +206,10 @@ class SQLStore(ABC):
         # every read of the process waits for, or the conversation's row on PostgreSQL.
         search_text = self._search_text
         prepared = [PreparedMessage.of(m, t, search_text) for m, t in zip(messages, token_counts, strict=True)]
-        wanted = list(dict.fromkeys(m.external_id for m in messages if m.external_id is not None))
+        wanted = [m.external_id for m in messages if m.external_id is not None]
         out: list[Message | str] = []  # a new message, or the id of one stored earlier
-        rows: list[NewMessageRow] = []
+        rows: list[tuple[Any, ...]] = []
+        documents: list[tuple[int, str]] = []
         now = datetime.now(UTC).isoformat()
         with self._writing() as conn:
             start = self._start_append(conn, conversation_id, None if wanted else len(messages), now)
@@ -219,7 +218,7 @@ class SQLStore(ABC):
             seq, rowid, claimed = start
             known: dict[str, str] = {}  # external id -> the id of the message stored with it
             if wanted:
-                among, args = self._sql.in_list("external_id", wanted)
+                among, args = self._sql.in_list("external_id", list(dict.fromkeys(wanted)))
                 known = dict(conn.execute(f"SELECT external_id, id FROM messages WHERE conversation_id = ? AND {among}",
                                           (conversation_id, *args)).fetchall())
             batch: dict[str, Message] = {}  # external id -> the message of this batch that has it
@@ -235,12 +234,13 @@ class SQLStore(ABC):
                 seq += 1
                 rowid += 1
                 mid = message_id(conversation_id, seq)
-                rows.append((rowid, mid, seq, p))
+                rows.append((rowid, mid, conversation_id, seq, *p.columns))
+                documents.append((rowid, p.document))
                 new = p.message(mid, conversation_id, seq)
                 if ext is not None:
                     batch[ext] = new
                 out.append(new)
-            self._insert_messages(conn, conversation_id, rows)
+            self._insert_messages(conn, rows, documents)
             if not claimed:
                 conn.execute("UPDATE conversations SET last_seq = ?, updated_at = ? WHERE id = ?",
                              (seq, now, conversation_id))

@@ -44,7 +44,6 @@ from lossless.store.sql import (
     NEW_MESSAGE_COLUMNS,
     NEW_SUMMARY_COLUMNS,
     REVISED_SUMMARY_COLUMNS,
-    NewMessageRow,
     SQLStore,
 )
 from lossless.store.urls import redact_url
@@ -240,9 +239,9 @@ class PostgresStore(SQLStore):
                                "RETURNING last_seq - ?", (count, now, conversation_id, count)).fetchone()
         return None if row is None else (int(row[0]), 0, count is not None)
 
-    def _insert_messages(self, conn: Any, conversation_id: str, rows: list[NewMessageRow]) -> None:
-        # rowid: the identity column's
-        conn.executemany(_INSERT_MESSAGE, [(mid, conversation_id, seq, *p.columns, p.document) for _, mid, seq, p in rows])
+    def _insert_messages(self, conn: Any, rows: list[tuple[Any, ...]], documents: list[tuple[int, str]]) -> None:
+        # rowid: the identity column's; the search document goes in the row
+        conn.executemany(_INSERT_MESSAGE, [(*r[1:], d) for r, (_, d) in zip(rows, documents, strict=True)])
 
     def _insert_summary(self, conn: Any, values: tuple[Any, ...], text: str) -> None:
         conn.execute(_INSERT_SUMMARY, (*values, search_document(text)))

@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +31,6 @@ from lossless.store.sql import (
     NEW_MESSAGE_COLUMNS,
     NEW_SUMMARY_COLUMNS,
     REVISED_SUMMARY_COLUMNS,
-    NewMessageRow,
     SQLStore,
 )
 from lossless.store.sqlite.migrations import migrate
@@ -303,8 +302,7 @@ class SQLiteStore(SQLStore):
         with self.transaction() as conn:  # BEGIN IMMEDIATE, and the transaction's error messages
             return list(conn.execute(sql, args))
 
-    def _writing(self) -> AbstractContextManager[Any]:
-        return self.transaction()
+    _writing = transaction  # its connection takes ? as it is
 
     _search_text = staticmethod(index_text)  # the unicode61 index's text (with CJK bigrams: store/fts.py)
     _SUMMARY_SELECT = f"SELECT {SUMMARY_READ_COLUMNS} FROM summaries s"
@@ -318,10 +316,9 @@ class SQLiteStore(SQLStore):
                            "WHERE id = ?", (conversation_id,)).fetchone()
         return None if row is None else (row[0], row[1], False)
 
-    def _insert_messages(self, conn: Any, conversation_id: str, rows: list[NewMessageRow]) -> None:
-        conn.executemany(_INSERT_MESSAGE, [(rowid, mid, conversation_id, seq, *p.columns) for rowid, mid, seq, p in rows])
-        conn.executemany("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)",
-                         [(rowid, p.document) for rowid, _, _, p in rows])
+    def _insert_messages(self, conn: Any, rows: list[tuple[Any, ...]], documents: list[tuple[int, str]]) -> None:
+        conn.executemany(_INSERT_MESSAGE, rows)
+        conn.executemany("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", documents)
 
     def _insert_summary(self, conn: Any, values: tuple[Any, ...], text: str) -> None:
         conn.execute(_INSERT_SUMMARY, values)
