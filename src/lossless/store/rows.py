@@ -10,11 +10,11 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from lossless.core.dag import StoredMessage
-from lossless.core.types import GrepHit, Message
+from lossless.core.types import GrepHit, Message, SourceRef, Summary
 from lossless.store.base import SearchSpec
 from lossless.store.fts import fts_terms, snippet
 
-__all__ = ["MESSAGE_COLUMNS", "SOURCE_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "SUMMARY_READ_COLUMNS", "VERIFY_MESSAGE_COLUMNS", "UnitRow", "grep_hit", "message_from_row", "prefix_upper", "stored_message_from_row"]
+__all__ = ["MESSAGE_COLUMNS", "SOURCE_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "SUMMARY_READ_COLUMNS", "VERIFY_MESSAGE_COLUMNS", "UnitRow", "grep_hit", "message_from_row", "prefix_upper", "stored_message_from_row", "summary_from_row"]
 
 # the columns message_from_row reads, in its order
 MESSAGE_COLUMNS = (
@@ -52,6 +52,19 @@ def message_from_row(row: tuple[Any, ...]) -> Message:
         tool_call_id=tcid,
         metadata=json.loads(meta),
         external_id=ext,
+    )
+
+
+def summary_from_row(row: tuple[Any, ...], sources: tuple[SourceRef, ...]) -> Summary:
+    """A Summary from a row that starts with SUMMARY_READ_COLUMNS, and its sources."""
+    (sid, cid, depth, content, tokens, first, last, earliest, latest, desc, src_tokens, summarizer, level, created,
+     meta, is_root) = row[:16]
+    return Summary(
+        id=sid, conversation_id=cid, depth=depth, content=content, token_count=tokens,
+        first_seq=int(first), last_seq=int(last), earliest_at=datetime.fromisoformat(earliest),
+        latest_at=datetime.fromisoformat(latest), descendant_count=desc, source_token_count=src_tokens,
+        summarizer=summarizer, fallback_level=level, created_at=datetime.fromisoformat(created), sources=sources,
+        metadata=json.loads(meta), root=bool(is_root),
     )
 
 
