@@ -14,8 +14,9 @@ fail on one that reaches up.
   own, as ``store.base.NewUnit`` does for recall's units).
 - The store, the summarizers, the embedders and the provider helpers import nothing from
   the facade, the agent runtime or the interfaces (the first of these checks, kept).
-- Inside a package, no import cycle among its modules (the packages that still have one
-  are listed, and must come off the list when it is broken).
+- Inside a package, no import cycle among its modules either (a module that names a
+  type of a sibling above it declares the Protocol it uses, as the stores' recall and
+  search modules do).
 """
 
 from __future__ import annotations
@@ -116,17 +117,11 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-# packages whose modules still import each other in a circle (issue 28); strict: each
-# fails its check until the circle is broken, then must leave this list
-_INNER_CYCLES = {"store"}
-
-
 def _packages() -> list[str]:
     return sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
 
 
-@pytest.mark.parametrize("package", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="a known circle"))
-                                     if p in _INNER_CYCLES else p for p in _packages()])
+@pytest.mark.parametrize("package", _packages())
 def test_no_import_cycles_inside(package: str) -> None:
     cycle = _cycle(package)
     assert cycle is None, f"import cycle in lossless.{package}: {' -> '.join(cycle or [])}"

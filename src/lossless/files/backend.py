@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from lossless.embed.base import Embedder
     from lossless.files.chunk import Chunk
     from lossless.recall.queries import QueryVectors
+    from lossless.store.sqlite.store import SQLiteStore
 
 __all__ = ["ChunkVectorIndex", "FilesBackend", "SQLiteFilesBackend", "chunk_index_text", "files_backend"]
 
@@ -106,6 +107,8 @@ def files_backend(store: Any) -> FilesBackend:
 class SQLiteFilesBackend(SQLiteRunner):
     """The index in the SQLite file: FTS5 (porter and trigram) tables keyed by chunk
     rowid, vectors as blobs scanned with numpy (:class:`~lossless.files.vectors.ChunkVectors`)."""
+
+    store: SQLiteStore  # the runner's store, as this backend uses it
 
     def in_ids(self, column: str, ids: Collection[int]) -> tuple[str, list[Any]]:
         return f"{column} IN (SELECT value FROM json_each(?))", ["[" + ",".join(map(str, sorted(ids))) + "]"]

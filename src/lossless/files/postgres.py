@@ -29,6 +29,7 @@ from lossless.store.runner import PostgresRunner, QmarkConnection, qmark
 if TYPE_CHECKING:
     from lossless.embed.base import Embedder
     from lossless.files.chunk import Chunk
+    from lossless.store.postgres.store import PostgresStore
 
 __all__ = ["CHUNK_SEARCH", "PostgresFilesBackend", "chunk_documents", "chunk_search"]
 
@@ -45,6 +46,8 @@ def _like(term: str) -> str:
 
 
 class PostgresFilesBackend(PostgresRunner):
+    store: PostgresStore  # the runner's store, as this backend uses it
+
     @contextmanager
     def transaction(self, *, wait: bool = True) -> Iterator[QmarkConnection]:
         """One write transaction, one writer of the file tables at a time (as on SQLite):

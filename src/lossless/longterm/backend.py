@@ -22,6 +22,7 @@ from lossless.store.runner import SQLiteRunner
 
 if TYPE_CHECKING:
     from lossless.store.base import RecallIndex
+    from lossless.store.sqlite.store import SQLiteStore
 
 __all__ = ["MemoryBackend", "SQLiteMemoryBackend", "memory_backend"]
 
@@ -72,6 +73,8 @@ def memory_backend(store: Any) -> MemoryBackend:
 class SQLiteMemoryBackend(SQLiteRunner):
     """Memories in the SQLite file: an FTS5 unicode61 keyword index (CJK runs as bigrams). Queries
     and transactions are the :class:`SQLiteRunner`'s."""
+
+    store: SQLiteStore  # the runner's store, as this backend uses it
 
     greatest = "max"
     integrity_errors: tuple[type[BaseException], ...] = (apsw.ConstraintError,)

@@ -24,6 +24,7 @@ from lossless.store.runner import PostgresRunner, qmark
 
 if TYPE_CHECKING:
     from lossless.store.base import RecallIndex
+    from lossless.store.postgres.store import PostgresStore
 
 __all__ = ["PostgresMemoryBackend", "qmark"]
 
@@ -32,6 +33,8 @@ _LOCK = "SELECT pg_advisory_xact_lock(hashtext('lossless.memories'), hashtext(cu
 
 class PostgresMemoryBackend(PostgresRunner):
     """Queries are the :class:`PostgresRunner`'s; its transactions also take the lock."""
+
+    store: PostgresStore  # the runner's store, as this backend uses it
 
     greatest = "greatest"
     integrity_errors: tuple[type[BaseException], ...] = (psycopg.errors.UniqueViolation,)

@@ -35,8 +35,7 @@ from lossless.recall.queries import QueryVectors
 from lossless.recall.rerank import RerankerCache
 from lossless.recall.units import message_units, window_units
 from lossless.store import unembedded
-from lossless.store.base import RecallIndex, SearchSpec, Store
-from lossless.store.rows import UnitRow
+from lossless.store.base import RecallIndex, SearchSpec, Store, UnitRow
 from lossless.store.runner import sql_runner
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from lossless.core.errors import StoreError
-from lossless.store.rows import UnitRow
+from lossless.store.base import UnitRow
 from lossless.store.runner import sql_runner
 
 __all__ = ["UNIT_COLS", "RecallTables"]

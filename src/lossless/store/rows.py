@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from lossless.core.dag import StoredMessage
 from lossless.core.types import GrepHit, Message, SourceRef, Summary
 from lossless.store.base import SearchSpec
 from lossless.store.fts import fts_terms, snippet
 
-__all__ = ["MESSAGE_COLUMNS", "SOURCE_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "SUMMARY_READ_COLUMNS", "VERIFY_MESSAGE_COLUMNS", "UnitRow", "grep_hit", "message_from_row", "prefix_upper", "stored_message_from_row", "summary_from_row"]
+__all__ = ["MESSAGE_COLUMNS", "SOURCE_SUMMARY_COLUMNS", "SUMMARY_COLUMNS", "SUMMARY_READ_COLUMNS", "VERIFY_MESSAGE_COLUMNS", "grep_hit", "message_from_row", "prefix_upper", "stored_message_from_row", "summary_from_row"]
 
 # the columns message_from_row reads, in its order
 MESSAGE_COLUMNS = (
@@ -75,25 +75,6 @@ def stored_message_from_row(row: tuple[Any, ...]) -> StoredMessage:
     return StoredMessage(seq=int(seq), id=mid, role=role, content=json.loads(content) if is_json else content,
                          name=name, tool_calls=tuple(json.loads(calls)) if calls else (), tool_call_id=tcid,
                          content_hash=digest)
-
-
-class UnitRow(NamedTuple):
-    """One retrieval unit as stored (see :mod:`lossless.recall.units`). A named tuple: a
-    k-NN reads hundreds per query, and one is built three times as fast as a frozen
-    dataclass."""
-
-    rowid: int
-    conversation_id: str
-    kind: str
-    first_seq: int
-    last_seq: int
-    part: int
-    role: str | None
-    message_ids: tuple[str, ...]
-    text: str
-    start_ts: float
-    end_ts: float
-    text_sha256: str
 
 
 def grep_hit(kind: Any, hid: str, cid: str, first: int, last: int, role: str | None, created: str,

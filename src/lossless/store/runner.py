@@ -19,13 +19,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from lossless.core.errors import StoreError
-
-if TYPE_CHECKING:
-    from lossless.store.postgres.store import PostgresStore
-    from lossless.store.sqlite.store import SQLiteStore
 
 __all__ = ["POSTGRES", "SQLITE", "Dialect", "PostgresRunner", "QmarkConnection", "SQLRunner", "SQLiteRunner", "qmark",
            "qmark_once", "sql_runner", "sqlite_in"]
@@ -157,11 +153,25 @@ class SQLRunner(Protocol):
         ...
 
 
+class _Writable(Protocol):
+    """The SQLite store as its runner uses it (:class:`~lossless.store.sqlite.store.SQLiteStore`)."""
+
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    def transaction(self, *, wait: bool = True) -> AbstractContextManager[Any]: ...
+
+
+class _Pooled(Protocol):
+    """The PostgreSQL store as its runner uses it (:class:`~lossless.store.postgres.store.PostgresStore`)."""
+
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    def transaction(self) -> AbstractContextManager[Any]: ...
+
+
 class SQLiteRunner:
     dialect = "sqlite"
     true = SQLITE.true
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: _Writable) -> None:
         self.store = store
 
     def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -181,7 +191,7 @@ class PostgresRunner:
     dialect = "postgresql"
     true = POSTGRES.true
 
-    def __init__(self, store: PostgresStore) -> None:
+    def __init__(self, store: _Pooled) -> None:
         self.store = store
 
     def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -202,14 +212,11 @@ class PostgresRunner:
 
 
 def sql_runner(store: Any) -> SQLRunner:
-    """The runner for ``store``: a SQLiteStore or a PostgresStore (StoreError otherwise)."""
-    from lossless.store.sqlite.store import SQLiteStore
-
-    if isinstance(store, SQLiteStore):
+    """The runner for ``store``, by the dialect it names: a SQLiteStore (``sqlite``) or a
+    PostgresStore (``postgresql``); StoreError for anything else."""
+    dialect = getattr(store, "dialect", None)
+    if dialect == "sqlite":
         return SQLiteRunner(store)
-    if getattr(store, "dialect", None) == "postgresql":
-        from lossless.store.postgres.store import PostgresStore
-
-        if isinstance(store, PostgresStore):
-            return PostgresRunner(store)
+    if dialect == "postgresql":
+        return PostgresRunner(store)
     raise StoreError(f"this needs the SQLite or the PostgreSQL store, not {type(store).__name__}")

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from lossless.core.errors import QueryError
 from lossless.core.types import GrepHit
@@ -31,10 +32,13 @@ from lossless.store.base import SearchSpec
 from lossless.store.fts import cjk_index_terms, cjk_query_terms, index_extras, search_terms
 from lossless.store.searching import Clauses, rank_hits, spec_filters
 
-if TYPE_CHECKING:
-    from lossless.store.postgres.store import PostgresStore
 
-__all__ = ["fold", "keyword_tsquery", "run_search", "search_document", "verify_store"]
+class _Reads(Protocol):
+    """What a search reads the store with (a :class:`~lossless.store.postgres.store.PostgresStore`)."""
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+__all__ = ["fold", "keyword_tsquery", "run_search", "search_document"]
 
 _CANDIDATES = 2  # fetch this many times the limit from each kind before merging (as on SQLite)
 _SQL = Clauses("%s", lambda column, values: (f"{column} = ANY(%s)", [list(values)]))
@@ -110,7 +114,7 @@ def _table(kind: str) -> str:
     return "messages" if kind == "message" else "summaries"
 
 
-def _ranked(store: PostgresStore, kind: str, expr: str, expr_args: list[Any], spec: SearchSpec,
+def _ranked(store: _Reads, kind: str, expr: str, expr_args: list[Any], spec: SearchSpec,
             limit: int) -> list[tuple[int, float]]:
     where, args = spec_filters(spec, kind, "t", _SQL)
     # The tsquery is a constant expression: the GIN index finds the matches, ts_rank
@@ -120,7 +124,7 @@ def _ranked(store: PostgresStore, kind: str, expr: str, expr_args: list[Any], sp
     return [(int(r), float(s)) for r, s in store._query(sql, [*expr_args, *args, limit])]
 
 
-def _raw(store: PostgresStore, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+def _raw(store: _Reads, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
     import psycopg
 
     try:
@@ -195,7 +199,7 @@ def pg_regex(pattern: str) -> str | None:
     return prefix + _OPEN_BOUND.sub(r"{0,\1}", "".join(out))
 
 
-def _regex(store: PostgresStore, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+def _regex(store: _Reads, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
     import psycopg
 
     try:
@@ -236,7 +240,7 @@ def _regex(store: PostgresStore, kind: str, spec: SearchSpec, limit: int) -> lis
 
 # -- running a search ----------------------------------------------------------------------
 
-def _candidates(store: PostgresStore, kind: str, spec: SearchSpec) -> dict[int, float]:
+def _candidates(store: _Reads, kind: str, spec: SearchSpec) -> dict[int, float]:
     limit = max(spec.limit, 1) * _CANDIDATES
     if spec.mode == "regex":
         pairs = _regex(store, kind, spec, limit)
@@ -255,12 +259,5 @@ def _candidates(store: PostgresStore, kind: str, spec: SearchSpec) -> dict[int, 
     return scores
 
 
-def run_search(store: PostgresStore, spec: SearchSpec) -> list[GrepHit]:
+def run_search(store: _Reads, spec: SearchSpec) -> list[GrepHit]:
     return rank_hits(store._query, _SQL, spec, lambda kind: _candidates(store, kind, spec))
-
-
-# -- integrity -------------------------------------------------------------------------------
-
-def verify_store(store: PostgresStore, conversation_id: str | None = None) -> list[str]:
-    """:meth:`PostgresStore.verify` (kept at its old import path)."""
-    return store.verify(conversation_id)

@@ -16,20 +16,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import numpy as np
 
 from lossless.core.errors import StoreError
 from lossless.embed.base import Vectors
-from lossless.store.base import NewUnit
+from lossless.store.base import NewUnit, UnitRow
 from lossless.store.recall_tables import RecallTables
-from lossless.store.rows import UnitRow
 from lossless.store.runner import QmarkConnection
 from lossless.store.unembedded import index_name
-
-if TYPE_CHECKING:
-    from lossless.store.postgres.store import PostgresStore
 
 __all__ = ["EXACT_BELOW", "PostgresRecall"]
 
@@ -45,13 +42,22 @@ def _unit_row(r: Sequence[Any]) -> UnitRow:
 
 
 
+class _Store(Protocol):
+    """The PostgreSQL store as its recall index uses it (:class:`~lossless.store.postgres.store.PostgresStore`)."""
+
+    dialect: str
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    def transaction(self) -> AbstractContextManager[Any]: ...
+
+
 class PostgresRecall(RecallTables):
     """Units, cache and vectors for one :class:`PostgresStore`. ``backend`` is accepted for
     symmetry with SQLite (``auto``, ``sqlite-vec``, ``numpy``); vectors are always pgvector."""
 
     backend = "pgvector"
 
-    def __init__(self, store: PostgresStore, backend: str = "auto") -> None:
+    def __init__(self, store: _Store, backend: str = "auto") -> None:
         if backend not in ("auto", "sqlite-vec", "numpy", "pgvector"):
             raise StoreError(f"vector backend must be auto, sqlite-vec, numpy or pgvector; got {backend!r}")
         super().__init__(store, _unit_row)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import apsw
 
@@ -23,10 +25,18 @@ from lossless.store.runner import sqlite_in
 from lossless.store.searching import Clauses, rank_hits, spec_filters
 from lossless.store.sqlite.regexp import RegexTimeout, regex_deadline
 
-if TYPE_CHECKING:
-    from lossless.store.sqlite.store import SQLiteStore
 
-__all__ = ["run_search", "verify_store"]
+class _Reads(Protocol):
+    """What a search reads the store with (a :class:`~lossless.store.sqlite.store.SQLiteStore`):
+    its connection, a read connection of its own for a regex scan, and the terms found too
+    common to rank (see :func:`_bounded`)."""
+
+    common_terms: set[tuple[str, str]]
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    def reader(self, wait: float = 5.0) -> AbstractContextManager[Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]]: ...
+
+__all__ = ["run_search"]
 
 _CANDIDATES = 2  # fetch this many times the limit from each index before merging
 _SQL = Clauses("?", sqlite_in)
@@ -41,12 +51,12 @@ _SQL = Clauses("?", sqlite_in)
 WORK_CAP = 2_000
 
 
-def _capped_count(store: SQLiteStore, index: str, query: str, cap: int) -> int:
+def _capped_count(store: _Reads, index: str, query: str, cap: int) -> int:
     return int(store._query(f"SELECT count(*) FROM (SELECT 1 FROM {index} WHERE {index} MATCH ? LIMIT ?)",
                             [query, cap + 1])[0][0])
 
 
-def _bounded(store: SQLiteStore, index: str, query: str, cap: int) -> tuple[str, bool]:
+def _bounded(store: _Reads, index: str, query: str, cap: int) -> tuple[str, bool]:
     """(the query to run, whether to rank by bm25 — else by recency). A term found in more
     than ``cap`` messages is remembered as such, as messages only grow in number (an
     erasure in this process forgets them; one in another process can leave a term treated
@@ -85,7 +95,7 @@ SCAN_MAX = 5_000
 _SCAN_RATIO = 8
 
 
-def _scan(store: SQLiteStore, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+def _scan(store: _Reads, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
     """The rows of the filtered conversations that hold the query's terms (whole words,
     a compound's parts in a row) or its CJK bigrams (a one-character run: the character),
     scored like bm25 without length normalisation: the sum of log(1 + n / df) over the
@@ -117,7 +127,7 @@ def _scan(store: SQLiteStore, kind: str, spec: SearchSpec, limit: int) -> list[t
     return [(int(rowid), float(score)) for score, rowid in scored[:limit]]
 
 
-def _scope_rows(store: SQLiteStore, kind: str, spec: SearchSpec) -> int | None:
+def _scope_rows(store: _Reads, kind: str, spec: SearchSpec) -> int | None:
     """How many rows the conversation filter leaves (None: no conversation filter)."""
     if spec.conversation_ids is None:
         return None
@@ -130,7 +140,7 @@ def _scope_rows(store: SQLiteStore, kind: str, spec: SearchSpec) -> int | None:
     return int(store._query(sql, args)[0][0])
 
 
-def _small_scope(store: SQLiteStore, kind: str, spec: SearchSpec) -> bool:
+def _small_scope(store: _Reads, kind: str, spec: SearchSpec) -> bool:
     scoped = _scope_rows(store, kind, spec)
     if scoped is None or scoped > SCAN_MAX:
         return False
@@ -139,7 +149,7 @@ def _small_scope(store: SQLiteStore, kind: str, spec: SearchSpec) -> bool:
     return bool(total >= _SCAN_RATIO * max(scoped, 1))
 
 
-def _match(store: SQLiteStore, kind: str, index: str, query: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+def _match(store: _Reads, kind: str, index: str, query: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
     table = "messages" if kind == "message" else "summaries"
     where, args = spec_filters(spec, kind, "t", _SQL)
     try:
@@ -184,7 +194,7 @@ _MAX_PATTERN = 512
 REGEX_SECONDS = 2.0  # a regex search's whole budget, across every row it reads
 
 
-def _regex(store: SQLiteStore, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
+def _regex(store: _Reads, kind: str, spec: SearchSpec, limit: int) -> list[tuple[int, float]]:
     if len(spec.query) > _MAX_PATTERN:
         raise QueryError(f"regular expression too long ({len(spec.query)} characters, at most {_MAX_PATTERN})")
     if _NESTED_REPEAT.search(spec.query):
@@ -209,7 +219,7 @@ def _regex(store: SQLiteStore, kind: str, spec: SearchSpec, limit: int) -> list[
                          "simplify it (nested or overlapping repetitions backtrack exponentially)") from None
 
 
-def _candidates(store: SQLiteStore, kind: str, spec: SearchSpec) -> dict[int, float]:
+def _candidates(store: _Reads, kind: str, spec: SearchSpec) -> dict[int, float]:
     limit = max(spec.limit, 1) * _CANDIDATES
     scores: dict[int, float] = {}
     if spec.mode == "regex":
@@ -238,10 +248,5 @@ def _candidates(store: SQLiteStore, kind: str, spec: SearchSpec) -> dict[int, fl
     return scores
 
 
-def run_search(store: SQLiteStore, spec: SearchSpec) -> list[GrepHit]:
+def run_search(store: _Reads, spec: SearchSpec) -> list[GrepHit]:
     return rank_hits(store._query, _SQL, spec, lambda kind: _candidates(store, kind, spec))
-
-
-def verify_store(store: SQLiteStore, conversation_id: str | None = None, *, integrity: bool = True) -> list[str]:
-    """:meth:`SQLiteStore.verify` (kept at its old import path)."""
-    return store.verify(conversation_id, integrity=integrity)

@@ -10,21 +10,19 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import numpy as np
 
 from lossless.core.errors import StoreError
 from lossless.embed.base import Vectors
-from lossless.store.base import NewUnit
+from lossless.store.base import NewUnit, UnitRow
 from lossless.store.recall_tables import RecallTables
-from lossless.store.rows import UnitRow  # re-exported: its old home
 from lossless.store.unembedded import check_key, index_name
 
 log = logging.getLogger("lossless")
 
-if TYPE_CHECKING:
-    from lossless.store.sqlite.store import SQLiteStore
 
 __all__ = ["MATRIX_ABOVE", "SQLiteRecall", "UnitRow"]
 
@@ -106,12 +104,22 @@ def _vec0_ddl(name: str, dim: int) -> str:
             f"embedding float[{dim}] distance_metric=cosine, chunk_size={VEC_CHUNK})")
 
 
+class _Store(Protocol):
+    """The SQLite store as its recall index uses it (:class:`~lossless.store.sqlite.store.SQLiteStore`)."""
+
+    dialect: str
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+    def transaction(self, *, wait: bool = True) -> AbstractContextManager[Any]: ...
+    def load_sqlite_vec(self) -> bool: ...
+
+
 class SQLiteRecall(RecallTables):
     """Units, cache and vectors for one :class:`SQLiteStore` (the tables both stores keep
     alike are :class:`RecallTables`'; here: units written under SQLite's write lock, vec0
     tables or in-memory matrices, and the k-NN)."""
 
-    def __init__(self, store: SQLiteStore, backend: str = "auto") -> None:
+    def __init__(self, store: _Store, backend: str = "auto") -> None:
         if backend not in ("auto", "sqlite-vec", "numpy"):
             raise StoreError(f"vector backend must be auto, sqlite-vec or numpy; got {backend!r}")
         super().__init__(store, _unit_row)
