@@ -24,6 +24,7 @@ from lossless.cli.owed import owed_text, store_owed
 from lossless.conversation import Conversation
 from lossless.core.errors import StoreError
 from lossless.core.render import content_text
+from lossless.core.stats import SummarizerUsage
 from lossless.core.types import ROLES, ConversationInfo, Message
 from lossless.core.validate import parse_datetime
 from lossless.engine import Memory
@@ -593,18 +594,16 @@ def _total_stats(ctx: CommandContext) -> dict[str, Any]:
                 continue
             stats = conv.stats()
             totals["conversations"] += 1
-            for key in _STAT_KEYS:
-                totals[key] = max(totals[key], stats[key]) if key == "max_depth" else totals[key] + stats[key]
+            for key in _STAT_KEYS:  # (ConversationStats fields, all ints)
+                value: int = getattr(stats, key)
+                totals[key] = max(totals[key], value) if key == "max_depth" else totals[key] + value
         if len(batch) < 1000:
             break
-    usage = memory.store.summarizer_usage()
-    totals.update(usage)
-    tokens = totals["message_tokens"]
-    totals["summarizer_cost_ratio"] = round(usage["summarizer_input_tokens"] / tokens, 4) if tokens else 0.0
+    totals.update(SummarizerUsage.of(memory.store.summarizer_usage(), totals["message_tokens"]).to_dict())
     path = ctx.db_path()
     totals["database_bytes"] = path.stat().st_size if not isinstance(path, str) and path.exists() else 0
     # the background work: what is owed, and the workers that reported lately (any process)
-    totals["backlog"] = memory.backlog.summary()
+    totals["backlog"] = memory.backlog.summary().to_dict()
     # what the embedder is owed, queued or not (e.g. stored before the embeddings extra was installed)
     owed = memory.recaller.count_unembedded()
     totals["not_embedded"] = owed if owed is not None else "no embedder (keyword recall only)"
@@ -644,10 +643,10 @@ def cmd_stats(ctx: CommandContext) -> int:
         from lossless.cli.compression import compression_stats, plot_compression
 
         conv = ctx.existing_conversation(ctx.args.conversation)
-        stats = conv.stats()
-        stats.update(compression_stats(conv, stats))
+        numbers = conv.stats()
+        stats = {**numbers.to_dict(), **compression_stats(conv, numbers)}
         if plot:
-            stats["plot"] = str(plot_compression(conv, stats, plot))
+            stats["plot"] = str(plot_compression(conv, numbers, plot))
     elif plot:
         raise CommandError("stats --plot draws one conversation: give CONV")
     else:

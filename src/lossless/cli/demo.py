@@ -162,12 +162,12 @@ def cmd_demo(ctx: CommandContext) -> int:
 
     _section(ctx, "1 · ingest")
     ctx.out.print(render.key_values({
-        "messages": f"{stats['messages']:,}",
-        "tokens ingested": f"{stats['message_tokens']:,}",
-        "summaries": f"{stats['summaries']:,} (depth {stats['max_depth']}, {stats['frontier_summaries']} on the frontier)",
-        "active context": f"{stats['active_tokens']:,} tokens "
-                          f"({stats['frontier_tokens']:,} in summaries + {stats['raw_tail_tokens']:,} in "
-                          f"{stats['raw_tail_messages']} raw messages)",
+        "messages": f"{stats.messages:,}",
+        "tokens ingested": f"{stats.message_tokens:,}",
+        "summaries": f"{stats.summaries:,} (depth {stats.max_depth}, {stats.frontier_summaries} on the frontier)",
+        "active context": f"{stats.active_tokens:,} tokens "
+                          f"({stats.frontier_tokens:,} in summaries + {stats.raw_tail_tokens:,} in "
+                          f"{stats.raw_tail_messages} raw messages)",
         "seconds": f"{ingest_seconds:.1f}",
     }))
 
