@@ -12,6 +12,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 from lossless.agent.base import AgentServices
 from lossless.agent.emergency import RecoveryLog, call_with_recovery
 from lossless.agent.loop import arun_turn, run_turn
+from lossless.agent.results import (
+    ExpandResult,
+    GrepResult,
+    MessageDescription,
+    MessageSlice,
+    SummaryDescription,
+)
 from lossless.agent.tools import ToolBox
 from lossless.compaction.engine import CompactionReport, RedoReport
 from lossless.core.errors import StoreError, ValidationError
@@ -324,13 +331,13 @@ class Conversation:
         """lcm_grep / lcm_describe / lcm_expand scoped to this conversation."""
         return ToolBox(self.memory, self.id)
 
-    def grep(self, query: str, **kwargs: Any) -> dict[str, Any]:
+    def grep(self, query: str, **kwargs: Any) -> GrepResult:
         return self.tools.lcm_grep(query, **kwargs)
 
-    def describe(self, node_id: str) -> dict[str, Any]:
+    def describe(self, node_id: str) -> MessageDescription | SummaryDescription:
         return self.tools.lcm_describe(node_id)
 
-    def expand(self, summary_id: str, **kwargs: Any) -> dict[str, Any]:
+    def expand(self, summary_id: str, **kwargs: Any) -> ExpandResult | MessageSlice:
         return self.tools.lcm_expand(summary_id, **kwargs)
 
     def backlog(self) -> ConversationBacklog:
@@ -393,10 +400,10 @@ class Conversation:
     async def asearch(self, query: str, **kwargs: Any) -> list[GrepHit]:
         return await asyncio.to_thread(self.search, query, **kwargs)
 
-    async def agrep(self, query: str, **kwargs: Any) -> dict[str, Any]:
+    async def agrep(self, query: str, **kwargs: Any) -> GrepResult:
         return await asyncio.to_thread(self.grep, query, **kwargs)
 
-    async def aexpand(self, summary_id: str, **kwargs: Any) -> dict[str, Any]:
+    async def aexpand(self, summary_id: str, **kwargs: Any) -> ExpandResult | MessageSlice:
         return await asyncio.to_thread(self.expand, summary_id, **kwargs)
 
     async def aend(self) -> list[MemoryRecord]:

@@ -15,6 +15,7 @@ import apsw
 from rich.table import Table
 from rich.text import Text
 
+from lossless.agent.results import MessageSlice
 from lossless.agent.tools import hit_dict
 from lossless.cli import render
 from lossless.cli.add_cmd import cmd_add  # re-exported: ``add`` has a module of its own now
@@ -442,7 +443,7 @@ def cmd_expand(ctx: CommandContext) -> int:
     if ctx.json:
         ctx.emit_json(result)
         return 0
-    if result.get("kind") == "message":
+    if "kind" in result:  # a message, read a slice at a time
         _print_slice(ctx, result)
         return 0
     for part in render.expand_items(result):
@@ -450,17 +451,18 @@ def cmd_expand(ctx: CommandContext) -> int:
     ctx.out.rule(style="dim")
     footer = Text(f"{len(result['items'])} item(s), {result['tokens']} tokens "
                   f"of {result['id']} #{result['first_seq']}–#{result['last_seq']}")
-    cut = next((i for i in result["items"] if i.get("partial") and i.get("next_offset") is not None), None)
-    if cut is not None:
-        footer.append(f" · {cut['id']} cut at {cut['next_offset']:,} of {cut['total_chars']:,} characters: "
-                      f"the rest with `lossless expand {cut['id']} --offset {cut['next_offset']}`", style="yellow")
-    if result.get("truncated") and result.get("next_from_seq") is not None:
+    for cut in result["items"]:
+        if "partial" in cut and cut["next_offset"] is not None:
+            footer.append(f" · {cut['id']} cut at {cut['next_offset']:,} of {cut['total_chars']:,} characters: "
+                          f"the rest with `lossless expand {cut['id']} --offset {cut['next_offset']}`", style="yellow")
+            break
+    if result["truncated"] and result["next_from_seq"] is not None:
         footer.append(f" · truncated: continue with --from-seq {result['next_from_seq']}", style="yellow")
     ctx.out.print(footer, soft_wrap=True)
     return 0
 
 
-def _print_slice(ctx: CommandContext, result: dict[str, Any]) -> None:
+def _print_slice(ctx: CommandContext, result: MessageSlice) -> None:
     """A message slice: the text exactly as stored on stdout (so pages written one after
     another rebuild the original), where it is and how to go on on stderr."""
     sys.stdout.write(result["content"])
@@ -493,10 +495,10 @@ def _redo_fallbacks(ctx: CommandContext) -> int:
             report = conv.redo_fallbacks(progress=advance)
             offset += report.found
             reports.append(report)
-            if report.skipped and "unavailable" in report.skipped:
+            if report.stopped_by == "provider_down":
                 break  # the next conversation would find the provider down too
     if ctx.json:
-        ctx.emit_json([dataclasses.asdict(r) for r in reports])
+        ctx.emit_json([r.to_dict() for r in reports])
     else:
         for r in reports:
             if not r.found:
