@@ -395,12 +395,16 @@ def test_an_outage_costs_little_and_its_fallbacks_are_redone_later(store_target:
     assert skipped and all("circuit breaker open" in s.metadata["fallback_reason"] for s in skipped)
     breaker = mem.stats().breaker
     assert breaker is not None and breaker["state"] in ("open", "half-open")
+    early = conv.redo_fallbacks()  # the provider is still down: it stops, and says why in a type
+    assert early.stopped_by == "provider_down" and early.skipped and early.found == len(during)
+    assert list(early.to_dict()) == ["conversation_id", "found", "redone", "failed", "skipped", "seconds"]
     # the provider is back; after the cool-down one probe decides, and the model redoes them
     with fake_openai._lock:
         fake_openai._failures.clear()
     time.sleep(0.6)
     report = conv.redo_fallbacks()
     assert report.found == len(during) and report.redone and not report.failed and report.skipped is None
+    assert report.stopped_by is None
     after = {s.id: s for s in conv.summaries() if s.summarizer != "frontier"}
     assert set(after) == {s.id for s in during}  # same ids, same places in the DAG
     breaker = mem.stats().breaker
