@@ -101,7 +101,6 @@ class WorkerStats:
     def as_dict(self) -> WorkerCounters:
         with self.lock:
             busy = self.busy_seconds
-            # the catch-up rate: what a busy second gets done
             return {
                 "state": self.state,
                 "uptime_seconds": round(time.time() - self.started_ts, 1) if self.started_ts else 0.0,
@@ -115,6 +114,7 @@ class WorkerStats:
                 "memories_forgotten": self.memories_forgotten,
                 "last_error": self.last_error,
                 "current": self.current,
+                # the catch-up rate: what a busy second gets done
                 "units_per_busy_second": round(self.units_embedded / busy, 1) if busy > 0 else 0.0,
                 "summaries_per_busy_second": round(self.summaries / busy, 2) if busy > 0 else 0.0,
             }
