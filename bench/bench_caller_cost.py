@@ -61,7 +61,7 @@ def run(path: Path, rows: list[dict[str, Any]], embedder: bool, *, cold: bool = 
                 time.sleep(gap)
         total = sum(times) if gap else time.perf_counter() - t0
         if not mem.wait_idle(timeout=1800):
-            raise SystemExit(f"wait_idle timed out or failed: {mem.stats()}")
+            raise SystemExit(f"wait_idle timed out or failed: {mem.stats().to_dict()}")
     return total, times
 
 

@@ -102,9 +102,9 @@ def run(size: int, window: int, budget: int, batch: int, repeats: int) -> dict[s
         ref.close()
     return {
         "messages": size,
-        "tokens_ingested": stats["message_tokens"],
-        "summaries": stats["summaries"],
-        "max_depth": stats["max_depth"],
+        "tokens_ingested": stats.message_tokens,
+        "summaries": stats.summaries,
+        "max_depth": stats.max_depth,
         "ingest_msgs_per_s": round(size / ingest_s, 1),
         "reference_ingest_msgs_per_s": round(size / ref_s, 1),
         "assemble_p50_ms": round(pct(plain, 50), 2),

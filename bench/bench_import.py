@@ -153,7 +153,7 @@ def catch_up(conversations: int, embedder: str, per_conversation: int = 2, quant
             worker = _cli(folder, embedder, "--db", str(folder / "b.db"), "worker", "--once", quantize=quantize)
         size = sum(f.stat().st_size for f in folder.glob("a.db*"))
         with lossless.open(str(folder / "a.db"), embedder=None) as mem:
-            stats = mem.stats()["backlog"]
+            stats = mem.stats().backlog.to_dict()
     out: dict[str, Any] = {"conversations": conversations, "messages": n, "embedder": embedder, "quantize": quantize,
                            "store_mb": round(size / 1e6, 1), "import_with_catch_up_s": round(foreground, 2),
                            "backlog_after": stats}

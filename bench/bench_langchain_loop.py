@@ -59,7 +59,7 @@ with lossless.open(str(folder / "loop.db")) as mem:
         chain.invoke({"question": f"Turn {i}: tell me more about {topic}, and what we said about it before."},
                      config=config)
     assert mem.conversation("loop").info.message_count == 2 * turns
-    worker = mem.stats()["worker"]
+    worker = mem.stats().worker
     embedder = mem.recaller.embedder
     print(json.dumps({"embedder": embedder.model if embedder is not None else None,
                       "units_embedded": worker["units_embedded"], "summaries": worker["summaries_written"]}))

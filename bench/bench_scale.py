@@ -150,8 +150,8 @@ def grow(sizes: list[int], repeats: int, peer_max: int, folder: Path) -> list[di
         if size <= peer_max:
             row["llamaindex_memory"] = peer_get(all_rows, max(3, repeats // 5))
         stats = conv.stats()
-        row["summaries"] = stats["summaries"]
-        row["active_tokens"] = stats["active_tokens"]
+        row["summaries"] = stats.summaries
+        row["active_tokens"] = stats.active_tokens
         out.append(row)
         print(f"  {size:>9,} messages: ingest {row['ingest_msgs_per_s']:,.0f}/s, assemble p50 "
               f"{row['assemble']['p50']} ms, query {row['assemble_query']['p50']} ms, grep {row['grep']['p50']} ms",

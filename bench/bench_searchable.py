@@ -59,12 +59,12 @@ def lossless_run(folder: Path, name: str, rows: list[dict[str, Any]], windows: b
         t0 = time.perf_counter()
         conv.add_many(rows)
         if not mem.wait_idle(timeout=1800):
-            raise SystemExit(f"{name}: wait_idle timed out or failed: {mem.stats()}")
+            raise SystemExit(f"{name}: wait_idle timed out or failed: {mem.stats().to_dict()}")
         seconds = time.perf_counter() - t0
         backlog = conv.backlog()
         owed = mem.recaller.count_unembedded()
     return {"seconds": round(seconds, 2), "units": read_units(path),
-            "units_not_embedded": backlog["units_not_embedded"], "owed": owed}
+            "units_not_embedded": backlog.units_not_embedded, "owed": owed}
 
 
 def reference_run(texts: list[str], model: Any) -> dict[str, Any]:

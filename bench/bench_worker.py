@@ -95,7 +95,7 @@ def _adds(folder: Path, name: str, rows: list[dict[str, Any]], summarizer: Any, 
         "summaries": len(summaries),
         "by_summarizer": dict(sorted({s.summarizer: sum(1 for x in summaries if x.summarizer == s.summarizer)
                                       for s in summaries}.items())),
-        "breaker": mem.stats()["breaker"],
+        "breaker": mem.stats().breaker,
     }
     mem.close()
     return out
@@ -237,7 +237,7 @@ def imported(folder: Path, n: int, repeats: int) -> dict[str, Any]:
     t = time.perf_counter()
     done = mem.wait_idle(timeout=4 * 3600)
     catch_up = time.perf_counter() - t
-    worker = mem.stats()["worker"]
+    worker = mem.stats().worker
     out["catch_up"] = {"done": done, "seconds": round(catch_up, 1), "units_embedded": worker["units_embedded"],
                        "summaries": worker["summaries_written"],
                        "units_per_second": round(worker["units_embedded"] / catch_up, 1) if catch_up else 0.0,

@@ -65,7 +65,7 @@ def _store(folder: Path, name: str, messages: list[dict[str, Any]], emb: Countin
     conv.add_many(messages)
     texts, seconds, t0 = emb.texts, emb.seconds, time.perf_counter()
     units = conv.index()
-    info = {"messages": len(messages), "tokens": conv.stats()["message_tokens"], "units": units,
+    info = {"messages": len(messages), "tokens": conv.stats().message_tokens, "units": units,
             "embedded_texts": emb.texts - texts, "embed_s": round(emb.seconds - seconds, 2),
             "index_s": round(time.perf_counter() - t0, 2)}
     mem.wait_idle(timeout=600)

@@ -431,9 +431,9 @@ class Stores:
             run = ingest(history, self.folder, window, embedder, "turn", tag=f"history{tag}")
             after = _embed_counts(embedder)
             self.base_info.append({"chat": f"user {user} history (window {window}{', ' + tag if tag else ''})",
-                                   "messages": len(history.messages), "tokens": run.stats["message_tokens"],
+                                   "messages": len(history.messages), "tokens": run.stats.message_tokens,
                                    "ingest_s": round(run.ingest_s, 2), "embed_s": round(after[0] - before[0], 2),
-                                   "summaries": run.stats["summaries"], "evaluate_s": 0.0})
+                                   "summaries": run.stats.summaries, "evaluate_s": 0.0})
             run.mem.close()
             self.bases[key] = db_path(self.folder, user, window, f"history{tag}")
         return user
@@ -456,9 +456,9 @@ def run_chat(chat: beam.BeamChat, args: argparse.Namespace, stores: Stores, embe
     after = _embed_counts(embedder)
     info: dict[str, Any] = {
         "chat": chat.number, "topic": chat.topic, "messages": len(chat.messages),
-        "tokens": run.stats["message_tokens"], "ingest_s": round(run.ingest_s, 2),
-        "summaries": run.stats["summaries"], "max_depth": run.stats["max_depth"],
-        "raw_tail_messages": run.stats["raw_tail_messages"], "embed_s": round(after[0] - before[0], 2),
+        "tokens": run.stats.message_tokens, "ingest_s": round(run.ingest_s, 2),
+        "summaries": run.stats.summaries, "max_depth": run.stats.max_depth,
+        "raw_tail_messages": run.stats.raw_tail_messages, "embed_s": round(after[0] - before[0], 2),
         "embedded_texts": after[1] - before[1], "embed_cache_hits": after[2] - before[2]}
     info["baseline_index_s"] = round(run.attach_index(embedder), 2)
     if not chat.live or chat.number % 20 == 0:

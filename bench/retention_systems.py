@@ -22,6 +22,7 @@ import beam
 from retention_text import ContextView, has_cjk
 
 import lossless
+from lossless.core.stats import ConversationStats
 from lossless.core.tokens import MESSAGE_OVERHEAD, NAME_OVERHEAD, REPLY_PRIMING, count_chat_tokens
 
 __all__ = ["BUILDERS", "SEARCH_LIMIT", "Built", "ChatRun", "build_evidence", "build_full", "extend", "ingest"]
@@ -37,7 +38,7 @@ class ChatRun:
     by_seq: dict[int, lossless.Message]
     seq_of_id: dict[int, int]
     ingest_s: float
-    stats: dict[str, Any]
+    stats: ConversationStats
     index: baselines.MessageIndex | None = None  # the bm25 / vector / hybrid baselines' own
     order: list[lossless.Message] = field(default_factory=list)  # the index's positions
     live_seqs: frozenset[int] = frozenset()  # the live dialogue: the query's own turns

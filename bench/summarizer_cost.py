@@ -44,13 +44,13 @@ def run_chat(chat: beam.BeamChat, folder: Path, window: int, summarizer: Any) ->
     stats = conv.stats()
     problems = mem.verify()
     mem.close()
-    messages, tokens = stats["messages"], stats["message_tokens"]
+    messages, tokens = stats.messages, stats.message_tokens
     return {
-        "chat": chat.number, "messages": messages, "tokens": tokens, "summaries": stats["summaries"],
-        "calls": stats["summarizer_calls"], "summarizer_input_tokens": stats["summarizer_input_tokens"],
-        "summarizer_output_tokens": stats["summarizer_output_tokens"],
-        "calls_per_1000_messages": round(1000 * stats["summarizer_calls"] / messages, 1),
-        "cost_ratio": stats["summarizer_cost_ratio"], "fallbacks": stats["summaries_by_fallback"],
+        "chat": chat.number, "messages": messages, "tokens": tokens, "summaries": stats.summaries,
+        "calls": stats.usage.summarizer_calls, "summarizer_input_tokens": stats.usage.summarizer_input_tokens,
+        "summarizer_output_tokens": stats.usage.summarizer_output_tokens,
+        "calls_per_1000_messages": round(1000 * stats.usage.summarizer_calls / messages, 1),
+        "cost_ratio": stats.usage.summarizer_cost_ratio, "fallbacks": stats.usage.summaries_by_fallback,
         "ingest_s": round(ingest_s, 2), "verify_problems": len(problems),
     }
 

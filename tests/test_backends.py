@@ -125,7 +125,7 @@ def _script(mem: lossless.Memory) -> dict[str, Any]:
                            s.earliest_at, s.latest_at) for s in conv.summaries()],
             "frontier": [s.id for s in conv.frontier()],
             "context": conv.assemble(budget_tokens=1500).messages,
-            "stats": {k: v for k, v in conv.stats().items() if "seconds" not in k},
+            "stats": {k: v for k, v in conv.stats().to_dict().items() if "seconds" not in k},
         }
     out["memories"] = [(r.id, r.content, r.scope) for r in mem.memories.ls()]
     out["conversations"] = sorted((c.id, c.message_count, c.summary_count) for c in mem.conversations())

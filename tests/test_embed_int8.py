@@ -111,7 +111,7 @@ def test_int8_vectors_keep_an_index_of_their_own_and_recall(store_target: StoreT
         conv.add("assistant", "That sounds stressful.")
         for i in range(30):
             conv.add("user", f"filler message number {i} about the weather and lunch")
-        assert conv.backlog()["units_not_embedded"] == 0
+        assert conv.backlog().units_not_embedded == 0
         fp32_index = mem.recaller.index_name()
     monkeypatch.setenv("LOSSLESS_EMBEDDER_QUANTIZE", "int8")
     with lossless.open(store_url, compaction="inline") as mem:
@@ -119,5 +119,5 @@ def test_int8_vectors_keep_an_index_of_their_own_and_recall(store_target: StoreT
         assert mem.recaller.index_name() != fp32_index
         hits = mem.conversation("trip").search("car trouble on a road trip", mode="semantic", limit=3)
         assert hits and "automobile broke down" in hits[0].snippet and hits[0].matched == "vector"
-        assert mem.conversation("trip").backlog()["units_not_embedded"] == 0  # the search caught the index up
+        assert mem.conversation("trip").backlog().units_not_embedded == 0  # the search caught the index up
 

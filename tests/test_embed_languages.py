@@ -218,7 +218,7 @@ def test_units_the_model_does_not_read_are_not_owed(store_target: StoreTarget) -
             conv.add(role="user", content=text)
         assert mem.wait_idle(timeout=60)
         assert emb.texts == []
-        assert (conv.backlog()["messages_not_indexed"], conv.backlog()["units_not_embedded"]) == (0, 0)
+        assert (conv.backlog().messages_not_indexed, conv.backlog().units_not_embedded) == (0, 0)
         assert mem.recaller.count_unembedded() == {"conversations": 0, "messages": 0, "units": 0}
         assert mem.recaller.not_embedded(None) == {} and mem.recaller.catch_up(None) == {}
         assert mem.recaller.queue_unembedded() == []

@@ -67,7 +67,7 @@ def test_the_same_text_in_two_conversations_is_embedded_once(store_target: Store
         mem.conversation("b").add_many(_chat(30))
         assert mem.wait_idle(timeout=120)
         assert len(emb.texts) == first, "the second conversation's texts were embedded again"
-        assert mem.conversation("b").backlog()["units_not_embedded"] == 0
+        assert mem.conversation("b").backlog().units_not_embedded == 0
         hits = mem.conversation("b").search("weather Ann", mode="semantic", limit=5)
         assert hits and all(h.conversation_id == "b" for h in hits)
     # each conversation has its own vectors, made from the one cached embedding per text

@@ -116,7 +116,7 @@ def test_an_embedding_that_lands_after_an_erase_stores_nothing_of_it(store_targe
             conv.erase([msg.id], reason="leaked", by="test")
             emb.go.set()
             assert mem.wait_idle(timeout=60)
-        assert conv.backlog()["units_not_embedded"] == 0
+        assert conv.backlog().units_not_embedded == 0
     finally:
         emb.go.set()
         mem.close()
@@ -140,7 +140,7 @@ def test_sixty_add_then_erase_cycles_beside_a_working_worker_leave_no_vector(sto
             time.sleep(0.05 + (i % 5) * 0.01)
             conv.erase([msg.id], reason="leaked", by="test")
         assert mem.wait_idle(timeout=120)
-        assert conv.backlog()["units_not_embedded"] == 0
+        assert conv.backlog().units_not_embedded == 0
     finally:
         mem.close()
     _assert_nothing_erased_is_left(target, secrets, emb.texts)

@@ -275,7 +275,7 @@ def test_embedder_fault_during_assembly_falls_back_to_keywords(store_target: Sto
         conv.add("user", "Which port did we pick for service-7 back then?")
         # the worker compacts, but its embedding fails: the work stays owed, with the error
         assert not mem.wait_idle(30)
-        assert conv.summaries() and "embedder" in (conv.backlog()["last_error"] or "")
+        assert conv.summaries() and "embedder" in (conv.backlog().last_error or "")
         before = _store_snapshot(mem)
         with caplog.at_level(logging.WARNING, logger="lossless"):
             ctx = conv.assemble(budget_tokens=1500, query="service-7 port 5007")

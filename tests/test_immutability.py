@@ -191,7 +191,7 @@ def test_erase_one_message_everywhere(store_target: StoreTarget) -> None:
     assert not any(SECRET in r.content for r in mem.memories.ls())
     # the replacement units are embedded again
     conv.index()
-    assert mem.stats()["backlog"] is not None
+    assert mem.stats().backlog is not None
     # other messages are untouched, and erasing again changes nothing
     assert conv.erase([3], reason="again", by="x") == stones
     assert len(conv.tombstones()) == 1

@@ -59,8 +59,8 @@ def test_summarizer_by_name_and_environment(store_target: StoreTarget, tmp_path:
     sent = fake_openai.chat_requests()
     assert sent and all(r.body["model"] == "tiny-summarizer" for r in sent)
     stats = conv.stats()
-    assert stats["summarizer_calls"] >= len(sent) - 1 and stats["summarizer_input_tokens"] > 0
-    assert 0 < stats["summarizer_cost_ratio"] < 5
+    assert stats.usage.summarizer_calls >= len(sent) - 1 and stats.usage.summarizer_input_tokens > 0
+    assert 0 < stats.usage.summarizer_cost_ratio < 5
     with pytest.raises(lossless.ValidationError, match="unknown summarizer"):
         lossless.open(":memory:", embedder=None, summarizer="gpt")
 

@@ -64,7 +64,7 @@ def test_semantic_search_right_after_add_finds_the_message(store_target: StoreTa
             assert egret.id in [h.id for h in c.search("白鹭", mode="semantic")]
             assert egret.id in [h.id for h in asyncio.run(c.asearch("湖边的鸟", mode="semantic"))]
             assert [h.id for h in c.search("a bird by the water", mode="hybrid")][:1] == [heron.id]
-            assert c.backlog()["units_not_embedded"] == 0 and c.backlog()["messages_not_indexed"] == 0
+            assert c.backlog().units_not_embedded == 0 and c.backlog().messages_not_indexed == 0
 
 
 def _stored_without_vectors(target: str, n: int) -> list[lossless.core.types.Message]:
@@ -91,7 +91,7 @@ def test_a_search_past_its_catch_up_bound_finds_the_rest_by_keywords(store_targe
         conv = mem.conversation("big")
         hits = conv.search("okapi passport", mode="semantic", limit=5)
         assert (okapi.id, "keyword") in [(h.id, h.matched) for h in hits]
-        owed = conv.backlog()["units_not_embedded"]
+        owed = conv.backlog().units_not_embedded
         assert 0 < owed < 1500, "the search embedded some, not all"  # 1,200 message units and ~300 windows
         assert egret.id in [h.id for h in mem.search("白鹭", mode="semantic", limit=5)]  # every conversation
         assert mem.recaller.not_embedded(["big"]) == {"big": mem.recaller.not_embedded(None)["big"]}
@@ -192,7 +192,7 @@ def test_conversations_stored_without_an_embedder_are_embedded_once_one_is_insta
         assert mem.wait_idle(timeout=120)
         for cid in ("a", "b"):
             owed = mem.conversation(cid).backlog()
-            assert (owed["messages_not_indexed"], owed["units_not_embedded"]) == (0, 0), cid
+            assert (owed.messages_not_indexed, owed.units_not_embedded) == (0, 0), cid
         assert mem.recaller.count_unembedded() == {"conversations": 0, "messages": 0, "units": 0}
         assert mem.worker.stats.as_dict()["units_embedded"] >= 3  # the worker thread did it, not a search
         # (3 texts: the two "Noted." share one vector, made once by its hash)

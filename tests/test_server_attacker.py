@@ -145,7 +145,7 @@ def test_health_shows_a_tenant_only_its_own(memory: lossless.Memory) -> None:
         assert "alpha" not in health.text
         # the operator's full view: the whole database's tenant (a keyless server, or the CLI)
         full = memory.stats()
-        assert {"current", "turns", "summaries_written"} <= set(full["worker"]) and "workers" in full
+        assert {"current", "turns", "summaries_written"} <= set(full.worker) and isinstance(full.workers, list)
 
 
 # -- 4. a read never waits for the write lock ---------------------------------------------------

@@ -17,6 +17,7 @@ import lossless
 from lossless.agent.tools import openai_tools
 from lossless.server.mcp_server import TOOL_NAMES
 from tests.conftest import StoreTarget, chat
+from tests.test_stats_types import CONVERSATION_KEYS
 
 
 def _payload(result: Any) -> Any:
@@ -78,6 +79,7 @@ def test_mcp_over_stdio(store_target: StoreTarget, tmp_path: Path) -> None:
                 assert everything["conversations"][0]["id"] == "c1"
                 one = json.loads((await session.read_resource("lossless://conversations/c1")).contents[0].text)
                 assert one["stats"]["messages"] == 120 and leaf.id in {s["id"] for s in one["summaries"]}
+                assert list(one["stats"]) == CONVERSATION_KEYS  # ConversationStats.to_dict(): the shape it had
 
     anyio.run(session_run)
     with lossless.open(db) as mem:  # what the tools wrote is in the database

@@ -144,7 +144,7 @@ def test_compaction_converges_whatever_the_fault(store_target: StoreTarget,
             assert asked and skipped and len(sent) == 6 + 2 * retries
             assert all(s.metadata["calls"] >= 2 for s in asked)
             assert all("circuit breaker open" in s.metadata["fallback_reason"] for s in skipped)
-            assert conv.stats()["summarizer_calls"] == 6
+            assert conv.stats().usage.summarizer_calls == 6
         else:  # one bad answer: that summary was retried in aggressive mode
             assert 0 in levels and 1 in levels and 2 not in levels
         if fault == "injection":

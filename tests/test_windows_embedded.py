@@ -65,7 +65,7 @@ def test_the_default_config_embeds_no_windows_and_owes_none(store_target: StoreT
         conv = mem.conversation("c")
         conv.add_many(_chat(40))
         assert mem.wait_idle(timeout=120)
-        assert conv.backlog()["units_not_embedded"] == 0 and conv.backlog()["messages_not_indexed"] == 0
+        assert conv.backlog().units_not_embedded == 0 and conv.backlog().messages_not_indexed == 0
         assert mem.recaller.count_unembedded() == NOTHING_OWED
         assert mem.recaller.not_embedded(None) == {}
     assert _kinds(target) == {"message": 40}
@@ -85,7 +85,7 @@ def test_windows_switched_on_are_cut_embedded_and_searched(store_target: StoreTa
         conv = mem.conversation("c")
         conv.add_many(_chat(40))
         assert mem.wait_idle(timeout=120)
-        assert conv.backlog()["units_not_embedded"] == 0
+        assert conv.backlog().units_not_embedded == 0
         assert mem.recaller.count_unembedded() == NOTHING_OWED
         spec = SearchSpec(query="thinking about lunch", conversation_ids=("c",), mode="semantic", limit=50)
         assert "window" in {h.kind for h in mem.recaller.search(spec)}

@@ -95,7 +95,7 @@ def test_inline_mode_compacts_on_the_callers_path(store_target: StoreTarget, tmp
     conv = mem.conversation("c")
     conv.add_many(chat(80, words=30))
     assert conv.summaries() and mem.scheduler.thread_worker is None  # done before add_many returned; no thread
-    assert mem.stats()["backlog"]["conversations"] == 0  # no embedder: nothing more owed
+    assert mem.stats().backlog.conversations == 0  # no embedder: nothing more owed
     mem.close()
 
 
@@ -182,13 +182,13 @@ def test_the_worker_catches_up_and_the_dag_holds(scratch_store: Callable[[], str
             sent += size
             _partitioned(conv)  # at every moment, whatever the worker is doing
         assert mem.wait_idle(120)
-        assert mem.stats()["backlog"]["conversations"] == 0
+        assert mem.stats().backlog.conversations == 0
         assert sum(len(c.messages()) for c in convs) == sent
         for conv in convs:
             _partitioned(conv)
             owed = conv.backlog()
-            assert not owed["queued"] and owed["units_not_embedded"] == 0 and owed["messages_not_indexed"] == 0
-            assert owed["compaction_due"] is None
+            assert not owed.queued and owed.units_not_embedded == 0 and owed.messages_not_indexed == 0
+            assert owed.compaction_due is None
             if conv.active_tokens() > mem.config.trigger_tokens:  # only a protected tail can stay over
                 assert not conv.compact(force=True).leaves
 
@@ -393,16 +393,22 @@ def test_an_outage_costs_little_and_its_fallbacks_are_redone_later(store_target:
     assert asked <= 3 + 2  # three failures open the breaker (the first with the SDK's two retries)
     skipped = [s for s in during if s.metadata["fallback_reason"].startswith("not asked")]
     assert skipped and all("circuit breaker open" in s.metadata["fallback_reason"] for s in skipped)
-    assert mem.stats()["breaker"]["state"] in ("open", "half-open")
+    breaker = mem.stats().breaker
+    assert breaker is not None and breaker["state"] in ("open", "half-open")
+    early = conv.redo_fallbacks()  # the provider is still down: it stops, and says why in a type
+    assert early.stopped_by == "provider_down" and early.skipped and early.found == len(during)
+    assert list(early.to_dict()) == ["conversation_id", "found", "redone", "failed", "skipped", "seconds"]
     # the provider is back; after the cool-down one probe decides, and the model redoes them
     with fake_openai._lock:
         fake_openai._failures.clear()
     time.sleep(0.6)
     report = conv.redo_fallbacks()
     assert report.found == len(during) and report.redone and not report.failed and report.skipped is None
+    assert report.stopped_by is None
     after = {s.id: s for s in conv.summaries() if s.summarizer != "frontier"}
     assert set(after) == {s.id for s in during}  # same ids, same places in the DAG
-    assert {s.fallback_level for s in after.values()} == {0} and mem.stats()["breaker"]["state"] == "closed"
+    breaker = mem.stats().breaker
+    assert {s.fallback_level for s in after.values()} == {0} and breaker is not None and breaker["state"] == "closed"
     first = during[0]
     assert mem.store.summary_revisions(first.id)[0]["content"] == first.content  # the earlier text is kept
     assert after[first.id].metadata["redone"]["fallback_reason"] == first.metadata["fallback_reason"]
@@ -486,7 +492,7 @@ def test_stats_and_health_show_the_worker(store_target: StoreTarget, tmp_path: P
     conv.add_many(chat(100, words=30))
     assert mem.wait_idle(30)
     stats = mem.stats()
-    assert stats["compaction"] == "background" and stats["backlog"]["conversations"] == 0
-    assert stats["worker"]["summaries_written"] == len(conv.summaries()) and stats["worker"]["errors"] == 0
-    assert stats["worker"]["state"] in ("idle", "working")
+    assert stats.compaction == "background" and stats.backlog.conversations == 0
+    assert stats.worker["summaries_written"] == len(conv.summaries()) and stats.worker["errors"] == 0
+    assert stats.worker["state"] in ("idle", "working")
     mem.close()

@@ -48,4 +48,4 @@ def test_the_model_loads_after_a_burst_of_adds_not_during_it(tmp_path: Path) -> 
         assert embedder.warmed_after == [BURST]
         assert not warm_is_due(embedder)
         assert not mem.recaller.warming()
-        assert conv.backlog()["units_not_embedded"] == 0
+        assert conv.backlog().units_not_embedded == 0

@@ -16,6 +16,7 @@ from lossless.core.errors import (
     SummarizerError,
     ValidationError,
 )
+from lossless.core.stats import ConversationBacklog, ConversationStats, MemoryStats
 from lossless.core.types import (
     AssembledContext,
     ChatMessage,
@@ -37,9 +38,12 @@ __all__ = [
     "ContextItem",
     "ContextOverflowError",
     "Conversation",
+    "ConversationBacklog",
+    "ConversationStats",
     "GrepHit",
     "LosslessError",
     "Memory",
+    "MemoryStats",
     "Message",
     "MigrationError",
     "MissingDependencyError",

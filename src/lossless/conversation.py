@@ -12,9 +12,17 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 from lossless.agent.base import AgentServices
 from lossless.agent.emergency import RecoveryLog, call_with_recovery
 from lossless.agent.loop import arun_turn, run_turn
+from lossless.agent.results import (
+    ExpandResult,
+    GrepResult,
+    MessageDescription,
+    MessageSlice,
+    SummaryDescription,
+)
 from lossless.agent.tools import ToolBox
 from lossless.compaction.engine import CompactionReport, RedoReport
 from lossless.core.errors import StoreError, ValidationError
+from lossless.core.stats import ConversationBacklog, ConversationStats, SummarizerUsage
 from lossless.core.types import AssembledContext, ConversationInfo, GrepHit, Message, Summary
 from lossless.core.validate import NewMessage, validate_message
 from lossless.recall.dispatch import SearchMode
@@ -323,54 +331,57 @@ class Conversation:
         """lcm_grep / lcm_describe / lcm_expand scoped to this conversation."""
         return ToolBox(self.memory, self.id)
 
-    def grep(self, query: str, **kwargs: Any) -> dict[str, Any]:
+    def grep(self, query: str, **kwargs: Any) -> GrepResult:
         return self.tools.lcm_grep(query, **kwargs)
 
-    def describe(self, node_id: str) -> dict[str, Any]:
+    def describe(self, node_id: str) -> MessageDescription | SummaryDescription:
         return self.tools.lcm_describe(node_id)
 
-    def expand(self, summary_id: str, **kwargs: Any) -> dict[str, Any]:
+    def expand(self, summary_id: str, **kwargs: Any) -> ExpandResult | MessageSlice:
         return self.tools.lcm_expand(summary_id, **kwargs)
 
-    def backlog(self) -> dict[str, Any]:
+    def backlog(self) -> ConversationBacklog:
         """What the worker still owes this conversation: whether it is queued (and since
         when, whether a worker is on it now, failed attempts), messages not cut into
         retrieval units, units without a vector, and the compaction trigger that fires
-        (None: no compaction is due)."""
+        (None: no compaction is due). ``to_dict()`` is its JSON."""
         row = self.memory.backlog.row(self.id)
         recaller = self.memory.recaller
-        return {
-            "queued": row is not None,
-            "queued_seconds": row["queued_seconds"] if row else 0.0,
-            "in_progress": bool(row and row["in_progress"]),
-            "messages_not_indexed": recaller.uncut(self.id) if recaller.embedder is not None else 0,
-            "units_not_embedded": recaller.unembedded(self.id),
-            "compaction_due": self.memory.compactor.trigger(self.id) if self.memory.config.auto_compact else None,
-            "failed_attempts": row["attempts"] if row else 0,
-            "last_error": row["last_error"] if row else None,
-        }
+        return ConversationBacklog(
+            queued=row is not None,
+            queued_seconds=row.queued_seconds if row else 0.0,
+            in_progress=bool(row and row.in_progress),
+            messages_not_indexed=recaller.uncut(self.id) if recaller.embedder is not None else 0,
+            units_not_embedded=recaller.unembedded(self.id),
+            compaction_due=self.memory.compactor.trigger(self.id) if self.memory.config.auto_compact else None,
+            failed_attempts=row.attempts if row else 0,
+            last_error=row.last_error if row else None,
+        )
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> ConversationStats:
+        """Sizes, tokens, the DAG's depth and frontier, the raw tail, summarizer spend and
+        the backlog. ``to_dict()`` is its JSON (``lossless stats CONV --json``, the API)."""
         store = self.memory.store
         frontier = store.frontier(self.id)
         everything = store.summaries(self.id)
         covered = frontier[-1].last_seq if frontier else 0
         total = store.last_seq(self.id)
-        return {
-            "conversation": self.id,
-            "messages": total,
-            "message_tokens": store.token_sum(self.id, 1),
-            "summaries": len(everything),
-            "max_depth": max((s.depth for s in everything), default=-1),
-            "frontier_summaries": len(frontier),
-            "frontier_tokens": sum(s.token_count for s in frontier),
-            "raw_tail_messages": total - covered,
-            "raw_tail_tokens": store.token_sum(self.id, covered + 1),
-            "active_tokens": self.active_tokens(),
-            "context_window": self.memory.config.context_window,
-            **_usage(store.summarizer_usage(self.id), store.token_sum(self.id, 1)),
-            "backlog": self.backlog(),
-        }
+        message_tokens = store.token_sum(self.id, 1)
+        return ConversationStats(
+            conversation=self.id,
+            messages=total,
+            message_tokens=message_tokens,
+            summaries=len(everything),
+            max_depth=max((s.depth for s in everything), default=-1),
+            frontier_summaries=len(frontier),
+            frontier_tokens=sum(s.token_count for s in frontier),
+            raw_tail_messages=total - covered,
+            raw_tail_tokens=store.token_sum(self.id, covered + 1),
+            active_tokens=self.active_tokens(),
+            context_window=self.memory.config.context_window,
+            usage=SummarizerUsage.of(store.summarizer_usage(self.id), message_tokens),
+            backlog=self.backlog(),
+        )
 
     # -- async wrappers (one sync core, run in a worker thread) --------------------------
 
@@ -389,10 +400,10 @@ class Conversation:
     async def asearch(self, query: str, **kwargs: Any) -> list[GrepHit]:
         return await asyncio.to_thread(self.search, query, **kwargs)
 
-    async def agrep(self, query: str, **kwargs: Any) -> dict[str, Any]:
+    async def agrep(self, query: str, **kwargs: Any) -> GrepResult:
         return await asyncio.to_thread(self.grep, query, **kwargs)
 
-    async def aexpand(self, summary_id: str, **kwargs: Any) -> dict[str, Any]:
+    async def aexpand(self, summary_id: str, **kwargs: Any) -> ExpandResult | MessageSlice:
         return await asyncio.to_thread(self.expand, summary_id, **kwargs)
 
     async def aend(self) -> list[MemoryRecord]:
@@ -401,14 +412,6 @@ class Conversation:
 
 def _is_compact_command(msg: Message) -> bool:
     return msg.role == "user" and isinstance(msg.content, str) and msg.content.strip().lower() == "/compact"
-
-
-def _usage(usage: dict[str, Any], message_tokens: int) -> dict[str, Any]:
-    """Summarizer spend with the cost ratio: tokens sent to a summarizer model per token
-    ingested (0 for the offline extractive summarizer, which calls no model)."""
-    usage = dict(usage)
-    usage["summarizer_cost_ratio"] = round(usage["summarizer_input_tokens"] / message_tokens, 4) if message_tokens else 0.0
-    return usage
 
 
 def _new_text(msg: NewMessage) -> str:

@@ -22,6 +22,7 @@ from lossless.core import environ
 from lossless.core.config import Config
 from lossless.core.errors import NotFoundError, ValidationError
 from lossless.core.priority import query_running
+from lossless.core.stats import MemoryStats
 from lossless.core.tokens import TokenCounter, get_counter
 from lossless.core.types import ConversationInfo, GrepHit
 from lossless.core.validate import check_conversation_id
@@ -259,19 +260,14 @@ class Memory:
         time; waits (up to ``wait`` seconds) for a worker that holds it to end its turn."""
         return self.scheduler.foreground(conversation_id, wait)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> MemoryStats:
         """The store as a whole: how the work is run, the backlog (conversations owed
         work, since when, in progress, failing), this process's worker's counters, every
         worker that reported lately (any process sharing the store) and this process's
-        summarizer circuit breaker."""
+        summarizer circuit breaker. ``to_dict()`` is its JSON."""
         breaker = self.summarizer.breaker_state() if isinstance(self.summarizer, GuardedSummarizer) else None
-        return {
-            "compaction": self.config.compaction,
-            "backlog": self.backlog.summary(),
-            "worker": self.scheduler.worker_stats(),
-            "workers": self.backlog.workers(),
-            "breaker": breaker,
-        }
+        return MemoryStats(compaction=self.config.compaction, backlog=self.backlog.summary(),
+                           worker=self.scheduler.worker_stats(), workers=self.backlog.workers(), breaker=breaker)
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop the worker after the step in hand (waiting at most ``timeout`` seconds;

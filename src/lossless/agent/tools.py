@@ -13,8 +13,26 @@ import json
 import time
 from collections.abc import Collection, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+from lossless.agent.results import (
+    ExpandedMessage,
+    ExpandedSummary,
+    ExpandResult,
+    FirstSlice,
+    GrepResult,
+    HitDict,
+    LargeContent,
+    MessageBrief,
+    MessageDescription,
+    MessageSlice,
+    PartialMessage,
+    PartialSummary,
+    SummaryBrief,
+    SummaryDescription,
+    ToolParts,
+    ToolResult,
+)
 from lossless.context.explore import explore
 from lossless.context.paging import page_chars, page_count, text_sha256, token_slice
 from lossless.core.errors import CompactionBusyError, LosslessError, NotFoundError, ValidationError
@@ -125,10 +143,10 @@ def _time(dt: datetime) -> str:
     return dt.isoformat()
 
 
-def hit_dict(h: GrepHit) -> dict[str, Any]:
+def hit_dict(h: GrepHit) -> HitDict:
     """A search hit as the tools and the CLI return it (JSON-ready); ``matched`` (vector,
     keyword or both) only from a semantic or hybrid search."""
-    out = {"id": h.id, "kind": h.kind, "conversation_id": h.conversation_id, "first_seq": h.first_seq,
+    out: HitDict = {"id": h.id, "kind": h.kind, "conversation_id": h.conversation_id, "first_seq": h.first_seq,
            "last_seq": h.last_seq, "role": h.role, "depth": h.depth, "created_at": _time(h.created_at),
            "score": h.score, "snippet": h.snippet}
     if h.matched is not None:
@@ -136,19 +154,24 @@ def hit_dict(h: GrepHit) -> dict[str, Any]:
     return out
 
 
-def _summary_brief(node: Summary) -> dict[str, Any]:
+def _summary_brief(node: Summary) -> SummaryBrief:
     return {
         "id": node.id, "kind": "summary", "depth": node.depth, "first_seq": node.first_seq, "last_seq": node.last_seq,
         "earliest_at": _time(node.earliest_at), "latest_at": _time(node.latest_at), "tokens": node.token_count,
     }
 
 
-def _message_brief(msg: Message) -> dict[str, Any]:
+def _message_brief(msg: Message) -> MessageBrief:
     return {"id": msg.id, "kind": "message", "seq": msg.seq, "role": msg.role, "name": msg.name,
             "created_at": _time(msg.created_at), "tokens": msg.token_count}
 
 
-def _message_body(msg: Message) -> tuple[str, str]:
+class _SliceExtra(TypedDict, total=False):
+    tokens: int
+    tool_call_id: str
+
+
+def _message_body(msg: Message) -> tuple[str, Literal["content", "parts"]]:
     """The text a message is paged through, and what it is: its content string exactly
     as stored ("content"), or, for content parts, their text as the tools render it
     ("parts")."""
@@ -222,7 +245,7 @@ class ToolBox:
 
     def lcm_grep(self, query: str, mode: str = "fts", scope: str = "all", role: str | None = None,
                  since: str | datetime | None = None, until: str | datetime | None = None,
-                 sort: str = "relevance", limit: int = 10) -> dict[str, Any]:
+                 sort: str = "relevance", limit: int = 10) -> GrepResult:
         kinds = {"all": ("message", "summary"), "messages": ("message",), "summaries": ("summary",)}.get(scope)
         if kinds is None:
             raise ValidationError(f"scope must be all, messages or summaries; got {scope!r}")
@@ -249,37 +272,12 @@ class ToolBox:
         hits = run_search(self.memory.store, self.memory.recaller, spec)
         return {"query": query, "count": len(hits), "hits": [hit_dict(h) for h in hits]}
 
-    def lcm_describe(self, id: str) -> dict[str, Any]:
+    def lcm_describe(self, id: str) -> MessageDescription | SummaryDescription:
         node = self.node(id)
         store = self.memory.store
         if isinstance(node, Message):
-            leaf = self._leaf_for(node)
-            importance = score_message(node)
-            text, source = _message_body(node)
-            large = node.token_count > self.large_content_tokens
-            out = {**_message_brief(node), "conversation_id": node.conversation_id,
-                   "metadata": node.metadata, "external_id": node.external_id,
-                   "summarized_in": leaf.id if leaf else None,
-                   "importance": {"value": importance.value,
-                                  "reasons": [{"label": r.label, "weight": r.weight, "evidence": r.evidence}
-                                              for r in importance.reasons],
-                                  "explanation": importance.explain()},
-                   "preview": message_text(node)[:300],
-                   "large": large}
-            if large:
-                exploration = explore(text, max_tokens=self.explore_tokens, counter=self.memory.counter,
-                                      hint=self._content_hint(node)).as_dict()
-                exploration["stats"].setdefault("tokens", node.token_count)
-                size = page_chars(len(text), node.token_count)
-                pages = page_count(len(text), size)
-                out.update({
-                    "exploration": exploration, "total_chars": len(text), "sha256": text_sha256(text),
-                    "text_source": source, "page_chars": size, "pages": pages,
-                    "read": (f"lcm_expand(id={node.id!r}, page=1) … page={pages} ({size:,} characters each), "
-                             "or offset=N with max_tokens; slices join to the exact original"),
-                })
-            return out
-        sources: list[dict[str, Any]] = []
+            return self._describe_message(node)
+        sources: list[SummaryBrief | MessageBrief] = []
         for ref in node.sources:
             if ref.kind == "summary":
                 sources.append(_summary_brief(store.get_summary(ref.id)))
@@ -300,6 +298,35 @@ class ToolBox:
             "metadata": node.metadata,
             "content": node.content,
         }
+
+    def _describe_message(self, node: Message) -> MessageDescription:
+        """``lcm_describe`` of a message: with an exploration of its content when large."""
+        leaf = self._leaf_for(node)
+        importance = score_message(node)
+        large = node.token_count > self.large_content_tokens
+        content: LargeContent = {}
+        if large:
+            text, source = _message_body(node)
+            exploration = explore(text, max_tokens=self.explore_tokens, counter=self.memory.counter,
+                                  hint=self._content_hint(node)).as_dict()
+            exploration["stats"].setdefault("tokens", node.token_count)
+            size = page_chars(len(text), node.token_count)
+            pages = page_count(len(text), size)
+            content = {
+                "exploration": exploration, "total_chars": len(text), "sha256": text_sha256(text),
+                "text_source": source, "page_chars": size, "pages": pages,
+                "read": (f"lcm_expand(id={node.id!r}, page=1) … page={pages} ({size:,} characters each), "
+                         "or offset=N with max_tokens; slices join to the exact original"),
+            }
+        return {**_message_brief(node), "conversation_id": node.conversation_id,
+                "metadata": node.metadata, "external_id": node.external_id,
+                "summarized_in": leaf.id if leaf else None,
+                "importance": {"value": importance.value,
+                               "reasons": [{"label": r.label, "weight": r.weight, "evidence": r.evidence}
+                                           for r in importance.reasons],
+                               "explanation": importance.explain()},
+                "preview": message_text(node)[:300],
+                "large": large, **content}
 
     def _leaf_for(self, msg: Message) -> Summary | None:
         return self.memory.store.leaf_for(msg.conversation_id, msg.seq)
@@ -331,7 +358,7 @@ class ToolBox:
 
     def lcm_expand(self, id: str, to: str = "messages", max_tokens: int = 4000,
                    from_seq: int | None = None, offset: int = 0, max_chars: int | None = None,
-                   page: int | None = None) -> dict[str, Any]:
+                   page: int | None = None) -> ExpandResult | MessageSlice:
         if to not in ("messages", "sources"):
             raise ValidationError(f"to must be 'messages' or 'sources'; got {to!r}")
         _check_int(max_tokens, "max_tokens", minimum=1)
@@ -352,7 +379,7 @@ class ToolBox:
             raise ValidationError(f"{id!r} is a summary: offset, max_chars and page read one message (msg_…); "
                                   "page through a summary with max_tokens and from_seq")
         store = self.memory.store
-        items: list[dict[str, Any]] = []
+        items: list[ExpandedMessage | PartialMessage | ExpandedSummary | PartialSummary] = []
         spent = 0
         truncated = False
         next_seq: int | None = None
@@ -363,45 +390,50 @@ class ToolBox:
                     continue
                 if spent + child.token_count > max_tokens:
                     if not items:  # the first alone is over: a slice of it, never more than asked
-                        item, spent = self._partial(_summary_brief(child), child.content, max_tokens)
-                        items.append(item)
+                        first, spent = self._first_slice(child.content, max_tokens)
+                        piece: PartialSummary = {**_summary_brief(child), **first}
+                        items.append(piece)
                         following = child.last_seq + 1
                     else:
                         following = child.first_seq
                     truncated, next_seq = True, following if following <= node.last_seq else None
                     break
-                items.append({**_summary_brief(child), "content": child.content})
+                whole: ExpandedSummary = {**_summary_brief(child), "content": child.content}
+                items.append(whole)
                 spent += child.token_count
         else:
             start = max(node.first_seq, from_seq or node.first_seq)
             for msg in store.get_messages(node.conversation_id, start, node.last_seq):
                 if spent + msg.token_count > max_tokens:
                     if not items:  # the first alone is over: a slice of it, never more than asked
-                        item, spent = self._partial({**_message_brief(msg), "header": message_header(msg)},
-                                                    _message_body(msg)[0], max_tokens)
-                        items.append(item)
+                        first, spent = self._first_slice(_message_body(msg)[0], max_tokens)
+                        cut: PartialMessage = {**_message_brief(msg), "header": message_header(msg), **first}
+                        items.append(cut)
                         following = msg.seq + 1
                     else:
                         following = msg.seq
                     truncated, next_seq = True, following if following <= node.last_seq else None
                     break
-                items.append({**_message_brief(msg), "header": message_header(msg), "content": msg.content,
-                              **({"tool_calls": list(msg.tool_calls)} if msg.tool_calls else {}),
-                              **({"tool_call_id": msg.tool_call_id} if msg.tool_call_id else {})})
+                tools: ToolParts = {}
+                if msg.tool_calls:
+                    tools["tool_calls"] = list(msg.tool_calls)
+                if msg.tool_call_id:
+                    tools["tool_call_id"] = msg.tool_call_id
+                items.append({**_message_brief(msg), "header": message_header(msg), "content": msg.content, **tools})
                 spent += msg.token_count
-        return {"id": node.id, "to": to, "first_seq": node.first_seq, "last_seq": node.last_seq, "tokens": spent,
+        return {"id": node.id, "to": "sources" if to == "sources" else "messages", "first_seq": node.first_seq, "last_seq": node.last_seq, "tokens": spent,
                 "truncated": truncated, "next_from_seq": next_seq, "items": items}
 
-    def _partial(self, brief: dict[str, Any], text: str, max_tokens: int) -> tuple[dict[str, Any], int]:
-        """An item whose text alone is over ``max_tokens``: its first slice within them,
-        marked ``partial`` with where the rest starts (read it by the item's own id with
-        ``offset=next_offset``), and the tokens the slice holds."""
+    def _first_slice(self, text: str, max_tokens: int) -> tuple[FirstSlice, int]:
+        """For an item whose text alone is over ``max_tokens``: its first slice within
+        them, marked ``partial`` with where the rest starts (read it by the item's own id
+        with ``offset=next_offset``), and the tokens the slice holds."""
         end, tokens = token_slice(text, 0, max_tokens, self.memory.counter)
-        return {**brief, "content": text[:end], "partial": True, "next_offset": end if end < len(text) else None,
+        return {"content": text[:end], "partial": True, "next_offset": end if end < len(text) else None,
                 "total_chars": len(text)}, tokens
 
     def _read_message(self, msg: Message, *, max_tokens: int, offset: int, max_chars: int | None,
-                      page: int | None) -> dict[str, Any]:
+                      page: int | None) -> MessageSlice:
         """One exact slice of a message's text: a page, ``max_chars`` characters, or
         about ``max_tokens`` tokens, from ``offset``."""
         text, source = _message_body(msg)
@@ -424,24 +456,25 @@ class ToolBox:
                 end = min(total, start + max_chars)
             else:
                 end, tokens = token_slice(text, start, max_tokens, self.memory.counter)
-        out: dict[str, Any] = {
+        extra: _SliceExtra = {}  # (before the content, which comes last)
+        if tokens is not None:
+            extra["tokens"] = tokens
+        if msg.tool_call_id:
+            extra["tool_call_id"] = msg.tool_call_id
+        return {
             "id": msg.id, "kind": "message", "conversation_id": msg.conversation_id, "seq": msg.seq,
             "role": msg.role, "header": message_header(msg), "text_source": source,
             "offset": start, "next_offset": end if end < total else None, "chars": end - start,
             "total_chars": total, "page_chars": size, "pages": pages,
             "page": page,
             "sha256": text_sha256(text),
+            **extra,
+            "content": text[start:end],
         }
-        if tokens is not None:
-            out["tokens"] = tokens
-        if msg.tool_call_id:
-            out["tool_call_id"] = msg.tool_call_id
-        out["content"] = text[start:end]
-        return out
 
     # -- tool calling -------------------------------------------------------------------
 
-    def call(self, name: str, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    def call(self, name: str, arguments: Mapping[str, Any] | str | None) -> ToolResult:
         """Run one tool by name with JSON arguments; raises on bad input."""
         if name not in TOOL_NAMES:
             raise ValidationError(f"unknown tool {name!r} (known: {', '.join(TOOL_NAMES)})")
@@ -460,7 +493,7 @@ class ToolBox:
         missing = [k for k in _SPECS[name]["parameters"]["required"] if k not in args]
         if missing:
             raise ValidationError(f"{name} needs argument(s): {', '.join(missing)}")
-        result: dict[str, Any] = getattr(self, name)(**args)
+        result: ToolResult = getattr(self, name)(**args)
         return result
 
     def _wait_for_compaction(self) -> None:
@@ -494,7 +527,7 @@ class ToolBox:
         error = False
         try:
             self._wait_for_compaction()
-            payload: dict[str, Any] = self.call(str(name), args)
+            payload: ToolResult | dict[str, str] = self.call(str(name), args)
         except LosslessError as exc:
             payload, error = {"error": str(exc)}, True
         content = json.dumps(payload, ensure_ascii=False, default=str)

@@ -15,6 +15,7 @@ import apsw
 from rich.table import Table
 from rich.text import Text
 
+from lossless.agent.results import MessageSlice
 from lossless.agent.tools import hit_dict
 from lossless.cli import render
 from lossless.cli.add_cmd import cmd_add  # re-exported: ``add`` has a module of its own now
@@ -24,6 +25,7 @@ from lossless.cli.owed import owed_text, store_owed
 from lossless.conversation import Conversation
 from lossless.core.errors import StoreError
 from lossless.core.render import content_text
+from lossless.core.stats import SummarizerUsage
 from lossless.core.types import ROLES, ConversationInfo, Message
 from lossless.core.validate import parse_datetime
 from lossless.engine import Memory
@@ -441,7 +443,7 @@ def cmd_expand(ctx: CommandContext) -> int:
     if ctx.json:
         ctx.emit_json(result)
         return 0
-    if result.get("kind") == "message":
+    if "kind" in result:  # a message, read a slice at a time
         _print_slice(ctx, result)
         return 0
     for part in render.expand_items(result):
@@ -449,17 +451,18 @@ def cmd_expand(ctx: CommandContext) -> int:
     ctx.out.rule(style="dim")
     footer = Text(f"{len(result['items'])} item(s), {result['tokens']} tokens "
                   f"of {result['id']} #{result['first_seq']}–#{result['last_seq']}")
-    cut = next((i for i in result["items"] if i.get("partial") and i.get("next_offset") is not None), None)
-    if cut is not None:
-        footer.append(f" · {cut['id']} cut at {cut['next_offset']:,} of {cut['total_chars']:,} characters: "
-                      f"the rest with `lossless expand {cut['id']} --offset {cut['next_offset']}`", style="yellow")
-    if result.get("truncated") and result.get("next_from_seq") is not None:
+    for cut in result["items"]:
+        if "partial" in cut and cut["next_offset"] is not None:
+            footer.append(f" · {cut['id']} cut at {cut['next_offset']:,} of {cut['total_chars']:,} characters: "
+                          f"the rest with `lossless expand {cut['id']} --offset {cut['next_offset']}`", style="yellow")
+            break
+    if result["truncated"] and result["next_from_seq"] is not None:
         footer.append(f" · truncated: continue with --from-seq {result['next_from_seq']}", style="yellow")
     ctx.out.print(footer, soft_wrap=True)
     return 0
 
 
-def _print_slice(ctx: CommandContext, result: dict[str, Any]) -> None:
+def _print_slice(ctx: CommandContext, result: MessageSlice) -> None:
     """A message slice: the text exactly as stored on stdout (so pages written one after
     another rebuild the original), where it is and how to go on on stderr."""
     sys.stdout.write(result["content"])
@@ -492,10 +495,10 @@ def _redo_fallbacks(ctx: CommandContext) -> int:
             report = conv.redo_fallbacks(progress=advance)
             offset += report.found
             reports.append(report)
-            if report.skipped and "unavailable" in report.skipped:
+            if report.stopped_by == "provider_down":
                 break  # the next conversation would find the provider down too
     if ctx.json:
-        ctx.emit_json([dataclasses.asdict(r) for r in reports])
+        ctx.emit_json([r.to_dict() for r in reports])
     else:
         for r in reports:
             if not r.found:
@@ -593,18 +596,16 @@ def _total_stats(ctx: CommandContext) -> dict[str, Any]:
                 continue
             stats = conv.stats()
             totals["conversations"] += 1
-            for key in _STAT_KEYS:
-                totals[key] = max(totals[key], stats[key]) if key == "max_depth" else totals[key] + stats[key]
+            for key in _STAT_KEYS:  # (ConversationStats fields, all ints)
+                value: int = getattr(stats, key)
+                totals[key] = max(totals[key], value) if key == "max_depth" else totals[key] + value
         if len(batch) < 1000:
             break
-    usage = memory.store.summarizer_usage()
-    totals.update(usage)
-    tokens = totals["message_tokens"]
-    totals["summarizer_cost_ratio"] = round(usage["summarizer_input_tokens"] / tokens, 4) if tokens else 0.0
+    totals.update(SummarizerUsage.of(memory.store.summarizer_usage(), totals["message_tokens"]).to_dict())
     path = ctx.db_path()
     totals["database_bytes"] = path.stat().st_size if not isinstance(path, str) and path.exists() else 0
     # the background work: what is owed, and the workers that reported lately (any process)
-    totals["backlog"] = memory.backlog.summary()
+    totals["backlog"] = memory.backlog.summary().to_dict()
     # what the embedder is owed, queued or not (e.g. stored before the embeddings extra was installed)
     owed = memory.recaller.count_unembedded()
     totals["not_embedded"] = owed if owed is not None else "no embedder (keyword recall only)"
@@ -644,10 +645,10 @@ def cmd_stats(ctx: CommandContext) -> int:
         from lossless.cli.compression import compression_stats, plot_compression
 
         conv = ctx.existing_conversation(ctx.args.conversation)
-        stats = conv.stats()
-        stats.update(compression_stats(conv, stats))
+        numbers = conv.stats()
+        stats = {**numbers.to_dict(), **compression_stats(conv, numbers)}
         if plot:
-            stats["plot"] = str(plot_compression(conv, stats, plot))
+            stats["plot"] = str(plot_compression(conv, numbers, plot))
     elif plot:
         raise CommandError("stats --plot draws one conversation: give CONV")
     else:

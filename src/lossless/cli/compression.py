@@ -8,11 +8,12 @@ from typing import Any
 
 from lossless.conversation import Conversation
 from lossless.core.errors import MissingDependencyError, ValidationError
+from lossless.core.stats import ConversationStats
 
 __all__ = ["compression_stats", "plot_compression"]
 
 
-def compression_stats(conv: Conversation, stats: dict[str, Any]) -> dict[str, Any]:
+def compression_stats(conv: Conversation, stats: ConversationStats) -> dict[str, Any]:
     """Raw tokens against the active context (frontier summaries + raw tail), their ratio,
     and the summaries and their tokens at each depth of the DAG."""
     summaries = conv.summaries()
@@ -20,7 +21,7 @@ def compression_stats(conv: Conversation, stats: dict[str, Any]) -> dict[str, An
     tokens: Counter[int] = Counter()
     for s in summaries:
         tokens[s.depth] += s.token_count
-    raw, active = int(stats["message_tokens"]), int(stats["active_tokens"])
+    raw, active = stats.message_tokens, stats.active_tokens
     return {
         "raw_tokens": raw,
         "active_context_tokens": active,
@@ -30,7 +31,7 @@ def compression_stats(conv: Conversation, stats: dict[str, Any]) -> dict[str, An
     }
 
 
-def plot_compression(conv: Conversation, stats: dict[str, Any], path: str) -> Path:
+def plot_compression(conv: Conversation, stats: ConversationStats, path: str) -> Path:
     """Draw the compression to a PNG: raw history beside the active context (summaries and
     raw tail), and the summaries at each depth. matplotlib is imported only here."""
     target = Path(path)
@@ -47,7 +48,7 @@ def plot_compression(conv: Conversation, stats: dict[str, Any], path: str) -> Pa
     fig = Figure(figsize=(10, 4.2), layout="constrained")
     FigureCanvasAgg(fig)  # attaches itself to the figure: no pyplot, no global backend
     left, right = fig.subplots(1, 2)
-    frontier, tail = int(stats["frontier_tokens"]), int(stats["raw_tail_tokens"])
+    frontier, tail = stats.frontier_tokens, stats.raw_tail_tokens
     left.bar(["raw history"], [extra["raw_tokens"]], color="#9aa5b1")
     left.bar(["active context"], [tail], color="#f0b429", label="raw tail")
     left.bar(["active context"], [frontier], bottom=[tail], color="#2680c2", label="frontier summaries")

@@ -195,8 +195,8 @@ class CommandContext:
                 bar.update(finished, owed.total)
         if not done:
             left = memory.backlog.summary()
-            errors = "; ".join(f"{e['conversation']}: {e['error']}" for e in left["errors"][:2])
-            self.err.print(Text(f"note: work is still owed to {left['conversations']:,} conversation(s)"
+            errors = "; ".join(f"{e['conversation']}: {e['error']}" for e in left.errors[:2])
+            self.err.print(Text(f"note: work is still owed to {left.conversations:,} conversation(s)"
                                 f"{f' ({errors})' if errors else ''}; `lossless worker` carries on"),
                            soft_wrap=True)
 

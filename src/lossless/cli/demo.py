@@ -162,12 +162,12 @@ def cmd_demo(ctx: CommandContext) -> int:
 
     _section(ctx, "1 · ingest")
     ctx.out.print(render.key_values({
-        "messages": f"{stats['messages']:,}",
-        "tokens ingested": f"{stats['message_tokens']:,}",
-        "summaries": f"{stats['summaries']:,} (depth {stats['max_depth']}, {stats['frontier_summaries']} on the frontier)",
-        "active context": f"{stats['active_tokens']:,} tokens "
-                          f"({stats['frontier_tokens']:,} in summaries + {stats['raw_tail_tokens']:,} in "
-                          f"{stats['raw_tail_messages']} raw messages)",
+        "messages": f"{stats.messages:,}",
+        "tokens ingested": f"{stats.message_tokens:,}",
+        "summaries": f"{stats.summaries:,} (depth {stats.max_depth}, {stats.frontier_summaries} on the frontier)",
+        "active context": f"{stats.active_tokens:,} tokens "
+                          f"({stats.frontier_tokens:,} in summaries + {stats.raw_tail_tokens:,} in "
+                          f"{stats.raw_tail_messages} raw messages)",
         "seconds": f"{ingest_seconds:.1f}",
     }))
 
@@ -197,10 +197,12 @@ def cmd_demo(ctx: CommandContext) -> int:
     if leaves:
         leaf = leaves[0]
         _section(ctx, f"5 · lossless expand {leaf.id} (oldest leaf, 2 of {leaf.message_count} messages)")
-        result = conv.tools.lcm_expand(leaf.id, max_tokens=100_000)
-        for item in result["items"][:2]:
-            ctx.out.print(Text(str(item["header"]), style="bold yellow"))
-            ctx.out.print(_clip(chat_message_text(item)))
+        expanded = conv.tools.lcm_expand(leaf.id, max_tokens=100_000)
+        assert "items" in expanded  # (a summary's expansion, not a message's slice)
+        for original in expanded["items"][:2]:
+            if original["kind"] == "message":  # (a leaf covers messages)
+                ctx.out.print(Text(original["header"], style="bold yellow"))
+                ctx.out.print(_clip(chat_message_text(original)))
 
     ctx.out.print()
     ctx.out.rule(style="dim")

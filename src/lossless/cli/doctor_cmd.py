@@ -333,8 +333,8 @@ def check_contents(memory: Memory) -> list[Check]:
 def check_work(memory: Memory) -> list[Check]:
     """The backlog of compaction and embedding, the workers, and their circuit breakers."""
     backlog = memory.backlog.summary()
-    owed, oldest, failing = backlog["conversations"], backlog["oldest_seconds"], backlog["failing"]
-    errors = "; ".join(f"{e['conversation']}: {e['error']}" for e in backlog["errors"][:3])
+    owed, oldest, failing = backlog.conversations, backlog.oldest_seconds, backlog.failing
+    errors = "; ".join(f"{e['conversation']}: {e['error']}" for e in backlog.errors[:3])
     vectors = _unembedded(memory)
     if not owed:
         out = [Check("work", "backlog", "ok", "nothing owed: every conversation is compacted and embedded"
@@ -367,8 +367,8 @@ def check_work(memory: Memory) -> list[Check]:
                              "the breaker probes again by itself"))
         else:
             out.append(Check("work", "worker", "ok", f"{line}; breaker closed"))
-    own = memory.stats().get("breaker")
-    if isinstance(own, dict) and own.get("state") not in (None, "closed"):
+    own = memory.stats().breaker
+    if own is not None and own["state"] != "closed":
         out.append(Check("work", "breaker", "warn", f"this process's summarizer breaker is {own['state']}",
                          "check the summarizer's provider"))
     return out

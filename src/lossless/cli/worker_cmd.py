@@ -17,6 +17,7 @@ from rich.text import Text
 
 from lossless.cli.context import CommandContext
 from lossless.cli.options import Subparsers, command_parents
+from lossless.core.stats import BacklogSummary
 
 __all__ = ["cmd_worker", "register"]
 
@@ -65,7 +66,7 @@ def cmd_worker(ctx: CommandContext) -> int:
         ctx.err.print(Text(f"lossless worker: {len(found):,} conversation(s) stored without vectors for this "
                            "embedder, queued", style="dim"), soft_wrap=True)
     owed = memory.backlog.summary()
-    ctx.err.print(Text(f"lossless worker: serving {ctx.db_path()} ({owed['conversations']:,} conversation(s) owed "
+    ctx.err.print(Text(f"lossless worker: serving {ctx.db_path()} ({owed.conversations:,} conversation(s) owed "
                        f"work{_oldest(owed)}); Ctrl-C stops after the step in hand", style="dim"), soft_wrap=True)
     last = [time.monotonic()]
 
@@ -77,7 +78,7 @@ def cmd_worker(ctx: CommandContext) -> int:
         left = memory.backlog.summary()
         ctx.err.print(Text(f"{'done' if final else 'working'}: {s['turns']:,} turns, {s['summaries_written']:,} "
                            f"summaries, {s['units_embedded']:,} units embedded ({s['units_per_busy_second']:,} "
-                           f"per busy second), {s['errors']:,} errors; {left['conversations']:,} conversation(s) "
+                           f"per busy second), {s['errors']:,} errors; {left.conversations:,} conversation(s) "
                            f"still owed work{_oldest(left)}"), soft_wrap=True)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -95,9 +96,9 @@ def cmd_worker(ctx: CommandContext) -> int:
             signal.signal(sig, handler)
     status(final=True)
     if ctx.json:
-        ctx.emit_json({"worker": worker.status(), "backlog": memory.backlog.summary()})
+        ctx.emit_json({"worker": worker.status(), "backlog": memory.backlog.summary().to_dict()})
     return 0
 
 
-def _oldest(summary: dict[str, Any]) -> str:
-    return f", the oldest for {summary['oldest_seconds']:,.0f} s" if summary["conversations"] else ""
+def _oldest(summary: BacklogSummary) -> str:
+    return f", the oldest for {summary.oldest_seconds:,.0f} s" if summary.conversations else ""

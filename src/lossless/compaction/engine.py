@@ -38,10 +38,17 @@ FALLBACK_NORMAL, FALLBACK_AGGRESSIVE, FALLBACK_EXTRACTIVE = 0, 1, 2
 _PAGE = 1000  # raw messages read per query while cutting leaf chunks
 
 
+#: why :meth:`Compactor.redo_fallbacks` stopped early: the summarizer is the extractive
+#: one (nothing to redo them with), another compaction holds the conversation, or the
+#: provider is still unavailable (its breaker is open)
+RedoStop = Literal["extractive", "busy", "provider_down"]
+
+
 @dataclass
 class RedoReport:
     """What :meth:`Compactor.redo_fallbacks` did: the fallback summaries it found, those
-    the model wrote again, those it still could not, and why it stopped early, if so."""
+    the model wrote again, those it still could not, and why it stopped early, if so
+    (``stopped_by`` for a caller that branches on it, ``skipped`` in words)."""
 
     conversation_id: str
     found: int = 0
@@ -49,6 +56,13 @@ class RedoReport:
     failed: list[str] = field(default_factory=list)
     skipped: str | None = None
     seconds: float = 0.0
+    stopped_by: RedoStop | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON ``lossless compact --redo-fallbacks --json`` gives (``skipped`` says
+        why it stopped)."""
+        return {"conversation_id": self.conversation_id, "found": self.found, "redone": list(self.redone),
+                "failed": list(self.failed), "skipped": self.skipped, "seconds": self.seconds}
 
 
 @dataclass(frozen=True)
@@ -312,15 +326,17 @@ class Compactor:
             return report
         if self.summarizer.name == self.fallback.name:
             report.skipped = "the summarizer is the offline extractive one: configure a model to redo them with"
+            report.stopped_by = "extractive"
             return report
         with self.holding(conversation_id, "redo fallbacks", wait) as held:
             if isinstance(held, Busy):
-                report.skipped = held.why
+                report.skipped, report.stopped_by = held.why, "busy"
                 return report
             for done, node in enumerate(nodes):
                 down = self.summarizer.unavailable() if isinstance(self.summarizer, GuardedSummarizer) else None
                 if down is not None:
                     report.skipped = f"the provider is still unavailable: {down}"
+                    report.stopped_by = "provider_down"
                     break
                 redone = self._redo(node)
                 if redone is None:

@@ -11,11 +11,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
 
 from lossless.compaction.base import WorkerEngine
 from lossless.compaction.worker import Worker, WorkerStats, owed
 from lossless.core.owners import live, new_owner, retire
+from lossless.core.stats import WorkerCounters
 
 __all__ = ["Scheduler"]
 
@@ -92,7 +92,7 @@ class Scheduler:
             worker.start()
             worker.notify()
 
-    def worker_stats(self) -> dict[str, Any]:
+    def worker_stats(self) -> WorkerCounters:
         """The counters of this process's worker (the thread's, else the caller's)."""
         worker = self._thread_worker if self._thread_worker is not None else self._here_worker
         return worker.stats.as_dict() if worker is not None else WorkerStats().as_dict()
@@ -214,7 +214,7 @@ class Scheduler:
             while True:
                 claimed = bool(self.backlog.claim(owner, limit=1, conversation_ids=[conversation_id]))
                 row = None if claimed else self.backlog.row(conversation_id)
-                if claimed or row is None or not row["in_progress"] or time.monotonic() >= deadline:
+                if claimed or row is None or not row.in_progress or time.monotonic() >= deadline:
                     break
                 time.sleep(0.05)
             yield

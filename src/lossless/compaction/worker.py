@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from lossless.core.owners import live, new_owner, retire
 from lossless.core.priority import mark_background
+from lossless.core.stats import WorkerCounters
 from lossless.embed.base import Warmable, warm_done, warm_due
 from lossless.store import unembedded
 from lossless.store.backlog import WORKER_HEARTBEAT_SECONDS, Claim
@@ -97,10 +98,10 @@ class WorkerStats:
     current: str | None = None  # the conversation in hand
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> WorkerCounters:
         with self.lock:
             busy = self.busy_seconds
-            out = {
+            return {
                 "state": self.state,
                 "uptime_seconds": round(time.time() - self.started_ts, 1) if self.started_ts else 0.0,
                 "busy_seconds": round(busy, 2),
@@ -113,11 +114,10 @@ class WorkerStats:
                 "memories_forgotten": self.memories_forgotten,
                 "last_error": self.last_error,
                 "current": self.current,
+                # the catch-up rate: what a busy second gets done
+                "units_per_busy_second": round(self.units_embedded / busy, 1) if busy > 0 else 0.0,
+                "summaries_per_busy_second": round(self.summaries / busy, 2) if busy > 0 else 0.0,
             }
-        # the catch-up rate: what a busy second gets done
-        out["units_per_busy_second"] = round(self.units_embedded / busy, 1) if busy > 0 else 0.0
-        out["summaries_per_busy_second"] = round(self.summaries / busy, 2) if busy > 0 else 0.0
-        return out
 
 
 def owed(engine: WorkerEngine, conversation_id: str) -> int:
@@ -385,10 +385,9 @@ class Worker:
         """The counters, with the circuit breaker of the summarizer it compacts with."""
         from lossless.summarize.base import GuardedSummarizer
 
-        out = self.stats.as_dict()
         summarizer = self.engine.summarizer
-        out["breaker"] = summarizer.breaker_state() if isinstance(summarizer, GuardedSummarizer) else None
-        return out
+        breaker = summarizer.breaker_state() if isinstance(summarizer, GuardedSummarizer) else None
+        return {**self.stats.as_dict(), "breaker": breaker}
 
     def _report(self, owner: str, kind: str, started: float) -> None:
         """Write the worker's row if what it says changed, else only when the heartbeat is

@@ -114,7 +114,7 @@ class Assembler:
                 unembedded = recaller.unembedded(cid)
             except EmbedderError as exc:  # the model does not load: the recall above said so already
                 log.debug("lossless: units not embedded are not counted: %s", exc)
-        return Lag(seconds=row["queued_seconds"],
+        return Lag(seconds=row.queued_seconds,
                    raw_messages=last - self.store.covered_seq(cid),
                    messages_not_indexed=recaller.uncut(cid) if recaller is not None and embedding else 0,
                    units_not_embedded=unembedded)

@@ -106,7 +106,7 @@ def add_resources(server: MCPServer[Any], mem: Callable[[], Memory]) -> None:
             frontier = [s.id for s in conv.frontier()]
             nodes = [{"id": s.id, "depth": s.depth, "first_seq": s.first_seq, "last_seq": s.last_seq,
                       "tokens": s.token_count, "sources": [r.id for r in s.sources]} for s in conv.summaries()]
-            return {"stats": public(conv.stats(), t), "frontier": frontier, "summaries": nodes}
+            return {"stats": public(conv.stats().to_dict(), t), "frontier": frontier, "summaries": nodes}
 
         result: dict[str, Any] = await _read(read)
         return result

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from lossless.core.owners import HOST, holder_is_dead
+from lossless.core.stats import BacklogError, BacklogSummary
 from lossless.store.runner import SQLRunner, sql_runner
 
-__all__ = ["QUEUE_SQL", "WORKER_HEARTBEAT_SECONDS", "Backlog", "Claim"]
+__all__ = ["QUEUE_SQL", "WORKER_HEARTBEAT_SECONDS", "Backlog", "BacklogRow", "Claim"]
 
 # A worker writes its row in ``workers`` when what it reports changes (at most every few
 # seconds), else once this often; readers count a row as a running worker for two of these
@@ -56,6 +57,19 @@ class Claim:
     queued_ts: float
     attempts: int
     force_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BacklogRow:
+    """One conversation's backlog row as :meth:`Backlog.row` reads it: the seq its work
+    must reach, since when it has been owed, whether a worker holds it now, its failed
+    attempts and the last error."""
+
+    queued_seq: int
+    queued_seconds: float
+    in_progress: bool
+    attempts: int
+    last_error: str | None
 
 
 class Backlog:
@@ -236,7 +250,7 @@ class Backlog:
                 f"AND conversation_id IN ({','.join('?' * len(chunk))})", [now, now, *chunk])]
         return out
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> BacklogSummary:
         """How far behind the workers are: conversations queued, since when the oldest
         work has been owed, how many are being worked on now, and the failing ones."""
         now = time.time()
@@ -245,13 +259,13 @@ class Backlog:
             "coalesce(sum(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), 0) FROM backlog", (now,))[0]
         errors = self.runner.query("SELECT conversation_id, attempts, last_error FROM backlog WHERE attempts > 0 "
                                    "ORDER BY due_ts LIMIT 5")
-        return {
-            "conversations": int(count),
-            "oldest_seconds": round(now - float(oldest), 1) if oldest is not None else 0.0,
-            "in_progress": int(claimed),
-            "failing": int(failing),
-            "errors": [{"conversation": c, "attempts": int(a), "error": e} for c, a, e in errors],
-        }
+        return BacklogSummary(
+            conversations=int(count),
+            oldest_seconds=round(now - float(oldest), 1) if oldest is not None else 0.0,
+            in_progress=int(claimed),
+            failing=int(failing),
+            errors=[BacklogError(conversation=c, attempts=int(a), error=e) for c, a, e in errors],
+        )
 
     # -- the workers' reports -----------------------------------------------------------
 
@@ -282,15 +296,16 @@ class Backlog:
                  "seconds_since_report": round(now - float(h), 1), "state": st}
                 for o, k, s, h, st, js in rows if not holder_is_dead(o)]
 
-    def row(self, conversation_id: str) -> dict[str, Any] | None:
+    def row(self, conversation_id: str) -> BacklogRow | None:
+        """The conversation's backlog row (None: nothing is owed)."""
         rows = self.runner.query("SELECT queued_seq, queued_ts, owner, claimed_until, attempts, last_error "
                                  "FROM backlog WHERE conversation_id = ?", (conversation_id,))
         if not rows:
             return None
         seq, queued, owner, until, attempts, error = rows[0]
-        return {"queued_seq": int(seq), "queued_seconds": round(time.time() - float(queued), 1),
-                "in_progress": bool(owner) and float(until) >= time.time(), "attempts": int(attempts),
-                "last_error": error}
+        return BacklogRow(queued_seq=int(seq), queued_seconds=round(time.time() - float(queued), 1),
+                          in_progress=bool(owner) and float(until) >= time.time(), attempts=int(attempts),
+                          last_error=error)
 
 
 def _fire_timers(conn: Any, now: float, limit: int = 100) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from lossless.core.stats import BreakerState
 from lossless.core.tokens import TokenCounter
 
 __all__ = ["GuardedSummarizer", "Summarizer", "SummaryItem", "SummaryRequest", "SummaryResult"]
@@ -71,4 +72,4 @@ class GuardedSummarizer(Protocol):
 
     def unavailable(self) -> str | None: ...
 
-    def breaker_state(self) -> dict[str, Any]: ...
+    def breaker_state(self) -> BreakerState: ...

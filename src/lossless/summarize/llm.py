@@ -39,6 +39,7 @@ from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 from lossless.core.errors import SummarizerError, ValidationError
+from lossless.core.stats import BreakerState
 from lossless.core.tokens import TokenCounter
 from lossless.summarize.base import SummaryItem, SummaryRequest, SummaryResult
 from lossless.summarize.guards import CircuitBreaker, SpendGuard
@@ -358,7 +359,7 @@ class LLMSummarizer(ABC):
             reasons.append(f"{model}: {why}")
         return f"{self.name}: " + "; ".join(reasons)
 
-    def breaker_state(self) -> dict[str, Any]:
+    def breaker_state(self) -> BreakerState:
         """The circuit breaker's open or failing circuits (see :class:`CircuitBreaker`)."""
         return {"provider": self.provider, "state": self.breaker.state, "circuits": self.breaker.snapshot()}
 

@@ -235,7 +235,7 @@ def compact(call: Call) -> dict[str, Any]:
 
 
 def stats(call: Call) -> dict[str, Any]:
-    out = _conversation(call).stats()
+    out = _conversation(call).stats().to_dict()
     out["conversation"] = call.tenant.public_id(out["conversation"])
     return out
 

@@ -92,18 +92,18 @@ def health(call: Call) -> dict[str, Any]:
     stats = memory.stats()
     out: dict[str, Any] = {
         "ok": True,
-        "compaction": stats["compaction"],
+        "compaction": stats.compaction,
         "backlog": {"conversations": owed.conversations,
                     "oldest_seconds": round(now - owed.oldest_ts, 1) if owed.oldest_ts else 0.0,
                     "in_progress": owed.in_progress, "failing": owed.failing},
-        "worker": stats["worker"],
-        "breaker": stats["breaker"],
+        "worker": dict(stats.worker),
+        "breaker": dict(stats.breaker) if stats.breaker is not None else None,
     }
     if tenant.implicit:
-        out["workers"] = stats["workers"]
+        out["workers"] = stats.workers
     else:
-        breaker = stats["breaker"]
-        out["worker"] = {"state": stats["worker"]["state"]}
+        breaker = stats.breaker
+        out["worker"] = {"state": stats.worker["state"]}
         out["breaker"] = {"state": breaker["state"]} if breaker is not None else None
     return out
 
