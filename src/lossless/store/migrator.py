@@ -20,7 +20,7 @@ from typing import Any
 
 from lossless.core.errors import MigrationError
 
-__all__ = ["TABLE", "Dialect", "Migration", "Migrations", "applied", "pending", "run"]
+__all__ = ["TABLE", "Dialect", "Migration", "Migrations", "Schema", "applied", "pending", "run"]
 
 Migration = Callable[[Any], None]
 
@@ -99,3 +99,22 @@ def run(conn: Any, schema: Migrations, dialect: Dialect, upto: int | None = None
         except Exception as exc:
             raise MigrationError(f"migration {version} ({name}) failed: {exc}") from exc
     return done
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    """One dialect's migrations with the way it runs them: what a store's ``migrations``
+    module offers as ``applied``, ``pending`` and ``migrate``."""
+
+    migrations: Migrations
+    dialect: Dialect
+
+    def applied(self, conn: Any) -> list[int]:
+        return applied(conn, self.dialect)
+
+    def pending(self, conn: Any) -> list[tuple[int, str, Migration]]:
+        return pending(conn, self.migrations, self.dialect)
+
+    def migrate(self, conn: Any, upto: int | None = None) -> list[int]:
+        """Apply every pending migration (up to ``upto``), each in its own transaction."""
+        return run(conn, self.migrations, self.dialect, upto)
