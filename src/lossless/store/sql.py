@@ -101,6 +101,16 @@ class SQLStore(ABC):
     # -- what a store supplies --------------------------------------------------------
 
     @abstractmethod
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement in this store's own placeholders (in this thread's
+        transaction, if one is open)."""
+
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement in this store's dialect (see :class:`~lossless.store.base.SQLAccess`):
+        the public way for plug-ins (``files/``, ``memory/``) to reach their tables."""
+        return self._query(sql, args)
+
+    @abstractmethod
     def _run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one ``?`` statement (in this thread's transaction, if one is open)."""
 

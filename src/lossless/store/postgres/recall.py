@@ -183,12 +183,7 @@ class PostgresRecall(RecallTables):
                         "ON CONFLICT (unit_rowid) DO UPDATE SET embedding = excluded.embedding",
                         [(u.rowid, conversation_id, u.kind, np.asarray(v, dtype=np.float32)) for u, v in rows],
                     )
-            conn.execute(
-                "INSERT INTO vector_progress AS p (index_name, conversation_id, unit_rowid) VALUES (%s, %s, %s) "
-                "ON CONFLICT (index_name, conversation_id) DO UPDATE SET "
-                "unit_rowid = greatest(p.unit_rowid, excluded.unit_rowid)",
-                (index, conversation_id, batch_top),
-            )
+            self._mark_embedded(QmarkConnection(conn), index, conversation_id, batch_top)
         return len(rows)
 
     def knn(self, index: str, provider: str, model: str, conversation_ids: Sequence[str], query: Vectors,

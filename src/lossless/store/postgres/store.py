@@ -190,11 +190,6 @@ class PostgresStore(SQLStore):
             raise ValidationError(f"not valid UTF-8 text: {exc.object[:80]!r} (a lone surrogate at "
                                   f"position {exc.start})") from None
 
-    def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run one statement in this store's dialect (see :class:`~lossless.store.base.SQLAccess`):
-        the public way for plug-ins (``files/``, ``memory/``) to reach their tables."""
-        return self._query(sql, args)
-
     def recall_index(self, backend: str = "auto") -> PostgresRecall:
         """Retrieval units, the embedding cache and pgvector indexes in this database."""
         from lossless.store.postgres.recall import PostgresRecall

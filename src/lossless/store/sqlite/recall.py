@@ -248,11 +248,7 @@ class SQLiteRecall(RecallTables):
                     f"INSERT INTO {index} (rowid, conversation_id, kind, embedding) VALUES (?, ?, ?, ?)",
                     [(u.rowid, conversation_id, u.kind, np.asarray(v, dtype="<f4").tobytes()) for u, v in rows],
                 )
-            conn.execute(
-                "INSERT INTO vector_progress (index_name, conversation_id, unit_rowid) VALUES (?, ?, ?) "
-                "ON CONFLICT DO UPDATE SET unit_rowid = max(unit_rowid, excluded.unit_rowid)",
-                (index, conversation_id, batch_top),
-            )
+            self._mark_embedded(conn, index, conversation_id, batch_top)
         return len(rows)
 
     def knn(self, index: str, provider: str, model: str, conversation_ids: Sequence[str], query: Vectors,
