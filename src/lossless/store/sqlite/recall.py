@@ -49,6 +49,9 @@ def _unit_row(r: Sequence[Any]) -> UnitRow:
 
 
 
+KIND_CODES = {"message": 0, "window": 1}  # recall_units.kind's values (its CHECK) in a matrix
+
+
 class _Matrix:
     """One conversation's vectors, unit rowids and kinds, grown in place: rows are written
     into spare capacity, and a full buffer is replaced by one half again as big (views
@@ -60,7 +63,7 @@ class _Matrix:
         self.upto = 0
         self.n = 0
         self.ids = np.zeros(0, dtype=np.int64)
-        self.kinds = np.zeros(0, dtype="<U16")
+        self.kinds = np.zeros(0, dtype=np.uint8)  # KIND_CODES: a byte compare, not a string one, per query
         self.mat = np.zeros((1, 0), dtype="<f4")
 
     @property
@@ -68,7 +71,7 @@ class _Matrix:
         return int(self.mat.nbytes + self.ids.nbytes + self.kinds.nbytes)
 
     def view(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(unit rowids, vectors as ``dim × n``, kinds)."""
+        """(unit rowids, vectors as ``dim × n``, kinds as :data:`KIND_CODES`)."""
         return self.ids[: self.n], self.mat[:, : self.n], self.kinds[: self.n]
 
     def extend(self, upto: int, rows: Sequence[Any]) -> None:
@@ -85,11 +88,11 @@ class _Matrix:
             ids, mat, kinds = self.view()
             self.ids = np.zeros(cap, dtype=np.int64)
             self.mat = np.zeros((vecs.shape[1], cap), dtype="<f4")
-            self.kinds = np.zeros(cap, dtype="<U16")
+            self.kinds = np.zeros(cap, dtype=np.uint8)
             self.ids[: self.n], self.mat[:, : self.n], self.kinds[: self.n] = ids, mat, kinds
         self.mat[:, self.n : need] = vecs.T
         self.ids[self.n : need] = [r[0] for r in rows]
-        self.kinds[self.n : need] = [r[1] for r in rows]
+        self.kinds[self.n : need] = [KIND_CODES[r[1]] for r in rows]
         self.n = need
 
 
@@ -360,7 +363,9 @@ class SQLiteRecall(RecallTables):
         sims = vec @ mat
         out: list[tuple[int, float]] = []
         for kind in kinds or (None,):
-            idx = None if kind is None else np.flatnonzero(unit_kinds == kind)
+            idx = None if kind is None else np.flatnonzero(unit_kinds == KIND_CODES.get(kind, 255))
+            if idx is not None and len(idx) == len(sims):
+                idx = None  # every unit is of that kind (no windows): no gather
             among = sims if idx is None else sims[idx]
             take = min(k, len(among))
             if take == 0:
