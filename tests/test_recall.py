@@ -137,9 +137,10 @@ def test_vec0_tables_take_little_room_and_old_ones_are_rebuilt(tmp_path: Path) -
     mem.close()
     old_size = (tmp_path / "v.db").stat().st_size
     assert old_size > 40 * 1024 * 64 * 4  # a 1,024-vector chunk per conversation
-    mem = _mem(tmp_path / "v.db", HashEmbedder(), vector_backend="sqlite-vec")
+    # inline: no worker thread that could write (and so rebuild) before the query below
+    mem = _mem(tmp_path / "v.db", HashEmbedder(), vector_backend="sqlite-vec", compaction="inline")
     assert mem.recaller.index_name() == name
-    # a query reads the old table as it is
+    # a query reads the old table as it is (nothing to embed: no rebuild)
     assert {q: [(h.conversation_id, h.first_seq) for h in mem.search(q, mode="semantic", limit=5)]
             for q in before} == before
     assert f"chunk_size={VEC_CHUNK}" not in sql_of(mem, name)

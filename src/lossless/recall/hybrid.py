@@ -224,9 +224,6 @@ class Recaller:
         if index is None or self.embedder is None:
             return Embedded()
         e = self.embedder
-        if not self._upgraded:  # an index in an older layout is rebuilt by its writer, not by a query
-            self.index_store.upgrade_index(index, e.dim)
-            self._upgraded = True
         done = vectors = 0
         total = self.index_store.pending_count(index, conversation_id) if progress else 0
         while limit is None or done < limit:
@@ -234,6 +231,9 @@ class Recaller:
                                              batch_size if limit is None else max(1, min(batch_size, limit - done)))
             if not batch:
                 break
+            if not self._upgraded:  # an index in an older layout is rebuilt by its next writer, not a query
+                self.index_store.upgrade_index(index, e.dim)
+                self._upgraded = True
             # units in a language the model does not read get no vector: the index passes
             # them (``through``), so nothing counts them as owed and no search waits for them
             read = [u for u in batch if self.reader.reads(u.text, labels=True)]
