@@ -27,7 +27,11 @@ from lossless.core.tokens import TokenCounter, get_counter
 from lossless.core.types import ConversationInfo, GrepHit
 from lossless.core.validate import check_conversation_id
 from lossless.embed.base import Embedder
+
+# The plug-ins register their migrations with the store's schema when imported: before any store opens.
+from lossless.files import schema as _files_schema  # noqa: F401
 from lossless.longterm import Memories, MemoryRecord
+from lossless.longterm import schema as _longterm_schema  # noqa: F401
 from lossless.longterm.records import conversation_owners
 from lossless.recall.dispatch import SearchMode, run_search
 from lossless.recall.hybrid import Recaller

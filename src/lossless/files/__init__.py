@@ -1,6 +1,7 @@
 """Workspace file memory: files and code indexed into chunks for keyword and vector
 retrieval (seed 004's "Layer 2: Vector Memory")."""
 
+from lossless.files import schema as _schema  # noqa: F401  (registers its migration with the store)
 from lossless.files.chunk import FILE_KINDS, Chunk, FileKind, kind_of, split_text
 from lossless.files.index import Files, Progress
 from lossless.files.mentions import (

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from lossless.core.errors import MigrationError
@@ -101,13 +102,19 @@ def run(conn: Any, schema: Migrations, dialect: Dialect, upto: int | None = None
     return done
 
 
-@dataclass(frozen=True, slots=True)
 class Schema:
     """One dialect's migrations with the way it runs them: what a store's ``migrations``
-    module offers as ``applied``, ``pending`` and ``migrate``."""
+    module offers as ``applied``, ``pending`` and ``migrate``. ``build`` makes the list on
+    first use, not at import: the plug-ins register their steps when they are imported,
+    which may be after the store's modules are."""
 
-    migrations: Migrations
-    dialect: Dialect
+    def __init__(self, build: Callable[[], Migrations], dialect: Dialect) -> None:
+        self._build = build
+        self.dialect = dialect
+
+    @cached_property
+    def migrations(self) -> Migrations:
+        return self._build()  # a build that raises (a plug-in's step missing) is not kept
 
     def applied(self, conn: Any) -> list[int]:
         return applied(conn, self.dialect)

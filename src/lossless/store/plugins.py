@@ -7,9 +7,10 @@ file index (:data:`lossless.files.tables.FILE_TABLES`) each declare theirs as a
 for what is not a plain row copy. The caller of :func:`lossless.store.transfer.copy_sqlite_to_postgres`
 passes the owners in (``lossless migrate`` passes both).
 
-Their schema is still created by the store's numbered migrations (moving it would change
-what an existing database has recorded; a later round), and so is what their rows give
-the keyword index (:mod:`lossless.store.documents`), which those migrations re-index.
+Their migrations are theirs too (``longterm/schema.py``, ``files/schema.py``), registered
+with :mod:`lossless.store.schema` in the slots it numbers for them. What their rows give
+the keyword index (:mod:`lossless.store.documents`) stays in the store, with the store's
+migrations that write every table's keyword rows again (``keyword_forms``, ``cjk_bigrams``).
 """
 
 from __future__ import annotations

@@ -9,6 +9,13 @@ are; what a dialect spells differently is a field of :class:`SchemaDialect` (``{
 INTEGER or BIGINT), and what only one of them has (SQLite's FTS5 tables, PostgreSQL's
 ``tsvector`` columns and GIN indexes) is a named part, empty on the other.
 
+The plug-ins' tables are theirs (issue 28): the long-term memory's (``memories``,
+``tasks_and_forgetting``) and the file index's (``files``) migrations are written in
+``longterm/schema.py`` and ``files/schema.py``, which :func:`register` them, with their
+dialect parts, when imported (``import lossless`` imports both). Their numbers are the
+store's (:data:`SLOTS`), and :func:`migrations` refuses a list with one missing rather
+than open a database without a plug-in's tables.
+
 Released migrations never change: a database records the versions it ran, and a changed
 step would leave old and new databases with different schemas. ``tests/test_schema_same.py``
 pins a fingerprint of the SQL each migration executes, on both dialects.
@@ -16,14 +23,16 @@ pins a fingerprint of the SQL each migration executes, on both dialects.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+from lossless.core.errors import MigrationError
 from lossless.store import migrator
 
-__all__ = ["STEPS", "SchemaDialect", "Step", "migrations"]
+__all__ = ["REGISTRY", "SLOTS", "STEPS", "PluginStep", "Registry", "SchemaDialect", "Slot", "Step", "migrations",
+           "register"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,67 +211,6 @@ def _recall(conn: Any, d: SchemaDialect) -> None:
     )
 
 
-def _memories(conn: Any, d: SchemaDialect) -> None:
-    conn.execute(
-        f"""
-        -- Long-term memory records (lossless.longterm): facts, preferences, errors, patterns and
-        -- task records that outlive a conversation. Unlike messages they are mutable and
-        -- forgettable; the explicit integer key keeps the search/vector rowids stable.
-        CREATE TABLE memories (
-            rowid {d.rowid},
-            id {d.key} NOT NULL UNIQUE,  -- mem_ + sha256(owner, content, created_at)[:20]
-            kind TEXT NOT NULL CHECK (kind IN ('task', 'fact', 'preference', 'error', 'pattern')),
-            content TEXT NOT NULL CHECK (length(content) > 0),
-            content_hash TEXT NOT NULL,  -- sha256 of the normalised content: the dedupe key
-            token_count INTEGER NOT NULL,
-            importance {d.real} NOT NULL CHECK (importance BETWEEN 0 AND 1),
-            user_id TEXT,
-            agent_id TEXT,
-            -- Derived, so it can never disagree with the owner columns.
-            scope TEXT GENERATED ALWAYS AS (
-                CASE WHEN user_id IS NOT NULL THEN 'user'
-                     WHEN agent_id IS NOT NULL THEN 'agent' ELSE 'global' END
-            ) {d.generated},
-            metadata TEXT NOT NULL DEFAULT '{{}}',
-            source_message_ids TEXT NOT NULL DEFAULT '[]',
-            conversation_id TEXT,  -- no foreign key: a memory may outlive or precede its conversation
-            created_at TEXT NOT NULL,  -- ISO 8601 as given (naive stays naive)
-            created_ts {d.real} NOT NULL,
-            last_used_at TEXT NOT NULL,  -- starts at created_at; use_count 0 means never recalled
-            last_used_ts {d.real} NOT NULL,
-            use_count INTEGER NOT NULL DEFAULT 0,
-            updated_at TEXT NOT NULL,
-            -- Task-level records (seed 003): NULL on every other kind.
-            task_id TEXT,
-            task_type TEXT,
-            status TEXT,
-            result TEXT,
-            patterns TEXT,  -- JSON array of strings
-            errors TEXT{d.part('memories_search_column')}     -- JSON array of strings
-        );
-        -- Same owner + same normalised content is one memory, even under concurrent writers.
-        CREATE UNIQUE INDEX memories_dedupe
-            ON memories (coalesce(user_id, ''), coalesce(agent_id, ''), content_hash);
-        CREATE INDEX memories_owner ON memories (user_id, agent_id, kind);
-        CREATE INDEX memories_last_used ON memories (last_used_ts);
-        {d.part('memories_search')}
-        -- One vector per memory (from whichever embedder last embedded it). A plain table
-        -- scanned with numpy, not vec0 or pgvector: memory sets are small (a scan of
-        -- thousands of vectors takes well under a millisecond), the visibility filter is
-        -- plain SQL, and it works where the vector extensions cannot load.
-        CREATE TABLE memory_vectors (
-            memory_rowid {d.big} PRIMARY KEY REFERENCES memories(rowid) ON DELETE CASCADE,
-            provider TEXT NOT NULL,
-            model TEXT NOT NULL,
-            dim INTEGER NOT NULL,
-            text_sha256 TEXT NOT NULL,  -- what was embedded (the embedding_cache key)
-            vector {d.blob} NOT NULL  -- float32, little-endian, L2-normalised
-        );
-        {d.part('memory_vectors_sha')}
-        """
-    )
-
-
 def _compaction_state(conn: Any, d: SchemaDialect) -> None:
     conn.execute(
         f"""
@@ -302,55 +250,6 @@ def _compaction_state(conn: Any, d: SchemaDialect) -> None:
             conversation_id {d.key} PRIMARY KEY REFERENCES conversations(id),
             last_seq {d.big} NOT NULL
         );
-        """
-    )
-
-
-def _files(conn: Any, d: SchemaDialect) -> None:
-    conn.execute(
-        f"""
-        -- Workspace files indexed for retrieval (lossless.files). abs_path is the resolved
-        -- real path, so a file reached through a symlink or a second root is one row.
-        CREATE TABLE files (
-            rowid {d.rowid},
-            root {d.key} NOT NULL,  -- the resolved directory ``path`` is relative to
-            path {d.key} NOT NULL,  -- relative to root, '/'-separated: what users see and name
-            abs_path {d.key} NOT NULL UNIQUE,
-            name {d.key} NOT NULL,  -- the basename, for "a unique basename" lookups
-            kind TEXT NOT NULL CHECK (kind IN ('code', 'markdown', 'text', 'data')),
-            size {d.big} NOT NULL,
-            mtime_ns {d.big} NOT NULL,  -- exact: same size and mtime means skip without reading
-            sha256 TEXT NOT NULL,  -- of the bytes: a touched file with the same hash is not re-chunked
-            indexed_at {d.key} NOT NULL,
-            chunk_count INTEGER NOT NULL,
-            UNIQUE (root, path)
-        );
-        CREATE INDEX files_path ON files (path);
-        CREATE INDEX files_name ON files (name);
-
-        -- A chunk rowid is never handed out twice: a chunk id (and its vector) always
-        -- means the same text, and re-indexing one file leaves every other file's rows alone.
-        CREATE TABLE file_chunks (
-            rowid {d.serial},
-            file_rowid {d.big} NOT NULL REFERENCES files(rowid) ON DELETE CASCADE,
-            ordinal INTEGER NOT NULL,
-            start_line INTEGER NOT NULL,  -- 1-based, inclusive
-            end_line INTEGER NOT NULL,
-            token_count INTEGER NOT NULL,
-            kind TEXT NOT NULL CHECK (kind IN ('code', 'markdown', 'text', 'data')),
-            text TEXT NOT NULL,
-            text_sha256 TEXT NOT NULL,{d.part('search_column')}  -- the embedding_cache key
-            UNIQUE (file_rowid, ordinal),
-            CHECK (start_line <= end_line)
-        );
-        {d.part('file_chunks_search')}
-        -- Bumped by every write to the tables above, so a reader's in-memory vector matrix
-        -- learns it is stale (from this process or another) with one indexed read.
-        CREATE TABLE files_generation (
-            id INTEGER PRIMARY KEY CHECK (id = 1),
-            value {d.big} NOT NULL
-        );
-        INSERT INTO files_generation (id, value) VALUES (1, 0);
         """
     )
 
@@ -495,39 +394,6 @@ def _compaction_timers(conn: Any, d: SchemaDialect) -> None:
     )
 
 
-def _tasks_and_forgetting(conn: Any, d: SchemaDialect) -> None:
-    conn.execute(
-        f"""
-        -- Where each conversation's current task begins (seed 003: long-term memory by task):
-        -- the messages after ended_seq are the task in hand; ending it writes its task
-        -- record (lossless.longterm.tasks) and moves ended_seq to the conversation's end.
-        CREATE TABLE task_bounds (
-            conversation_id {d.key} PRIMARY KEY REFERENCES conversations(id),
-            ended_seq {d.big} NOT NULL
-        ){d.norowid};
-
-        -- Memories the forgetting policy removed (seed 003: forget so memory does not grow
-        -- without bound), each with its whole record as JSON: what went, why, and enough
-        -- to put it back (Memories.restore). A manual forget() is a deletion for good and
-        -- is not logged here.
-        CREATE TABLE forgotten_memories (
-            rowid {d.rowid},
-            memory_id {d.key} NOT NULL,
-            kind TEXT NOT NULL,
-            content TEXT NOT NULL,
-            user_id TEXT,
-            agent_id TEXT,
-            reason TEXT NOT NULL,  -- capacity | unused | importance
-            record TEXT NOT NULL,  -- MemoryRecord.to_dict() as JSON
-            forgotten_at TEXT NOT NULL,
-            forgotten_ts {d.real} NOT NULL
-        );
-        CREATE INDEX forgotten_memories_id ON forgotten_memories (memory_id);
-        CREATE INDEX forgotten_memories_ts ON forgotten_memories (forgotten_ts);
-        """
-    )
-
-
 def _summary_roots(conn: Any, d: SchemaDialect) -> None:
     conn.execute(
         """
@@ -559,38 +425,127 @@ STEPS: list[Step] = [
     Step("core", 1, 1, _core),
     Step("settings", 2, 2, _settings),
     Step("recall", 3, 3, _recall),
-    Step("memories", 4, 4, _memories),
     Step("compaction_state", 5, 5, _compaction_state),
     Step("trigram", None, 6, None),  # pg_trgm's indexes, where the server has it
-    Step("files", 6, 8, _files),
     Step("api_keys", 7, 7, _api_keys),
     Step("background_work", 8, 9, _background_work),
     Step("proxy_requests", 9, 10, _proxy_requests),
     Step("keyword_forms", 10, 11, None),  # the search rows written again (store/reindex.py)
     Step("immutability", 11, 12, _tombstones),  # and the dialect's triggers
     Step("compaction_timers", 12, 13, _compaction_timers),
-    Step("tasks_and_forgetting", 13, 14, _tasks_and_forgetting),
     Step("summary_roots", 14, 15, _summary_roots),
     Step("vector_checks", 15, 16, _vector_checks),
     Step("erase_clears_identity", 16, 17, None),  # store/erase_identity.py
     Step("cjk_bigrams", 17, 18, None),  # the search rows written again (store/reindex.py)
 ]
-"""The schema, in the order it was written. Append only: a released step never changes."""
+"""The store's own migrations, in the order they were written. Append only: a released
+step never changes."""
 
 
-def migrations(d: SchemaDialect) -> migrator.Migrations:
+class Slot(NamedTuple):
+    """A migration the store numbered for a plug-in, which writes it (:func:`register`)."""
+
+    name: str
+    sqlite: int | None
+    postgres: int | None
+    package: str  # the plug-in that registers it when imported
+
+
+SLOTS: tuple[Slot, ...] = (
+    Slot("memories", 4, 4, "lossless.longterm"),  # longterm/schema.py
+    Slot("files", 6, 8, "lossless.files"),  # files/schema.py
+    Slot("tasks_and_forgetting", 13, 14, "lossless.longterm"),  # longterm/schema.py
+)
+"""The plug-ins' migrations. The numbers are the store's: every migration, the store's or
+a plug-in's, is one version of one list, recorded in one ``schema_migrations`` table."""
+
+DialectOwn = Callable[[Any], None]
+
+
+@dataclass(frozen=True, slots=True)
+class PluginStep:
+    """A plug-in's migration: its step, and per dialect name (``"sqlite"``, ``"postgres"``)
+    the parts its statements name and what only that dialect runs after them."""
+
+    step: Step
+    parts: Mapping[str, Mapping[str, str]]
+    own: Mapping[str, DialectOwn]
+
+
+class Registry:
+    """The plug-ins' migrations, by step name. :data:`REGISTRY` is the one the stores
+    migrate with; a plug-in fills it when imported (:func:`register`)."""
+
+    def __init__(self, steps: Iterable[PluginStep] = ()) -> None:
+        self._steps = {p.step.name: p for p in steps}
+
+    def register(self, step: Step, *, sqlite_parts: Mapping[str, str] | None = None,
+                 postgres_parts: Mapping[str, str] | None = None, sqlite_own: DialectOwn | None = None,
+                 postgres_own: DialectOwn | None = None) -> None:
+        """Add a plug-in's migration: ``step`` must be the :data:`SLOTS` entry of its name
+        (same versions), registered once."""
+        slot = next((s for s in SLOTS if s.name == step.name), None)
+        if slot is None or (slot.sqlite, slot.postgres) != (step.sqlite, step.postgres):
+            raise MigrationError(f"migration {step.name} ({step.sqlite}, {step.postgres}) is not a slot of "
+                                 "lossless.store.schema.SLOTS: a plug-in's migration takes the number the store gives it")
+        if step.name in self._steps:
+            raise MigrationError(f"migration {step.name} is registered twice")
+        parts = {"sqlite": sqlite_parts or {}, "postgres": postgres_parts or {}}
+        own = {name: fn for name, fn in (("sqlite", sqlite_own), ("postgres", postgres_own)) if fn is not None}
+        self._steps[step.name] = PluginStep(step, parts, own)
+
+    def without(self, name: str) -> Registry:
+        """This registry but the migration ``name`` (what a store would see had its plug-in
+        never been imported)."""
+        return Registry(p for p in self._steps.values() if p.step.name != name)
+
+    def __iter__(self) -> Iterator[PluginStep]:
+        return iter(self._steps.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._steps
+
+
+REGISTRY = Registry()
+register = REGISTRY.register
+
+
+def migrations(d: SchemaDialect, registry: Registry = REGISTRY) -> migrator.Migrations:
     """The numbered migrations of dialect ``d``: each step's shared statements, then the
-    dialect's own part of it."""
+    dialect's own part of it; the plug-ins' steps from ``registry``. A version missing from
+    the list (a plug-in not imported) is a :class:`MigrationError`, never a skipped step."""
     schema = migrator.Migrations()
     for step in STEPS:
-        version = step.sqlite if d.name == "sqlite" else step.postgres
-        if version is None:
-            continue
-        own = d.steps.get(step.name)
-        if step.shared is None and own is None:
-            raise ValueError(f"{d.name} has no statements for migration {step.name}")
-        schema.migration(version, step.name)(_runner(d, step.shared, own))
+        _add(schema, d, step, d.steps.get(step.name))
+    for plugin in registry:
+        with_parts = replace(d, parts={**d.parts, **plugin.parts[d.name]})
+        _add(schema, with_parts, plugin.step, plugin.own.get(d.name))
+    _refuse_gaps(schema, d, registry)
     return schema
+
+
+def _version(step: Step | Slot, d: SchemaDialect) -> int | None:
+    return step.sqlite if d.name == "sqlite" else step.postgres
+
+
+def _add(schema: migrator.Migrations, d: SchemaDialect, step: Step, own: DialectOwn | None) -> None:
+    version = _version(step, d)
+    if version is None:
+        return
+    if step.shared is None and own is None:
+        raise ValueError(f"{d.name} has no statements for migration {step.name}")
+    schema.migration(version, step.name)(_runner(d, step.shared, own))
+
+
+def _refuse_gaps(schema: migrator.Migrations, d: SchemaDialect, registry: Registry) -> None:
+    have = {version for version, _, _ in schema.steps}
+    numbered = {_version(s, d) for s in STEPS} | {_version(s, d) for s in SLOTS}
+    for version in range(1, max(v for v in numbered if v is not None) + 1):
+        if version not in have:
+            slot = next((s for s in SLOTS if _version(s, d) == version), None)
+            if slot is None:
+                raise MigrationError(f"{d.name} has no migration {version}")
+            raise MigrationError(f"migration {version} ({slot.name}) is not registered: import {slot.package}")
 
 
 def _runner(d: SchemaDialect, shared: Shared | None, own: Callable[[Any], None] | None) -> migrator.Migration:

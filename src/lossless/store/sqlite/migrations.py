@@ -2,9 +2,9 @@
 migration's transaction.
 
 The statements both stores run are written once, in :mod:`lossless.store.schema`; here is
-what only SQLite has: the FTS5 tables the keyword search reads, the file chunks' vectors
-(scanned with numpy), the immutability triggers, and the steps that write the FTS rows
-again. Each migration runs in its own transaction and is recorded in ``schema_migrations``
+what only SQLite has: the FTS5 tables the keyword search reads, the immutability triggers,
+and the steps that write the FTS rows again (the plug-ins' own FTS5 and vector tables are
+in their ``schema.py``). Each migration runs in its own transaction and is recorded in ``schema_migrations``
 by the shared runner, :mod:`lossless.store.migrator`.
 """
 
@@ -12,16 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from lossless.core.erasure import ERASED
 from lossless.store import migrator, schema
 from lossless.store.migrator import Migration
 
-__all__ = ["MIGRATIONS", "applied", "migrate", "pending"]
+__all__ = ["MIGRATIONS", "applied", "fts_table", "migrate", "pending"]  # noqa: F822 (MIGRATIONS: __getattr__)
 
 
-def _fts(table: str, tokenize: str = "unicode61 remove_diacritics 2") -> str:
+def fts_table(table: str, tokenize: str = "unicode61 remove_diacritics 2") -> str:
+    """An FTS5 table over one ``text`` column (the plug-ins' search tables are made with it too)."""
     # Contentless (content=''): the text lives once, in the table it indexes; rowids match.
     return f"""CREATE VIRTUAL TABLE {table} USING fts5(
             text, content='', contentless_delete=1, tokenize='{tokenize}'
@@ -31,36 +33,8 @@ def _fts(table: str, tokenize: str = "unicode61 remove_diacritics 2") -> str:
 _PARTS = {
     # unicode61 for word search, trigram so CJK text without spaces and substrings are found
     # too (until migration 17: CJK words are bigrams of the unicode61 rows now).
-    "core_search": "\n        ".join((_fts("messages_fts"), _fts("messages_tri", "trigram"),
-                                      _fts("summaries_fts"), _fts("summaries_tri", "trigram"))),
-    "memories_search": "\n        ".join((_fts("memories_fts"), _fts("memories_tri", "trigram"))),
-    "file_chunks_search": """
-        -- Contentless like memories_fts: the text lives once, in file_chunks; rowids match.
-        -- porter over unicode61 so "computed" finds compute_backoff (unicode61 splits at "_");
-        -- the path column lets a query naming the file find its chunks (weighted low in bm25).
-        CREATE VIRTUAL TABLE file_chunks_fts USING fts5(
-            path, text, content='', contentless_delete=1,
-            tokenize='porter unicode61 remove_diacritics 2'
-        );
-        -- trigram: substrings inside identifiers (camelCase, snake_case) and CJK text.
-        """ + _fts("file_chunks_tri", "trigram") + """
-
-        -- One vector per chunk, scanned with numpy from an in-memory matrix, not vec0: at 100k
-        -- x 384 a query takes ~6 ms where a vec0 k-NN, which reads every vector through SQLite
-        -- per query, takes ~64 ms (bench/bench_files.py, 2 cores); the path/kind filters are
-        -- a numpy mask; and it works where the sqlite-vec extension cannot load.
-        CREATE TABLE file_chunk_vectors (
-            chunk_rowid INTEGER PRIMARY KEY REFERENCES file_chunks(rowid) ON DELETE CASCADE,
-            provider TEXT NOT NULL,
-            model TEXT NOT NULL,
-            dim INTEGER NOT NULL,
-            text_sha256 TEXT NOT NULL,
-            vector BLOB NOT NULL  -- float32, little-endian, L2-normalised
-        );
-        -- Which chunks have a vector from one embedder, without reading the vectors: a
-        -- reader's matrix catches up by these ids after a write (only new rows are read).
-        CREATE INDEX file_chunk_vectors_model ON file_chunk_vectors (provider, model, dim, chunk_rowid);
-""",
+    "core_search": "\n        ".join((fts_table("messages_fts"), fts_table("messages_tri", "trigram"),
+                                      fts_table("summaries_fts"), fts_table("summaries_tri", "trigram"))),
 }
 
 
@@ -178,6 +152,12 @@ def _transaction(conn: Any) -> Iterator[None]:
 
 
 DIALECT = migrator.Dialect(transaction=_transaction, ensure_table=_ensure_table, placeholder="?")
-_SCHEMA = migrator.Schema(schema.migrations(SCHEMA), DIALECT)
-MIGRATIONS: list[tuple[int, str, Migration]] = _SCHEMA.migrations.steps
+_SCHEMA = migrator.Schema(partial(schema.migrations, SCHEMA), DIALECT)
 applied, pending, migrate = _SCHEMA.applied, _SCHEMA.pending, _SCHEMA.migrate
+
+
+def __getattr__(name: str) -> list[tuple[int, str, Migration]]:
+    # MIGRATIONS is made on first use: the plug-ins' steps are registered when they are imported.
+    if name == "MIGRATIONS":
+        return _SCHEMA.migrations.steps
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
