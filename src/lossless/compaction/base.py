@@ -20,28 +20,6 @@ if TYPE_CHECKING:
 __all__ = ["EraseEngine", "WorkerEngine"]
 
 
-class WorkerEngine(Protocol):
-    """The parts the worker serves the backlog with: compaction, vectors and the
-    forgetting policy over one store."""
-
-    @property
-    def store(self) -> Store: ...
-    @property
-    def config(self) -> Config: ...
-    @property
-    def embedder(self) -> Embedder | None: ...
-    @property
-    def summarizer(self) -> Summarizer: ...
-    @property
-    def compactor(self) -> Compactor: ...
-    @property
-    def recaller(self) -> Recaller: ...
-    @property
-    def memories(self) -> Memories: ...
-    @property
-    def backlog(self) -> Backlog: ...
-
-
 class EraseEngine(Protocol):
     """The parts an erase plans and writes with, and the derived places it clears
     (long-term memories, cached vectors, the backlog)."""
@@ -56,3 +34,15 @@ class EraseEngine(Protocol):
     def memories(self) -> Memories: ...
     @property
     def backlog(self) -> Backlog: ...
+
+
+class WorkerEngine(EraseEngine, Protocol):
+    """The parts the worker serves the backlog with: compaction, vectors and the
+    forgetting policy over one store (an erase's parts, and these)."""
+
+    @property
+    def config(self) -> Config: ...
+    @property
+    def embedder(self) -> Embedder | None: ...
+    @property
+    def summarizer(self) -> Summarizer: ...

@@ -15,7 +15,7 @@ import numpy as np
 
 from lossless.core.errors import StoreError
 from lossless.store.base import UnitRow
-from lossless.store.runner import POSTGRES, SQLITE, sql_runner
+from lossless.store.runner import sql_runner
 
 __all__ = ["UNIT_COLS", "RecallTables"]
 
@@ -109,10 +109,9 @@ class RecallTables:
     def _mark_embedded(self, conn: Any, index: str, conversation_id: str, upto: int) -> None:
         """The index has the conversation's units up to rowid ``upto`` (never moved back),
         in the caller's transaction (``conn`` takes ``?`` statements)."""
-        greatest = (SQLITE if self.sql.dialect == "sqlite" else POSTGRES).greatest
         conn.execute("INSERT INTO vector_progress AS p (index_name, conversation_id, unit_rowid) VALUES (?, ?, ?) "
                      "ON CONFLICT (index_name, conversation_id) DO UPDATE SET "
-                     f"unit_rowid = {greatest}(p.unit_rowid, excluded.unit_rowid)", (index, conversation_id, upto))
+                     f"unit_rowid = {self.sql.spelling.greatest}(p.unit_rowid, excluded.unit_rowid)", (index, conversation_id, upto))
 
     def _index_key(self, conn: Any, index: str) -> tuple[str, str]:
         """The (provider, model) an index was made for: its embedding cache key (``conn``

@@ -130,6 +130,7 @@ class QmarkConnection:
 
 class SQLRunner(Protocol):
     dialect: str  # "sqlite" or "postgresql"
+    spelling: Dialect  # what that dialect spells differently
     true: str  # a condition that always holds: 1 on SQLite, TRUE on PostgreSQL
 
     def query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -169,6 +170,7 @@ class _Pooled(Protocol):
 
 class SQLiteRunner:
     dialect = "sqlite"
+    spelling = SQLITE
     true = SQLITE.true
 
     def __init__(self, store: _Writable) -> None:
@@ -189,6 +191,7 @@ class SQLiteRunner:
 
 class PostgresRunner:
     dialect = "postgresql"
+    spelling = POSTGRES
     true = POSTGRES.true
 
     def __init__(self, store: _Pooled) -> None:
