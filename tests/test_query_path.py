@@ -3,6 +3,7 @@ not one per match; ``messages_at`` returns exactly the messages at the seqs aske
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -14,12 +15,18 @@ import lossless
 from .backends import StoreTarget
 
 
+# fixed times: the layout does not hang on whether adding the 300 crossed a minute (a
+# summary's time span is one time or two, and a token more crowded the fresh tail out)
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+
+
 @pytest.fixture
 def chat_mem(store_target: StoreTarget) -> Any:
     with lossless.open(store_target("path"), embedder=None, compaction="inline", context_window=4096) as mem:
         conv = mem.conversation("c")
         conv.add_many([{"role": "user" if i % 2 == 0 else "assistant",
-                        "content": f"message {i}: the backup of node {i % 9} ran at {i % 24}:00 and took {i} s"}
+                        "content": f"message {i}: the backup of node {i % 9} ran at {i % 24}:00 and took {i} s",
+                        "created_at": T0 + timedelta(seconds=i)}
                        for i in range(300)])
         yield mem
 
