@@ -3,7 +3,7 @@ not one per match; ``messages_at`` returns exactly the messages at the seqs aske
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -14,10 +14,9 @@ import lossless
 
 from .backends import StoreTarget
 
-
 # fixed times: the layout does not hang on whether adding the 300 crossed a minute (a
 # summary's time span is one time or two, and a token more crowded the fresh tail out)
-T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture

@@ -320,7 +320,9 @@ class Worker:
                         stop.wait(self.poll_seconds)
                     continue
                 for claim in claims:
-                    for turn in self._group(claim, owner, conversation_ids):
+                    for i, turn in enumerate(self._group(claim, owner, conversation_ids)):
+                        if i and wake is not None:  # each turn of a group waits for its writers' pause too
+                            self._wait_for_a_pause(stop)
                         self._turn(turn, owner, stop)
                         if on_turn is not None:
                             on_turn()
