@@ -136,3 +136,38 @@ def test_embed_across_takes_the_first_units_in_order(scratch_store: Any, sizes: 
                 hits = mem.conversation(cid).search(f"{cid} turn {n - 1}: the {cid} heron stood in the reeds",
                                                     mode="semantic", limit=1)
                 assert hits and hits[0].first_seq == n
+
+
+@pytest.mark.model
+def test_lossless_embed_all_embeds_short_conversations_together(store_target: StoreTarget,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``lossless embed --all`` after storing without an embedder: ten short conversations
+    and a long one; the short ones' units go to the model in one call, each conversation's
+    count is its own, and nothing is left owed."""
+    import json
+
+    from lossless.cli import main as cli_main
+    from lossless.embed.local import LocalEmbedder
+
+    db = store_target("cli")
+    with lossless.open(db, embedder=None) as mem:
+        for k in range(10):
+            mem.conversation(f"s{k}").add_many(_chat(f"s{k}", 4))
+        mem.conversation("long").add_many(_chat("long", 300))
+    calls: list[int] = []
+    real = LocalEmbedder.embed
+
+    def counted(self: LocalEmbedder, texts: Sequence[str]) -> Vectors:
+        calls.append(len(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(LocalEmbedder, "embed", counted)
+    monkeypatch.setenv("LOSSLESS_EMBEDDER", "local")
+    assert cli_main(["--db", str(db), "--json", "embed", "--all"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["embedded"] == {**{f"s{k}": 4 for k in range(10)}, "long": 300}
+    assert 40 in calls  # the ten short conversations' units, together
+    assert sum(n for n in calls if n > 1) == 340
+    with lossless.open(db, embedder=LocalEmbedder()) as mem:
+        assert mem.recaller.count_unembedded() == {"conversations": 0, "messages": 0, "units": 0}

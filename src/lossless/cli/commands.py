@@ -5,6 +5,7 @@ propagate to ``main``."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
@@ -22,6 +23,7 @@ from lossless.cli.add_cmd import cmd_add  # re-exported: ``add`` has a module of
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents, non_negative, positive
 from lossless.cli.owed import owed_text, store_owed
+from lossless.compaction.worker import EMBED_BATCH, GROUP
 from lossless.conversation import Conversation
 from lossless.core.errors import StoreError
 from lossless.core.render import content_text
@@ -29,6 +31,7 @@ from lossless.core.stats import SummarizerUsage
 from lossless.core.types import ROLES, ConversationInfo, Message
 from lossless.core.validate import parse_datetime
 from lossless.engine import Memory
+from lossless.recall.hybrid import Embedded
 from lossless.store.integrity import INTEGRITY
 from lossless.store.runner import sql_runner
 
@@ -553,21 +556,30 @@ def cmd_embed(ctx: CommandContext) -> int:
     for conv in convs:  # cut the units first, so the bar knows its total from the start
         with memory.foreground(conv.id):
             recaller.cut_units(conv.id)
-    total = sum(recaller.unembedded(conv.id) for conv in convs)
+    owed = {conv.id: recaller.unembedded(conv.id) for conv in convs}
+    total = sum(owed.values())
     counts: dict[str, int] = {}
     skipped: dict[str, int] = {}  # units in a language the embedder does not read: keyword-only
     with WorkProgress(ctx.err, "embedding", unit="units", disable=ctx.json) as bar:
         bar.update(0, total)
         offset = 0
-        for conv in convs:
+        for group in _embed_groups([conv.id for conv in convs], owed):
+            with contextlib.ExitStack() as held:
+                for cid in group:  # the worker leaves them alone meanwhile
+                    held.enter_context(memory.foreground(cid))
+                if len(group) == 1:
 
-            def advance(done: int, _total: int, base: int = offset) -> None:
-                bar.update(base + done, total)
+                    def advance(done: int, _total: int, base: int = offset) -> None:
+                        bar.update(base + done, total)
 
-            with memory.foreground(conv.id):  # the worker leaves it alone meanwhile
-                result = recaller.embed_units(conv.id, progress=advance)
-            counts[conv.id], skipped[conv.id] = result.vectors, result.keyword_only
-            offset += result.units
+                    results = {group[0]: recaller.embed_units(group[0], progress=advance)}
+                else:  # short conversations: their units in one call of the model
+                    results = recaller.embed_across(group, limit=sum(owed[c] for c in group))
+            for cid in group:
+                result = results.get(cid, Embedded())
+                counts[cid], skipped[cid] = result.vectors, result.keyword_only
+                offset += result.units
+            bar.update(offset, total)
     if ctx.json:
         ctx.emit_json({"embedded": counts, "keyword_only": skipped})
     else:
@@ -576,6 +588,27 @@ def cmd_embed(ctx: CommandContext) -> int:
                     if skipped[cid] else "")
             ctx.out.print(Text(f"{cid}: {n:,} retrieval units embedded{rest}"))
     return 0
+
+
+def _embed_groups(ids: list[str], owed: dict[str, int]) -> list[list[str]]:
+    """``ids`` in runs whose units together make about one embedding step, so many short
+    conversations share a call of the model; a conversation that owes a step or more
+    (or nothing) is a run of its own."""
+    groups: list[list[str]] = []
+    run: list[str] = []
+    units = 0
+    for cid in ids:
+        if not 0 < owed[cid] < EMBED_BATCH:
+            groups.append([cid])
+            continue
+        if run and (units + owed[cid] > EMBED_BATCH or len(run) >= GROUP):
+            groups.append(run)
+            run, units = [], 0
+        run.append(cid)
+        units += owed[cid]
+    if run:
+        groups.append(run)
+    return groups
 
 
 _STAT_KEYS = ("messages", "message_tokens", "summaries", "max_depth", "frontier_summaries", "frontier_tokens",
