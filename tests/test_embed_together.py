@@ -171,3 +171,19 @@ def test_lossless_embed_all_embeds_short_conversations_together(store_target: St
     assert sum(n for n in calls if n > 1) == 340
     with lossless.open(db, embedder=LocalEmbedder()) as mem:
         assert mem.recaller.count_unembedded() == {"conversations": 0, "messages": 0, "units": 0}
+
+
+def test_a_search_catches_up_short_conversations_together(store_target: StoreTarget) -> None:
+    """A semantic search over conversations stored without an embedder first embeds what
+    they owe (bounded): ten short conversations' units go to the model in one call, and
+    each finds its own turn by its vector."""
+    target = store_target("search")
+    with lossless.open(target, embedder=None) as mem:
+        for k in range(10):
+            mem.conversation(f"s{k}").add_many(_chat(f"s{k}", 4))
+    emb = _Calls()
+    with lossless.open(target, embedder=emb, compaction="deferred") as mem:
+        hits = mem.search("s7 turn 2 the s7 heron stood in the reeds", mode="semantic", limit=1)
+        assert [(h.conversation_id, h.first_seq, h.matched) for h in hits] == [("s7", 3, "vector")]
+        assert [len(c) for c in _unit_calls(emb)] == [40]
+        assert mem.recaller.count_unembedded() == {"conversations": 0, "messages": 0, "units": 0}

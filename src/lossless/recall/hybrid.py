@@ -57,6 +57,7 @@ _CUT_ATTEMPTS = 3  # an erase between reading messages and writing their units: 
 CATCH_UP_SECONDS = 1.0
 CATCH_UP_UNITS = 512
 _CATCH_UP_CUT = 2000  # messages cut into units per step of a search's catch-up
+_CATCH_UP_GROUP = 16  # conversations cut per step of it (their units share a call of the model)
 _KEYWORD_SPANS = 16  # conversations partly embedded searched one by one from their first seq not embedded
 _READABLE_KEPT = 100_000  # unit texts whose language was looked at, remembered by hash (~15 MB)
 _EMBED_BATCH = 64  # units per embedding call: small enough that a progress bar moves every second or two on a CPU
@@ -310,15 +311,16 @@ class Recaller:
             seconds, units = math.inf, 2**62
         deadline = time.monotonic() + seconds
         done = 0
-        for cid in sorted(owed, key=lambda c: (-owed[c], c)):
-            while done < units and time.monotonic() < deadline:
-                cut = self.cut_units(cid, limit=_CATCH_UP_CUT)
-                passed = self.embed_units(cid, limit=min(_EMBED_BATCH, units - done))
-                done += passed.vectors  # the model's work is what the bound is for
-                if cut == 0 and passed.units == 0:
-                    break
-            if done >= units or time.monotonic() >= deadline:
-                break
+        # the conversations in that order, each call of the model taking from the first
+        # ones (several short conversations' units together, as the worker does)
+        left = sorted(owed, key=lambda c: (-owed[c], c))
+        while left and done < units and time.monotonic() < deadline:
+            step = min(_EMBED_BATCH, units - done)
+            cut = {cid: self.cut_units(cid, limit=_CATCH_UP_CUT) for cid in left[:_CATCH_UP_GROUP]}
+            passed = self.embed_across(left, limit=step)
+            done += sum(p.vectors for p in passed.values())  # the model's work is what the bound is for
+            if sum(p.units for p in passed.values()) < step:  # every cut unit of them is passed now:
+                left = [c for c in left if cut.get(c, 1)]  # those with nothing more to cut are done
         return self.not_embedded(list(owed))
 
     def uncut(self, conversation_id: str) -> int:
