@@ -160,3 +160,27 @@ def test_memory_update_onto_existing_content_is_refused(store_backend: lossless.
     assert memories.get(second.id).content == "Deploys happen on Thursday"  # rolled back whole
     assert [h.id for h in memories.search("Thursday", user="ann")] == [second.id]
     assert memories.count() == 2 and memories.get(first.id).use_count == 0
+
+
+def test_summaries_are_listed_in_one_order_on_both(backend_target: str) -> None:
+    """An older root and a newer summary of the same depth may start at the same message:
+    ``summaries()`` lists such ties in the order they were written, on both stores,
+    whatever order the database holds the rows in (CI once saw PostgreSQL return them
+    swapped). On PostgreSQL the rows are first rewritten newest first (``CLUSTER``)."""
+    from .backends import raw_query
+
+    with lossless.open(backend_target, context_window=2048, compaction="inline") as mem:
+        _script(mem)
+    ids = "SELECT id FROM summaries WHERE conversation_id = 'a' ORDER BY rowid"
+    written = [r[0] for r in raw_query(backend_target, ids)]
+    if backend_target.startswith("postgresql"):
+        raw_query(backend_target, "CREATE INDEX newest_first ON summaries (rowid DESC)")
+        raw_query(backend_target, "CLUSTER summaries USING newest_first")
+        raw_query(backend_target, "DROP INDEX newest_first")
+    with lossless.open(backend_target, context_window=2048, compaction="inline") as mem:
+        listed = mem.conversation("a").summaries()
+    spans = [(s.depth, s.first_seq) for s in listed]
+    tied = [s.id for s in listed if spans.count((s.depth, s.first_seq)) > 1]
+    assert len(tied) >= 2, "the script leaves two summaries of one depth from one message"
+    assert tied == sorted(tied, key=written.index)
+    assert [(-s.depth, s.first_seq) for s in listed] == sorted((-s.depth, s.first_seq) for s in listed)

@@ -32,7 +32,7 @@ def verify_conversations(query: Query, conversation_id: str | None = None) -> li
         # deepest first, then in conversation order: the order problems are reported in
         nodes = [StoredNode(id=r[0], depth=int(r[1]), first_seq=int(r[2]), last_seq=int(r[3]), parent_id=r[4])
                  for r in query("SELECT id, depth, first_seq, last_seq, parent_id FROM summaries "
-                                "WHERE conversation_id = ? ORDER BY depth DESC, first_seq", (cid,))]
+                                "WHERE conversation_id = ? ORDER BY depth DESC, first_seq, rowid", (cid,))]
         sources: dict[str, list[SourceRef]] = {}
         for sid, kind, source in query(
             "SELECT s.summary_id, s.source_kind, s.source_id FROM summary_sources s JOIN summaries m "

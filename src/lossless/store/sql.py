@@ -440,8 +440,12 @@ class SQLStore(ABC):
         return self._summaries(rows)[0] if rows else None
 
     def summaries(self, conversation_id: str) -> list[Summary]:
+        # a total order, the same on both stores: two summaries of one depth may start at
+        # the same message (an older root and the newer one that reaches further); they
+        # are listed in the order they were written (PostgreSQL returned such ties in
+        # whatever order its heap held them)
         return self._summaries(self._run(f"{self._SUMMARY_SELECT} WHERE s.conversation_id = ? "
-                                         "ORDER BY s.depth DESC, s.first_seq", (conversation_id,)))
+                                         "ORDER BY s.depth DESC, s.first_seq, s.rowid", (conversation_id,)))
 
     def summarizer_usage(self, conversation_id: str | None = None) -> dict[str, Any]:
         """Totals over the summaries' recorded spend (see ``Compactor._write``): provider
