@@ -65,6 +65,7 @@ def test_short_conversations_share_one_embedder_call(store_target: StoreTarget) 
         assert len(calls) == 1 and len(calls[0]) == 72
         assert mem.recaller.count_unembedded() == {"conversations": 0, "messages": 0, "units": 0}
         assert mem.scheduler.worker_stats()["units_embedded"] == 72
+        assert mem.scheduler.worker_stats()["messages_indexed"] == 72  # cut before the group's call: counted too
         for tag in tags:  # each conversation's vectors are its own: a semantic search finds its turn
             hits = mem.conversation(tag).search(f"{tag} turn 3: the {tag} heron stood in the reeds", mode="semantic",
                                                 limit=1)

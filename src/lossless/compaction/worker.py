@@ -431,7 +431,7 @@ class Worker:
             return [claim]
         group = [claim]
         try:
-            recaller.cut_units(claim.conversation_id, limit=CUT_BATCH)
+            self._cut(claim.conversation_id)
             owes = recaller.unembedded(claim.conversation_id)
             if not 0 < owes < EMBED_BATCH:
                 return group
@@ -441,7 +441,7 @@ class Worker:
             if len(group) == 1:
                 return group
             for other in group[1:]:
-                recaller.cut_units(other.conversation_id, limit=CUT_BATCH)
+                self._cut(other.conversation_id)
             passed = recaller.embed_across([c.conversation_id for c in group], limit=EMBED_BATCH)
             with self.stats.lock:
                 self.stats.units_embedded += sum(p.vectors for p in passed.values())
@@ -557,18 +557,26 @@ class Worker:
             unembedded.owed_elsewhere(self.backlog.runner, cid)
             return True
         while True:
-            cut_before = recaller.index_store.progress(cid)[0]
-            recaller.cut_units(cid, limit=CUT_BATCH)
-            cut = recaller.index_store.progress(cid)[0] - cut_before
+            cut = self._cut(cid)
             passed = recaller.embed_units(cid, limit=EMBED_BATCH, batch_size=EMBED_BATCH)
             with self.stats.lock:
                 self.stats.units_embedded += passed.vectors  # not those left keyword-only (language)
-                self.stats.messages_indexed += max(0, cut)
             if cut <= 0 and passed.units == 0:
                 return True
             self.backlog.heartbeat(cid, owner, self.lease_seconds)
             if should_stop():
                 return recaller.uncut(cid) == 0 and recaller.unembedded(cid) == 0
+
+    def _cut(self, cid: str) -> int:
+        """Cut units for up to ``CUT_BATCH`` more messages; returns (and counts) how many
+        messages were cut."""
+        index_store = self.engine.recaller.index_store
+        before = index_store.progress(cid)[0]
+        self.engine.recaller.cut_units(cid, limit=CUT_BATCH)
+        cut = max(0, index_store.progress(cid)[0] - before)
+        with self.stats.lock:
+            self.stats.messages_indexed += cut
+        return cut
 
     def _record_failures(self) -> None:
         for cid, (owner, message, retry) in list(self._unrecorded.items()):
