@@ -319,9 +319,10 @@ def test_two_processes_with_workers_share_one_sqlite_file(store_target: StoreTar
         _summaries_written_once(mem, ["shared", "own-0", "own-1"])
 
 
-def _run_worker(url: str, out: Any) -> None:
+def _run_worker(url: str, out: Any, start: Any) -> None:
     mem = lossless.open(url, embedder=None, context_window=2048, fresh_tail_count=6, compaction="deferred")
     worker = Worker(mem, slice_seconds=0.3)
+    start.wait(120)  # both begin together: on a loaded machine one process's start-up took longer than all the work
     worker.run(until_idle=True, kind="process")
     out.put(worker.stats.as_dict()["turns"])
     mem.close()
@@ -337,7 +338,8 @@ def test_two_workers_on_postgresql_share_the_backlog(pg_url: str) -> None:
         assert sorted(mem.backlog.pending()) == conversations
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_run_worker, args=(pg_url, out)) for _ in range(2)]
+    start = ctx.Barrier(2)
+    procs = [ctx.Process(target=_run_worker, args=(pg_url, out, start)) for _ in range(2)]
     for p in procs:
         p.start()
     for p in procs:
