@@ -417,6 +417,66 @@ def test_fit_text_on_a_summary_keeps_lines_under_their_headers(counter: TokenCou
             assert owner[line] == header
 
 
+# A root over the frontier is its summaries' texts under "[#first–#last]" lines (the
+# compaction engine's _refresh_root); a summary of none of its own headers, e.g. an LLM's.
+ROOT_SECTIONS = [
+    (1, 40, "We chose PostgreSQL for the pilot. The team met on Monday. Nothing else happened that week."),
+    (41, 80, "Ann moved to Lisbon in March. She started learning Portuguese. The weather was mild."),
+    (81, 120, "The deploy failed because the migration timed out after 30 seconds. We rolled back."),
+    (121, 160, "我上周末去了人民公园，看到了很多樱花。她更喜欢奶茶。我下个月要去上海出差。"),
+]
+RANGE = re.compile(r"^\[#\d+–#?\d+(?: [^\]]*)?\]$")
+
+
+def _root_text(sections: list[tuple[int, int, str]]) -> str:
+    return "\n\n".join(f"[#{a}–#{b}]\n{text}" for a, b, text in sections)
+
+
+def _under_own_range(source: list[tuple[int, int, str]], out: str) -> None:
+    """Every line of ``out`` is a sentence (or a shortened one) of the section whose range
+    header it stands under, and no range header stands with nothing under it."""
+    texts = {f"[#{a}–#{b}]": text for a, b, text in source}
+    lines = out.splitlines()
+    header = None
+    for i, line in enumerate(lines):
+        if RANGE.match(line):
+            header = line
+            assert i + 1 < len(lines) and not RANGE.match(lines[i + 1]), f"{line} with nothing under it in {out!r}"
+            continue
+        if not line:
+            continue
+        assert header is not None, f"{line!r} under no range header in {out!r}"
+        sentence = line[:-1].rstrip() if line.endswith("…") else line
+        assert sentence in texts[header], f"{line!r} is not from {header} in {out!r}"
+
+
+def test_fit_text_on_a_root_keeps_sentences_under_their_own_range(counter: TokenCounter) -> None:
+    # "[#1–#40]" (a '#' before the last seq) was not read as a header: it became a line of
+    # its own, and Ann's move (#41–#80) was shown under [#1–#40]
+    text = _root_text(ROOT_SECTIONS)
+    for limit in range(12, counter.count(text), 6):
+        out = fit_text(text, limit, counter, focus="Where did Ann move?")
+        assert counter.count(out) <= limit
+        _under_own_range(ROOT_SECTIONS, out)
+    assert "[#41–#80]\nAnn moved to Lisbon in March." in fit_text(text, 20, counter, focus="Where did Ann move?")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    picks=st.lists(st.sampled_from(range(len(ROOT_SECTIONS))), min_size=1, max_size=4, unique=True),
+    limit=st.integers(min_value=1, max_value=160),
+    name=st.sampled_from(COUNTERS),
+    focus=st.sampled_from([None, "Where did Ann move?", "人民公园看到了什么", "Why did the deploy fail?"]),
+)
+def test_an_abridged_root_never_moves_a_sentence_to_another_range(picks: list[int], limit: int, name: str,
+                                                                  focus: str | None) -> None:
+    counter = get_counter(name)
+    sections = [ROOT_SECTIONS[i] for i in sorted(picks)]
+    out = fit_text(_root_text(sections), limit, counter, focus=focus)
+    assert counter.count(out) <= limit
+    _under_own_range(sections, out)
+
+
 def test_aggressive_aims_at_half(counter: TokenCounter) -> None:
     items = conversation() * 4
     normal = extract(request(items, 300, counter))

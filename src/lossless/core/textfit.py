@@ -43,7 +43,7 @@ _UNIT_WIDTH = 400  # longest unit, in width (a wide character counts 4): ~100 to
 _CODE_LINE_WIDTH = 160
 _FENCE = "```"
 
-_HEADER_RE = re.compile(r"^\[#\d+(?:[–-]\d+)?(?: [^\]\n]*)?\]$")
+_HEADER_RE = re.compile(r"^\[#\d+(?:[–-]#?\d+)?(?: [^\]\n]*)?\]$")
 MESSAGE_HEADER_RE = re.compile(r"^\[#\d+ \d{4}-(\d{2}-\d{2}) \d{2}:\d{2} (\S+)(?: ([^\]\n]+))?\]$")
 _TOOL_CALL_RE = re.compile(r"^→\s*tool_call\b")
 _TRACE_RE = re.compile(r"^[\w.]*(?:Error|Exception|Fault)\b:?|^(?:error|fatal|panic)\b[:\[]", re.I)
