@@ -151,6 +151,22 @@ def test_add_reads_stdin(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     assert run.json("show", "c")["tail"][0]["preview"] == "from a pipe"
 
 
+def test_add_takes_the_text_as_an_argument(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("never read"))
+    assert run("add", "c", "--role", "user", "我用Python写了一个爬虫，每天凌晨3点执行。")[0] == 0
+    assert run("add", "c", "我周末去了人民公园", "--role", "user", "--name", "Lin")[0] == 0
+    assert [t["preview"] for t in run.json("show", "c")["tail"]] == ["我用Python写了一个爬虫，每天凌晨3点执行。",
+                                                                      "我周末去了人民公园"]
+    assert run.json("grep", "c", "爬虫")["hits"][0]["first_seq"] == 1
+    assert run("add", "c", "--role", "user", "--", "-5 °C 서울에서 친구를 만났어요")[0] == 0  # after --: the text
+    assert run.json("grep", "c", "친구")["hits"][0]["first_seq"] == 3
+    status, _, err = run("add", "c", "--role", "user", "one", "two")
+    assert status == 2 and "unrecognized arguments: one two" in err
+    status, _, err = run("add", "c", "--role", "user", "twice", "--content", "twice")
+    assert status == 2 and "given twice" in err and "TEXT" in err
+    assert run.json("stats", "c")["messages"] == 3  # nothing stored by the refused adds
+
+
 def test_import_skips_bad_lines_and_is_idempotent(run: Run, tmp_path: Path) -> None:
     good = _messages(6, conversation="imp")
     lines: list[dict[str, Any] | str] = [*good[:2], '{"role": "user", "content": broken', *good[2:4],

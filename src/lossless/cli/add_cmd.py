@@ -20,22 +20,30 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
     """Add the ``add`` command. ``parents`` are the parsers of the options every command
     accepts (``--db``, ``--json`` …); by default the CLI's own."""
     p = add_command(subparsers, "add", cmd_add, "add one message to a conversation (created if new)",
-                    command_parents(parents))
+                    command_parents(parents), check=_check_add)
     p.add_argument("conversation", metavar="CONV")
+    p.add_argument("text", metavar="TEXT", nargs="?",
+                   help="the message text (or --content TEXT; neither: read stdin, stored verbatim)")
+    p.set_defaults(late_positional="text")  # also after the options: add c1 --role user "hi"
     p.add_argument("--role", required=True, choices=ROLES)
     p.add_argument("--name", help="who spoke (for multi-party chats)")
     p.add_argument("--created-at", metavar="ISO", help="when it was said (default: now)")
     p.add_argument("--external-id", metavar="ID", help="your id for it; adding it again adds nothing")
-    p.add_argument("--content", metavar="TEXT", help="the message text (default: read stdin, stored verbatim)")
+    p.add_argument("--content", metavar="TEXT", help="the message text, as TEXT (for text that starts with '-')")
     no_wait(p)
+
+
+def _check_add(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.text is not None and args.content is not None:
+        parser.error("add: the text is given twice, as TEXT and as --content; give one")
 
 
 def cmd_add(ctx: CommandContext) -> int:
     args = ctx.args
-    content: str | None = args.content
+    content: str | None = args.content if args.content is not None else args.text
     if content is None:
         if sys.stdin is None or sys.stdin.isatty():
-            raise CommandError("no content: pass --content TEXT or pipe the text on stdin")
+            raise CommandError("no content: pass the text (TEXT or --content TEXT) or pipe it on stdin")
         content = sys.stdin.read()
     fields = {"role": args.role, "content": content, "name": args.name, "created_at": args.created_at,
               "external_id": args.external_id}

@@ -12,7 +12,7 @@ import argparse
 __all__ = ["EXAMPLES", "add_examples", "walk_commands"]
 
 EXAMPLES: dict[str, tuple[str, ...]] = {
-    "add": ('lossless add support-42 --role user --content "The depot code is ZX-41"',
+    "add": ('lossless add support-42 --role user "The depot code is ZX-41"',
             "echo 'long text' | lossless add support-42 --role assistant --external-id reply-7",
             'lossless add support-42 --role user --content "hi" --no-wait'),
     "import": ("lossless import chat.jsonl --conversation support-42",

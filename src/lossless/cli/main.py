@@ -84,6 +84,24 @@ def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     return parser
 
 
+def _late_positional(args: argparse.Namespace, unknown: list[str]) -> list[str]:
+    """argparse fills a command's optional last positional (``add CONV [TEXT]``) only from
+    the arguments before the first option: ``add c1 --role user "hi"`` leaves "hi" over.
+    A command that names such a positional (``set_defaults(late_positional=...)``) gets
+    one such leftover, when it is not an option (or follows ``--``) and the positional is
+    still empty."""
+    name = getattr(args, "late_positional", None)
+    if not name or getattr(args, name, None) is not None:
+        return unknown
+    if len(unknown) == 2 and unknown[0] == "--":  # after "--" even "-5 °C" is the text
+        setattr(args, name, unknown[1])
+        return []
+    if len(unknown) == 1 and not unknown[0].startswith("-"):
+        setattr(args, name, unknown[0])
+        return []
+    return unknown
+
+
 def _fail(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 1
@@ -94,6 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args, unknown = parser.parse_known_args(argv)
+        unknown = _late_positional(args, unknown)
         if unknown:  # said by the command's parser, so its usage is the one shown
             _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
         _check(parser, args)
