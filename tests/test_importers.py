@@ -260,6 +260,30 @@ def test_plain_text_transcript(mem: lossless.Memory) -> None:
     assert again.already_stored == 6 and sum(again.added.values()) == 0
 
 
+def test_chinese_japanese_and_korean_transcripts(mem: lossless.Memory, tmp_path: Path) -> None:
+    # a Chinese user's transcript labels its speakers in Chinese, with a full-width colon
+    zh = tmp_path / "聊天记录.txt"
+    zh.write_text("以下是我和助手的对话\n用户：我上周末去了人民公园。\n助手：听起来很惬意！\n公园里有什么？\n"
+                  "**用戶**：還喝了一杯拿鐵。\nAI助手: 好的。\n系统：会话结束\nUser：mixed labels work too\n",
+                  encoding="utf-8")
+    assert detect(zh) == "text"
+    report, problems = _imp(mem, zh)
+    assert not problems and report.ignored == {"text before the first speaker line": 1}
+    assert _seq(mem, "text:聊天记录") == [
+        ("user", "我上周末去了人民公园。"), ("assistant", "听起来很惬意！\n公园里有什么？"),
+        ("user", "還喝了一杯拿鐵。"), ("assistant", "好的。"), ("system", "会话结束"),
+        ("user", "mixed labels work too")]
+    ja_ko = tmp_path / "ja_ko.md"
+    ja_ko.write_text("ユーザー：東京で寿司を食べました。\nアシスタント：いいですね。\n사용자: 학교에 갔어요.\n"
+                     "어시스턴트：좋아요.\n助手说的话不是标签\n", encoding="utf-8")
+    report, problems = _imp(mem, ja_ko)
+    assert not problems
+    assert _seq(mem, "text:ja_ko") == [("user", "東京で寿司を食べました。"), ("assistant", "いいですね。"),
+                                       ("user", "학교에 갔어요."), ("assistant", "좋아요.\n助手说的话不是标签")]
+    hits = mem.conversation("text:聊天记录").search("公园", mode="fts")
+    assert [h.first_seq for h in hits][:2] == [1, 2]
+
+
 def test_conversation_option_puts_everything_in_one(mem: lossless.Memory) -> None:
     report, _ = _imp(mem, DATA / "conversations.json", conversation="all-chatgpt")
     assert dict(report.added) == {"all-chatgpt": 7}

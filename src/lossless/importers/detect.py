@@ -29,7 +29,7 @@ FORMATS: dict[str, tuple[Reader, str]] = {
     codex.FORMAT: (codex.read, "OpenAI Codex CLI rollouts, ~/.codex/sessions/**/rollout-*.jsonl"),
     chatgpt.FORMAT: (chatgpt.read, "ChatGPT data export, conversations.json"),
     openclaw.FORMAT: (openclaw.read, "OpenClaw sessions, ~/.openclaw/sessions/<id>.json (JSON5 ok)"),
-    text.FORMAT: (text.read, "plain text / Markdown with User: / Assistant: lines"),
+    text.FORMAT: (text.read, "plain text / Markdown with User: / Assistant: (用户： / 助手：) lines"),
 }
 
 _CODEX_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")

@@ -1,8 +1,10 @@
 """Plain-text and Markdown transcripts.
 
 A line that starts with a speaker — ``User:``, ``Human:``, ``Assistant:``, ``AI:``,
-``System:`` (also ``Claude:``, ``ChatGPT:``, ``Bot:``), bare or in Markdown bold
-(``**User**:`` / ``**User:**``), any case — starts a message; the lines after it, up to
+``System:`` (also ``Claude:``, ``ChatGPT:``, ``Bot:``, and the Chinese, Japanese and Korean
+labels ``用户``/``用戶``/``人类``, ``助手``/``助理``/``AI助手``, ``系统``/``系統``, ``ユーザー``,
+``アシスタント``, ``システム``, ``사용자``, ``어시스턴트``, ``시스템``), with an ASCII or a full-width
+colon (``用户：``), bare or in Markdown bold (``**User**:`` / ``**User:**``), any case — starts a message; the lines after it, up to
 the next speaker line, belong to that message (blank lines around it are trimmed, the
 rest is kept as written). Text before the first speaker line is counted and skipped.
 
@@ -23,8 +25,13 @@ __all__ = ["FORMAT", "SPEAKER", "read"]
 
 FORMAT = "text"
 _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "claude": "assistant",
-          "chatgpt": "assistant", "bot": "assistant", "system": "system"}
-SPEAKER = re.compile(r"^[ \t]*(?:[*_]{1,2}[ \t]*)?(" + "|".join(_ROLES) + r")[ \t]*(?:[*_]{1,2})?[ \t]*:"
+          "chatgpt": "assistant", "bot": "assistant", "system": "system",
+          # the same labels in Chinese (simplified and traditional), Japanese and Korean
+          "用户": "user", "用戶": "user", "人类": "user", "人類": "user", "ユーザー": "user", "사용자": "user",
+          "ai助手": "assistant", "助手": "assistant", "助理": "assistant", "アシスタント": "assistant",
+          "어시스턴트": "assistant", "系统": "system", "系統": "system", "システム": "system", "시스템": "system"}
+# a colon, ASCII or full-width (CJK text writes "用户：")
+SPEAKER = re.compile(r"^[ \t]*(?:[*_]{1,2}[ \t]*)?(" + "|".join(_ROLES) + r")[ \t]*(?:[*_]{1,2})?[ \t]*[:：]"
                      r"(?:[ \t]*[*_]{1,2})?[ \t]?(.*)$", re.IGNORECASE)
 
 
