@@ -179,14 +179,15 @@ DEFAULT_CATEGORIES: tuple[Category, ...] = (
         "decided", "decide", "decision", "decisions", "chose", "chosen", "we choose", "opted", "opt for",
         "settled on", "settle on", "let's go with", "we'll go with", "going with", "agreed on", "agreed to",
         "we'll use", "we will use", "conclusion",
-        "决定", "选择", "方案", "确定", "采用", "选用", "定下", "就用", "结论",
+        "决定", "选择", "方案", "确定", "采用", "选用", "定下", "就用", "结论", "就这么定", "定了",
     )),
     Category("constraint", 0.50, (
         "must", "must not", "mustn't", "never", "always", "deadline", "due by", "budget", "at most",
         "at least", "no more than", "no later than", "not exceed", "limited to", "required", "requirement",
         "mandatory", "only use", "under no circumstances", "forbidden", "not allowed",
         "必须", "不能", "禁止", "限制", "截止", "不得", "务必", "不允许", "最多", "至少", "上限", "预算",
-        "期限", "不超过",
+        "期限", "不超过", "永远不要", "绝对不要", "千万不要", "千万别", "绝不", "决不", "一定要", "一律",
+        "不许", "不可以", "只能用",
     )),
     Category("correction", 0.55, (
         "no,", "no.", "no!", "nope", "actually", "that's wrong", "that is wrong", "you're wrong",
@@ -197,7 +198,7 @@ DEFAULT_CATEGORIES: tuple[Category, ...] = (
     Category("memory", 0.60, (
         "remember", "don't forget", "do not forget", "keep in mind", "note that", "make a note",
         "for future reference", "from now on", "going forward",
-        "记住", "记得", "别忘", "不要忘", "以后都", "今后", "从现在开始",
+        "记住", "记得", "别忘", "不要忘", "以后都", "今后", "从现在开始", "记着", "请注意", "以后请",
     )),
     Category("preference", 0.45, (
         "i prefer", "i'd prefer", "i would prefer", "i like", "i love", "i hate", "i dislike",
