@@ -559,6 +559,25 @@ def test_distill_a_chinese_conversation(store_target: StoreTarget, tmp_path: Pat
     mem.close()
 
 
+@pytest.mark.parametrize(("english", "chinese"), [
+    ("I work at Acme as a data engineer.", "我在字节跳动上班，做数据工程。"),
+    ("My sister works in Berlin now.", "我的妹妹叫小美，她在北京工作。"),
+    ("I am allergic to peanuts and shellfish.", "我对花生和海鲜过敏。"),
+    ("I don't eat spicy food at all.", "我不吃辣的东西，一点都不行。"),
+    ("The release must ship before Friday.", "永远不要在周五部署生产环境。"),
+])
+def test_rules_find_the_same_durable_facts_in_english_and_chinese(english: str, chinese: str) -> None:
+    from lossless.longterm.extract import extract
+
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+    for text in (english, chinese):
+        found = extract([Message("m1", "c", 1, "user", text, at, 10)])
+        assert [c.content for c in found] == [text], text
+    # a sentence that only starts like one is not a memory
+    assert extract([Message("m2", "c", 2, "user", "我在想这个问题怎么办才好呢", at, 10),
+                    Message("m3", "c", 3, "user", "我们在公园里散步了很久", at, 10)]) == []
+
+
 def test_distill_with_a_summarizer_parses_its_json(store_target: StoreTarget, tmp_path: Path) -> None:
     mem, mems = _open(store_target("l"))
     msgs = _english(mem)

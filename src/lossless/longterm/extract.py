@@ -85,18 +85,18 @@ _DECISION = _rx(
 )
 _PREFERENCE = _rx(
     r"i (?:really )?(?:prefer|like|love|enjoy|hate|dislike)|i'd rather|i would rather|"
-    r"i (?:don't|do not) (?:like|want)|my favou?rite|please (?:always|never|don't|do not)",
-    "喜欢|偏好|更喜欢|不喜欢|讨厌|习惯用|请总是|请不要|请别",
+    r"i (?:don't|do not) (?:like|want|eat|drink)|my favou?rite|please (?:always|never|don't|do not)",
+    "喜欢|偏好|更喜欢|不喜欢|讨厌|习惯用|请总是|请不要|请别|我不吃|我不喝",
 )
 _PERSONAL = _rx(
     r"my name is|call me|i am an?|i'm an?|i work (?:at|as|for|on)|i live in|"
-    r"my \w+(?: \w+)? (?:is|are)",
-    "我叫|我的名字|我是|我在.{1,12}工作|我住在|我的.{1,8}是",
+    r"my \w+(?: \w+)? (?:is|are|works|lives)|(?:i am|i'm) allergic",
+    "我叫|我的名字|我是|我在.{1,12}(?:工作|上班|上学|读书)|我住在|我(?:的|家的?).{1,8}(?:是|叫|在)|过敏",
 )
 _CONSTRAINT = _rx(
     r"must|mustn't|must not|required to|requirement|deadline|due (?:by|on)|no later than|"
     r"not allowed|forbidden|at the latest",
-    "必须|务必|不得|禁止|截止|最晚|要求",
+    "必须|务必|不得|禁止|截止|最晚|要求|永远不要|绝对不要|千万不要|千万别",
 )
 _TASK_ANY = _rx(r"todo|to-do|action item|next step|next steps|task", "待办|任务|下一步")
 _TASK_USER = _rx(r"need to|needs to|we should|please make sure", "需要|要做|计划")
