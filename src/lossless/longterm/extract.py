@@ -41,7 +41,8 @@ EXTRACTION_INSTRUCTION = (
     "Extract the durable memories from the conversation below: decisions, the user's "
     "preferences, facts the user stated about themselves or their work, constraints and "
     "deadlines, errors with their fixes, and tasks with their status. Skip small talk and "
-    "anything only true for the moment. Answer with one JSON array and nothing else, each "
+    "anything only true for the moment. Write each memory in the language the conversation "
+    "is written in. Answer with one JSON array and nothing else, each "
     'element {"kind": "fact" | "preference" | "error" | "task" | "pattern", "content": '
     '"one self-contained sentence", "importance": 0.0-1.0, "source_message_ids": ["msg_…"]}.'
 )
