@@ -23,6 +23,10 @@ from lossless.context.explore.base import (
 __all__ = ["explore_text", "looks_like_markdown"]
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+([^\n]+?)[ \t#]*$|^(```|~~~)", re.MULTILINE)
+# Han and kana have no spaces between words: each character counts as one (as a Chinese
+# or Japanese word count does); hangul is written with spaces and counts by them
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK_PUNCT = re.compile(r"[\u3000-\u303f\uff01-\uff0f\uff1a-\uff20]")  # 。，、「」！？： between them
 _MARKDOWN = re.compile(r"^#{1,6} \S|^```|^\s*[-*+] \S|^\s*\d+\. \S|\[[^\]\n]+\]\([^)\n]+\)|^\|.*\|$|\*\*\S", re.MULTILINE)
 _LONG_LINE = 2_000  # above this, samples are character ranges rather than lines
 
@@ -57,7 +61,9 @@ def explore_text(text: str, out: Outline, stats: dict[str, Any], *, markdown: bo
         markdown = looks_like_markdown(text[:64_000])
     if markdown:
         stats["format"] = "markdown"
-    words = len(text[:1_000_000].split())
+    sample = text[:1_000_000]
+    wide = len(_CJK_CHAR.findall(sample))
+    words = len((_CJK_PUNCT.sub(" ", _CJK_CHAR.sub(" ", sample)) if wide else sample).split()) + wide
     if len(text) > 1_000_000:
         words = int(words * len(text) / 1_000_000)
     out.add(f"Text{' (Markdown)' if markdown else ''} · {total:,} lines · ~{words:,} words · "
