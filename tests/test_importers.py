@@ -281,7 +281,7 @@ def test_chinese_japanese_and_korean_transcripts(mem: lossless.Memory, tmp_path:
     assert _seq(mem, "text:ja_ko") == [("user", "東京で寿司を食べました。"), ("assistant", "いいですね。"),
                                        ("user", "학교에 갔어요."), ("assistant", "좋아요.\n助手说的话不是标签")]
     hits = mem.conversation("text:聊天记录").search("公园", mode="fts")
-    assert [h.first_seq for h in hits][:2] == [1, 2]
+    assert sorted(h.first_seq for h in hits) == [1, 2]  # the two that say 公园, in either store's order
 
 
 def test_conversation_option_puts_everything_in_one(mem: lossless.Memory) -> None:
