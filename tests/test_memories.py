@@ -575,7 +575,9 @@ def test_rules_find_the_same_durable_facts_in_english_and_chinese(english: str, 
         assert [c.content for c in found] == [text], text
     # a sentence that only starts like one is not a memory
     assert extract([Message("m2", "c", 2, "user", "我在想这个问题怎么办才好呢", at, 10),
-                    Message("m3", "c", 3, "user", "我们在公园里散步了很久", at, 10)]) == []
+                    Message("m3", "c", 3, "user", "我们在公园里散步了很久", at, 10),
+                    Message("m4", "c", 4, "user", "我的电脑在重启，等一下", at, 10),
+                    Message("m5", "c", 5, "user", "春天到了，很多人花粉过敏", at, 10)]) == []
 
 
 def test_distill_with_a_summarizer_parses_its_json(store_target: StoreTarget, tmp_path: Path) -> None:

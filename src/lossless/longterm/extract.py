@@ -92,7 +92,7 @@ _PREFERENCE = _rx(
 _PERSONAL = _rx(
     r"my name is|call me|i am an?|i'm an?|i work (?:at|as|for|on)|i live in|"
     r"my \w+(?: \w+)? (?:is|are|works|lives)|(?:i am|i'm) allergic",
-    "我叫|我的名字|我是|我在.{1,12}(?:工作|上班|上学|读书)|我住在|我(?:的|家的?).{1,8}(?:是|叫|在)|过敏",
+    "我叫|我的名字|我是|我在.{1,12}(?:工作|上班|上学|读书)|我住在|我(?:的|家的?).{1,8}(?:是|叫)|我对.{1,10}过敏",
 )
 _CONSTRAINT = _rx(
     r"must|mustn't|must not|required to|requirement|deadline|due (?:by|on)|no later than|"
