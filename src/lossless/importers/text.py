@@ -5,8 +5,9 @@ A line that starts with a speaker — ``User:``, ``Human:``, ``Assistant:``, ``A
 labels ``用户``/``用戶``/``人类``, ``助手``/``助理``/``AI助手``, ``系统``/``系統``, ``ユーザー``,
 ``アシスタント``, ``システム``, ``사용자``, ``어시스턴트``, ``시스템``), with an ASCII or a
 full-width colon (``用户：``), bare or in Markdown bold (``**User**:`` / ``**User:**``), any
-case — starts a message; the lines after it, up to the next speaker line, belong to that message (blank lines around it are trimmed, the
-rest is kept as written). Text before the first speaker line is counted and skipped.
+case — starts a message; the lines after it, up to the next speaker line, belong to that
+message (blank lines around it are trimmed, the rest is kept as written). Text before the
+first speaker line is counted and skipped.
 
 Conversation ``text:<file name>``; there are no ids or times in the file, so each
 message's external id hashes the conversation, its position and its text (re-importing the
