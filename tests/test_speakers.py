@@ -55,11 +55,42 @@ def test_a_question_naming_a_person_recalls_what_they_said(store_target: StoreTa
         assert "bank" in shown and "nurse" not in shown
 
 
+ZH_PAD = "，然后这一周就是买菜、洗衣服、看牙医、赶晚班火车，还和房东打了很久的电话说暖气的事"
+
+
+def _zh_chat(n: int) -> dict[str, Any]:
+    return {"role": "user" if n % 2 == 0 else "assistant", "name": "小美" if n % 2 == 0 else "阿强",
+            "content": f"第{n}天：天气不错，我们聊了足球和午饭的安排", "created_at": T0 + timedelta(minutes=10 + n)}
+
+
+def test_a_chinese_question_naming_a_person_recalls_what_they_said(store_target: StoreTarget) -> None:
+    # the same two sisters in Chinese: 阿强's message names 小美 and says 姐姐 and 工作 more often
+    with lossless.open(store_target("zh-sisters"), embedder=None, context_window=2048) as mem:
+        conv = mem.conversation("c")
+        conv.add_many([
+            {"role": "user", "name": "小美", "content": "我姐姐终于找到了一份护士的工作" + ZH_PAD, "created_at": T0},
+            *[_zh_chat(n) for n in (-5, -4, -3)],
+            {"role": "assistant", "name": "阿强", "content": "小美，我姐姐的新工作在银行，是她梦想的工作" + ZH_PAD,
+             "created_at": T0 + timedelta(minutes=5)},
+            *[_zh_chat(n) for n in range(200)],
+        ])
+        assert [h.first_seq for h in conv.search("小美的姐姐做什么工作？", kinds=("message",), limit=2)] == [5, 1]
+        shown = str(conv.assemble(budget_tokens=140, query="小美的姐姐做什么工作？").messages[0]["content"])
+        assert "护士" in shown and "银行" not in shown
+        shown = str(conv.assemble(budget_tokens=140, query="姐姐做什么工作？").messages[0]["content"])
+        assert "银行" in shown and "护士" not in shown
+
+
 def test_names_are_words_of_the_question() -> None:
     authors = {"Ann", "Bo", "Li Wei"}
     assert named_authors("What is Ann's sister's job?", authors) == {"ann"}
     assert named_authors("Where does BO live? and ann?", authors) == {"ann", "bo"}
     assert named_authors("Is Anna or Bob there? Boring.", authors) == set()
+    # a name of several words, in a row; a name in CJK, wherever it stands
+    assert named_authors("What did Li  Wei's brother say?", authors) == {"li wei"}
+    assert named_authors("Did Li say that? Wei did.", authors) == set()
+    assert named_authors("小美的姐姐做什么工作？阿强呢", {"小美", "阿强", "小明"}) == {"小美", "阿强"}
+    assert named_authors("What did 小美 say?", {"小美"}) == {"小美"}
 
 
 # -- property: a boost only reorders near-equals, exactly as it says -------------------------------

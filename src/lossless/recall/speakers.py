@@ -29,6 +29,7 @@ SPEAKER_BOOST = 0.25
 _LOOKED_AT = 64
 _WORD = re.compile(r"[^\W\d_]+(?:['\u2019\u02bc][^\W\d_]+)*")
 _POSSESSIVE = re.compile("['\u2019\u02bc]s$")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 Candidate = tuple[tuple[str, ...], bool, float]  # (message ids, whether a window, score)
 
@@ -39,9 +40,27 @@ def _words(query: str) -> set[str]:
 
 
 def named_authors(query: str, authors: set[str]) -> set[str]:
-    """The ``authors`` (message names) that ``query`` names as a word of its own, lower-cased."""
+    """The ``authors`` (message names) that ``query`` names, lower-cased: a name as a word of
+    its own ("Ann's" names Ann, "Anna" does not), a name of several words as those words in
+    a row ("Li Wei"), and a name in Chinese, Japanese or Korean wherever it stands, since
+    those scripts put no spaces around it ("小美的姐姐" names 小美)."""
     words = _words(query)
-    return {a.lower() for a in authors if a and a.lower() in words}
+    lowered = query.lower()
+    out: set[str] = set()
+    for author in authors:
+        name = " ".join(author.lower().split()) if author else ""
+        if not name:
+            continue
+        if name in words:
+            out.add(name)
+        elif _CJK.search(name):
+            if name in lowered:
+                out.add(name)
+        elif " " in name:
+            between = r"\s+".join(re.escape(part) for part in name.split())
+            if re.search(rf"(?<![^\W\d_]){between}(?![^\W\d_])", lowered):
+                out.add(name)
+    return out
 
 
 def lean_to_speakers(store: MessageLog, query: str, candidates: list[Candidate],
@@ -63,7 +82,7 @@ def lean_to_speakers(store: MessageLog, query: str, candidates: list[Candidate],
     out: list[Candidate] = []
     for ids, window, score in head:
         msg = read.get(ids[0]) if len(ids) == 1 else None
-        if msg is not None and msg.name and msg.name.lower() in named:
+        if msg is not None and msg.name and " ".join(msg.name.lower().split()) in named:
             score *= 1 + SPEAKER_BOOST
         out.append((ids, window, score))
     out.sort(key=lambda c: -c[2])
