@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import lossless
 from lossless.context.excerpt import excerpt_around
+from lossless.context.pieces import RECALL_HEADER
 from lossless.core.render import format_time
 from lossless.core.tokens import get_counter
 
@@ -41,7 +42,7 @@ def _memory_block(ctx: lossless.AssembledContext) -> str:
 
 
 def _recall_lines(block: str) -> list[str]:
-    at = block.find("Recalled messages matching the current question:")
+    at = block.find(RECALL_HEADER)
     return block[at:].splitlines()[1:] if at >= 0 else []
 
 
