@@ -20,7 +20,7 @@ from lossless.context.pieces import RECALL_HEADER
 from lossless.core.render import format_time
 from lossless.core.tokens import get_counter
 
-from .conftest import T0
+from .conftest import T0, StoreTarget
 
 PROPS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TOPICS = ("pottery", "hiking", "painting", "adoption", "camping", "guitar", "the museum", "a charity run")
@@ -269,3 +269,22 @@ def test_a_root_that_holds_more_of_the_question_than_recall_comes_in_after_all()
     assert not [i for i in plain.items if i.tier == "root"]
     assert f'lcm_expand("{root.id}")' in _memory_block(plain)
     mem.close()
+
+
+def test_the_pinned_system_prompt_is_never_recalled_again(store_target: StoreTarget) -> None:
+    """The opening system prompt is shown pinned; a question sharing its words recalled it
+    a second time (in both layouts through the proxy), paying for it twice."""
+    prompt = "你是一个友好的助手，帮助用户回忆公园的事情。"
+    rows: list[dict[str, Any]] = [{"role": "system", "content": prompt, "created_at": T0}]
+    rows += [{"role": ("user", "assistant")[i % 2], "created_at": T0 + timedelta(minutes=i + 1),
+              "content": f"第{i}条：今天天气不错，我们聊聊工作和生活，还有一些别的事情要说一说。"} for i in range(200)]
+    rows.append({"role": "user", "content": "我上次去的公园叫什么？", "created_at": T0 + timedelta(hours=5)})
+    with lossless.open(store_target("pinned"), embedder=None, context_window=2048, compaction="inline") as mem:
+        conv = mem.conversation("c")
+        conv.add_many(rows)
+        for budget in (300, 600, 2048):
+            ctx = conv.assemble(budget_tokens=budget, query="我上次去的公园叫什么？")
+            text = "\n".join(str(m["content"]) for m in ctx.messages)
+            assert ctx.messages[0] == {"role": "system", "content": prompt}
+            assert text.count(prompt) == 1, (budget, text)
+            assert not [i for i in ctx.items if i.tier == "recall" and i.first_seq == 1]

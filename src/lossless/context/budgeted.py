@@ -126,7 +126,8 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     if not pending:
         allow["tail"] = 0
     tail = TailTier(tool_groups(raw), view, selective=view.config.strategy == "selective",
-                    turn_floor=plan.body_room // 4 if pending else 0)
+                    turn_floor=plan.body_room // 4 if pending else 0,
+                    turn_room=room if _pending_turn(raw, query) else 0)
     if root is None:  # no whole-conversation root yet: the oldest frontier summary stands in for it
         recent = frontier[1:] if len(frontier) > 1 else []
         root = RootTier(frontier[0] if frontier else None, sources.summaries)
@@ -150,7 +151,8 @@ def budgeted_layout(history: History, budget: int, query: str | None, sources: S
     memories, files = MemoriesTier(records, view), FilesTier(hits, view)
     spent += memories.take(allow["memory"]) + files.take(allow["files"])
     fallback = raw[-1].seq + 1 if raw else history.covered + 1
-    recall = RecallTier(sources.recalled, history.cid, query if want_recall else None, tail, fallback)
+    recall = RecallTier(sources.recalled, history.cid, query if want_recall else None, tail, fallback,
+                        frozenset(m.id for m in history.pinned))
     spent += recall.take(plan.body_room - spent)
     if query and want_recall:  # a root left out for its cost may still carry the answer
         spent += root.contest(recall, query)

@@ -136,14 +136,20 @@ class MessageView:
         return out
 
     def _abridge_uncached(self, msg: Message, allowance: int) -> ChatMessage | None:
-        chat = self.chat(msg)
-        overhead = self.chat_cost({**chat, "content": ""})
-        room = allowance - overhead - 8
-        if room < 8:
-            return None
-        short = fit_text(self.body(msg), room, self.counter)
-        if not short:
-            return None
-        chat = {**chat, "content": f"{short}\n[abridged by lossless: #{msg.seq}, {msg.token_count} tokens in full]"}
-        chat.pop("tool_calls", None) if msg.role != "assistant" else None
-        return chat if self.chat_cost(chat) <= allowance else None
+        base = self.chat(msg)
+        if msg.role != "assistant":
+            base.pop("tool_calls", None)
+        marker = f"\n[abridged by lossless: #{msg.seq}, {msg.token_count} tokens in full]"
+        room = allowance - self.chat_cost({**base, "content": ""}) - self.counter.count(marker)
+        for _ in range(3):  # joining text and marker can cost a token or two more than apart
+            if room < 8:
+                return None
+            short = fit_text(self.body(msg), room, self.counter)
+            if not short:
+                return None
+            chat: ChatMessage = {**base, "content": short + marker}
+            over = self.chat_cost(chat) - allowance
+            if over <= 0:
+                return chat
+            room -= over
+        return None

@@ -108,11 +108,13 @@ class TailTier:
 
     priority = 70
 
-    def __init__(self, units: list[list[Message]], view: MessageView, *, selective: bool, turn_floor: int) -> None:
+    def __init__(self, units: list[list[Message]], view: MessageView, *, selective: bool, turn_floor: int,
+                 turn_room: int = 0) -> None:
         self.units = units
         self.view = view
         self.selective = selective
         self.turn_floor = turn_floor  # the newest turn gets at least this much room
+        self.turn_room = turn_room  # when the turn waits for an answer: its user message may take this much
         self.shown: list[ShownUnit] = []  # newest first
         self.taken: set[int] = set()
         self.spent = 0
@@ -169,15 +171,24 @@ class TailTier:
 
     def _abridged_turn(self, must: list[list[Message]], cap: int) -> None:
         """The newest turn cut to ``cap``: its user message (whole if it takes at most a
-        third, else abridged), then its newest replies, whole or abridged, while room lasts."""
+        third, else abridged to that), then its newest replies, whole or abridged, while
+        room lasts. When the turn waits for the model's answer (``turn_room``, the context's
+        room, is given), its user message is what the model must answer: the newest message
+        is cut only if it alone is larger than ``turn_room`` (DESIGN), and where a third
+        shows none of it, it takes what it needs of ``cap``, then of ``turn_room``."""
         head, replies = must[0], must[1:]
         user_cap = cap // 3 if replies else cap
         first: list[ShownUnit] = []
         cost = self.view.unit_cost(head)
-        if cost <= user_cap:
+        if cost <= (user_cap if replies else max(cap, self.turn_room)):
             first.append(([self.view.chat(m) for m in head], head, cost))
-        else:
-            self._abridged_unit(head, first, user_cap)
+        for room in sorted({user_cap, cap, max(cap, self.turn_room)}) if self.turn_room else (user_cap,):
+            if first:
+                break
+            if cost <= room:
+                first.append(([self.view.chat(m) for m in head], head, cost))
+            else:
+                self._abridged_unit(head, first, room)
         left = cap - sum(c for _, _, c in first)
         for unit in reversed(replies):
             whole = self.view.unit_cost(unit)
@@ -468,12 +479,13 @@ class RecallTier:
     priority = 40
 
     def __init__(self, recalled: RecalledMessages, cid: str, query: str | None, tail: TailTier,
-                 fallback_from: int) -> None:
+                 fallback_from: int, pinned: frozenset[str] = frozenset()) -> None:
         self.recalled = recalled
         self.cid = cid
         self.query = query
         self.tail = tail
         self.fallback_from = fallback_from  # where recall stops when the tail shows nothing
+        self.pinned = pinned  # the pinned messages' ids: shown already, never recalled again
         self.pieces: list[Piece] = []
         self.spent = 0
 
@@ -482,7 +494,7 @@ class RecallTier:
             return 0
         header = self.recalled.view.piece_cost(RECALL_HEADER)
         self.pieces = self.recalled.pieces(self.cid, self.query, self.tail.recall_from(self.fallback_from),
-                                           room - header, self.tail.shown_ids())
+                                           room - header, self.tail.shown_ids() | self.pinned)
         self.spent = recall_cost(self.recalled.view, self.pieces)
         return self.spent
 
