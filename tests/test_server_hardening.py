@@ -412,3 +412,13 @@ def test_fuzzed_requests_never_get_a_500(server: str, path: str, body: Any, raw:
     if response.headers.get("content-type", "").startswith("application/json"):
         assert "error" in response.json() or response.status_code < 400
     assert httpx.get(server + "/healthz", timeout=10).status_code == 200  # still alive
+
+
+def test_a_tenant_name_in_chinese_is_refused_saying_ascii(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """公司甲 are letters: the error said "letters" and refused them without saying why."""
+    db = tmp_path / "k.db"
+    assert main(["--db", str(db), "keys", "create", "--tenant", "公司甲"]) != 0
+    err = capsys.readouterr().err
+    assert "ASCII letters" in err and "公司甲" in err and "Traceback" not in err
+    assert main(["--db", str(db), "--json", "keys", "ls"]) == 0
+    assert "公司甲" not in capsys.readouterr().out  # nothing stored

@@ -40,11 +40,12 @@ _TOUCH_EVERY = 60.0  # seconds between last_used_at writes for one key
 
 
 def check_tenant(tenant: object) -> str:
-    """A tenant name: 1-64 letters, digits, ``_``, ``.``, ``-``, starting with a letter or
-    digit (it becomes part of stored ids, so no ``/`` or ``@``)."""
+    """A tenant name: 1-64 ASCII letters, digits, ``_``, ``.``, ``-``, starting with a
+    letter or digit (it becomes part of stored ids and key listings, so no ``/`` or ``@``;
+    a tenant is an operator's label, not a user's display name)."""
     if not isinstance(tenant, str) or not TENANT_PATTERN.match(tenant):
-        raise ValidationError(f"tenant must be 1-64 letters, digits, '_', '.' or '-' (starting with a letter "
-                              f"or digit); got {tenant!r}")
+        raise ValidationError(f"tenant must be 1-64 ASCII letters (a-z, A-Z), digits, '_', '.' or '-', starting "
+                              f"with a letter or digit; got {tenant!r}")
     return tenant
 
 

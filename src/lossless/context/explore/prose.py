@@ -66,7 +66,8 @@ def explore_text(text: str, out: Outline, stats: dict[str, Any], *, markdown: bo
     words = len((_CJK_PUNCT.sub(" ", _CJK_CHAR.sub(" ", sample)) if wide else sample).split()) + wide
     if len(text) > 1_000_000:
         words = int(words * len(text) / 1_000_000)
-    out.add(f"Text{' (Markdown)' if markdown else ''} · {total:,} lines · ~{words:,} words · "
+    unit = "words (a CJK character counts as one)" if wide * 2 >= words else "words"
+    out.add(f"Text{' (Markdown)' if markdown else ''} · {total:,} lines · ~{words:,} {unit} · "
             f"{human_bytes(stats['bytes'])}", TITLE)
     if markdown:
         headings = _headings(text)
