@@ -329,6 +329,25 @@ def test_condensing_keeps_structure_without_nesting(counter: TokenCounter) -> No
         assert all(ln in sources for ln in body(top) if not ln.endswith("…"))
 
 
+def test_a_sentence_said_on_many_days_is_condensed_once(counter: TokenCounter) -> None:
+    """A summary of summaries prefixes each line with who said it and the day
+    ("user 05-02: "); the day's digits made every copy of a repeated sentence "news" (a
+    number differs), so one resolution said daily took most of the condensed summary."""
+    topics = ["今天和小美去了朝阳公园，人很多。", "昨晚看了电影《满江红》，很感人。", "约了王医生下周三看神经内科。",
+              "小美说她下个月来北京。", "我在瑞幸点了一杯拿铁，味道一般。", "周末打算去颐和园看荷花。"]
+    repeated = "我决定每天跑步三公里。"
+    kids = []
+    for day in range(6):
+        at = T0 + timedelta(days=day)
+        text = (f"[#{10 * day + 1} {at:%Y-%m-%d} 09:00 assistant]\n{repeated}\n"
+                f"[#{10 * day + 2} {at:%Y-%m-%d} 09:05 user]\n{topics[day]}")
+        kids.append(child(10 * day + 1, 10 * day + 2, text, day))
+    top = extract(request(kids, 200, counter, depth=1))
+    assert counter.count(top) <= 200
+    assert top.count(repeated) == 1, top
+    assert sum(t in top for t in topics) >= 3, top  # the room went to what else was said
+
+
 # --- Chinese and Japanese -------------------------------------------------------------
 
 

@@ -45,6 +45,10 @@ _FENCE = "```"
 
 _HEADER_RE = re.compile(r"^\[#\d+(?:[–-]#?\d+)?(?: [^\]\n]*)?\]$")
 MESSAGE_HEADER_RE = re.compile(r"^\[#\d+ \d{4}-(\d{2}-\d{2}) \d{2}:\d{2} (\S+)(?: ([^\]\n]+))?\]$")
+# "Ann 05-02: " / "user 05-02: ": who said a line of a summary of summaries, and on what day
+# (lossless.summarize.extractive). Not part of what the line says: the same sentence on
+# another day is a duplicate, not news.
+_SPEAKER_DAY_RE = re.compile(r"^[^\n:]{1,80}? \d{2}-\d{2}: ")
 _TOOL_CALL_RE = re.compile(r"^→\s*tool_call\b")
 _TRACE_RE = re.compile(r"^[\w.]*(?:Error|Exception|Fault)\b:?|^(?:error|fatal|panic)\b[:\[]", re.I)
 _CODE_KEY_RE = re.compile(
@@ -446,7 +450,7 @@ def _select(groups: list[Group], budget: int, min_score: float, dup: float) -> l
         nonlocal spent
         cost = p.tokens + (0 if p.group in opened else groups[p.group].header_tokens)
         if p.numbers is _NOT_YET:
-            p.words = _shingles(p.text)
+            p.words = _shingles(_SPEAKER_DAY_RE.sub("", p.text, count=1))
             p.numbers = frozenset(filterfalse(str.isalpha, p.words))  # words hold a digit
         if spent + cost <= budget and not _is_duplicate(p, chosen, dup):
             spent += cost
