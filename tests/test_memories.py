@@ -100,6 +100,29 @@ def test_same_content_in_same_scope_is_one_record(mems: Memories) -> None:
     assert mems.count() == 2 and mems.count(user="ann") == 1
 
 
+def test_trailing_punctuation_and_spaces_do_not_make_another_record(mems: Memories) -> None:
+    first = mems.add("我对花生过敏", user="ann")
+    for again in ("我对花生过敏。", " 我对花生过敏！ ", "我对花生过敏 . "):
+        assert mems.add(again, user="ann").id == first.id, again
+    assert mems.add("I prefer tea!", kind="preference", user="ann").id == mems.add("i prefer  tea", user="ann").id
+    assert mems.get(first.id).content == "我对花生过敏"  # stored as given, compared normalised
+    assert mems.add("我对花生过敏，也对虾过敏。", user="ann").id != first.id  # punctuation inside still counts
+    assert mems.count(user="ann") == 3
+    with pytest.raises(ValidationError, match="already holds"):
+        mems.update(mems.add("我对芒果过敏", user="ann").id, content="我对花生过敏。")
+
+
+def test_a_record_stored_under_the_older_key_is_still_found(mems: Memories) -> None:
+    """Records written before trailing punctuation was dropped keep their old dedupe key
+    (sha256 of the text only case- and space-folded); adding the same text finds them."""
+    old = mems.add("I prefer dark mode.", kind="preference", user="ann")
+    legacy = hashlib.sha256(b"i prefer dark mode.").hexdigest()
+    with mems.db.transaction() as conn:
+        conn.execute("UPDATE memories SET content_hash = ? WHERE id = ?", (legacy, old.id))
+    assert mems.add("I prefer dark mode.", kind="preference", user="ann").id == old.id
+    assert mems.count(user="ann") == 1
+
+
 def test_task_records_keep_their_fields(mems: Memories) -> None:
     task = mems.add("Review PR 412 (payments refactor)", kind="task", user="ann",
                     task={"task_id": "T-9", "task_type": "code_review", "status": "completed",
@@ -565,6 +588,13 @@ def test_distill_a_chinese_conversation(store_target: StoreTarget, tmp_path: Pat
     ("I am allergic to peanuts and shellfish.", "我对花生和海鲜过敏。"),
     ("I don't eat spicy food at all.", "我不吃辣的东西，一点都不行。"),
     ("The release must ship before Friday.", "永远不要在周五部署生产环境。"),
+    # short Chinese facts: four characters say as much as an English sentence
+    ("My name is Li Ming.", "我叫李明"),
+    ("My name is Mei.", "我叫小美。"),
+    ("I am a doctor.", "我是医生"),
+    ("I am a teacher.", "我是一名老师。"),
+    ("I am allergic to peanuts.", "我对花生过敏"),
+    ("I don't eat coriander.", "我不吃香菜"),
 ])
 def test_rules_find_the_same_durable_facts_in_english_and_chinese(english: str, chinese: str) -> None:
     from lossless.longterm.extract import extract
@@ -573,11 +603,62 @@ def test_rules_find_the_same_durable_facts_in_english_and_chinese(english: str, 
     for text in (english, chinese):
         found = extract([Message("m1", "c", 1, "user", text, at, 10)])
         assert [c.content for c in found] == [text], text
-    # a sentence that only starts like one is not a memory
-    assert extract([Message("m2", "c", 2, "user", "我在想这个问题怎么办才好呢", at, 10),
-                    Message("m3", "c", 3, "user", "我们在公园里散步了很久", at, 10),
-                    Message("m4", "c", 4, "user", "我的电脑在重启，等一下", at, 10),
-                    Message("m5", "c", 5, "user", "春天到了，很多人花粉过敏", at, 10)]) == []
+
+
+@pytest.mark.parametrize("text", [
+    # a sentence that only starts like a fact is not a memory
+    "我在想这个问题怎么办才好呢", "我们在公园里散步了很久", "我的电脑在重启，等一下", "春天到了，很多人花粉过敏",
+    # chit-chat a tester found stored as facts about the user
+    "我是开玩笑的。",  # I was joking
+    "我是说我们明天去公园吧。",  # I mean, let's go to the park tomorrow
+    "我叫了外卖。",  # I ordered takeout (叫 as "order", not "my name is")
+    "我的天是真的好热。",  # my god it's hot
+    "我在想要不要去上班。",  # I'm wondering whether to go to work
+    "我的咖啡是冷的。",  # my coffee is cold: a state of the moment
+    "我住在酒店里两天。",  # a stay, not a home
+    "如果我是你，我会去的。", "我是认真的。", "我叫他过来一下。", "我在找工作呢。", "我的意思是明天再说。",
+    "I was joking.", "I mean, let's go to the park tomorrow.", "I ordered takeout.",
+    "好的。", "出错了。",  # too short to carry anything durable
+])
+def test_chit_chat_is_not_a_fact_about_the_user(text: str) -> None:
+    from lossless.longterm.extract import extract
+
+    assert extract([Message("m1", "c", 1, "user", text, datetime(2024, 1, 1, tzinfo=UTC), 10)]) == []
+
+
+@pytest.mark.parametrize(("said", "reply"), [
+    ("我对花生过敏。", "好的，我记住了。"),
+    ("I am allergic to peanuts.", "Sure, I'll remember that."),
+    ("我对花生过敏。", "好的，我会记住你对花生过敏，推荐餐厅时会注意。"),
+    ("I am allergic to peanuts.", "Got it, I will always remember that you are allergic to peanuts."),
+])
+def test_an_assistant_acknowledgement_is_not_a_fact(said: str, reply: str) -> None:
+    """The assistant saying it will remember is not itself a fact, and the facts about the
+    user come from what the user said (a tester's "好的，我会记住你对花生过敏…" became the
+    user's top fact at 0.85)."""
+    from lossless.longterm.extract import extract
+
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+    found = extract([Message("m1", "c", 1, "user", said, at, 10), Message("m2", "c", 2, "assistant", reply, at, 10)])
+    assert [(c.kind, c.content, c.source_message_ids) for c in found] == [("fact", said, ("m1",))]
+
+
+@pytest.mark.parametrize(("text", "remembered"), [
+    ("记住：生产环境的端口是8443。", True),
+    ("帮我记住：周五交报告。", True),
+    ("Remember that my staging server is staging-7.internal.", True),
+    ("I want you to remember that the office closes at six.", True),
+    ("好的，我记住了。", False),  # the speaker's own "I'll remember", not a request
+    ("I remember when we met in Paris last spring.", False),
+])
+def test_only_a_request_to_remember_is_a_remember_fact(text: str, remembered: bool) -> None:
+    from lossless.longterm.extract import extract
+
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+    found = extract([Message("m1", "c", 1, "user", text, at, 10)])
+    assert [c.metadata["category"] for c in found] == (["remember"] if remembered else [])
+    # the same words from the assistant are never a request to remember
+    assert extract([Message("m2", "c", 2, "assistant", text, at, 10)]) == []
 
 
 def test_distill_with_a_summarizer_parses_its_json(store_target: StoreTarget, tmp_path: Path) -> None:

@@ -218,3 +218,64 @@ def test_a_stated_fact_is_stored_once_not_also_as_the_task(store_target: StoreTa
         assert task.metadata["first_seq"] == 3 and task.result == "Booked for 20:00."
         contents = [r.content for r in mem.memories.ls(limit=100)]
         assert len(contents) == len(set(contents)) == 3
+
+
+def test_a_request_the_rules_find_is_stored_once_as_the_task_record(store_target: StoreTarget) -> None:
+    """conv.end() stored "We need to fix the login bug." twice, as the rules' `task` item
+    and as the task record's request: the record holds it, so the item is not written."""
+    with lossless.open(store_target("req"), embedder=None) as mem:
+        for i, (request, reply) in enumerate([
+            ("我需要休息一下。", "嗯嗯。"),
+            ("We need to fix the login bug.", "OK."),
+            ("We need to move the login page to the new domain. Marketing asked for it.", "On it."),
+        ]):
+            conv = mem.conversation(f"c{i}", metadata={"user": f"u{i}"})
+            conv.add_many([{"role": "user", "content": request, "created_at": T0},
+                           {"role": "assistant", "content": reply, "created_at": T0}])
+            out = conv.end()
+            stored = mem.memories.ls(user=f"u{i}", limit=100)
+            assert [(r.kind, r.content, r.status) for r in stored] == [("task", request, "completed")], request
+            assert [r.id for r in out] == [stored[0].id] and stored[0].task_id is not None
+
+
+def test_a_request_is_stored_once_when_the_flush_wrote_the_task_first(store_target: StoreTarget) -> None:
+    mem = lossless.open(store_target("reqf"), embedder=None, compaction="inline", context_window=2048,
+                        fresh_tail_count=4, compact_after_messages=12)
+    try:
+        conv = mem.conversation("c", metadata={"user": "ann"})
+        msgs: list[dict[str, Any]] = [{"role": "user", "content": "We need to fix the login bug.", "created_at": T0}]
+        for i in range(10):
+            t = T0 + timedelta(minutes=1 + i)
+            msgs.append({"role": "assistant", "content": f"Checked step {i} of the login flow.", "created_at": t})
+            msgs.append({"role": "user", "content": f"And step {i + 1}, please.", "created_at": t})
+        conv.add_many(msgs)
+        assert conv.summaries(), "compaction ran (and the flush before it)"
+        conv.end()
+        contents = [r.content for r in mem.memories.ls(user="ann", limit=100)]
+        assert contents.count("We need to fix the login bug.") == 1
+        (task,) = _task_records(mem)
+        assert task.content == "We need to fix the login bug." and task.status == "completed"
+    finally:
+        mem.close()
+
+
+def test_an_acknowledgement_or_a_statement_alone_makes_no_task_record(store_target: StoreTarget) -> None:
+    """"我对花生过敏。" answered "好的，我记住了。" stored the reply as a fact (0.85) and a task
+    record "task of 2 messages": the reply counted as a request to remember, and that as a
+    lesson of the task. The user's own statements (a fact, a decision, "remember …") are
+    their own records; with nothing asked, nothing else makes a task."""
+    with lossless.open(store_target("ack"), embedder=None) as mem:
+        for i, (said, reply) in enumerate([
+            ("我对花生过敏。", "好的，我记住了。"),
+            ("I am allergic to peanuts.", "Sure, I'll remember that."),
+            ("记住：生产环境的端口是8443。", "好的。"),
+            ("We decided to use PostgreSQL 16 for the new service.", "OK."),
+        ]):
+            conv = mem.conversation(f"c{i}", metadata={"user": f"u{i}"})
+            conv.add_many([{"role": "user", "content": said, "created_at": T0},
+                           {"role": "assistant", "content": reply, "created_at": T0}])
+            conv.end()
+            stored = mem.memories.ls(user=f"u{i}", limit=100)
+            assert [(r.kind, r.content, r.task_id) for r in stored] == [("fact", said, None)], said
+            # the task still ended: the next messages are the next task
+            assert mem.memories.task_start(f"c{i}") == 3

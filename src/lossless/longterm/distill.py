@@ -45,12 +45,17 @@ class Distiller:
             if end_task and last >= self.memories.task_start(conversation_id):
                 self.memories.end_task_at(conversation_id, last)  # no record (it would be global), but the task ended
             return []
+        first = self.memories.task_start(conversation_id)
+        pending = self._task_draft(conversation_id, first, start, last, end_task)
         records: list[MemoryRecord] = []
         if last >= start:
+            # the task record holds its request: the rules' task item of the same words is not stored again
+            request = self._request_held(conversation_id, first, pending, user, agent)
             records = self.memories.distill(self.store.get_messages(conversation_id, start, last), user=user,
-                                            agent=agent, conversation_id=conversation_id, summarizer=summarizer)
-        task = self._write_task(conversation_id, start, last, user, agent, summarizer if end_task else None,
-                                end_task)
+                                            agent=agent, conversation_id=conversation_id, summarizer=summarizer,
+                                            task_request=request)
+        task = self._write_task(conversation_id, first, last, pending, user, agent,
+                                summarizer if end_task else None, end_task)
         if last >= start:
             self.store.set_flushed_seq(conversation_id, last)
         return [*records, *([task] if task is not None else [])]
@@ -64,23 +69,40 @@ class Distiller:
         except Exception:
             log.exception("lossless: %s: the long-term memory flush failed", conversation_id)
 
-    def _write_task(self, cid: str, start: int, last: int, user: str | None, agent: str | None,
-                    summarizer: Summarizer | None, ended: bool) -> MemoryRecord | None:
-        """The task record for the current task's messages up to ``last``: on its end all of
-        them (the type comes from its first request), before that those not written yet."""
-        first = self.memories.task_start(cid)
+    def _task_draft(self, cid: str, first: int, start: int, last: int,
+                    ended: bool) -> tuple[tasks.TaskDraft, list[Message]] | None:
+        """The extractive draft of the current task (which begins at ``first``) up to
+        ``last``, with the messages it was drawn from: on its end all of them (the type
+        comes from its first request), before that those not written yet. None when there
+        is nothing to record (see :func:`tasks.draft`)."""
         if last < first or (not ended and last < start):
             return None
         msgs = self.store.get_messages(cid, first if ended else max(first, start), last)
         draft = tasks.draft(msgs, "completed" if ended else "in_progress")
-        if draft is None:  # nothing to record (see tasks.draft), but an end still ends the task
-            if ended:
-                self.memories.end_task_at(cid, last)
+        if draft is None:
             return None
-        draft = replace(draft, first_seq=first)  # the task's id is its first seq, whatever this write saw
-        if summarizer is not None:
-            draft = tasks.llm_draft(msgs, draft, summarizer, self.counter, cid)
-        record = self.memories.record_task(draft, conversation_id=cid, user=user, agent=agent)
-        if ended:
+        return replace(draft, first_seq=first), msgs  # the task's id is its first seq, whatever this write saw
+
+    def _request_held(self, cid: str, first: int, pending: tuple[tasks.TaskDraft, list[Message]] | None,
+                      user: str | None, agent: str | None) -> str | None:
+        """The request the task record will hold: an earlier write's (a merge keeps the
+        content), else this draft's."""
+        if pending is None:
+            return None
+        earlier = self.memories.find_task(tasks.task_id_for(cid, first), user=user, agent=agent)
+        return earlier.content if earlier is not None else pending[0].request
+
+    def _write_task(self, cid: str, first: int, last: int, pending: tuple[tasks.TaskDraft, list[Message]] | None,
+                    user: str | None, agent: str | None, summarizer: Summarizer | None,
+                    ended: bool) -> MemoryRecord | None:
+        """Write (or merge into) the task record from ``pending``; on the task's end, end it
+        whether or not there was anything to record."""
+        record = None
+        if pending is not None:
+            draft, msgs = pending
+            if summarizer is not None:
+                draft = tasks.llm_draft(msgs, draft, summarizer, self.counter, cid)
+            record = self.memories.record_task(draft, conversation_id=cid, user=user, agent=agent)
+        if ended and last >= first:
             self.memories.end_task_at(cid, last)
         return record

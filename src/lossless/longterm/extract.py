@@ -4,8 +4,11 @@ JSON-array request through a Summarizer and the parser for its answer).
 
 Precision over recall: a memory store full of "I'll check that" is worse than one that
 misses a remark, so each rule needs an explicit cue, questions are skipped, and
-preferences and personal facts are taken only from what the *user* said. Sentences are
-kept verbatim (clipped if very long), never paraphrased.
+preferences, personal facts, requests and requests to remember are taken only from what
+the *user* said: a rule about "I"/"我" is about the speaker, and an assistant's "Sure, I'll
+remember that." is neither a fact nor about the user. From the assistant come errors,
+fixes, decisions, constraints and to-dos. Sentences are kept verbatim (clipped if very
+long), never paraphrased.
 """
 
 from __future__ import annotations
@@ -33,7 +36,10 @@ log = logging.getLogger("lossless")
 __all__ = ["EXTRACTION_INSTRUCTION", "Candidate", "extract", "llm_candidates", "parse_llm_answer", "score"]
 
 MAX_SENTENCE_CHARS = 400
-_MIN_CHARS = 6  # shorter sentences ("Done.", "好的。") carry nothing durable
+# shorter sentences ("Done.", "好的。", "出错了。") carry nothing durable; four Chinese
+# characters say as much as a short English sentence ("我叫李明", "我是医生")
+_MIN_CHARS = 6
+_MIN_CJK = 4
 _TOOL_ERRORS_PER_MESSAGE = 3
 _FIX_LOOKBACK = 6  # a fix pairs with an error said at most this many messages before it
 
@@ -89,10 +95,39 @@ _PREFERENCE = _rx(
     r"i (?:don't|do not) (?:like|want|eat|drink)|my favou?rite|please (?:always|never|don't|do not)",
     "喜欢|偏好|更喜欢|不喜欢|讨厌|习惯用|请总是|请不要|请别|我不吃|我不喝",
 )
+# A first-person "I'll remember" / "我记住了" is an acknowledgement, not a request to remember
+# ("帮我记住…" and "I want you to remember…" are requests, so they are not matched here).
+_SELF_REMEMBER = re.compile(
+    r"\b(?:i|we)(?:'ll|'ve|'d| will| would| shall| have| do| did| don't| do not| can't| cannot| won't| will not|"
+    r" always| definitely| certainly| surely| never| now| also)*\s+remember\b|"
+    r"(?<![帮给替让叫请])我们?(?:会|已经|都|也|一定|肯定|牢牢|已)*记住",
+    re.IGNORECASE,
+)
+# The Chinese personal facts: a name, an occupation, a workplace, a home, family and pets
+# named, an allergy. Chit-chat starts the same way ("我是开玩笑的", "我是说…", "我叫了外卖",
+# "我的天…", "我在想要不要去上班"), so each cue wants the shape of a fact: a short noun
+# phrase that ends the clause, not a verb, an aspect particle or a trailing 的/了/吧.
+_CLAUSE_END = r"(?=$|[\s，。！？、；：,.!?;:])"
+_NOT_PARTICLE = r"(?<![的了吧呢啊吗呀啦嘛])"  # 我是开玩笑的 / 我的咖啡是冷的: a state, not a fact
+_CJK_NAME = r"(?:(?![了过着的吧呢啊吗呀])[\u4e00-\u9fff]){1,4}|[A-Za-z][A-Za-z .'-]{0,30}"
+_VALUE = r"(?!真|不|很|太|挺|好|在|被|说|想|觉得)[^\s，。！？、；：,.!?;:]{1,30}"
+_CHINESE_PERSONAL = "|".join((
+    rf"我叫(?:{_CJK_NAME}){_CLAUSE_END}",
+    "我的名字",
+    # an occupation or an origin: 我是医生, 我是一名老师, 我是北京人
+    rf"(?<!如果)(?<!假如)(?<!要是)我是(?:一名|一个|一位|个|名)?"
+    rf"(?!说|想|觉得|问|在|不|真|指|要|来|去|被|因为|为了|开玩笑|故意|随便|你|您|他|她)"
+    rf"[^\s，。！？、；：,.!?;:]{{1,10}}{_NOT_PARTICLE}{_CLAUSE_END}",
+    r"我在(?!想|考虑|犹豫|纠结|准备|打算|找|去|路上)[^\s，。！？、；：,.!?;:要想去不找]{1,12}(?:工作|上班|上学|读书)",
+    # a home, not a stay: 我住在酒店里两天 is not where the user lives
+    r"我住在(?![^，。！？,.!?]*(?:酒店|宾馆|旅馆|民宿|[一二两三四五六七八九十几\d]+(?:天|晚|夜|周)))",
+    rf"我(?:的|家的?)(?!天|意思|妈呀)[^\s，。！？、；：,.!?;:]{{1,8}}?(?:是|叫){_VALUE}{_NOT_PARTICLE}{_CLAUSE_END}",
+    r"我对.{1,10}过敏",
+))
 _PERSONAL = _rx(
     r"my name is|call me|i am an?|i'm an?|i work (?:at|as|for|on)|i live in|"
     r"my \w+(?: \w+)? (?:is|are|works|lives)|(?:i am|i'm) allergic",
-    "我叫|我的名字|我是|我在.{1,12}(?:工作|上班|上学|读书)|我住在|我(?:的|家的?).{1,8}(?:是|叫)|我对.{1,10}过敏",
+    _CHINESE_PERSONAL,
 )
 _CONSTRAINT = _rx(
     r"must|mustn't|must not|required to|requirement|deadline|due (?:by|on)|no later than|"
@@ -110,6 +145,7 @@ _STATUS = (
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
 _QUESTION = re.compile(r"[?？]\s*$")
 _WORDS = re.compile(r"[\u3400-\u9fff]|[^\W_]+")
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 # Base importance by what a rule found; the kind's default covers the rest.
 _CATEGORY_IMPORTANCE = {
@@ -159,6 +195,10 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
+def _too_short(sentence: str) -> bool:
+    return len(sentence) < _MIN_CHARS and len(_CJK.findall(sentence)) < _MIN_CJK
+
+
 def _status(sentence: str) -> str:
     for status, rx in _STATUS:
         if rx.search(sentence):
@@ -169,9 +209,12 @@ def _status(sentence: str) -> str:
 def _classify(sentence: str, role: str) -> tuple[str, str] | None:
     """(kind, category) of a sentence, or None. One rule per sentence, in this order."""
     user = role == "user"
+    # only the user asks for something to be remembered: an assistant's "I'll remember
+    # that" is its acknowledgement, and its text is not a fact about the user
+    asks_to_remember = user and bool(_REMEMBER.search(_SELF_REMEMBER.sub(" ", sentence)))
     rules: list[tuple[bool, re.Pattern[str], str, str]] = [
         (True, _ERROR, "error", "error"),
-        (True, _REMEMBER, "fact", "remember"),
+        (asks_to_remember, _REMEMBER, "fact", "remember"),
         (True, _DECISION, "fact", "decision"),
         (user, _PREFERENCE, "preference", "preference"),
         (True, _TASK_ANY, "task", "task"),
@@ -222,7 +265,7 @@ def extract(messages: Sequence[Message]) -> list[Candidate]:
                 open_error = item
             continue
         for sentence in _sentences(text):
-            if len(sentence) < _MIN_CHARS or _QUESTION.search(sentence):
+            if _too_short(sentence) or _QUESTION.search(sentence):
                 continue
             if (open_error is not None and index - open_error.index <= _FIX_LOOKBACK
                     and _FIX.search(sentence) and index > open_error.index):

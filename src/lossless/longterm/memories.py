@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from lossless.store.base import Store
     from lossless.summarize.base import Summarizer
 
-__all__ = ["MAX_CONTENT_CHARS", "Memories", "content_hash", "dedupe_hash", "memory_id"]
+__all__ = ["MAX_CONTENT_CHARS", "Memories", "content_hash", "dedupe_hash", "memory_id", "same_text"]
 
 log = logging.getLogger("lossless")
 
@@ -76,17 +76,46 @@ _COLS = (
 )
 
 
+def _folded(content: str) -> str:
+    return " ".join(unicodedata.normalize("NFC", content).casefold().split())
+
+
+def same_text(content: str) -> str:
+    """``content`` as the dedupe check compares it: NFC-normalised, case-folded, whitespace
+    collapsed, trailing punctuation (ASCII or full-width) dropped. So "I prefer tea." and
+    "i prefer  tea" are one memory, and so are "我对花生过敏" and "我对花生过敏。". Only the
+    check uses it: a record keeps its text as given."""
+    folded = _folded(content)
+    end = len(folded)
+    while end and (folded[end - 1].isspace() or unicodedata.category(folded[end - 1]).startswith("P")):
+        end -= 1
+    return folded[:end]
+
+
 def content_hash(content: str) -> str:
-    """The dedupe key: sha256 of the content NFC-normalised, case-folded, whitespace
-    collapsed, so "I prefer tea." and "i prefer  tea." are one memory."""
-    norm = " ".join(unicodedata.normalize("NFC", content).casefold().split())
-    return hashlib.sha256(norm.encode("utf-8")).hexdigest()
+    """The dedupe key: sha256 of :func:`same_text`."""
+    return hashlib.sha256(same_text(content).encode("utf-8")).hexdigest()
 
 
 def dedupe_hash(content: str, kind: str = "fact", task_id: str | None = None) -> str:
     """The key of the unique index: :func:`content_hash`, except that a task record with a
     ``task_id`` is one per task (two tasks with the same request are two records)."""
-    return content_hash(f"{content}\n\x00{task_id}" if kind == "task" and task_id else content)
+    key = same_text(content) + (f"\n\x00{task_id}" if kind == "task" and task_id else "")
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _legacy_hash(content: str, kind: str, task_id: str | None) -> str:
+    """The key records written before trailing punctuation was dropped were stored under
+    (sha256 of the text only folded): the dedupe check looks for both, so the same text
+    added again to an older file is still one record."""
+    key = _folded(f"{content}\n\x00{task_id}" if kind == "task" and task_id else content)
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _inside(content: str, held: str) -> bool:
+    """Whether ``content`` is part of ``held`` (a :func:`same_text` already)."""
+    key = same_text(content)
+    return bool(key) and key in held
 
 
 def memory_id(user: str | None, agent: str | None, chash: str, created_at: str) -> str:
@@ -247,11 +276,12 @@ class Memories:
         """Store one memory and return it.
 
         ``importance`` defaults by kind (error 0.8, preference and task 0.7, pattern 0.6,
-        fact 0.5). The same content (compared case- and whitespace-insensitively) with
-        the same owners is not stored twice: the existing record is returned, its
-        ``last_used_at``/``use_count`` bumped, an explicitly higher importance taken and
-        the new source message ids added. ``task`` (kind ``task`` only) holds
-        ``task_id``, ``task_type``, ``status``, ``result``, ``patterns``, ``errors``.
+        fact 0.5). The same content (compared as :func:`same_text` does: case, whitespace
+        and trailing punctuation aside) with the same owners is not stored twice: the
+        existing record is returned, its ``last_used_at``/``use_count`` bumped, an
+        explicitly higher importance taken and the new source message ids added.
+        ``task`` (kind ``task`` only) holds ``task_id``, ``task_type``, ``status``,
+        ``result``, ``patterns``, ``errors``.
         """
         new = check_new(content, kind, user, agent, importance, metadata, source_message_ids, conversation_id,
                         created_at, task)
@@ -273,11 +303,7 @@ class Memories:
                         fresh.append(merged)
                         continue
                 chash = dedupe_hash(new.content, new.kind, task.get("task_id"))
-                hit = conn.execute(
-                    "SELECT rowid, importance, source_message_ids FROM memories WHERE coalesce(user_id, '') = ? "
-                    "AND coalesce(agent_id, '') = ? AND content_hash = ?",
-                    (new.user or "", new.agent or "", chash),
-                ).fetchone()
+                hit = self._holder(conn, new.user, new.agent, new.content, new.kind, task.get("task_id"))
                 if hit is not None:
                     rowid, old_importance, old_sources = hit
                     sources = list(dict.fromkeys([*json.loads(old_sources), *new.source_message_ids]))
@@ -319,6 +345,19 @@ class Memories:
                 log.warning("lossless: embedding a new memory failed (%s); it will be retried at search time", exc)
         rows = self._by_rowids(rowids)
         return [self._record(rows[r]) for r in rowids]
+
+    @staticmethod
+    def _holder(conn: Any, user: str | None, agent: str | None, content: str, kind: str,
+                task_id: str | None) -> tuple[Any, ...] | None:
+        """(rowid, importance, source_message_ids) of the record of these owners that holds
+        ``content`` already, if one does."""
+        keys = (dedupe_hash(content, kind, task_id), _legacy_hash(content, kind, task_id))
+        row = conn.execute(
+            "SELECT rowid, importance, source_message_ids FROM memories WHERE coalesce(user_id, '') = ? "
+            "AND coalesce(agent_id, '') = ? AND content_hash IN (?, ?) ORDER BY rowid LIMIT 1",
+            (user or "", agent or "", *keys),
+        ).fetchone()
+        return None if row is None else tuple(row)
 
     def _merge_task(self, conn: Any, new: NewMemory, now_iso: str) -> tuple[int, str] | None:
         """Merge ``new`` into the record of the same owners and ``task_id``, if there is one:
@@ -366,6 +405,12 @@ class Memories:
         new = check_new(draft.request, "task", user, agent, None, meta, draft.source_message_ids,
                         conversation_id, draft.created_at, draft.task(tid))
         return self._add_many([new])[0]
+
+    def find_task(self, task_id: str, *, user: str | None = None, agent: str | None = None) -> MemoryRecord | None:
+        """The task record of these owners with this ``task_id``, if there is one."""
+        rows = self._rows("coalesce(m.user_id, '') = ? AND coalesce(m.agent_id, '') = ? AND m.kind = 'task' "
+                          "AND m.task_id = ?", (user or "", agent or "", task_id))
+        return self._record(rows[0]) if rows else None
 
     def task_start(self, conversation_id: str) -> int:
         """The first seq of the conversation's current task (after the last one ended)."""
@@ -417,6 +462,9 @@ class Memories:
             if result is not None:
                 sets["result"] = result
             if new_content is not None:
+                holder = self._holder(conn, old.user, old.agent, new_content, old.kind, old.task_id)
+                if holder is not None and holder[0] != rowid:
+                    raise ValidationError("content: another memory of the same owners already holds this content")
                 sets.update(content=new_content, content_hash=dedupe_hash(new_content, old.kind, old.task_id),
                             token_count=self.counter.count(new_content))
             try:
@@ -637,7 +685,8 @@ class Memories:
     # -- distilling -----------------------------------------------------------------------
 
     def distill(self, messages: Sequence[Message], *, user: str | None = None, agent: str | None = None,
-                conversation_id: str | None = None, summarizer: Summarizer | None = None) -> list[MemoryRecord]:
+                conversation_id: str | None = None, summarizer: Summarizer | None = None,
+                task_request: str | None = None) -> list[MemoryRecord]:
         """Extract and store the durable items of a conversation's messages: decisions,
         preferences and facts the user stated, constraints, errors with their fixes,
         tasks with their status. Each record keeps the ids of the messages it came from.
@@ -645,6 +694,10 @@ class Memories:
         By rule (English and Chinese cues) unless ``summarizer`` is given: then it is
         asked for a JSON array of ``{kind, content, importance}`` and any failure (an
         exception, no parsable array) falls back to the rules.
+
+        ``task_request`` is the request a task record holds (written alongside, see
+        :mod:`lossless.longterm.distill`): a ``task`` item found inside it is that task,
+        and is not stored a second time as a task of its own.
         """
         msgs = list(messages)
         if not msgs:
@@ -657,6 +710,9 @@ class Memories:
             candidates = rules.llm_candidates(msgs, summarizer, self.counter, conversation_id or "")
         if candidates is None:
             candidates = rules.extract(msgs)
+        if task_request is not None:
+            held = same_text(task_request)
+            candidates = [c for c in candidates if c.kind != "task" or not _inside(c.content, held)]
         news = [
             check_new(c.content, c.kind, user, agent, c.importance, c.metadata, c.source_message_ids,
                       conversation_id, c.created_at, c.task)

@@ -149,9 +149,9 @@ def _same(text: str) -> str:
 
 def draft(messages: Sequence[Message], status: str) -> TaskDraft | None:
     """The extractive draft of a task from its messages. None when there are none, or when
-    the user only stated facts or preferences (each a record of its own through
+    the user only stated facts, preferences or decisions (each a record of its own through
     distillation) and nothing else happened worth a task record: no request, no error, no
-    decision."""
+    decision or fix but the user's own."""
     msgs = [m for m in messages if m.role != "system"]
     if not msgs:
         return None
@@ -164,8 +164,13 @@ def draft(messages: Sequence[Message], status: str) -> TaskDraft | None:
     request = _clip(message_text(asks[0]), _REQUEST_CHARS) if asks else ""
     replies = [m for m in msgs if m.role == "assistant" and isinstance(m.content, str) and m.content.strip()]
     errors = [e for e in (_tool_error(m) for m in msgs if m.role == "tool") if e]
-    patterns = [c.content for c in found if c.metadata.get("category") in ("decision", "fix", "error_fix", "remember")]
-    if users and not asks and not errors and not patterns:
+    lessons = [c for c in found if c.metadata.get("category") in ("decision", "fix", "error_fix", "remember")]
+    patterns = [c.content for c in lessons]
+    # what the user stated (a decision, "remember that …") is already its own record: only
+    # a lesson from the rest of the task makes one worth a record when nothing was asked
+    said = {m.id for m in users}
+    learned = any(not set(c.source_message_ids) <= said for c in lessons)
+    if users and not asks and not errors and not learned:
         return None
     opening = msgs[0] if not users else None  # no user message at all: what began the task
     return TaskDraft(
