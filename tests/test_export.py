@@ -74,6 +74,7 @@ def test_export_import_round_trips_exactly(store_target: StoreTarget, tmp_path: 
         assert _fields(copy) == _fields(original)
         if fmt == "json":
             assert dst.conversation("depot").info.metadata == {"user": "maya"}
+            assert sum(report.ignored.values()) == n_summaries > 1  # each summary counted, not the list
     assert _stored_hashes(dst_db, "depot") == _stored_hashes(src_db, "depot")
 
 

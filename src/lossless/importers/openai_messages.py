@@ -136,7 +136,8 @@ def _read_document(stream: ByteStream, source: Source) -> Iterator[Item]:
                     yield Meta(conversation, dict(metadata), line)
             elif key == "messages":
                 yield _message(value, line, conversation, default, export=export)
-            elif key == "summaries" and isinstance(value, list) and value:
-                yield Ignored(line, "summaries of a lossless export (compaction rebuilds them)")
+            elif key == "summaries" and isinstance(value, list):
+                for _ in value:  # counted one by one: "ignored 5 … summaries"
+                    yield Ignored(line, "summaries of a lossless export (compaction rebuilds them)")
     except JsonStreamError as exc:
         yield Problem(exc.line, exc.message)
