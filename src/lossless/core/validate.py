@@ -7,6 +7,7 @@ what was wrong, so a bad message never reaches the store half-written.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,6 +17,8 @@ from lossless.core.errors import ValidationError
 from lossless.core.types import ROLES
 
 __all__ = ["NewMessage", "check_conversation_id", "check_text", "parse_datetime", "timestamp", "validate_message"]
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1: Unicode's category Cc
 
 _MESSAGE_KEYS = {
     "role",
@@ -57,10 +60,20 @@ def check_text(value: str, what: str) -> None:
 
 
 def check_conversation_id(conversation_id: object) -> str:
+    """The id, or a ValidationError: a non-empty string of at most 512 characters, valid
+    UTF-8, with no control characters. Ids travel in HTTP headers (the proxy's
+    ``X-Lossless-Conversation``) and are printed one per line, where a CR or LF would end
+    the header or the line and let the rest pose as another one."""
     if not isinstance(conversation_id, str) or not conversation_id.strip():
         raise ValidationError(f"conversation id must be a non-empty string, got {conversation_id!r}")
     if len(conversation_id) > 512:
         raise ValidationError(f"conversation id is {len(conversation_id)} characters; the limit is 512")
+    control = _CONTROL.search(conversation_id)
+    if control is not None:
+        char = control.group()
+        what = "a NUL byte" if char == "\x00" else f"the control character U+{ord(char):04X}"
+        raise ValidationError(f"conversation id {conversation_id!r} contains {what} at position {control.start()}; "
+                              "an id is one line of printable text")
     check_text(conversation_id, "conversation id")
     return conversation_id
 

@@ -4,10 +4,12 @@ module per wire format (:mod:`~lossless.server.proxy.openai_wire`,
 :mod:`~lossless.server.proxy.anthropic_wire`).
 
 A client keeps sending its whole chat, as to the provider itself, naming the conversation
-in ``X-Lossless-Conversation`` (or the OpenAI request's ``user`` field, or Anthropic's
-``metadata.user_id``). For each request lossless
+in ``X-Lossless-Conversation`` (UTF-8 or percent-encoded:
+:mod:`~lossless.server.proxy.conversation_header`; or the OpenAI request's ``user`` field,
+or Anthropic's ``metadata.user_id``). For each request lossless
 
-1. stores the messages it has not seen yet (:mod:`lossless.server.chat_match`), which may
+1. stores the messages it has not seen yet (:mod:`lossless.server.chat_match`; one request
+   of a conversation at a time, :mod:`~lossless.server.proxy.turn_locks`), which may
    compact older history;
 2. assembles the context for the model's window (``lossless.core.models.context_window``, less
    the reply's ``max_tokens`` and the tool schemas) with the last user message as the

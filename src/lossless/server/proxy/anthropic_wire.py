@@ -22,7 +22,8 @@ from lossless.core.render import content_text
 from lossless.core.types import ChatMessage, Message
 from lossless.providers.anthropic_format import anthropic_messages, block_text
 from lossless.server.chat_match import storable
-from lossless.server.proxy.base import CONVERSATION_HEADER, default_reserve
+from lossless.server.proxy.base import default_reserve
+from lossless.server.proxy.conversation_header import requested_conversation
 from lossless.server.sse import AnthropicStreamReply
 from lossless.server.state import Upstream
 
@@ -96,8 +97,7 @@ class AnthropicDialect:
 
     def conversation(self, request: Request, body: dict[str, Any]) -> str | None:
         meta = body.get("metadata")
-        user = meta.get("user_id") if isinstance(meta, dict) else None
-        return request.headers.get(CONVERSATION_HEADER) or (user if isinstance(user, str) else None)
+        return requested_conversation(request, meta.get("user_id") if isinstance(meta, dict) else None)
 
     def incoming(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         return chat_messages(body.get("system"), body.get("messages"))

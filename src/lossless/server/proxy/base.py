@@ -33,6 +33,8 @@ from lossless.server.chat_match import match_request, storable
 from lossless.server.errors import HTTPError, error_response, exception_response
 from lossless.server.idempotency import ProxyRequests, check_key, request_sha256
 from lossless.server.params import bad, read_json
+from lossless.server.proxy.conversation_header import CONVERSATION_HEADER, conversation_header_value
+from lossless.server.proxy.turn_locks import ConversationLocks
 from lossless.server.sse import ServerSentEvent, SSEParser
 from lossless.server.state import ServerState, Upstream, state_of
 from lossless.server.tenancy import Tenant
@@ -45,7 +47,6 @@ __all__ = ["CONVERSATION_HEADER", "Dialect", "ProxyTurn", "StreamReply", "Upstre
 
 log = logging.getLogger("lossless.server")
 
-CONVERSATION_HEADER = "x-lossless-conversation"
 _MIN_BUDGET = 256
 
 
@@ -204,10 +205,30 @@ def _http(state: ServerState) -> httpx.AsyncClient:
     return client
 
 
-def _budget(state: ServerState, dialect: Dialect, body: dict[str, Any]) -> int:
+def _locks(state: ServerState) -> ConversationLocks:
+    """The server's per-conversation locks (see :mod:`lossless.server.proxy.turn_locks`)."""
+    locks = state.extra.get("conversation_locks")
+    if locks is None:
+        locks = state.extra["conversation_locks"] = ConversationLocks()
+    assert isinstance(locks, ConversationLocks)
+    return locks
+
+
+def _check_options(body: dict[str, Any]) -> str:
+    """The request's model, after checking the fields lossless itself reads (``model``,
+    ``stream``) are of the right type: a 400 naming the field, before anything is stored."""
     model = body.get("model")
-    if not isinstance(model, str) or not model:
+    if model is None or model == "":
         raise bad("'model' is required")
+    if not isinstance(model, str):
+        raise bad(f"'model' must be a string, got {type(model).__name__} {model!r}")
+    stream = body.get("stream")
+    if stream is not None and not isinstance(stream, bool):
+        raise bad(f"'stream' must be true or false, got {type(stream).__name__} {stream!r}")
+    return model
+
+
+def _budget(state: ServerState, dialect: Dialect, body: dict[str, Any], model: str) -> int:
     window = context_window(model, default=state.memory.config.context_window)
     tools = body.get("tools")
     schema_tokens = state.memory.counter.count(json.dumps(tools, ensure_ascii=False)) if tools else 0
@@ -225,8 +246,9 @@ async def proxy(request: Request, dialect: Dialect) -> Response:
             body, public, turn, ctx = await _prepare(request, state, dialect, tenant)
     except Exception as exc:
         return exception_response(exc)
+    named = conversation_header_value(public)
     if turn.replay is not None:  # sent before, and answered: the same answer, no provider call
-        headers = {"x-lossless-conversation": public, "x-lossless-replayed": "true"}
+        headers = {CONVERSATION_HEADER: named, "x-lossless-replayed": "true"}
         model = str(body.get("model") or "")
         if body.get("stream"):
             events = dialect.replay_events(turn.replay, model)
@@ -235,30 +257,34 @@ async def proxy(request: Request, dialect: Dialect) -> Response:
         return Response(json.dumps(dialect.replay_body(turn.replay, model), ensure_ascii=False),
                         media_type="application/json", headers=headers)
     assert ctx is not None
-    return await _forward(request, state, dialect, body, turn, public, ctx)
+    return await _forward(request, state, dialect, body, turn, named, ctx)
 
 
 async def _prepare(request: Request, state: ServerState, dialect: Dialect,
                    tenant: Tenant) -> tuple[dict[str, Any], str, ProxyTurn, AssembledContext | None]:
     """What a request costs lossless before the provider is asked (the work one of the
-    tenant's slots covers): read it, store what is new, assemble the first context (none
-    when the stored reply is replayed)."""
+    tenant's slots covers): read and check it, store what is new (one request of a
+    conversation at a time), assemble the first context (none when the stored reply is
+    replayed)."""
     body = await read_json(request, state.max_body_bytes)
     if not isinstance(body, dict):
         raise bad("the request body must be a JSON object")
     public = dialect.conversation(request, body)
     if not public:
-        raise bad(f"name the conversation: send the {CONVERSATION_HEADER} header (or the request's user field)")
+        raise bad("name the conversation: send the X-Lossless-Conversation header (or the request's user field)")
+    stored_id = tenant.stored_id(public)  # a bad id is refused here, before anything is stored or sent
+    model = _check_options(body)
     if isinstance(body.get("messages"), list):  # refused before any of them is looked at
         state.limits.check_messages(len(body["messages"]))
     key = request.headers.get("idempotency-key")
 
-    def start() -> tuple[ProxyTurn, AssembledContext | None]:
-        turn = ProxyTurn.start(state.memory, tenant, public, dialect.incoming(body), _budget(state, dialect, body),
-                               model=body.get("model"), idempotency_key=key)
-        return turn, (turn.context() if turn.replay is None else None)
+    def start() -> ProxyTurn:
+        return ProxyTurn.start(state.memory, tenant, public, dialect.incoming(body),
+                               _budget(state, dialect, body, model), model=body.get("model"), idempotency_key=key)
 
-    turn, ctx = await run_in_threadpool(start)
+    async with _locks(state).hold(stored_id):  # match and store as one step (see turn_locks)
+        turn = await run_in_threadpool(start)
+    ctx = await run_in_threadpool(turn.context) if turn.replay is None else None
     return body, public, turn, ctx
 
 
@@ -268,8 +294,9 @@ async def _chunks(events: list[bytes]) -> AsyncIterator[bytes]:
 
 
 async def _forward(request: Request, state: ServerState, dialect: Dialect, body: dict[str, Any], turn: ProxyTurn,
-                   public: str, ctx: AssembledContext) -> Response:
-    """Send ``ctx`` (then, after a "context too long", smaller ones) and relay the answer."""
+                   named: str, ctx: AssembledContext) -> Response:
+    """Send ``ctx`` (then, after a "context too long", smaller ones) and relay the answer
+    (``named``: the conversation as its response header carries it)."""
     upstream = state.upstream
     assert upstream is not None
     client = _http(state)
@@ -304,7 +331,7 @@ async def _forward(request: Request, state: ServerState, dialect: Dialect, body:
             ctx = await run_in_threadpool(turn.context)
         except Exception as exc:
             return exception_response(exc)
-    extra = {"x-lossless-conversation": public, "x-lossless-context-tokens": str(ctx.tokens),
+    extra = {CONVERSATION_HEADER: named, "x-lossless-context-tokens": str(ctx.tokens),
              "x-lossless-compactions": str(turn.compactions)}
     if not stream:
         try:
@@ -328,14 +355,15 @@ async def _forward(request: Request, state: ServerState, dialect: Dialect, body:
 
 
 async def _relay(response: httpx.Response, dialect: Dialect, turn: ProxyTurn) -> AsyncIterator[bytes]:
-    """The provider's bytes as they come; the reply is stored before the final event is
-    passed on (a client may hang up right after it)."""
+    """The provider's bytes as they come, decoded from any Content-Encoding (httpx asks for
+    gzip, and the client is answered without one); the reply is stored before the final
+    event is passed on (a client may hang up right after it)."""
     parser = SSEParser()
     acc = dialect.stream_reply()
     stored = False
     reading = True  # the side parser, which the client's stream never depends on
     try:
-        async for chunk in response.aiter_raw():
+        async for chunk in response.aiter_bytes():
             if reading:
                 try:
                     for event in parser.feed(chunk):

@@ -15,7 +15,8 @@ from starlette.requests import Request
 from lossless.core.render import content_text
 from lossless.core.types import ChatMessage, Message
 from lossless.server.chat_match import storable
-from lossless.server.proxy.base import CONVERSATION_HEADER, default_reserve
+from lossless.server.proxy.base import default_reserve
+from lossless.server.proxy.conversation_header import requested_conversation
 from lossless.server.sse import OpenAIStreamReply
 from lossless.server.state import Upstream
 
@@ -34,8 +35,7 @@ class OpenAIDialect:
     path = "/chat/completions"
 
     def conversation(self, request: Request, body: dict[str, Any]) -> str | None:
-        user = body.get("user")
-        return request.headers.get(CONVERSATION_HEADER) or (user if isinstance(user, str) else None)
+        return requested_conversation(request, body.get("user"))
 
     def incoming(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         return storable(body.get("messages"))

@@ -1,0 +1,330 @@
+"""The context proxy at its edges, against the fake provider (tests/fake_openai.py) on
+127.0.0.1: conversation ids that are not plain ASCII (the X-Lossless-Conversation header
+read as UTF-8 or percent-encoded, written percent-encoded), ids with control characters
+refused before anything is stored or sent, a provider that gzips its answers, identical
+requests at once, and option fields of the wrong type."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import threading
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, unquote
+
+import httpx
+import pytest
+
+import lossless
+from lossless.core.errors import ValidationError
+from lossless.server.limits import Limits
+from lossless.server.proxy.conversation_header import conversation_header_value
+from lossless.server.proxy.turn_locks import ConversationLocks
+from lossless.server.state import Upstream
+from tests.conftest import StoreTarget
+from tests.fake_openai import FakeOpenAIServer, _Handler, fake_openai
+from tests.server_support import served
+
+__all__ = ["fake_openai"]  # the fixture, imported for pytest to find
+
+MODEL = "gpt-4o-mini"
+CLAUDE = "claude-proxy-test"
+HEADER = "X-Lossless-Conversation"
+
+
+@pytest.fixture
+def memory(store_target: StoreTarget) -> Iterator[lossless.Memory]:
+    m = lossless.open(store_target("proxy-edges"), context_window=4096)
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def proxy(memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> Iterator[str]:
+    with served(memory, upstream=Upstream(fake_openai.base_url, "sk-upstream")) as server:
+        yield server.url
+
+
+def _stored(memory: lossless.Memory, cid: str) -> list[tuple[str, Any]]:
+    conv = memory.get_conversation(cid)
+    assert conv is not None, f"no conversation {cid!r}; stored: {[c.id for c in memory.conversations()]}"
+    return [(m.role, m.content) for m in conv.messages()]
+
+
+def _request(wire: str, cid: str | None, messages: list[dict[str, Any]], **extra: Any) -> tuple[str, dict[str, Any]]:
+    """The path and body of a proxied request on ``wire`` ("openai" or "anthropic"),
+    naming ``cid`` in the body's own field (OpenAI's ``user``, Anthropic's
+    ``metadata.user_id``) when given."""
+    if wire == "openai":
+        body = {"model": MODEL, "messages": messages, **extra}
+        return "/v1/chat/completions", ({**body, "user": cid} if cid is not None else body)
+    body = {"model": CLAUDE, "max_tokens": 100, "messages": messages, **extra}
+    return "/v1/messages", ({**body, "metadata": {"user_id": cid}} if cid is not None else body)
+
+
+def _post(url: str, path: str, body: dict[str, Any], headers: dict[str, Any] | None = None) -> httpx.Response:
+    """POST and read the whole answer (a stream too)."""
+    with httpx.Client(timeout=30) as client:
+        response = client.post(url + path, json=body, headers=headers or {})
+        response.read()
+        return response
+
+
+# -- conversation ids that are not plain ASCII -------------------------------------------------
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_chinese_id_in_the_body_is_answered_with_a_percent_encoded_header(
+        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer, wire: str, stream: bool) -> None:
+    cid = "用户会话1"
+    fake_openai.enqueue_chat("你好！")
+    path, body = _request(wire, cid, [{"role": "user", "content": "你好"}], stream=stream)
+    first = _post(proxy, path, body)
+    assert first.status_code == 200, first.text
+    assert first.headers["x-lossless-conversation"] == "%E7%94%A8%E6%88%B7%E4%BC%9A%E8%AF%9D1"
+    assert unquote(first.headers["x-lossless-conversation"]) == cid
+    assert _stored(memory, cid) == [("user", "你好"), ("assistant", "你好！")]
+    # the retry is answered from the store, with the same header
+    again = _post(proxy, path, body)
+    assert again.status_code == 200 and again.headers["x-lossless-replayed"] == "true"
+    assert again.headers["x-lossless-conversation"] == first.headers["x-lossless-conversation"]
+    assert len(fake_openai.requests) == 1
+
+
+def test_the_header_names_one_conversation_sent_raw_or_percent_encoded(
+        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
+    cid = "对话/一"
+    first = "我上周末去了颐和园，看到了很多荷花。"
+    r = httpx.post(f"{proxy}/v1/lossless/conversations/{quote(cid, safe='')}/messages",
+                   json={"role": "user", "content": first})
+    assert r.status_code == 201, r.text
+    fake_openai.enqueue_chat("真好。", "荷花。")
+    chat: list[dict[str, Any]] = [{"role": "user", "content": first}]
+    raw = _post(proxy, "/v1/chat/completions", {"model": MODEL, "messages": chat},
+                {HEADER: cid.encode("utf-8")})  # UTF-8 bytes, as curl sends them
+    assert raw.status_code == 200, raw.text
+    assert raw.headers["x-lossless-conversation"] == quote(cid, safe="")
+    chat += [{"role": "assistant", "content": "真好。"}, {"role": "user", "content": "我看到了什么？"}]
+    encoded = _post(proxy, "/v1/chat/completions", {"model": MODEL, "messages": chat}, {HEADER: quote(cid)})
+    assert encoded.status_code == 200, encoded.text
+    assert [c.id for c in memory.conversations()] == [cid]
+    assert _stored(memory, cid) == [("user", first), ("assistant", "真好。"), ("user", "我看到了什么？"),
+                                    ("assistant", "荷花。")]
+    # a literal % before two hex digits is sent as %25, and comes back the same way
+    fake_openai.enqueue_chat("ok")
+    percent = _post(proxy, "/v1/chat/completions", {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]},
+                    {HEADER: "50%2541"})
+    assert percent.status_code == 200 and percent.headers["x-lossless-conversation"] == "50%2541"
+    assert _stored(memory, "50%41") == [("user", "hi"), ("assistant", "ok")]
+
+
+@pytest.mark.parametrize("value", [b"\xff\xfeid", b"%FF%FEid"])
+def test_a_header_that_is_not_utf8_is_a_400_naming_it(proxy: str, memory: lossless.Memory,
+                                                      fake_openai: FakeOpenAIServer, value: bytes) -> None:
+    r = _post(proxy, "/v1/chat/completions", {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]},
+              {HEADER: value})
+    assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request"
+    assert "X-Lossless-Conversation" in r.json()["error"]["message"]
+    assert memory.conversations() == [] and fake_openai.requests == []
+
+
+def test_plain_ascii_ids_are_sent_back_as_they_are() -> None:
+    assert conversation_header_value("support-1") == "support-1"
+    assert conversation_header_value("a b/c@d:e") == "a b/c@d:e"
+    assert conversation_header_value("对话/一") == "%E5%AF%B9%E8%AF%9D%2F%E4%B8%80"
+    assert conversation_header_value("50%41") == "50%2541"  # would read as "50A" otherwise
+    assert conversation_header_value(" padded ") == "%20padded%20"  # a header's edges are trimmed
+    assert conversation_header_value("café") == "caf%C3%A9"
+
+
+# -- control characters ------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("wire", "cid", "stream"), [("openai", "a\r\nX-Evil: 1", False),
+                                                     ("openai", "a\r\nX-Evil: 1", True),
+                                                     ("anthropic", "a\tb", False),
+                                                     ("anthropic", "a\x85b", True)])
+def test_an_id_with_control_characters_is_refused_before_anything_is_stored_or_sent(
+        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer, wire: str, cid: str,
+        stream: bool) -> None:
+    path, body = _request(wire, cid, [{"role": "user", "content": "hi"}], stream=stream)
+    r = _post(proxy, path, body)
+    assert r.status_code == 422 and r.json()["error"]["type"] == "validation_error"
+    assert repr(cid) in r.json()["error"]["message"] and "control character" in r.json()["error"]["message"]
+    assert memory.conversations() == [] and fake_openai.requests == []
+
+
+def test_control_characters_are_refused_in_the_header_over_rest_and_in_the_library(
+        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
+    r = _post(proxy, "/v1/chat/completions", {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]},
+              {HEADER: "a%0D%0AX-Evil: 1"})
+    assert r.status_code == 422 and "U+000D" in r.json()["error"]["message"]
+    r = httpx.post(proxy + "/v1/lossless/conversations", json={"id": "a\nb"})
+    assert r.status_code == 422 and "'a\\nb'" in r.json()["error"]["message"]
+    r = httpx.post(proxy + "/v1/lossless/conversations/a%00b/messages", json={"role": "user", "content": "hi"})
+    assert r.status_code == 422
+    with pytest.raises(ValidationError, match=r"'nul\\x00' contains a NUL byte"):
+        memory.conversation("nul\x00")
+    assert memory.conversations() == [] and fake_openai.requests == []
+
+
+# -- a provider that compresses its answers ----------------------------------------------------
+
+class _GzipHandler(_Handler):
+    """The fake's handler, answering gzip-compressed whenever the request accepts it, as a
+    CDN in front of many OpenAI-compatible providers does (a stream one event per flush)."""
+
+    def _accepts_gzip(self) -> bool:
+        return "gzip" in (self.headers.get("accept-encoding") or "")
+
+    def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        if not self._accepts_gzip():
+            super()._send(status, body, headers)
+            return
+        payload = gzip.compress(body if isinstance(body, bytes) else json.dumps(body).encode("utf-8"))
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-encoding", "gzip")
+        self.send_header("content-length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _send_sse(self, events: list[tuple[str | None, str]]) -> None:
+        if not self._accepts_gzip():
+            super()._send_sse(events)
+            return
+        packer = zlib.compressobj(wbits=31)  # 31: the gzip container
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-encoding", "gzip")
+        self.end_headers()
+        for name, data in events:
+            frame = ((f"event: {name}\n" if name else "") + f"data: {data}\n\n").encode("utf-8")
+            self.wfile.write(packer.compress(frame) + packer.flush(zlib.Z_SYNC_FLUSH))
+            self.wfile.flush()
+        self.wfile.write(packer.flush())
+
+
+@dataclass
+class _GzipFake(FakeOpenAIServer):
+    def start(self) -> _GzipFake:
+        super().start()
+        server = self
+
+        class Handler(_GzipHandler):
+            fake = server
+
+        assert self._httpd is not None
+        self._httpd.RequestHandlerClass = Handler
+        return self
+
+
+@pytest.fixture
+def gzip_fake() -> Iterator[FakeOpenAIServer]:
+    with _GzipFake() as server:
+        yield server
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_gzipped_answer_is_relayed_decoded_and_stored(memory: lossless.Memory, gzip_fake: FakeOpenAIServer,
+                                                        wire: str, stream: bool) -> None:
+    reply = "这是压缩的回答：颐和园的荷花 and some words to stream."
+    gzip_fake.enqueue_chat(reply)
+    path, body = _request(wire, "gz", [{"role": "user", "content": "压缩?"}], stream=stream)
+    with served(memory, upstream=Upstream(gzip_fake.base_url, "sk-up")) as server, \
+            httpx.stream("POST", server.url + path, json=body, timeout=30) as response:
+        raw = b"".join(response.iter_raw())
+        headers = response.headers
+    assert "gzip" in gzip_fake.requests[-1].headers["accept-encoding"]  # so the fake did compress
+    assert response.status_code == 200 and "content-encoding" not in headers
+    if stream:
+        assert raw.startswith(b"data: " if wire == "openai" else b"event: ")
+    else:
+        json.loads(raw)
+    assert _stored(memory, "gz") == [("user", "压缩?"), ("assistant", reply)]
+
+
+# -- identical requests at once ----------------------------------------------------------------
+
+def _send_at_once(url: str, cid: str, chat: list[dict[str, Any]], senders: int) -> list[int]:
+    """The statuses of ``senders`` identical requests let go at the same moment."""
+    gate = threading.Barrier(senders)
+    statuses: list[int] = []
+
+    def send() -> None:
+        with httpx.Client(timeout=60) as client:
+            gate.wait(10)
+            statuses.append(client.post(url + "/v1/chat/completions", headers={HEADER: cid},
+                                        json={"model": MODEL, "messages": chat}).status_code)
+
+    threads = [threading.Thread(target=send) for _ in range(senders)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return statuses
+
+
+def test_identical_requests_at_once_store_the_new_message_once(memory: lossless.Memory,
+                                                               fake_openai: FakeOpenAIServer) -> None:
+    """A double-send: the same next request from several clients at the same moment. The
+    history is long so that matching takes a while (the window two unserialized requests
+    race in: before the per-conversation lock, the first try already stored it twice)."""
+    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"消息 {i}: " + "词 " * 40}
+               for i in range(60)]
+    senders, tries = 4, 10
+    with served(memory, upstream=Upstream(fake_openai.base_url, "sk-up"),
+                limits=Limits(tenant_concurrency=None)) as server:
+        for attempt in range(tries):
+            cid = f"twice-{attempt}"
+            memory.conversation(cid).add_many(history)
+            chat = [*history, {"role": "user", "content": "然后呢？"}]
+            assert _send_at_once(server.url, cid, chat, senders) == [200] * senders
+            roles = [role for role, _ in _stored(memory, cid)[len(history):]]
+            assert roles == ["user", "assistant"], f"try {attempt}: {roles}"
+
+
+def test_conversation_locks_serialize_one_id_and_are_dropped_after_use() -> None:
+    async def scenario() -> tuple[list[str], int, int]:
+        locks = ConversationLocks()
+        order: list[str] = []
+
+        async def hold(cid: str, name: str) -> None:
+            async with locks.hold(cid):
+                order.append(f"{name}+")
+                await asyncio.sleep(0.05)
+                order.append(f"{name}-")
+
+        task = asyncio.gather(hold("a", "a1"), hold("a", "a2"), hold("b", "b1"))
+        await asyncio.sleep(0.01)
+        during = len(locks)
+        await task
+        return order, during, len(locks)
+
+    order, during, after = asyncio.run(scenario())
+    assert order.index("a1-") < order.index("a2+")  # one request of a conversation at a time
+    assert order.index("b1+") < order.index("a1-")  # another conversation does not wait
+    assert (during, after) == (2, 0)
+
+
+# -- option fields of the wrong type -----------------------------------------------------------
+
+@pytest.mark.parametrize(("wire", "extra", "says"), [
+    ("openai", {"model": 5}, "'model' must be a string, got int"),
+    ("openai", {"stream": "false"}, "'stream' must be true or false, got str 'false'"),
+    ("anthropic", {"stream": 1}, "'stream' must be true or false, got int 1"),
+])
+def test_options_of_the_wrong_type_are_a_400_naming_them(proxy: str, memory: lossless.Memory,
+                                                         fake_openai: FakeOpenAIServer, wire: str,
+                                                         extra: dict[str, Any], says: str) -> None:
+    path, body = _request(wire, "opts", [{"role": "user", "content": "hi"}], **extra)
+    r = _post(proxy, path, body)
+    assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request"
+    assert says in r.json()["error"]["message"]
+    assert memory.conversations() == [] and fake_openai.requests == []
