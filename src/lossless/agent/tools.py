@@ -39,7 +39,7 @@ from lossless.core.errors import CompactionBusyError, LosslessError, NotFoundErr
 from lossless.core.importance import score_message
 from lossless.core.render import message_header, message_text
 from lossless.core.types import GrepHit, Message, Summary
-from lossless.core.validate import parse_datetime
+from lossless.core.validate import parse_datetime, parse_until
 from lossless.recall.dispatch import run_search
 from lossless.store.base import SearchSpec
 
@@ -264,7 +264,7 @@ class ToolBox:
             kinds=kinds,  # type: ignore[arg-type]
             roles=(role,) if role else None,
             since=parse_datetime(since, "since") if since is not None else None,
-            until=parse_datetime(until, "until") if until is not None else None,
+            until=parse_until(until, "until") if until is not None else None,
             mode=mode,  # type: ignore[arg-type]
             sort=sort,  # type: ignore[arg-type]
             limit=limit,

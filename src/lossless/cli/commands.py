@@ -29,7 +29,7 @@ from lossless.core.errors import StoreError
 from lossless.core.render import content_text
 from lossless.core.stats import SummarizerUsage
 from lossless.core.types import ROLES, ConversationInfo, Message
-from lossless.core.validate import parse_datetime
+from lossless.core.validate import parse_datetime, parse_until
 from lossless.engine import Memory
 from lossless.recall.hybrid import Embedded
 from lossless.store.integrity import INTEGRITY
@@ -379,7 +379,7 @@ def cmd_search(ctx: CommandContext) -> int:
         args.query, conversations=[scope] if scope is not None else None, where=where, limit=args.limit,
         kinds=kinds, roles=(args.role,) if args.role else None,
         since=parse_datetime(args.since, "--since") if args.since else None,
-        until=parse_datetime(args.until, "--until") if args.until else None, mode=args.mode,
+        until=parse_until(args.until, "--until") if args.until else None, mode=args.mode,
     )
     result = {"query": args.query, "mode": args.mode, "count": len(hits), "hits": [hit_dict(h) for h in hits]}
     if ctx.json:

@@ -10,13 +10,14 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lossless.core.errors import ValidationError
 from lossless.core.types import ROLES
 
-__all__ = ["NewMessage", "check_conversation_id", "check_text", "parse_datetime", "timestamp", "validate_message"]
+__all__ = ["NewMessage", "check_conversation_id", "check_text", "parse_datetime", "parse_until", "timestamp",
+           "validate_message"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1: Unicode's category Cc
 
@@ -105,6 +106,18 @@ def parse_datetime(value: object, what: str = "created_at") -> datetime:
     raise ValidationError(
         f"{what} must be a datetime, ISO 8601 string or Unix timestamp, got {type(value).__name__}"
     )
+
+
+_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def parse_until(value: object, what: str = "until") -> datetime:
+    """An upper time bound (inclusive), as :func:`parse_datetime` reads it, except that a
+    date alone ("2024-05-01") means the end of that day: a person who searches "until
+    May 1st" means May 1st too, not its first microsecond."""
+    if isinstance(value, str) and _DATE_ONLY.match(value.strip()):
+        return parse_datetime(value.strip(), what) + timedelta(days=1) - timedelta(microseconds=1)
+    return parse_datetime(value, what)
 
 
 def _check_json(value: Any, what: str) -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from lossless.core.errors import EmbedderError, QueryError, ValidationError
 from lossless.core.types import ROLES, GrepHit
-from lossless.core.validate import parse_datetime, timestamp
+from lossless.core.validate import parse_datetime, parse_until, timestamp
 from lossless.store.base import SearchSpec, Store
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def checked_spec(spec: SearchSpec) -> SearchSpec:
         roles=None if spec.roles is None else _strings(spec.roles, "roles", ROLES),
         conversation_ids=None if spec.conversation_ids is None else _strings(spec.conversation_ids, "conversations"),
         since=None if spec.since is None else parse_datetime(spec.since, "since"),
-        until=None if spec.until is None else parse_datetime(spec.until, "until"),
+        until=None if spec.until is None else parse_until(spec.until, "until"),
     )
 
 

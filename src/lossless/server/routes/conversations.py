@@ -12,7 +12,7 @@ from lossless.agent.tools import TOOL_NAMES, hit_dict
 from lossless.conversation import Conversation
 from lossless.core.errors import CompactionBusyError, NotFoundError
 from lossless.core.types import ConversationInfo, Message, Summary
-from lossless.core.validate import parse_datetime, validate_message
+from lossless.core.validate import parse_datetime, parse_until, validate_message
 from lossless.recall.dispatch import SearchMode
 from lossless.server.params import bad
 from lossless.server.state import Call, Reply, endpoint
@@ -100,7 +100,7 @@ def search_hits(call: Call, conversations: list[str] | None, extra: tuple[str, .
         hits = call.memory.search(
             query, conversations=conversations, limit=limit, kinds=_SCOPES[scope], roles=(role,) if role else None,
             since=parse_datetime(since, "since") if since else None,
-            until=parse_datetime(until, "until") if until else None,
+            until=parse_until(until, "until") if until else None,
             mode=cast("SearchMode", mode), sort=cast("Literal['relevance', 'recency']", sort))
     return {"query": query, "mode": mode, "count": len(hits),
             "hits": public_ids([hit_dict(h) for h in hits], call.tenant)}
