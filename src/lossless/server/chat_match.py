@@ -1,23 +1,52 @@
-"""Which messages of a proxied request are new: the client sends its whole chat every time,
+"""Which messages of a proxied request are new: the client sends its chat every time,
 lossless stores each message once.
 
 Every message is identified by the hash the store keeps for it (role, content, name, tool
-calls, tool call id: :func:`lossless.core._canonical.message_hash`), and a request is matched
-by content, position by position, against the stored conversation from its first message:
+calls, tool call id: :func:`lossless.core._canonical.message_hash`). A request is matched
+by content against the stored conversation, first position by position from its first
+message:
 
 * the request **extends** what is stored (every stored message in order, then more): the
   messages after the stored ones are new;
-* the request is **stored already** (a prefix of the stored conversation, or all of it: an
-  SDK retrying after a timeout, a client re-sending): nothing is new; when the stored
-  message right after it is an assistant reply, that reply is the answer to replay (the
-  client did not get it the first time);
-* the request **diverges** from what is stored after sharing at least one non-system
-  message with it (an edited or regenerated turn): lossless history is append-only, so that
-  is :class:`Diverged` (HTTP 409), naming the first position that differs;
-* the request shares no message with the start of the conversation (besides a system
-  prompt): a client that lets lossless keep the history and sends only its new messages.
-  They are stored, unless they are exactly the newest stored ones (a retry), and a
-  system prompt already stored is not stored again.
+* the request is **stored already** (all of it, or all but the newest message when that
+  is an assistant reply: an SDK retrying after a timeout, a client re-sending): nothing is
+  new; the stored reply after it is the answer to replay (the client did not get it the
+  first time).
+
+Then against the stored tail, for a client that trims old history and sends a **sliding
+window** (its last messages, maybe behind its system prompt). The request's non-system
+messages are compared with the stored non-system messages that end the conversation; the
+longest run that is both a suffix of the stored ones and a prefix of the request's is the
+overlap:
+
+* the overlap is the whole request: a retry, nothing is new;
+* the request is the stored tail but for the newest stored message, an assistant reply:
+  a retry, that reply is replayed;
+* otherwise the request's messages after the overlap are new.
+
+The last two need a convincing overlap: at least two messages, or one that is an assistant
+reply or a tool result (a user's "ok" that repeats the previous user message is a new
+message, not an overlap). Only the newest ``len(request) + 8`` stored messages are read for
+this (more, up to twice that, when stored system messages take their room). A system
+message of the request that is stored already (the pinned prompt) is not stored again; one
+that is not is new (stored before the request's new messages).
+
+Then what is left:
+
+* the request matches the start of the conversation but ends further back (an old request
+  sent again): its stored reply is replayed; if a message that is not a reply follows it,
+  that is :class:`Diverged`;
+* the request differs from what is stored at some position, and has a non-system message
+  at the same position as the stored one before or after it (an edited or regenerated
+  turn, the whole chat sent with an earlier message changed): lossless history is
+  append-only, so that is :class:`Diverged` (HTTP 409), naming the first position that
+  differs;
+* the request shares nothing with the stored conversation: a client that lets lossless
+  keep the history and sends only its new messages. They are stored (a system prompt
+  stored already is not stored again).
+
+Content cannot always tell these apart (a chat that repeats itself word for word can be a
+window or a retry); the first rule that fits, in this order, decides.
 """
 
 from __future__ import annotations
@@ -34,6 +63,11 @@ from lossless.core.validate import NewMessage, validate_message
 __all__ = ["Diverged", "MessageMatch", "match_request", "storable"]
 
 _KEEP = ("role", "content", "name", "tool_calls", "tool_call_id")
+# stored messages read for a sliding window beyond the request's own length: room for the
+# reply to replay and for system prompts stored between the messages the window repeats
+_TAIL_SLACK = 8
+# a one-message overlap is only trusted when it is a message a user does not repeat at will
+_DISTINCT_ROLES = ("assistant", "tool")
 
 
 class Diverged(LosslessError):
@@ -97,29 +131,116 @@ def match_request(request: Sequence[dict[str, Any]], stored_count: int,
     common = 0
     while common < n and hashes[common] == stored_hash(head[common]):
         common += 1
+    after = head[n] if common == n and len(head) > n else None
     if common == n:  # aligned with what is stored from its first message
         if len(hashes) > stored_count:
             return MessageMatch(validated[stored_count:], stored_count)
-        after = head[n] if len(head) > n else None
-        if after is not None and after.role == "assistant":
+        if after is None:
+            return MessageMatch([], n, None, n)
+        if after.role == "assistant" and after.seq == stored_count:
             return MessageMatch([], n, after, n)
-        if after is not None:
-            raise Diverged(f"the request is stored already, and the conversation went on past it (#{after.seq} "
-                           f"{after.role} follows it, not a reply): send the whole conversation, or only the new "
-                           "messages")
-        return MessageMatch([], n, None, n)
-    if any(m.get("role") != "system" for m in request[:common]):
+    tail = head if stored_count <= len(head) else _read_tail(read, stored_count, validated)
+    systems = {stored_hash(m) for m in (*head, *tail) if m.role == "system"}
+    window = _match_window(validated, hashes, tail, systems, stored_count)
+    if window is not None:
+        return window
+    if after is not None:  # an older request sent again
+        if after.role == "assistant":
+            return MessageMatch([], n, after, n)
+        raise Diverged(f"the request is stored already, and the conversation went on past it (#{after.seq} "
+                       f"{after.role} follows it, not a reply): send the whole conversation, only the new "
+                       "messages, or a window of the newest ones")
+    shared = next((i for i in range(common, n)
+                   if validated[i].role != "system" and hashes[i] == stored_hash(head[i])), None)
+    if shared is not None or any(m.role != "system" for m in validated[:common]):
         stored = head[common]
-        raise Diverged(f"messages[{common}] ({request[common].get('role')}) differs from the stored message "
-                       f"#{stored.seq} ({stored.role}, {stored.id}) the request had matched up to it: lossless "
-                       "history is append-only, so an edited or regenerated turn needs a new conversation id "
-                       "(or send only the new messages)")
-    # only new messages (and maybe a system prompt): a retry of the newest ones adds nothing
-    body = [(h, m) for h, m in zip(hashes, request, strict=True) if m.get("role") != "system"]
-    if body:
-        tail = [stored_hash(m) for m in read(max(1, stored_count - len(body) + 1), stored_count)]
-        if tail == [h for h, _ in body]:
-            return MessageMatch([], len(request), None, stored_count)
-    systems = {stored_hash(m) for m in head if m.role == "system"}
+        why = ("the request had matched up to it" if shared is None
+               else f"while messages[{shared}] is the stored #{head[shared].seq}")
+        raise Diverged(f"messages[{common}] ({validated[common].role}) differs from the stored message "
+                       f"#{stored.seq} ({stored.role}, {stored.id}) {why}: lossless history is append-only, "
+                       "so an edited or regenerated turn needs a new conversation id (or send only the new "
+                       "messages)")
+    # only new messages (and maybe a system prompt stored already)
     fresh = [v for h, v in zip(hashes, validated, strict=True) if not (v.role == "system" and h in systems)]
     return MessageMatch(fresh, len(request) - len(fresh))
+
+
+def _read_tail(read: Callable[[int, int], list[Message]], stored_count: int,
+               validated: list[NewMessage]) -> list[Message]:
+    """The newest stored messages, enough to hold as many non-system ones as the request
+    has, plus the reply after them: ``len(request) + 8`` at first, more when stored system
+    prompts (a client's changed prompt, stored each time) take their room; never more than
+    ``2 * len(request) + 8``."""
+    wanted = sum(v.role != "system" for v in validated) + 1
+    cap = 2 * len(validated) + _TAIL_SLACK
+    first = max(1, stored_count - len(validated) - _TAIL_SLACK + 1)
+    tail = read(first, stored_count)
+    while first > 1:
+        short = wanted - sum(m.role != "system" for m in tail)
+        start = max(1, first - short, stored_count - cap + 1)
+        if short <= 0 or start >= first:
+            break
+        tail = read(start, first - 1) + tail
+        first = start
+    return tail
+
+
+def _match_window(validated: list[NewMessage], hashes: list[str], tail: list[Message],
+                  systems: set[str], stored_count: int) -> MessageMatch | None:
+    """The request as a sliding window over the stored tail (see the module docstring), or
+    None when it does not overlap the tail convincingly."""
+    body = [i for i, v in enumerate(validated) if v.role != "system"]
+    if not body:
+        return None
+    body_hashes = [hashes[i] for i in body]
+    ours = [m for m in tail if m.role != "system"]
+    ours_hashes = [stored_hash(m) for m in ours]
+    overlap = _overlap(ours_hashes, body_hashes)
+    replay = None
+    if overlap < len(body):
+        newest = ours[-1] if ours else None
+        if (newest is not None and newest.role == "assistant" and newest.seq == stored_count
+                and _convincing(validated[body[0]], len(body))
+                and ours_hashes[-len(body) - 1:-1] == body_hashes):
+            overlap, replay = len(body), newest
+        elif overlap == 0 or not _convincing(validated[body[0]], overlap):
+            return None
+    # known: the body's first `overlap` messages, and system messages stored already
+    cut = body[overlap - 1]
+    new = [v for i, (h, v) in enumerate(zip(hashes, validated, strict=True))
+           if (v.role == "system" and h not in systems) or (v.role != "system" and i > cut)]
+    if new:
+        return MessageMatch(new, len(validated) - len(new))
+    if replay is not None:
+        return MessageMatch([], len(validated), replay, ours[-2].seq)
+    return MessageMatch([], len(validated), None, stored_count)
+
+
+def _convincing(first: NewMessage, overlap: int) -> bool:
+    """Whether an overlap of ``overlap`` messages starting with ``first`` shows the request
+    repeats stored history, rather than a user saying the same thing again."""
+    return overlap >= 2 or first.role in _DISTINCT_ROLES
+
+
+def _overlap(stored: Sequence[str], request: Sequence[str]) -> int:
+    """The length of the longest suffix of ``stored`` that is a prefix of ``request``
+    (Knuth-Morris-Pratt: linear in both)."""
+    if not request:
+        return 0
+    fallback = [0] * len(request)  # fallback[i]: the longest proper border of request[:i + 1]
+    k = 0
+    for i in range(1, len(request)):
+        while k and request[i] != request[k]:
+            k = fallback[k - 1]
+        if request[i] == request[k]:
+            k += 1
+        fallback[i] = k
+    matched = 0
+    for h in stored:
+        if matched == len(request):
+            matched = fallback[matched - 1]
+        while matched and h != request[matched]:
+            matched = fallback[matched - 1]
+        if h == request[matched]:
+            matched += 1
+    return matched
