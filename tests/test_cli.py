@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -143,6 +144,43 @@ def _walk(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append(node)
         out.extend(_walk([c for c in node.get("children", []) if c["kind"] == "summary"]))
     return out
+
+
+def test_expand_hints_work_when_followed(run: Run) -> None:
+    """`expand --to sources` under a small budget: the command printed for the rest of a cut
+    source, and the one for the next page, run as printed and give every source once, whole."""
+    with lossless.open(run.db, context_window=2048, compaction="inline", embedder=None) as mem:
+        conv = mem.conversation("zh")
+        conv.add_many([{"role": "user" if i % 2 == 0 else "assistant",
+                        "content": f"第{i}条：今天和小美去公园散步，然后看了电影《流浪地球》。"} for i in range(300)])
+        top = max(conv.summaries(), key=lambda s: s.depth)
+        sources = {ref.id: mem.store.get_summary(ref.id).content for ref in top.sources}
+        order = [ref.id for ref in top.sources]
+    assert len(order) > 1
+    seen: list[str] = []
+    cut = 0
+    command: list[str] | None = ["expand", top.id, "--to", "sources", "--max-tokens", "30"]
+    while command is not None:
+        items = run.json(*command)["items"]
+        status, out, _ = run(*command)
+        assert status == 0
+        hints = [h.split() for h in re.findall(r"`lossless ([^`]*)`", out)]
+        for item in items:
+            text = item["content"]
+            if item.get("partial") and item["next_offset"] is not None:
+                rest: list[str] | None = hints.pop(0)
+                assert rest is not None and rest[:2] == ["expand", item["id"]]
+                cut += 1
+                while rest is not None:
+                    status, chunk, err = run(*rest)
+                    assert status == 0, err
+                    text += chunk
+                    more = re.search(r"continue with --offset (\d+)", err)
+                    rest = ["expand", item["id"], "--offset", more.group(1)] if more else None
+            assert text == sources[item["id"]]
+            seen.append(item["id"])
+        command = hints.pop(0) if hints else None
+    assert seen == order and cut
 
 
 def test_add_reads_stdin(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:

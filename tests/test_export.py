@@ -151,3 +151,34 @@ def test_export_cli(store_target: StoreTarget, tmp_path: Path, capsys: pytest.Ca
     assert sorted(w["conversation"] for w in written) == ["claude-code:../../evil", "plain"]
     assert all(Path(w["path"]).parent == backup for w in written)
     assert len(list(backup.iterdir())) == 2
+
+
+@pytest.mark.parametrize("conversation_id", ["对话-小美", "会話-日本語", "-rm -rf", ".hidden", "हिन्दी बातचीत",
+                                             "a\u202eexe.txt", "长" * 200, "C:\\Users\\x|y?*<>\"", " ", "CON"])
+def test_export_file_names_keep_any_script_and_stay_safe(conversation_id: str) -> None:
+    name = file_name_for(conversation_id, "openai-jsonl")
+    stem = name.removesuffix(".jsonl").rsplit("-", 1)[0]
+    assert name.endswith(".jsonl") and not name.startswith(("-", ".", "_"))
+    assert not set(name) & set('/\\:*?"<>| \u202e') and len(name.encode("utf-8")) <= 160
+    assert all(c in stem for c in conversation_id if c.isalpha())  # letters of every script kept
+    assert name != file_name_for(conversation_id + "_", "openai-jsonl")  # the hash keeps ids apart
+
+
+def test_export_all_names_read_back_by_import(store_target: StoreTarget, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """`export --all` of conversations named in Chinese and Japanese: readable names that
+    `lossless import NAME` takes as they are (a name starting with `-` would be an option)."""
+    db = str(store_target("cjk"))
+    with lossless.open(db, embedder=None) as mem:
+        for cid in ("对话-小美", "会話-日本語"):
+            mem.conversation(cid).add("user", "你好")
+    assert main(["--db", db, "export", "--all", "-o", str(tmp_path / "out")]) == 0
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert [n.rsplit("-", 1)[0] for n in names] == ["会話-日本語", "对话-小美"]
+    monkeypatch.chdir(tmp_path / "out")
+    again = str(tmp_path / "again.db")
+    for name in names:
+        assert main(["--db", again, "import", name, "--no-wait"]) == 0, capsys.readouterr().err
+    with lossless.open(again, embedder=None) as mem:
+        assert sorted(c.id for c in mem.conversations()) == ["会話-日本語", "对话-小美"]

@@ -166,17 +166,23 @@ def test_bad_paging_arguments_are_tool_errors(conv: lossless.Conversation, store
         assert words in json.loads(block["content"])["error"], args
 
 
-def test_summaries_refuse_message_paging_and_page_as_before(store_target: StoreTarget) -> None:
+def test_summaries_page_their_own_text_and_expand_as_before(store_target: StoreTarget) -> None:
     mem = lossless.open(store_target("s"), embedder=None, context_window=4096)
     try:
         conv = mem.conversation("s")
         conv.add_many(chat(60, tools_every=5))
         conv.compact(full=True)
         summary = conv.frontier()[0]
-        for args in ({"offset": 5}, {"page": 1}, {"max_chars": 10}):
+        for args in ({"offset": 5}, {"page": 1}, {"max_chars": 10}):  # the summary's own text, a slice
             block = conv.tools.dispatch({"type": "tool_use", "id": "t", "name": "lcm_expand",
                                          "input": {"id": summary.id, **args}})
-            assert block.get("is_error") is True and "is a summary" in block["content"], args
+            piece = json.loads(block["content"])
+            assert "is_error" not in block and piece["kind"] == "summary", args
+            assert piece["content"] == summary.content[piece["offset"]:piece["offset"] + piece["chars"]]
+        for args in ({"offset": 5, "to": "sources"}, {"page": 1, "from_seq": summary.first_seq}):
+            block = conv.tools.dispatch({"type": "tool_use", "id": "t", "name": "lcm_expand",
+                                         "input": {"id": summary.id, **args}})
+            assert block.get("is_error") is True and "own text" in block["content"], args
         expanded = conv.expand(summary.id, max_tokens=10**9)
         assert [i["seq"] for i in expanded["items"]] == list(range(summary.first_seq, summary.last_seq + 1))
         assert conv.describe(summary.id)["depth"] == summary.depth

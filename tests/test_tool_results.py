@@ -79,3 +79,7 @@ def test_every_tool_result_is_its_typed_shape(conv: Any) -> None:
                   tools.lcm_expand(messages[0].id, offset=3, max_chars=10)):
         _conforms(piece, results.MessageSlice)
         assert list(piece)[-1] == "content"  # the text last, after where it is
+    for piece in (tools.lcm_expand(top.id, offset=0, max_tokens=5), tools.lcm_expand(top.id, page=1, max_chars=50),
+                  tools.lcm_expand(top.id, offset=3, max_chars=10)):
+        _conforms(piece, results.SummarySlice)
+        assert list(piece)[-1] == "content"

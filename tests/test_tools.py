@@ -9,7 +9,7 @@ import jsonschema
 import lossless
 from lossless.agent.tools import TOOL_NAMES, anthropic_tools, openai_tools
 
-from .conftest import chat
+from .conftest import StoreTarget, chat
 
 
 def _compacted(mem: lossless.Memory, cid: str = "t") -> lossless.Conversation:
@@ -83,3 +83,56 @@ def test_tools_are_scoped_to_their_conversation(mem: lossless.Memory) -> None:
     assert "error" in json.loads(reply["content"])
     hits = a.grep("service")["hits"]
     assert hits and {h["conversation_id"] for h in hits} == {"a"}
+
+
+def _chinese_chat(n: int) -> list[dict[str, str]]:
+    return [{"role": "user" if i % 2 == 0 else "assistant",
+             "content": f"第{i}条：今天和小美去公园散步，然后看了电影《流浪地球》，喝了一杯拿铁咖啡。"} for i in range(n)]
+
+
+def test_expand_sources_reads_a_cut_source_by_its_id_and_reaches_each_source_once(
+        store_target: StoreTarget) -> None:
+    """A source summary over the budget comes back cut (partial); its rest is read by its own
+    id from next_offset, and next_from_seq goes on after it: followed, the pages give every
+    source once and whole, under every budget."""
+    with lossless.open(store_target("cut"), context_window=2048, compaction="inline", embedder=None) as mem:
+        conv = mem.conversation("zh")
+        conv.add_many(_chinese_chat(300))
+        tops = [s for s in conv.summaries() if s.depth >= 1]
+        assert tops
+        for top in tops:
+            for budget in (1, 7, 20, 60, 10**6):
+                seen: list[str] = []
+                page = conv.tools.lcm_expand(top.id, to="sources", max_tokens=budget)
+                while True:
+                    for item in page["items"]:
+                        text = item["content"]
+                        following = item.get("next_offset") if item.get("partial") else None
+                        while following is not None:
+                            rest = conv.tools.lcm_expand(item["id"], offset=following, max_tokens=budget)
+                            assert rest["kind"] == "summary" and rest["offset"] == following
+                            assert rest["tokens"] <= budget or rest["chars"] == 1
+                            text += rest["content"]
+                            following = rest["next_offset"]
+                        assert text == mem.store.get_summary(item["id"]).content
+                        seen.append(item["id"])
+                    if page["next_from_seq"] is None:
+                        break
+                    assert page["truncated"]
+                    page = conv.tools.lcm_expand(top.id, to="sources", max_tokens=budget,
+                                                 from_seq=page["next_from_seq"])
+                assert seen == [ref.id for ref in top.sources], (top.id, budget)
+
+
+def test_a_summary_reads_its_own_text_in_slices(mem: lossless.Memory) -> None:
+    conv = _compacted(mem)
+    top = conv.frontier()[0]
+    text = top.content
+    paged = [conv.tools.lcm_expand(top.id, page=n, max_chars=40) for n in range(1, -(-len(text) // 40) + 1)]
+    assert "".join(p["content"] for p in paged) == text and paged[-1]["next_offset"] is None
+    assert conv.tools.lcm_expand(top.id, offset=0, max_chars=10**6)["content"] == text
+    reply = conv.tools.dispatch({"type": "tool_use", "id": "t", "name": "lcm_expand",
+                                "input": {"id": top.id, "offset": 3, "from_seq": top.first_seq}})
+    assert reply.get("is_error") is True and "give one or the other" in reply["content"]
+    # without offset, max_chars or page a summary still expands to what it covers
+    assert "items" in conv.tools.lcm_expand(top.id)

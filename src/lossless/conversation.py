@@ -18,6 +18,7 @@ from lossless.agent.results import (
     MessageDescription,
     MessageSlice,
     SummaryDescription,
+    SummarySlice,
 )
 from lossless.agent.tools import ToolBox
 from lossless.compaction.engine import CompactionReport, RedoReport
@@ -337,7 +338,7 @@ class Conversation:
     def describe(self, node_id: str) -> MessageDescription | SummaryDescription:
         return self.tools.lcm_describe(node_id)
 
-    def expand(self, summary_id: str, **kwargs: Any) -> ExpandResult | MessageSlice:
+    def expand(self, summary_id: str, **kwargs: Any) -> ExpandResult | MessageSlice | SummarySlice:
         return self.tools.lcm_expand(summary_id, **kwargs)
 
     def backlog(self) -> ConversationBacklog:
@@ -403,7 +404,7 @@ class Conversation:
     async def agrep(self, query: str, **kwargs: Any) -> GrepResult:
         return await asyncio.to_thread(self.grep, query, **kwargs)
 
-    async def aexpand(self, summary_id: str, **kwargs: Any) -> ExpandResult | MessageSlice:
+    async def aexpand(self, summary_id: str, **kwargs: Any) -> ExpandResult | MessageSlice | SummarySlice:
         return await asyncio.to_thread(self.expand, summary_id, **kwargs)
 
     async def aend(self) -> list[MemoryRecord]:

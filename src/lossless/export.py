@@ -27,6 +27,7 @@ import os
 import re
 import stat
 import tempfile
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -50,7 +51,13 @@ ExportFormat = Literal["openai-jsonl", "json"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("openai-jsonl", "json")
 FORMAT_MARK = "lossless.conversation"
 _PAGE = 1000
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# a file name keeps letters, marks and digits of any script (对话, हिन्दी) and . _ -; anything
+# else (separators, reserved and control characters, spaces, invisible format characters) is _
+_KEPT = frozenset("LMN")
+_KEPT_PUNCTUATION = frozenset("._-")
+# well under the 255-byte limit of common file systems, with room for the hash, the
+# extension and the temporary name an export is written under first
+_STEM_BYTES = 120
 
 
 def message_record(msg: Message, conversation: str | None = None) -> dict[str, Any]:
@@ -126,12 +133,18 @@ def export_conversation(conv: Conversation, out: IO[str], format: ExportFormat =
 
 
 def file_name_for(conversation_id: str, format: ExportFormat) -> str:
-    """A file name made from a conversation id that stays inside its directory: unsafe
-    characters (``/``, ``..``, ``:`` …) replaced, plus a short hash so that ids differing
-    only there do not collide."""
-    stem = _UNSAFE.sub("_", conversation_id).strip("._")[:80] or "conversation"
+    """A file name made from a conversation id, safe on every OS and inside its directory:
+    the id's letters and digits of any script kept (NFC), every other character but
+    ``._-`` made ``_`` (``/``, ``..``, ``:`` …), no ``.``, ``_`` or ``-`` at either end (a
+    leading ``-`` reads as an option), at most 120 UTF-8 bytes of it, then a short hash of
+    the whole id so that ids differing only in what was replaced or cut do not collide:
+    ``对话-小美`` → ``对话-小美-8590e97e.jsonl``."""
+    text = unicodedata.normalize("NFC", conversation_id)
+    marked = "".join(c if c in _KEPT_PUNCTUATION or unicodedata.category(c)[0] in _KEPT else "\0" for c in text)
+    kept = re.sub("\0+", "_", marked)  # (NUL is never kept: it marks what was replaced)
+    stem = kept.encode("utf-8")[:_STEM_BYTES].decode("utf-8", "ignore").strip("._-")
     digest = hashlib.sha256(conversation_id.encode("utf-8")).hexdigest()[:8]
-    return f"{stem}-{digest}.{'jsonl' if format == 'openai-jsonl' else 'json'}"
+    return f"{stem or 'conversation'}-{digest}.{'jsonl' if format == 'openai-jsonl' else 'json'}"
 
 
 def _file_mode(target: Path) -> int:

@@ -5,7 +5,8 @@ stays the plain JSON object it always was.
 - ``lcm_grep`` → :class:`GrepResult` (its hits :class:`HitDict`);
 - ``lcm_describe`` → :class:`MessageDescription` or :class:`SummaryDescription`;
 - ``lcm_expand`` → :class:`ExpandResult` for a summary (its items
-  :class:`ExpandedMessage` or :class:`ExpandedSummary`), :class:`MessageSlice` for a message.
+  :class:`ExpandedMessage` or :class:`ExpandedSummary`), :class:`MessageSlice` for a message
+  read a slice at a time, :class:`SummarySlice` for a summary's own text read so.
 """
 
 # (no ``from __future__ import annotations``: TypedDict reads NotRequired and total=False
@@ -30,6 +31,7 @@ __all__ = [
     "PartialSummary",
     "SummaryBrief",
     "SummaryDescription",
+    "SummarySlice",
     "ToolParts",
     "ToolResult",
 ]
@@ -217,4 +219,29 @@ class MessageSlice(TypedDict):
     content: str
 
 
-ToolResult = GrepResult | MessageDescription | SummaryDescription | ExpandResult | MessageSlice
+@final
+class SummarySlice(TypedDict):
+    """``lcm_expand`` of a summary with ``offset``, ``max_chars`` or ``page``: one exact
+    slice of the summary's own text (its ``content``), as :class:`MessageSlice` is of a
+    message's; how the rest of a :class:`PartialSummary` is read."""
+
+    id: str
+    kind: Literal["summary"]
+    conversation_id: str
+    depth: int
+    first_seq: int
+    last_seq: int
+    offset: int
+    next_offset: int | None
+    chars: int
+    total_chars: int
+    page_chars: int
+    pages: int
+    page: int | None
+    sha256: str
+    tokens: NotRequired[int]  # a max_tokens slice: the tokens it holds
+    content: str
+
+
+ToolResult = (GrepResult | MessageDescription | SummaryDescription | ExpandResult | MessageSlice
+              | SummarySlice)

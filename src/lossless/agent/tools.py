@@ -13,7 +13,7 @@ import json
 import time
 from collections.abc import Collection, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict
 
 from lossless.agent.results import (
     ExpandedMessage,
@@ -30,6 +30,7 @@ from lossless.agent.results import (
     PartialSummary,
     SummaryBrief,
     SummaryDescription,
+    SummarySlice,
     ToolParts,
     ToolResult,
 )
@@ -91,11 +92,12 @@ _SPECS: dict[str, dict[str, Any]] = {
     "lcm_expand": {
         "description": (
             "Expand a summary (sum_…) back to what it covers: its direct sources ('sources') or the exact "
-            "original messages ('messages'), up to max_tokens; continue with from_seq when truncated. "
-            "Or read one message (msg_…) exactly, a slice at a time: 'content' is the stored text from "
-            "'offset' (characters), at most max_tokens tokens, or max_chars characters, or page N of "
-            "'pages'. Continue with offset=next_offset until it is null; the slices joined are the "
-            "original text (sha256 given)."
+            "original messages ('messages'), up to max_tokens; continue with from_seq=next_from_seq "
+            "until it is null. Or read one node's own text exactly, a slice at a time, with offset, "
+            "max_chars or page: a message's (msg_…), or a summary's (how the rest of an item marked partial "
+            "is read). 'content' is the stored text from 'offset' (characters), at most max_tokens tokens, "
+            "or max_chars characters, or page N of 'pages'. Continue with offset=next_offset until it is "
+            "null; the slices joined are the original text (sha256 given)."
         ),
         "parameters": {
             "type": "object",
@@ -105,22 +107,26 @@ _SPECS: dict[str, dict[str, Any]] = {
                 "to": {"type": "string", "enum": ["messages", "sources"], "default": "messages",
                        "description": "Summaries only: the original messages or the direct sources."},
                 "max_tokens": {"type": "integer", "minimum": 1, "default": 4000,
-                               "description": "Summaries: the token budget of the returned items (a first "
-                                              "item over it comes back as a slice marked partial, the rest "
-                                              "readable by its id from next_offset). Messages: the "
-                                              "most tokens of text one slice holds (it ends at a line break "
-                                              "when one is near)."},
+                               "description": "Expanding a summary: the token budget of the returned items (a "
+                                              "first item over it comes back as a slice marked partial: read "
+                                              "the rest by that item's id with offset=next_offset, then go "
+                                              "on with from_seq=next_from_seq). Reading a slice: the most "
+                                              "tokens of text it holds (it ends at a line break when one is "
+                                              "near)."},
                 "from_seq": {"type": "integer", "minimum": 1,
-                             "description": "Summaries only: start at this message number."},
-                "offset": {"type": "integer", "minimum": 0, "default": 0,
-                           "description": "Messages only: the character to start at; continue with the "
-                                          "next_offset of the previous slice."},
+                             "description": "Summaries only: start at this message number (the next_from_seq "
+                                            "of the previous page)."},
+                "offset": {"type": "integer", "minimum": 0,
+                           "description": "Read the node's own text (a message's, or a summary's) from this "
+                                          "character: the next_offset of the previous slice or of a partial "
+                                          "item (a message: 0 when left out). Not with to or from_seq."},
                 "max_chars": {"type": "integer", "minimum": 1,
-                              "description": "Messages only: a slice of exactly this many characters (fewer at "
-                                             "the end) instead of a max_tokens slice; also the page size for page."},
+                              "description": "A slice of the node's own text of exactly this many characters "
+                                             "(fewer at the end) instead of a max_tokens slice; also the page "
+                                             "size for page."},
                 "page": {"type": "integer", "minimum": 1,
-                         "description": "Messages only: read page N (1 is the first) of the 'pages' that "
-                                        "lcm_describe and lcm_expand report, page_chars characters each."},
+                         "description": "Read page N (1 is the first) of the node's own text: of the 'pages' "
+                                        "that lcm_describe and lcm_expand report, page_chars characters each."},
             },
             "required": ["id"],
             "additionalProperties": False,
@@ -166,9 +172,23 @@ def _message_brief(msg: Message) -> MessageBrief:
             "created_at": _time(msg.created_at), "tokens": msg.token_count}
 
 
-class _SliceExtra(TypedDict, total=False):
+class _TokenCount(TypedDict, total=False):
     tokens: int
+
+
+class _SliceExtra(_TokenCount, total=False):
     tool_call_id: str
+
+
+class _Slice(NamedTuple):
+    """Where a slice of a node's text lies: ``text[start:end]``, the page size and count,
+    and (a ``max_tokens`` slice) the tokens it holds."""
+
+    start: int
+    end: int
+    size: int
+    pages: int
+    tokens: int | None
 
 
 def _message_body(msg: Message) -> tuple[str, Literal["content", "parts"]]:
@@ -357,12 +377,16 @@ class ToolBox:
         return " ".join(p for p in parts if p)
 
     def lcm_expand(self, id: str, to: str = "messages", max_tokens: int = 4000,
-                   from_seq: int | None = None, offset: int = 0, max_chars: int | None = None,
-                   page: int | None = None) -> ExpandResult | MessageSlice:
+                   from_seq: int | None = None, offset: int | None = None, max_chars: int | None = None,
+                   page: int | None = None) -> ExpandResult | MessageSlice | SummarySlice:
+        """A summary's coverage (``to``, ``from_seq``), or one node's own text a slice at a
+        time (``offset``, ``max_chars``, ``page``): a message's, or a summary's, which is
+        how the rest of a partial item is read (by its id from its ``next_offset``)."""
         if to not in ("messages", "sources"):
             raise ValidationError(f"to must be 'messages' or 'sources'; got {to!r}")
         _check_int(max_tokens, "max_tokens", minimum=1)
-        _check_int(offset, "offset")
+        if offset is not None:
+            _check_int(offset, "offset")
         if max_chars is not None:
             _check_int(max_chars, "max_chars", minimum=1)
         if page is not None:
@@ -374,10 +398,14 @@ class ToolBox:
             if to != "messages" or from_seq is not None:
                 raise ValidationError(f"{id!r} is a message: read it with offset, max_chars or page "
                                       "(to and from_seq are for summaries)")
-            return self._read_message(node, max_tokens=max_tokens, offset=offset, max_chars=max_chars, page=page)
-        if offset or max_chars is not None or page is not None:
-            raise ValidationError(f"{id!r} is a summary: offset, max_chars and page read one message (msg_…); "
-                                  "page through a summary with max_tokens and from_seq")
+            return self._read_message(node, max_tokens=max_tokens, offset=offset or 0, max_chars=max_chars,
+                                      page=page)
+        if offset is not None or max_chars is not None or page is not None:
+            if to != "messages" or from_seq is not None:
+                raise ValidationError(f"{id!r}: offset, max_chars and page read the summary's own text; to and "
+                                      "from_seq page through what it covers: give one or the other")
+            return self._read_summary(node, max_tokens=max_tokens, offset=offset or 0, max_chars=max_chars,
+                                      page=page)
         store = self.memory.store
         items: list[ExpandedMessage | PartialMessage | ExpandedSummary | PartialSummary] = []
         spent = 0
@@ -432,44 +460,72 @@ class ToolBox:
         return {"content": text[:end], "partial": True, "next_offset": end if end < len(text) else None,
                 "total_chars": len(text)}, tokens
 
-    def _read_message(self, msg: Message, *, max_tokens: int, offset: int, max_chars: int | None,
-                      page: int | None) -> MessageSlice:
-        """One exact slice of a message's text: a page, ``max_chars`` characters, or
-        about ``max_tokens`` tokens, from ``offset``."""
-        text, source = _message_body(msg)
+    def _slice(self, text: str, token_count: int, ident: str, *, max_tokens: int, offset: int,
+               max_chars: int | None, page: int | None) -> _Slice:
+        """Where one exact slice of ``text`` (the stored text of node ``ident``, of
+        ``token_count`` tokens) lies: a page, ``max_chars`` characters, or about
+        ``max_tokens`` tokens, from ``offset``."""
         total = len(text)
-        size = max_chars if max_chars is not None else page_chars(total, msg.token_count)
+        size = max_chars if max_chars is not None else page_chars(total, token_count)
         pages = page_count(total, size)
         tokens: int | None = None
         if page is not None:
             if offset:
                 raise ValidationError("give page or offset, not both")
             if page > pages:
-                raise ValidationError(f"page {page} is past the last page ({pages}) of {msg.id!r}")
+                raise ValidationError(f"page {page} is past the last page ({pages}) of {ident!r}")
             start = (page - 1) * size
             end = min(total, start + size)
         else:
             if offset > total:
-                raise ValidationError(f"offset {offset:,} is past the end of {msg.id!r} ({total:,} characters)")
+                raise ValidationError(f"offset {offset:,} is past the end of {ident!r} ({total:,} characters)")
             start = offset
             if max_chars is not None:
                 end = min(total, start + max_chars)
             else:
                 end, tokens = token_slice(text, start, max_tokens, self.memory.counter)
+        return _Slice(start, end, size, pages, tokens)
+
+    def _read_message(self, msg: Message, *, max_tokens: int, offset: int, max_chars: int | None,
+                      page: int | None) -> MessageSlice:
+        """One exact slice of a message's text."""
+        text, source = _message_body(msg)
+        cut = self._slice(text, msg.token_count, msg.id, max_tokens=max_tokens, offset=offset,
+                          max_chars=max_chars, page=page)
         extra: _SliceExtra = {}  # (before the content, which comes last)
-        if tokens is not None:
-            extra["tokens"] = tokens
+        if cut.tokens is not None:
+            extra["tokens"] = cut.tokens
         if msg.tool_call_id:
             extra["tool_call_id"] = msg.tool_call_id
         return {
             "id": msg.id, "kind": "message", "conversation_id": msg.conversation_id, "seq": msg.seq,
             "role": msg.role, "header": message_header(msg), "text_source": source,
-            "offset": start, "next_offset": end if end < total else None, "chars": end - start,
-            "total_chars": total, "page_chars": size, "pages": pages,
+            "offset": cut.start, "next_offset": cut.end if cut.end < len(text) else None,
+            "chars": cut.end - cut.start, "total_chars": len(text), "page_chars": cut.size, "pages": cut.pages,
             "page": page,
             "sha256": text_sha256(text),
             **extra,
-            "content": text[start:end],
+            "content": text[cut.start:cut.end],
+        }
+
+    def _read_summary(self, node: Summary, *, max_tokens: int, offset: int, max_chars: int | None,
+                      page: int | None) -> SummarySlice:
+        """One exact slice of a summary's own text (the rest of a partial source)."""
+        text = node.content
+        cut = self._slice(text, node.token_count, node.id, max_tokens=max_tokens, offset=offset,
+                          max_chars=max_chars, page=page)
+        extra: _TokenCount = {}  # (before the content, which comes last)
+        if cut.tokens is not None:
+            extra["tokens"] = cut.tokens
+        return {
+            "id": node.id, "kind": "summary", "conversation_id": node.conversation_id, "depth": node.depth,
+            "first_seq": node.first_seq, "last_seq": node.last_seq,
+            "offset": cut.start, "next_offset": cut.end if cut.end < len(text) else None,
+            "chars": cut.end - cut.start, "total_chars": len(text), "page_chars": cut.size, "pages": cut.pages,
+            "page": page,
+            "sha256": text_sha256(text),
+            **extra,
+            "content": text[cut.start:cut.end],
         }
 
     # -- tool calling -------------------------------------------------------------------

@@ -16,7 +16,7 @@ import apsw
 from rich.table import Table
 from rich.text import Text
 
-from lossless.agent.results import MessageSlice
+from lossless.agent.results import MessageSlice, SummarySlice
 from lossless.agent.tools import hit_dict
 from lossless.cli import render
 from lossless.cli.add_cmd import cmd_add  # re-exported: ``add`` has a module of its own now
@@ -132,12 +132,14 @@ def _register_reads_by_id(sub: Subparsers, common: list[argparse.ArgumentParser]
     p.add_argument("--max-tokens", metavar="N", type=positive, default=4000,
                    help="summaries: token budget of the items; messages: most tokens in the slice (default 4000)")
     p.add_argument("--from-seq", metavar="N", type=positive, help="summaries: start at this message number")
-    p.add_argument("--offset", metavar="N", type=non_negative, default=0,
-                   help="messages: start at this character (continue with the next offset shown on stderr)")
+    p.add_argument("--offset", metavar="N", type=non_negative,
+                   help="read the node's own text (a message's, or a summary's: the rest of one shown cut) "
+                        "from this character; continue with the next offset shown on stderr")
     p.add_argument("--max-chars", metavar="N", type=positive,
-                   help="messages: exactly N characters (fewer at the end) instead of --max-tokens")
+                   help="the node's own text: exactly N characters (fewer at the end) instead of --max-tokens")
     p.add_argument("--page", metavar="N", type=positive,
-                   help="messages: page N (from 1) of the pages `describe` reports, or of --max-chars pages")
+                   help="the node's own text: page N (from 1) of the pages `describe` reports, or of "
+                        "--max-chars pages")
 
 
 def _register_upkeep(sub: Subparsers, common: list[argparse.ArgumentParser]) -> None:
@@ -460,14 +462,21 @@ def cmd_expand(ctx: CommandContext) -> int:
                           f"the rest with `lossless expand {cut['id']} --offset {cut['next_offset']}`", style="yellow")
             break
     if result["truncated"] and result["next_from_seq"] is not None:
-        footer.append(f" · truncated: continue with --from-seq {result['next_from_seq']}", style="yellow")
+        # the whole command: the page after this one covers the same way under the same budget
+        again = f"lossless expand {result['id']}"
+        if result["to"] == "sources":
+            again += " --to sources"
+        if args.max_tokens != 4000:
+            again += f" --max-tokens {args.max_tokens}"
+        footer.append(f" · truncated: continue with `{again} --from-seq {result['next_from_seq']}`", style="yellow")
     ctx.out.print(footer, soft_wrap=True)
     return 0
 
 
-def _print_slice(ctx: CommandContext, result: MessageSlice) -> None:
-    """A message slice: the text exactly as stored on stdout (so pages written one after
-    another rebuild the original), where it is and how to go on on stderr."""
+def _print_slice(ctx: CommandContext, result: MessageSlice | SummarySlice) -> None:
+    """A slice of a message's or a summary's text: the text exactly as stored on stdout (so
+    pages written one after another rebuild the original), where it is and how to go on
+    on stderr."""
     sys.stdout.write(result["content"])
     sys.stdout.flush()
     start, total, following = result["offset"], result["total_chars"], result["next_offset"]

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
-from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
+from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, Prompt, UserMessage
 from mcp.shared.exceptions import MCPError
-from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, InputRequiredResult
 from pydantic import Field
 
 from lossless.core.errors import LosslessError, NotFoundError, ValidationError
@@ -35,6 +35,7 @@ from lossless.store.base import SearchSpec
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.context import Context
 
     from lossless.engine import Memory
 
@@ -43,12 +44,49 @@ __all__ = ["PROMPT_IDS", "add_prompts", "recall_messages", "resume_messages"]
 # the prompts' arguments that take ids, for completion/complete
 PROMPT_IDS = {"recall": {"conversation": "conversation"}, "resume": {"conversation": "conversation"}}
 QUOTE_CHARS = 1200  # of each match quoted in the recall prompt (lcm_expand reads the rest)
+RECALL_LIMIT = 50  # the most matches the recall prompt quotes
+
+
+class _CheckedPrompt(Prompt):
+    """A prompt that answers an unknown or missing argument with a JSON-RPC invalid-params
+    error naming it. (The SDK would check them itself, after this, and answer with error
+    code 0 and a traceback on stderr.) Its functions take every argument as the string
+    the protocol sends and read numbers themselves (:func:`_whole_number`), for the same
+    reason."""
+
+    async def render(self, arguments: dict[str, Any] | None,
+                     context: Context[Any, Any]) -> list[Message] | InputRequiredResult:
+        given = arguments or {}
+        known = [a.name for a in self.arguments or ()]
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            raise MCPError(code=INVALID_PARAMS, message=f"prompt {self.name!r} got unknown argument(s): "
+                                                        f"{', '.join(unknown)} (it takes {', '.join(known)})")
+        missing = [a.name for a in self.arguments or () if a.required and a.name not in given]
+        if missing:
+            raise MCPError(code=INVALID_PARAMS, message=f"prompt {self.name!r} needs argument(s): "
+                                                        f"{', '.join(missing)}")
+        return await super().render(arguments, context)
+
+
+def _whole_number(value: str | None, name: str, what: str, *, minimum: int = 1,
+                  maximum: int | None = None) -> int | None:
+    """A prompt argument that is a number (sent as a string, as all of them are): None when
+    not given, else the number, or a ValidationError naming the argument and what it must be."""
+    if value is None:
+        return None
+    text = value.strip()
+    number = int(text) if text.isascii() and text.isdigit() else None
+    if number is None or number < minimum or (maximum is not None and number > maximum):
+        bounds = f"from {minimum} to {maximum}" if maximum is not None else f"{minimum} or more"
+        raise ValidationError(f"{name} must be a whole number, {bounds} ({what}); got {value!r}")
+    return number
 
 
 async def _fill(fn: Callable[[Tenant], list[Message]]) -> list[Message]:
     """``fn(tenant)`` in a worker thread, as the request's tenant; a lossless error as a
     JSON-RPC error naming what was wrong (the SDK would hide it behind "Error rendering
-    prompt")."""
+    prompt"): a bad argument or an unknown conversation is invalid params."""
     tenant = OPERATOR
     try:
         tenant = request_tenant()
@@ -70,7 +108,10 @@ def _quote(memory: Memory, hit: GrepHit, tenant: Tenant) -> str:
     else:
         text, where = hit.snippet, f"messages #{hit.first_seq}–{hit.last_seq}"
     if len(text) > QUOTE_CHARS:
-        text = text[:QUOTE_CHARS] + f" … [{len(text) - QUOTE_CHARS} more characters: lcm_expand {hit.id}]"
+        # a summary's text is what lcm_expand reads from an offset; a message is read whole
+        # (its quoted text may spell out tool calls that its stored content does not hold)
+        read = f"lcm_expand(id={hit.id!r}, offset={QUOTE_CHARS})" if hit.kind == "summary" else f"lcm_expand {hit.id}"
+        text = text[:QUOTE_CHARS] + f" … [{len(text) - QUOTE_CHARS} more characters: {read}]"
     return (f"[{hit.id} · {tenant.public_id(hit.conversation_id)} · {where} · {hit.created_at:%Y-%m-%d %H:%M}]"
             f"\n{text}")
 
@@ -140,24 +181,36 @@ def resume_messages(memory: Memory, conversation: str, budget: int | None = None
 def add_prompts(server: MCPServer[Any], mem: Callable[[], Memory]) -> None:
     """``recall`` and ``resume``."""
 
-    @server.prompt(name="recall", title="Recall what we said about…",
-                   description="Search the whole history (messages and summaries) for a topic and ask the model "
-                               "to answer from the matches, quoted with their ids and dates.")
     async def recall(
         topic: Annotated[str, Field(description="What to recall, in plain words.")],
         conversation: Annotated[str | None, Field(description="Only this conversation (default: all).")] = None,
-        limit: Annotated[int, Field(ge=1, le=50, description="How many matches to quote (default 8).")] = 8,
+        limit: Annotated[str | None, Field(description="How many matches to quote: a whole number from 1 to "
+                                                       f"{RECALL_LIMIT} (default 8).")] = None,
     ) -> list[Message]:
-        return await _fill(lambda t: recall_messages(mem(), topic, conversation, limit, t))
+        def fill(t: Tenant) -> list[Message]:
+            count = _whole_number(limit, "limit", "how many matches to quote", maximum=RECALL_LIMIT)
+            return recall_messages(mem(), topic, conversation, count or 8, t)
 
-    @server.prompt(name="resume", title="Pick up where we left off",
-                   description="A conversation's context as the model would get it (recent messages verbatim, "
-                               "older history summarized), to carry on from.")
+        return await _fill(fill)
+
     async def resume(
         conversation: Annotated[str, Field(description="The conversation to resume.")],
-        budget: Annotated[int | None, Field(ge=1, description="At most this many tokens (default: the context "
-                                                               "window).")] = None,
+        budget: Annotated[str | None, Field(description="At most this many tokens, a whole number (default: the "
+                                                        "context window).")] = None,
         focus: Annotated[str | None, Field(description="What the next turn is about: older history on it is "
                                                         "recalled into the context.")] = None,
     ) -> list[Message]:
-        return await _fill(lambda t: resume_messages(mem(), conversation, budget, focus, t))
+        def fill(t: Tenant) -> list[Message]:
+            tokens = _whole_number(budget, "budget", "a number of tokens")
+            return resume_messages(mem(), conversation, tokens, focus, t)
+
+        return await _fill(fill)
+
+    server.add_prompt(_CheckedPrompt.from_function(
+        recall, name="recall", title="Recall what we said about…",
+        description="Search the whole history (messages and summaries) for a topic and ask the model to answer "
+                    "from the matches, quoted with their ids and dates."))
+    server.add_prompt(_CheckedPrompt.from_function(
+        resume, name="resume", title="Pick up where we left off",
+        description="A conversation's context as the model would get it (recent messages verbatim, older history "
+                    "summarized), to carry on from."))

@@ -17,7 +17,8 @@ with the total and whether there are more.
 
 Over HTTP with keys all of it is the key's tenant's (:mod:`lossless.server.mcp_scope`):
 its conversations with the ids it knows them by, its summaries and messages; another
-tenant's id is not there.
+tenant's id is not there. A resource that is not there is resource-not-found (invalid
+params, -32602, with the URI), as the SDK answers a URI no resource matches.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.types import (
     Completion,
     CompletionArgument,
@@ -61,11 +62,16 @@ _ID_KINDS = {"conversation_id": "conversation", "conversation": "conversation",
 
 async def _read(fn: Callable[[Tenant], Any]) -> Any:
     """``fn(tenant)`` in a worker thread, as the request's tenant; a lossless error as a
-    resource error, with the ids it names as the tenant knows them."""
+    resource error, with the ids it names as the tenant knows them: a node or
+    conversation that is not there (or an id that cannot be one) as resource not found,
+    which the SDK answers as it answers a URI it does not know (invalid params, -32602,
+    with the URI: SEP-2164; -32002 before it)."""
     tenant = OPERATOR
     try:
         tenant = request_tenant()
         return await in_thread(lambda: fn(tenant))
+    except (NotFoundError, ValidationError) as exc:
+        raise ResourceNotFoundError(tenant.public_text(str(exc))) from exc
     except LosslessError as exc:
         raise ResourceError(tenant.public_text(str(exc))) from exc
 
@@ -116,7 +122,7 @@ def add_resources(server: MCPServer[Any], mem: Callable[[], Memory]) -> None:
                                  "content, as lcm_describe gives it.")
     async def summary(summary_id: str) -> dict[str, Any]:
         if not summary_id.startswith("sum_"):
-            raise ResourceError(f"{summary_id!r} is not a summary id (sum_…)")
+            raise ResourceNotFoundError(f"{summary_id!r} is not a summary id (sum_…)")
         result: dict[str, Any] = await _read(lambda t: public(toolbox(mem(), t, None).lcm_describe(summary_id), t))
         return result
 
@@ -125,7 +131,7 @@ def add_resources(server: MCPServer[Any], mem: Callable[[], Memory]) -> None:
                                  "metadata.")
     async def message(message_id: str) -> dict[str, Any]:
         if not message_id.startswith("msg_"):
-            raise ResourceError(f"{message_id!r} is not a message id (msg_…)")
+            raise ResourceNotFoundError(f"{message_id!r} is not a message id (msg_…)")
         def read(t: Tenant) -> dict[str, Any]:
             node = toolbox(mem(), t, None).node(message_id)
             if not isinstance(node, Message):

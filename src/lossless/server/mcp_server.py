@@ -7,7 +7,7 @@ conversation now, with progress), ``memory_search`` and ``memory_add`` (long-ter
 memory). Resources and completions of ids: :mod:`lossless.server.mcp_resources`; prompts
 (``recall``, ``resume``): :mod:`lossless.server.mcp_prompts`; ``logging/setLevel``, log
 messages and progress: :mod:`lossless.server.mcp_notify`. A lossless error comes back as a
-tool error the model can read.
+tool error the model can read, and so does an argument a tool's schema does not name.
 
 Over stdio it serves the local user (the whole database). Over HTTP (streamable HTTP at
 ``/mcp``, :mod:`lossless.server.mcp_http`) it takes the keys of ``lossless serve``: every
@@ -26,8 +26,10 @@ from lossless.agent.tools import openai_tools
 from lossless.core.errors import LosslessError, MissingDependencyError
 
 try:
+    from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import CallToolResult, TextContent
 
     from lossless.server.mcp_compact import add_compact_tool
     from lossless.server.mcp_notify import in_thread, install
@@ -106,10 +108,41 @@ def build_server(memory: Memory | Callable[[], Memory], *, name: str = "lossless
     _add_memory_tools(server, mem, run)
     add_compact_tool(server, mem, run)
     install(server)
+    server.middleware.append(_closed_arguments(server))
     add_resources(server, mem)
     add_prompts(server, mem)
     add_completions(server, mem, PROMPT_IDS)
     return server
+
+
+def _closed_arguments(server: MCPServer[Any]) -> ServerMiddleware[Any]:
+    """Middleware: a tool takes only the arguments its schema names, as tool calling does
+    (:meth:`lossless.agent.tools.ToolBox.call`). ``tools/list`` says so
+    (``additionalProperties: false``) and ``tools/call`` with another argument (a typo:
+    ``limt``) is a tool error naming it; the SDK would drop it without a word."""
+    known: dict[str, list[str]] = {}
+
+    async def check(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method == "tools/call":
+            params = ctx.params or {}
+            name, args = params.get("name"), params.get("arguments")
+            if not known:
+                known.update({t.name: list(t.input_schema.get("properties", {})) for t in await server.list_tools()})
+            if isinstance(args, dict) and isinstance(name, str) and name in known:
+                unknown = sorted(set(args) - set(known[name]))
+                if unknown:
+                    text = (f"{name} got unknown argument(s): {', '.join(unknown)} "
+                            f"(it takes {', '.join(known[name])})")
+                    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        result = await call_next(ctx)
+        if ctx.method == "tools/list" and isinstance(result, dict):  # (the result as it goes on the wire)
+            for tool in result.get("tools", ()):
+                schema = tool.get("inputSchema") if isinstance(tool, dict) else None
+                if isinstance(schema, dict):
+                    schema.setdefault("additionalProperties", False)
+        return result
+
+    return check
 
 
 def _add_dag_tools(server: MCPServer[Any], mem: Callable[[], Memory], run: _Run) -> None:
@@ -144,12 +177,12 @@ def _add_dag_tools(server: MCPServer[Any], mem: Callable[[], Memory], run: _Run)
         to: Annotated[Literal["messages", "sources"], Field(description=_doc("lcm_expand", "to"))] = "messages",
         max_tokens: Annotated[int, Field(ge=1, description=_doc("lcm_expand", "max_tokens"))] = 4000,
         from_seq: Annotated[int | None, Field(ge=1, description=_doc("lcm_expand", "from_seq"))] = None,
-        offset: Annotated[int, Field(ge=0, description=_doc("lcm_expand", "offset"))] = 0,
+        offset: Annotated[int | None, Field(ge=0, description=_doc("lcm_expand", "offset"))] = None,
         max_chars: Annotated[int | None, Field(ge=1, description=_doc("lcm_expand", "max_chars"))] = None,
         page: Annotated[int | None, Field(ge=1, description=_doc("lcm_expand", "page"))] = None,
     ) -> dict[str, Any]:
         args: dict[str, Any] = {"id": id, "to": to, "max_tokens": max_tokens}
-        extra = {"from_seq": from_seq, "offset": offset or None, "max_chars": max_chars, "page": page}
+        extra = {"from_seq": from_seq, "offset": offset, "max_chars": max_chars, "page": page}
         args.update({k: v for k, v in extra.items() if v is not None})
         return await run(lambda t: public(toolbox(mem(), t, conversation).call("lcm_expand", args), t))
 
