@@ -193,6 +193,8 @@ def test_malformed_requests_are_400_and_store_nothing(api: httpx.Client, memory:
     bad = {"messages": [{"role": "user", "content": "fine"}, {"role": "wizard", "content": "no"}]}
     assert "message 1" in _error(api.post(url, json=bad), 422, "validation_error")
     _error(api.post(url, json={"role": "tool", "content": "result without its call id"}), 422, "validation_error")
+    # a role forgotten: the error names the role, not "unknown field: content"
+    assert "needs a 'role'" in _error(api.post(url, json={"content": "你好"}), 422, "validation_error")
     assert memory.get_conversation("c") is None
     assert api.get("/v1/lossless/conversations").json()["data"] == []
     _error(api.get("/v1/nothing-here"), 404, "not_found")

@@ -205,6 +205,8 @@ def validate_message(data: Mapping[str, Any], *, max_bytes: int, now: datetime |
     if unknown:
         raise ValidationError(f"unknown message field(s): {', '.join(unknown)}")
     role = data.get("role")
+    if role is None:
+        raise ValidationError(f"a message needs a 'role' (one of: {', '.join(ROLES)})")
     if role not in ROLES:
         raise ValidationError(f"unknown role {role!r} (expected one of: {', '.join(ROLES)})")
     content = _check_content(data.get("content"))

@@ -137,7 +137,8 @@ def add_messages(call: Call) -> Reply:
     """One message (the body is the message) or many (``{"messages": [...]}``), stored in
     one transaction; the conversation is created if it does not exist."""
     body = call.body
-    if isinstance(body, dict) and "role" in body:
+    # one message as the body: it has a role, or (a role forgotten) a message's fields and no list
+    if isinstance(body, dict) and ("role" in body or ("messages" not in body and "content" in body)):
         items: Any = [body]
         metadata, compact = None, True
     else:
