@@ -348,3 +348,40 @@ def test_an_edited_first_turn_over_the_proxy_is_409(proxy: str, memory: lossless
     assert response.status_code == 409 and response.json()["error"]["type"] == "conversation_diverged"
     assert "messages[0]" in response.json()["error"]["message"]
     assert [m.content for m in memory.conversation("edit").messages()] == [first, "真不错！"]
+
+
+def test_a_turn_the_provider_refused_does_not_lock_the_conversation() -> None:
+    """The user's message is stored before the provider is called; when the provider
+    refuses it (a content filter, a 400) there is no reply, and the client sends its
+    question again rephrased. That was a 409 forever: the conversation could not go on."""
+    log = MessageLog()
+    first = [_user("我上周末去了颐和园。"), _assistant("真不错！")]
+    log.add([validate_message(m, max_bytes=LIMIT) for m in [*first, _user("那里的荷花为什么这么红？")]])
+    rephrased = [*first, _user("颐和园的荷花是什么颜色的？")]  # (the first was refused: no reply)
+    match = log.turn(rephrased, _assistant("是粉红色的。"))
+    assert [m.content for m in match.new] == ["颐和园的荷花是什么颜色的？"] and match.known == 2
+    assert [m.content for m in log.messages][-2:] == ["颐和园的荷花是什么颜色的？", "是粉红色的。"]
+    # answered now: an edit of the answered turn is still a 409, as is an edit further back
+    with pytest.raises(Diverged):
+        log.match([*first, _user("颐和园的荷花是什么颜色的？！")])
+    with pytest.raises(Diverged):
+        log.match([_user("我上周末去了颐和园!"), _assistant("真不错！"), _user("还有呢？")])
+    # the same question sent again after the refusal is a retry: nothing stored twice
+    again = MessageLog()
+    again.add([validate_message(m, max_bytes=LIMIT) for m in [*first, _user("那里的荷花为什么这么红？")]])
+    assert again.match([*first, _user("那里的荷花为什么这么红？")]).new == []
+
+
+def test_a_refused_turn_over_the_proxy_can_be_asked_again(proxy: str, memory: lossless.Memory,
+                                                          fake_openai: FakeOpenAIServer) -> None:
+    first = [_user("我上周末去了颐和园。")]
+    fake_openai.enqueue_chat("真不错！")
+    assert _chat(proxy, "refused", first).status_code == 200
+    chat = [*first, _assistant("真不错！")]
+    fake_openai.fail_next(1, status=400, message="content filter")
+    assert _chat(proxy, "refused", [*chat, _user("那里的荷花为什么这么红？")]).status_code == 400
+    fake_openai.enqueue_chat("是粉红色的。")
+    again = _chat(proxy, "refused", [*chat, _user("颐和园的荷花是什么颜色的？")])
+    assert again.status_code == 200, again.text
+    assert [m.content for m in memory.conversation("refused").messages()] == [
+        "我上周末去了颐和园。", "真不错！", "那里的荷花为什么这么红？", "颐和园的荷花是什么颜色的？", "是粉红色的。"]

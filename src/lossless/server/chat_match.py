@@ -36,6 +36,11 @@ Then what is left:
 * the request matches the start of the conversation but ends further back (an old request
   sent again): its stored reply is replayed; if a message that is not a reply follows it,
   that is :class:`Diverged`;
+* the request shares the start of the conversation, and what is stored after that is a
+  turn that never got a reply (one to four user messages: the provider refused it, or the
+  call failed), while the request sends something else in its place: the request's
+  messages after the shared ones are new, stored after the unanswered turn, which stays
+  in the history (a rephrased question after a refusal);
 * the request differs from what is stored at some position, and has a non-system message
   at the same position as the stored one before or after it (an edited or regenerated
   turn, the whole chat sent with an earlier message changed): lossless history is
@@ -152,6 +157,11 @@ def match_request(request: Sequence[dict[str, Any]], stored_count: int,
                        "messages, or a window of the newest ones")
     shared = next((i for i in range(common, n)
                    if validated[i].role != "system" and hashes[i] == stored_hash(head[i])), None)
+    if shared is None and _unanswered(head, common, stored_count):
+        # the stored turn after the shared messages never got a reply (the provider refused
+        # it, or the call failed): the client sends another message in its place, which is
+        # stored after it; the unanswered one stays in the history
+        return MessageMatch(validated[common:], common)
     if shared is not None or any(m.role != "system" for m in validated[:common]):
         stored = head[common]
         why = ("the request had matched up to it" if shared is None
@@ -163,6 +173,18 @@ def match_request(request: Sequence[dict[str, Any]], stored_count: int,
     # only new messages (and maybe a system prompt stored already)
     fresh = [v for h, v in zip(hashes, validated, strict=True) if not (v.role == "system" and h in systems)]
     return MessageMatch(fresh, len(request) - len(fresh))
+
+
+def _unanswered(head: Sequence[Message], common: int, stored_count: int) -> bool:
+    """Whether everything stored after the request's first ``common`` messages (at least
+    one shared, and ``head`` holding the whole rest) is the user's, with no reply after it:
+    a turn that never got an answer."""
+    rest = head[common:stored_count]
+    return (common > 0 and len(head) >= stored_count and 0 < len(rest) <= _UNANSWERED_MAX
+            and all(m.role == "user" for m in rest))
+
+
+_UNANSWERED_MAX = 4  # user messages in a row a failed turn may have left (a retry loop's)
 
 
 def _read_tail(read: Callable[[int, int], list[Message]], stored_count: int,
