@@ -194,8 +194,24 @@ class ExpandResult(TypedDict):
     items: list[ExpandedMessage | PartialMessage | ExpandedSummary | PartialSummary]
 
 
+class _Slice(TypedDict):
+    """Where a slice of a text stands in it, and the slice (what message and summary
+    slices share)."""
+
+    offset: int
+    next_offset: int | None
+    chars: int
+    total_chars: int
+    page_chars: int
+    pages: int
+    page: int | None
+    sha256: str
+    tokens: NotRequired[int]  # a max_tokens slice: the tokens it holds
+    content: str
+
+
 @final
-class MessageSlice(TypedDict):
+class MessageSlice(_Slice):
     """``lcm_expand`` of a message: one exact slice of its text; the slices joined from
     ``offset=0`` on (``next_offset`` until it is None) are the original."""
 
@@ -206,21 +222,11 @@ class MessageSlice(TypedDict):
     role: str
     header: str
     text_source: Literal["content", "parts"]
-    offset: int
-    next_offset: int | None
-    chars: int
-    total_chars: int
-    page_chars: int
-    pages: int
-    page: int | None
-    sha256: str
-    tokens: NotRequired[int]  # a max_tokens slice: the tokens it holds
     tool_call_id: NotRequired[str]
-    content: str
 
 
 @final
-class SummarySlice(TypedDict):
+class SummarySlice(_Slice):
     """``lcm_expand`` of a summary with ``offset``, ``max_chars`` or ``page``: one exact
     slice of the summary's own text (its ``content``), as :class:`MessageSlice` is of a
     message's; how the rest of a :class:`PartialSummary` is read."""
@@ -231,16 +237,6 @@ class SummarySlice(TypedDict):
     depth: int
     first_seq: int
     last_seq: int
-    offset: int
-    next_offset: int | None
-    chars: int
-    total_chars: int
-    page_chars: int
-    pages: int
-    page: int | None
-    sha256: str
-    tokens: NotRequired[int]  # a max_tokens slice: the tokens it holds
-    content: str
 
 
 ToolResult = (GrepResult | MessageDescription | SummaryDescription | ExpandResult | MessageSlice
