@@ -1,4 +1,5 @@
-"""Shared by the server tests: a real server on a free 127.0.0.1 port, and checks of
+"""Shared by the server tests: a real server on a free 127.0.0.1 port, the proxy over a
+fake provider (fixtures ``memory`` and ``proxy``, for a test module to import), and checks of
 requests and answers against the OpenAPI document the server publishes."""
 
 from __future__ import annotations
@@ -9,14 +10,33 @@ from contextlib import contextmanager
 from typing import Any
 
 import httpx
+import pytest
 from jsonschema import Draft202012Validator
 
 import lossless
 from lossless.server.app import create_app
 from lossless.server.openapi import openapi_document
 from lossless.server.run import BackgroundServer
+from lossless.server.state import Upstream
+from tests.conftest import StoreTarget
+from tests.fake_openai import FakeOpenAIServer
 
 __all__ = ["OpenAPIChecker", "json_ready", "served"]
+
+
+@pytest.fixture(name="memory")
+def proxied_memory(store_target: StoreTarget) -> Iterator[lossless.Memory]:
+    """The store behind :func:`proxy_url`."""
+    m = lossless.open(store_target("proxied"), context_window=4096)
+    yield m
+    m.close()
+
+
+@pytest.fixture(name="proxy")
+def proxy_url(memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> Iterator[str]:
+    """The URL of a real server proxying to the fake provider, over ``memory``."""
+    with served(memory, upstream=Upstream(fake_openai.base_url, "sk-upstream")) as server:
+        yield server.url
 
 
 @contextmanager

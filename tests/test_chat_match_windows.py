@@ -7,7 +7,6 @@ message log, a hypothesis property, and the proxy end to end against the fake pr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -20,12 +19,10 @@ from lossless.core._canonical import message_hash
 from lossless.core.types import Message
 from lossless.core.validate import NewMessage, validate_message
 from lossless.server.chat_match import Diverged, MessageMatch, _overlap, match_request, storable
-from lossless.server.state import Upstream
-from tests.conftest import StoreTarget
 from tests.fake_openai import FakeOpenAIServer, fake_openai
-from tests.server_support import served
+from tests.server_support import proxied_memory, proxy_url
 
-__all__ = ["fake_openai"]  # the fixture, imported for pytest to find
+__all__ = ["fake_openai", "proxied_memory", "proxy_url"]  # fixtures (memory, proxy), imported for pytest to find
 
 MODEL = "gpt-4o-mini"
 LIMIT = 1 << 20
@@ -302,19 +299,6 @@ def test_overlap_is_the_longest_stored_suffix_the_request_starts_with(stored: li
 
 
 # -- end to end ----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def memory(store_target: StoreTarget) -> Iterator[lossless.Memory]:
-    m = lossless.open(store_target("windows"), context_window=4096)
-    yield m
-    m.close()
-
-
-@pytest.fixture
-def proxy(memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> Iterator[str]:
-    with served(memory, upstream=Upstream(fake_openai.base_url, "sk-upstream")) as server:
-        yield server.url
 
 
 def _chat(proxy: str, cid: str, messages: list[dict[str, Any]]) -> httpx.Response:

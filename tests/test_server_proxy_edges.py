@@ -25,28 +25,14 @@ from lossless.server.limits import Limits
 from lossless.server.proxy.conversation_header import conversation_header_value
 from lossless.server.proxy.turn_locks import ConversationLocks
 from lossless.server.state import Upstream
-from tests.conftest import StoreTarget
 from tests.fake_openai import FakeOpenAIServer, _Handler, fake_openai
-from tests.server_support import served
+from tests.server_support import proxied_memory, proxy_url, served
 
-__all__ = ["fake_openai"]  # the fixture, imported for pytest to find
+__all__ = ["fake_openai", "proxied_memory", "proxy_url"]  # fixtures (memory, proxy), imported for pytest to find
 
 MODEL = "gpt-4o-mini"
 CLAUDE = "claude-proxy-test"
 HEADER = "X-Lossless-Conversation"
-
-
-@pytest.fixture
-def memory(store_target: StoreTarget) -> Iterator[lossless.Memory]:
-    m = lossless.open(store_target("proxy-edges"), context_window=4096)
-    yield m
-    m.close()
-
-
-@pytest.fixture
-def proxy(memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> Iterator[str]:
-    with served(memory, upstream=Upstream(fake_openai.base_url, "sk-upstream")) as server:
-        yield server.url
 
 
 def _stored(memory: lossless.Memory, cid: str) -> list[tuple[str, Any]]:
