@@ -314,3 +314,23 @@ def test_options_of_the_wrong_type_are_a_400_naming_them(proxy: str, memory: los
     assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request"
     assert says in r.json()["error"]["message"]
     assert memory.conversations() == [] and fake_openai.requests == []
+
+
+# -- the provider's pacing headers -------------------------------------------------------------
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_a_rate_limit_answer_keeps_its_retry_after_and_rate_limit_headers(
+        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer, wire: str) -> None:
+    """An SDK backs off by the provider's Retry-After (and paces by its rate-limit headers):
+    the proxy passed on the error's body and status but dropped every header, so a client
+    retried at once. Other upstream headers (cookies, the provider's own) stay behind."""
+    limits = {"retry-after": "7", "x-ratelimit-remaining-requests": "0",
+              "anthropic-ratelimit-requests-remaining": "0", "x-request-id": "req_123", "set-cookie": "s=1"}
+    fake_openai.fail_next(1, status=429, message="rate limited", headers=limits)
+    path, body = _request(wire, "paced", [{"role": "user", "content": "你好"}])
+    r = _post(proxy, path, body)
+    assert r.status_code == 429
+    assert r.headers["retry-after"] == "7" and r.headers["x-request-id"] == "req_123"
+    assert r.headers["x-ratelimit-remaining-requests"] == "0"
+    assert r.headers["anthropic-ratelimit-requests-remaining"] == "0"
+    assert "set-cookie" not in r.headers

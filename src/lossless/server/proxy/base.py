@@ -316,7 +316,7 @@ async def _forward(request: Request, state: ServerState, dialect: Dialect, body:
         await response.aclose()
         error = UpstreamError(response.status_code, raw)
         if not is_context_length_error(error):
-            return Response(raw, status_code=response.status_code,
+            return Response(raw, status_code=response.status_code, headers=_passed_on(response.headers),
                             media_type=response.headers.get("content-type", "application/json"))
         log.warning("lossless proxy: %s: the provider refused %d tokens as too long", turn.stored_id, ctx.tokens)
         try:
@@ -331,8 +331,8 @@ async def _forward(request: Request, state: ServerState, dialect: Dialect, body:
             ctx = await run_in_threadpool(turn.context)
         except Exception as exc:
             return exception_response(exc)
-    extra = {CONVERSATION_HEADER: named, "x-lossless-context-tokens": str(ctx.tokens),
-             "x-lossless-compactions": str(turn.compactions)}
+    extra = {**_passed_on(response.headers), CONVERSATION_HEADER: named,
+             "x-lossless-context-tokens": str(ctx.tokens), "x-lossless-compactions": str(turn.compactions)}
     if not stream:
         try:
             raw = await response.aread()
@@ -352,6 +352,17 @@ async def _forward(request: Request, state: ServerState, dialect: Dialect, body:
     return StreamingResponse(_relay(response, dialect, turn), status_code=response.status_code,
                              media_type=response.headers.get("content-type", "text/event-stream"),
                              headers={**extra, "cache-control": "no-cache"})
+
+
+# the provider's headers a client's SDK acts on (backing off, pacing, quoting a request id
+# to support): passed on as they are; no other upstream header is
+_PASSED = frozenset({"retry-after", "retry-after-ms", "x-request-id", "request-id"})
+_PASSED_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
+
+
+def _passed_on(headers: httpx.Headers) -> dict[str, str]:
+    return {name: value for name, value in headers.items()
+            if name.lower() in _PASSED or name.lower().startswith(_PASSED_PREFIXES)}
 
 
 async def _relay(response: httpx.Response, dialect: Dialect, turn: ProxyTurn) -> AsyncIterator[bytes]:
