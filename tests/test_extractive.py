@@ -512,6 +512,20 @@ def test_fit_text_shortens_one_long_sentence_at_a_word(counter: TokenCounter) ->
     assert out[:-1].split()[-1] in text.split()
 
 
+@pytest.mark.parametrize("unit", ["the lotus flowers in the park were lovely, ", "公园里的荷花很美，"])
+def test_a_long_sentence_cut_in_pieces_marks_what_is_left_out(unit: str, counter: TokenCounter) -> None:
+    """One sentence with no full stop, longer than a unit, is cut in pieces; the pieces
+    shown with a gap between them were glued on as if adjacent ("lovely, the lotus the
+    lotus flowers i"): words the writer never wrote. Every part between the marks is
+    the writer's own."""
+    text = (unit * 67)[: 67 * (9 if not unit.isascii() else 42)]
+    for limit in (60, 120, 300):
+        out = fit_text(text, limit, counter)
+        assert out and counter.count(out) <= limit
+        parts = [p.strip() for p in out.split("…") if p.strip()]
+        assert parts and all(p in text for p in parts), (limit, out)
+
+
 # --- speed ----------------------------------------------------------------------------
 
 
