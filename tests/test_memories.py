@@ -595,6 +595,9 @@ def test_distill_a_chinese_conversation(store_target: StoreTarget, tmp_path: Pat
     ("I am a teacher.", "我是一名老师。"),
     ("I am allergic to peanuts.", "我对花生过敏"),
     ("I don't eat coriander.", "我不吃香菜"),
+    ("Call me Ann.", "我叫安妮。"),
+    ("I work on the payments team.", "我在支付团队上班。"),
+    ("My wife is a nurse.", "我的妻子是护士。"),
 ])
 def test_rules_find_the_same_durable_facts_in_english_and_chinese(english: str, chinese: str) -> None:
     from lossless.longterm.extract import extract
@@ -618,6 +621,11 @@ def test_rules_find_the_same_durable_facts_in_english_and_chinese(english: str, 
     "我住在酒店里两天。",  # a stay, not a home
     "如果我是你，我会去的。", "我是认真的。", "我叫他过来一下。", "我在找工作呢。", "我的意思是明天再说。",
     "I was joking.", "I mean, let's go to the park tomorrow.", "I ordered takeout.",
+    # English chatter that starts like a fact (each one was stored as a personal fact)
+    "I'm a bit tired today.", "I am a little confused by this.", "Call me when you get home.",
+    "My question is whether it works.", "My guess is the cache is stale.", "My code is broken again.",
+    "My head is spinning.", "My internet is slow today.", "I live in hope.", "I work on it tomorrow maybe.",
+    "My understanding is that it's fine.", "I'm a total mess today.",
     "好的。", "出错了。",  # too short to carry anything durable
 ])
 def test_chit_chat_is_not_a_fact_about_the_user(text: str) -> None:
