@@ -250,3 +250,71 @@ def test_an_erased_chinese_message_leaves_no_bigram_behind(tmp_path: Path) -> No
     for ch in _RARE:
         found = {Path(f).name: Path(f).read_bytes().count(ch.encode()) for f in sorted(glob.glob(db + "*"))}
         assert not any(found.values()), (ch, found)
+
+
+# -- full-width forms ----------------------------------------------------------------------------
+
+# A Chinese input method in full-width mode writes Latin letters and digits as their
+# full-width forms (ｉＰｈｏｎｅ１５, ２０２４年): the same words, which a search must find
+# whichever way either side wrote them, on both stores alike.
+_WIDE = [
+    "我买了ｉＰｈｏｎｅ１５，花了５９９９元。",
+    "I bought an iPhone 15 for 5999 yuan.",
+    "会议在２０２４年３月开，地点是Ａ座。",
+    "Unrelated text about lunch.",
+]
+
+
+@pytest.mark.parametrize(("query", "seqs"), [
+    ("iPhone", {1, 2}), ("ｉＰｈｏｎｅ", {1, 2}), ("IPHONE 15", {1, 2}), ("5999", {1, 2}), ("５９９９", {1, 2}),
+    ("2024", {3}), ("２０２４", {3}), ("2024年", {3}), ("３月", {3}),
+])
+def test_full_width_letters_and_digits_find_their_plain_forms(store_target: StoreTarget, query: str,
+                                                              seqs: set[int]) -> None:
+    with _open(store_target("wide")) as mem:
+        conv = mem.conversation("w")
+        conv.add_many([{"role": "user", "content": t, "created_at": T0 + timedelta(minutes=i)}
+                       for i, t in enumerate(_WIDE)])
+        assert set(_found(conv, query)) == seqs
+        mem.memories.add("我的手机是ｉＰｈｏｎｅ１５", user="li")
+        assert [r.content for r in mem.memories.search("iphone", user="li")] == ["我的手机是ｉＰｈｏｎｅ１５"]
+
+
+def test_an_upgrade_indexes_the_full_width_text_written_before(store_target: StoreTarget) -> None:
+    target = store_target("wide-up")
+    with _open(target) as mem:
+        conv = mem.conversation("w")
+        conv.add_many([{"role": "user", "content": t, "created_at": T0 + timedelta(minutes=i)}
+                       for i, t in enumerate(_WIDE)])
+        before = [(m.id, m.content) for m in conv.messages()]
+    if not store_target.on_postgres:  # as the code before wrote the rows: no plain forms
+        import apsw
+
+        conn = apsw.Connection(target)
+        with conn:
+            for rowid, text in list(conn.execute("SELECT rowid, content FROM messages")):
+                lines = [text, index_extras(text), cjk_index_line(text)]
+                conn.execute("DELETE FROM messages_fts WHERE rowid = ?", (rowid,))
+                conn.execute("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)",
+                             (rowid, "\n".join(line for line in lines if line)))
+            conn.execute("DELETE FROM schema_migrations WHERE version = 18")
+        conn.close()
+        assert raw_query(target, "SELECT rowid FROM messages_fts WHERE messages_fts MATCH '\"5999\"'") == [(2,)]
+    with _open(target) as mem:  # the migration runs (SQLite; PostgreSQL's index folded them already)
+        conv = mem.conversation("w")
+        assert [(m.id, m.content) for m in conv.messages()] == before
+        assert mem.verify() == []
+        assert set(_found(conv, "5999")) == {1, 2} and set(_found(conv, "iphone")) == {1, 2}
+
+
+@pytest.mark.parametrize(("memory", "query"), [("我用Python写了一个爬虫", "python"), ("我的手机是iPhone15", "iphone"),
+                                               ("我的手机是iPhone15", "iPhone 15"), ("会议定在2024年3月", "2024")])
+def test_a_memory_is_found_by_a_latin_word_inside_its_chinese(store_target: StoreTarget, memory: str,
+                                                            query: str) -> None:
+    """The index found 用Python写's python, but the memory's ranking read the text's words
+    as whitespace runs (我用python写了一个爬虫 is one), shared none with the question and
+    dropped the memory."""
+    with _open(store_target("mem-latin")) as mem:
+        mem.memories.add(memory, user="li")
+        mem.memories.add("今天天气很好，我们去公园散步。", user="li")
+        assert [r.content for r in mem.memories.search(query, user="li")] == [memory]

@@ -30,6 +30,7 @@ from lossless.store.fts import (
     cjk_fts_query,
     cjk_query_terms,
     cjk_runs,
+    compounds,
     fts_terms,
     quote_fts,
     word_query,
@@ -70,6 +71,11 @@ def coverage(text: str, words: Sequence[str], grams: Sequence[str]) -> float:
         return 0.0
     folded = _fold(text)
     tokens = set(_TOKEN.findall(folded))
+    # the words inside CJK text and beside digits too, as the index has them: 用python写
+    # holds python, iphone15 holds iphone and 15
+    for parts, _touches, _start, _end in compounds(folded):
+        tokens.update(parts)
+        tokens.add("".join(parts))
     hits = sum(1 for w in words if all(t in tokens for t in _TOKEN.findall(_fold(w))))
     hits += sum(1 for g in grams if _fold(g) in folded)
     return hits / total

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from lossless.store.fts import cjk_index_line
+from lossless.store.fts import cjk_index_line, wide_forms_line
 from lossless.store.postgres.grep import search_document
 
 __all__ = ["chunk_documents", "chunk_index_text", "chunk_search", "search_text"]
@@ -30,10 +30,10 @@ def search_text(content: str, result: str | None = None, patterns: Iterable[str]
 
 def chunk_index_text(text: str) -> str:
     """What a column of ``file_chunks_fts`` (a path, a chunk's text) is given: the text,
-    then its CJK bigrams on a line of their own (store/fts.py), so a two-character
-    Chinese word finds its chunk."""
-    line = cjk_index_line(text)
-    return f"{text}\n{line}" if line else text
+    then the plain forms of its full-width words and its CJK bigrams on lines of their
+    own (store/fts.py), so ２０２４ finds 2024 and a two-character Chinese word its chunk."""
+    lines = [line for line in (wide_forms_line(text), cjk_index_line(text)) if line]
+    return "\n".join([text, *lines])
 
 
 def chunk_documents(path: str, text: str) -> tuple[str, str]:

@@ -29,6 +29,12 @@ compound's parts as a phrase and for its joined form, and for two neighbouring w
 written as one (``follow up`` finds ``followup``), so "follow-up", "follow up" and
 "followup" find each other (but "followup" does not find "follow up"), as do "5km" and
 "5 km". PostgreSQL's store indexes the same extra line (``store/postgres/grep.py``).
+
+Full-width letters and digits (``ｉＰｈｏｎｅ１５``, ``２０２４年``: what a Chinese or Japanese
+input method types in full-width mode) are the same words as their plain forms: a query
+is read in plain forms (:func:`narrow`), and a text that has full-width ones is indexed
+with their plain forms on a line of their own (:func:`wide_forms_line`). PostgreSQL's
+documents are NFKD-folded, which does the same.
 """
 
 from __future__ import annotations
@@ -38,8 +44,8 @@ import re
 from collections.abc import Iterator
 
 __all__ = ["MAX_CJK_TERMS", "STOPWORDS", "cjk_fts_query", "cjk_index_line", "cjk_index_terms", "cjk_query_terms",
-           "cjk_runs", "compounds", "fts_terms", "has_cjk", "index_extras", "index_text", "quote_fts", "search_terms",
-           "snippet", "term_pattern", "word_query"]
+           "cjk_runs", "compounds", "fts_terms", "has_cjk", "has_wide_forms", "index_extras", "index_text", "narrow",
+           "quote_fts", "search_terms", "snippet", "term_pattern", "wide_forms_line", "word_query"]
 
 _CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
@@ -73,6 +79,34 @@ _GRAM_SLICE = 4096  # a long run's bigrams are joined this many characters at a 
 # a pasted 8 MB message held it for a second or more, stalling every other thread
 _SCAN_CHARS = 1 << 16
 _SPACE = re.compile(r"\s")
+# full-width ASCII (U+FF01–FF5E) to ASCII, the ideographic space to a space: one character
+# for one, so positions in a narrowed text are those of the text
+_NARROW = str.maketrans({**{chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)}, "\u3000": " "})
+_WIDE_ALNUM = "\uff10-\uff19\uff21-\uff3a\uff41-\uff5a"
+# a run of full-width text holding a letter or digit (with the full-width joiners between)
+_WIDE_CHAR = re.compile(f"[{_WIDE_ALNUM}]")
+_WIDE_RUN = re.compile(f"[\uff01-\uff5e]*[{_WIDE_ALNUM}][\uff01-\uff5e]*")
+
+
+def narrow(text: str) -> str:
+    """``text`` with full-width letters, digits and punctuation in their plain forms
+    (``ｉＰｈｏｎｅ１５`` → ``iPhone15``); the same length."""
+    return text if text.isascii() else text.translate(_NARROW)
+
+
+def has_wide_forms(text: str) -> bool:
+    """Whether ``text`` holds a full-width letter or digit."""
+    return not text.isascii() and _WIDE_CHAR.search(text) is not None
+
+
+def wide_forms_line(text: str) -> str:
+    """The plain forms of ``text``'s full-width words, and their :func:`index_extras`
+    (``iPhone15 iphone 15``); empty when it has none."""
+    if not has_wide_forms(text):
+        return ""
+    runs = " ".join(narrow(m.group(0)) for m in _WIDE_RUN.finditer(text))
+    extra = index_extras(runs) if runs else ""
+    return f"{runs} {extra}".strip()
 
 
 def quote_fts(term: str) -> str:
@@ -175,7 +209,7 @@ def index_text(text: str) -> str:
     """What a keyword index is given for ``text``: the text itself and, on lines of their
     own, :func:`index_extras` and :func:`cjk_index_line` (so every raw FTS5 query that
     matched the text still does)."""
-    extra = [line for line in (index_extras(text), cjk_index_line(text)) if line]
+    extra = [line for line in (index_extras(text), wide_forms_line(text), cjk_index_line(text)) if line]
     return "\n".join([text, *extra])
 
 
@@ -211,7 +245,9 @@ def search_terms(text: str) -> list[str]:
     """The keyword terms of a query, in first-seen order, each a phrase of space-separated
     tokens: a word; a compound's parts and its joined form (``follow up``, ``followup``);
     two neighbouring words joined (``followup`` for "follow up"). Stopwords, one-letter
-    words and CJK runs are left out (CJK goes to :func:`cjk_query_terms`)."""
+    words and CJK runs are left out (CJK goes to :func:`cjk_query_terms`). Full-width
+    forms are read as their plain ones (:func:`narrow`)."""
+    text = narrow(text)
     seen: dict[str, None] = {}
     joins: dict[str, None] = {}
     found = compounds(text)
@@ -252,7 +288,7 @@ def fts_terms(text: str) -> list[str]:
     """Lower-cased non-CJK words of a query, stopwords dropped, in first-seen order: a
     compound stays whole (``follow-up``, ``app.py``) with its possessive ending dropped."""
     seen: dict[str, None] = {}
-    for m in _COMPOUND.finditer(text):
+    for m in _COMPOUND.finditer(narrow(text)):  # full-width forms as their plain ones
         word = _POSSESSIVE.sub("", m.group(0).lower())
         if not _keep(word) or not _PART.search(word):
             continue
@@ -271,7 +307,7 @@ def word_query(text: str) -> str | None:
 
 def snippet(text: str, query: str, width: int = 160) -> str:
     """A window of ``text`` around the first query term it contains (or its start)."""
-    lowered = text.lower()
+    lowered = narrow(text).lower()  # one character for one: positions are the text's
     pos = -1
     needles = fts_terms(query) + cjk_runs(query) + [t for t in cjk_query_terms(query) if len(t) > 1]
     for needle in needles:

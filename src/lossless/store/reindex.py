@@ -16,6 +16,11 @@ whose text holds CJK (messages, summaries, memories, file chunks) is indexed aga
 in the migration's transaction. It runs when the store is opened; a big store says so,
 and how far it is, on the ``lossless`` logger (a WARNING line every few seconds, which
 Python prints to stderr when the application has set up no logging).
+
+SQLite's migration ``wide_forms`` calls :func:`reindex_wide_sqlite` the same way: rows
+whose text holds full-width letters or digits (``ｉＰｈｏｎｅ１５``) get their plain forms
+(:func:`lossless.store.fts.wide_forms_line`). PostgreSQL's documents were NFKD-folded
+from the start, which gives the plain forms, so it has no such step.
 """
 
 from __future__ import annotations
@@ -28,11 +33,11 @@ from typing import Any
 
 from lossless.core.render import content_text
 from lossless.store.documents import chunk_documents, chunk_index_text, chunk_search, search_text
-from lossless.store.fts import has_cjk, index_extras, index_text
+from lossless.store.fts import has_cjk, has_wide_forms, index_extras, index_text
 from lossless.store.postgres.grep import search_document
 
 __all__ = ["indexed_memory_text", "indexed_message_text", "reindex_cjk_postgres", "reindex_cjk_sqlite",
-           "reindex_postgres", "reindex_sqlite"]
+           "reindex_postgres", "reindex_sqlite", "reindex_wide_sqlite"]
 
 log = logging.getLogger("lossless")
 
@@ -113,15 +118,15 @@ class _Progress:
     """Says, on the ``lossless`` logger, that a big store is being re-indexed and how far
     it is (every ``_REPORT_SECONDS``), so an ``open`` that takes a while is not silent."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, what: str = "the CJK text of this store as words") -> None:
         self.total = total
+        self.what = what
         self.done = 0
         self.changed = 0
         self.loud = total > _ANNOUNCE_ROWS
         self.last = time.monotonic()
         if self.loud:
-            log.warning("lossless: indexing the CJK text of this store as words (once, on upgrade): "
-                        "reading %s rows", f"{total:,}")
+            log.warning("lossless: indexing %s (once, on upgrade): reading %s rows", what, f"{total:,}")
 
     def advance(self, rows: int, changed: int) -> None:
         self.done += rows
@@ -129,12 +134,12 @@ class _Progress:
         now = time.monotonic()
         if self.loud and now - self.last >= _REPORT_SECONDS:
             self.last = now
-            log.warning("lossless: indexing CJK text as words: %s of %s rows read, %s re-indexed",
-                        f"{self.done:,}", f"{self.total:,}", f"{self.changed:,}")
+            log.warning("lossless: indexing %s: %s of %s rows read, %s re-indexed",
+                        self.what, f"{self.done:,}", f"{self.total:,}", f"{self.changed:,}")
 
     def finish(self) -> None:
         if self.loud:
-            log.warning("lossless: CJK text indexed as words: %s rows re-indexed", f"{self.changed:,}")
+            log.warning("lossless: indexed %s: %s rows re-indexed", self.what, f"{self.changed:,}")
 
 
 def _count(conn: Any, tables: list[str]) -> int:
@@ -145,12 +150,23 @@ def reindex_cjk_sqlite(conn: Any) -> int:
     """Rewrite the keyword rows of every message, summary, memory and file chunk whose
     text holds CJK (:func:`~lossless.store.fts.index_text` now adds its bigrams); the rows
     re-indexed. Rows without an index row are left without one."""
-    progress = _Progress(_count(conn, [*_SOURCES, "file_chunks"]))
+    return _reindex_sqlite_where(conn, has_cjk, _Progress(_count(conn, [*_SOURCES, "file_chunks"])))
+
+
+def reindex_wide_sqlite(conn: Any) -> int:
+    """Rewrite the keyword rows of every message, summary, memory and file chunk whose
+    text holds full-width letters or digits (:func:`~lossless.store.fts.index_text` now
+    adds their plain forms); the rows re-indexed."""
+    progress = _Progress(_count(conn, [*_SOURCES, "file_chunks"]), "the full-width letters and digits of this store")
+    return _reindex_sqlite_where(conn, has_wide_forms, progress)
+
+
+def _reindex_sqlite_where(conn: Any, wanted: Callable[[str], bool], progress: _Progress) -> int:
     for base, (columns, table, text_of) in _SOURCES.items():
         index = f"{base}_fts"
         sql = f"SELECT {columns} FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT ?"
         for rows in _batches(conn, sql):
-            changed = [(row[0], text) for row in rows if has_cjk(text := text_of(*row[1:]))]
+            changed = [(row[0], text) for row in rows if wanted(text := text_of(*row[1:]))]
             for rowid, text in changed:
                 # a point lookup: only rows that have an index row get a new one
                 if conn.execute(f"SELECT 1 FROM {index} WHERE rowid = ?", (rowid,)).fetchone() is None:
@@ -161,7 +177,7 @@ def reindex_cjk_sqlite(conn: Any) -> int:
     sql = ("SELECT c.rowid, f.path, c.text FROM file_chunks c JOIN files f ON f.rowid = c.file_rowid "
            "WHERE c.rowid > ? ORDER BY c.rowid LIMIT ?")
     for rows in _batches(conn, sql):
-        chunks = [(rowid, path, text) for rowid, path, text in rows if has_cjk(text) or has_cjk(path)]
+        chunks = [(rowid, path, text) for rowid, path, text in rows if wanted(text) or wanted(path)]
         for rowid, path, text in chunks:
             conn.execute("DELETE FROM file_chunks_fts WHERE rowid = ?", (rowid,))
             conn.execute("INSERT INTO file_chunks_fts (rowid, path, text) VALUES (?, ?, ?)",

@@ -437,6 +437,7 @@ STEPS: list[Step] = [
     Step("vector_checks", 15, 16, _vector_checks),
     Step("erase_clears_identity", 16, 17, None),  # store/erase_identity.py
     Step("cjk_bigrams", 17, 18, None),  # the search rows written again (store/reindex.py)
+    Step("wide_forms", 18, None, None),  # SQLite's search rows of full-width text (store/reindex.py)
 ]
 """The store's own migrations, in the order they were written. Append only: a released
 step never changes."""

@@ -16,6 +16,7 @@ from lossless.store.base import SearchSpec
 from lossless.store.fts import (
     cjk_fts_query,
     cjk_query_terms,
+    narrow,
     quote_fts,
     search_terms,
     term_pattern,
@@ -107,14 +108,15 @@ def _scan(store: _Reads, kind: str, spec: SearchSpec, limit: int) -> list[tuple[
             else "t.content")
     rows = store._query(f"SELECT t.rowid, lower({text}) FROM {table} t WHERE 1{where}", args)
     grams = cjk_query_terms(spec.query)
-    terms = search_terms(spec.query) or ([] if grams else [w.lower() for w in re.findall(r"[^\W_]+", spec.query)])
+    terms = search_terms(spec.query) or ([] if grams else [w.lower() for w in re.findall(r"[^\W_]+", narrow(spec.query))])
     needles: list[tuple[str, re.Pattern[str] | None]] = [(t.split(" ")[0], term_pattern(t)) for t in terms[:64]]
     needles += [(g, None) for g in grams]
     if not needles or not rows:
         return []
     present: list[list[int]] = []
     df = [0] * len(needles)
-    for _rowid, body in rows:
+    for _rowid, lowered in rows:
+        body = narrow(lowered)  # full-width forms are the query's plain ones
         hits = [i for i, (needle, pattern) in enumerate(needles)
                 if needle in body and (pattern is None or pattern.search(body))]
         for i in hits:

@@ -126,13 +126,22 @@ def _cjk_bigrams(conn: Any) -> None:
         conn.execute(f"DROP TABLE IF EXISTS {table}")
 
 
+def _wide_forms(conn: Any) -> None:
+    # Full-width letters and digits (ｉＰｈｏｎｅ１５, ２０２４) are indexed with their plain
+    # forms too, as a query is read in them (store/fts.py): rows written before get them.
+    from lossless.store.reindex import reindex_wide_sqlite
+
+    reindex_wide_sqlite(conn)
+
+
 SCHEMA = schema.SchemaDialect(
     name="sqlite", key="TEXT", big="INTEGER", real="REAL", flag="INTEGER", blob="BLOB",
     # INTEGER PRIMARY KEY is the rowid itself; AUTOINCREMENT never hands one out twice
     rowid="INTEGER PRIMARY KEY", serial="INTEGER PRIMARY KEY AUTOINCREMENT",
     norowid=" WITHOUT ROWID", generated="VIRTUAL", placeholder="?", parts=_PARTS,
     steps={"keyword_forms": _keyword_forms, "immutability": _immutability,
-           "erase_clears_identity": _erase_clears_identity, "cjk_bigrams": _cjk_bigrams},
+           "erase_clears_identity": _erase_clears_identity, "cjk_bigrams": _cjk_bigrams,
+           "wide_forms": _wide_forms},
 )
 
 
