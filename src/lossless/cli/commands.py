@@ -384,11 +384,22 @@ def cmd_search(ctx: CommandContext) -> int:
         until=parse_until(args.until, "--until") if args.until else None, mode=args.mode,
     )
     result = {"query": args.query, "mode": args.mode, "count": len(hits), "hits": [hit_dict(h) for h in hits]}
+    # a query in a language the embedder does not read is searched by keywords alone, and
+    # its hits will never be found by vectors: "not embedded yet" would say otherwise
+    unread = args.mode == "semantic" and memory.recaller.embedder is not None \
+        and not memory.recaller.reads(args.query)
     if ctx.json:
         ctx.emit_json(result)
     else:
-        ctx.out.print(render.grep_hits(result, show_conversation=scope is None))
-    if args.mode == "semantic" and "message" in kinds:
+        ctx.out.print(render.grep_hits(
+            result, show_conversation=scope is None,
+            keyword_label="by keywords (the embedder does not read the query's language)" if unread
+            else "by keywords (not embedded yet)"))
+    if unread:
+        ctx.err.print(Text("note: the embedder does not read the language of this query, so it was searched by "
+                           "keywords only (`lossless doctor` says what the embedder reads; a multilingual model "
+                           "folder in LOSSLESS_EMBEDDER gives vectors for it)", style="dim"), soft_wrap=True)
+    elif args.mode == "semantic" and "message" in kinds:
         # the search embedded what it could first (a bounded catch-up); the rest it found by keywords
         behind = memory.recaller.not_embedded([scope] if scope is not None else None)
         if behind:
