@@ -205,6 +205,23 @@ def test_add_takes_the_text_as_an_argument(run: Run, monkeypatch: pytest.MonkeyP
     assert run.json("stats", "c")["messages"] == 3  # nothing stored by the refused adds
 
 
+
+def test_grep_and_search_take_the_query_after_the_options(run: Run) -> None:
+    """``grep c --regex "咖."`` (the conversation, an option, then the query) was refused
+    with "unrecognized arguments: 咖.": argparse had taken the conversation for the query.
+    Now it means what it says, as ``grep c "咖." --regex`` does."""
+    assert run("add", "c", "--role", "user", "我昨天去了公园，然后喝了一杯咖啡。")[0] == 0
+    assert run("add", "d", "--role", "user", "咖喱饭很好吃")[0] == 0
+    for args in (("grep", "c", "--regex", "咖."), ("grep", "c", "--scope", "messages", "--regex", "咖."),
+                 ("grep", "c", "--limit", "5", "--", "咖啡"), ("search", "c", "--mode", "fts", "公园")):
+        hits = run.json(*args)["hits"]
+        assert [(h["conversation_id"], h["first_seq"]) for h in hits] == [("c", 1)], args
+    assert run.json("grep", "--all", "--regex", "咖.")["count"] == 2  # --all: no conversation to move
+    status, _, err = run("grep", "c", "--all", "--regex", "咖.")
+    assert status == 2 and "not both" in err
+    status, _, err = run("grep", "c", "--regex", "咖.", "extra")
+    assert status == 2 and "unrecognized arguments" in err
+
 def test_import_skips_bad_lines_and_is_idempotent(run: Run, tmp_path: Path) -> None:
     good = _messages(6, conversation="imp")
     lines: list[dict[str, Any] | str] = [*good[:2], '{"role": "user", "content": broken', *good[2:4],

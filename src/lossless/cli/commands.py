@@ -84,6 +84,7 @@ def _register_searches(sub: Subparsers, common: list[argparse.ArgumentParser]) -
                     check=_check_search)
     p.add_argument("conversation", metavar="CONV", nargs="?", help="the conversation (or --all)")
     p.add_argument("query", metavar="QUERY")
+    p.set_defaults(late_positional=("conversation", "query"))  # also grep c1 --regex "x"
     p.add_argument("--all", action="store_true", help="search every conversation")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--regex", action="store_true", help="QUERY is a regular expression")
@@ -100,6 +101,7 @@ def _register_searches(sub: Subparsers, common: list[argparse.ArgumentParser]) -
                     check=_check_search)
     p.add_argument("conversation", metavar="CONV", nargs="?", help="the conversation (or --all / --where)")
     p.add_argument("query", metavar="QUERY")
+    p.set_defaults(late_positional=("conversation", "query"))  # also search c1 --mode fts "x"
     p.add_argument("--all", action="store_true", help="search every conversation")
     p.add_argument("--where", metavar="KEY=VALUE", action="append", default=[],
                    help="only conversations whose metadata has KEY=VALUE (repeatable; implies --all)")
