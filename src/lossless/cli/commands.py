@@ -703,7 +703,12 @@ def cmd_stats(ctx: CommandContext) -> int:
         numbers = conv.stats()
         stats = {**numbers.to_dict(), **compression_stats(conv, numbers)}
         if plot:
-            stats["plot"] = str(plot_compression(conv, numbers, plot))
+            drawn, undrawn = plot_compression(conv, numbers, plot)
+            stats["plot"] = str(drawn)
+            if undrawn:
+                ctx.err.print(Text(f"note: no installed font draws {undrawn!r} of the title: the plot shows boxes "
+                                   "instead (install a font with them, e.g. Noto Sans CJK: fonts-noto-cjk)",
+                                   style="dim"), soft_wrap=True)
     elif plot:
         raise CommandError("stats --plot draws one conversation: give CONV")
     else:
