@@ -206,6 +206,22 @@ def test_add_takes_the_text_as_an_argument(run: Run, monkeypatch: pytest.MonkeyP
 
 
 
+
+def test_add_with_an_external_id_already_stored_says_so(run: Run) -> None:
+    """``add c 不同的内容 --external-id e1`` when e1 was stored already printed "#1 msg_…" and
+    exited 0, exactly as a new message does, while the text given was dropped. The same
+    message again now says "already stored" (exit 0, it is the idempotent retry); other
+    content under that id is an error naming the message that holds it, and stores nothing."""
+    status, first, _ = run("add", "c", "大家好", "--role", "user", "--name", "小美", "--external-id", "e1")
+    assert status == 0
+    status, again, err = run("add", "c", "大家好", "--role", "user", "--name", "小美", "--external-id", "e1")
+    assert status == 0 and again == first and "already stored (external id 'e1'): nothing added" in err
+    status, out, err = run("add", "c", "不同的内容", "--role", "user", "--external-id", "e1")
+    assert status == 1 and not out and "Traceback" not in err
+    assert "external id 'e1' is already stored in 'c' as #1" in " ".join(err.split()) and "not added" in err
+    assert run("add", "c", "新的", "--role", "user", "--external-id", "e2")[0] == 0
+    assert [(t["seq"], t["preview"]) for t in run.json("show", "c")["tail"]] == [(1, "大家好"), (2, "新的")]
+
 def test_grep_and_search_take_the_query_after_the_options(run: Run) -> None:
     """``grep c --regex "咖."`` (the conversation, an option, then the query) was refused
     with "unrecognized arguments: 咖.": argparse had taken the conversation for the query.

@@ -51,9 +51,15 @@ def cmd_add(ctx: CommandContext) -> int:
     memory = ctx.memory()
     # Check the message before get-or-create, so a refused message leaves no empty conversation.
     check_conversation_id(args.conversation)
-    validate_message(fields, max_bytes=memory.config.max_message_bytes)
+    new = validate_message(fields, max_bytes=memory.config.max_message_bytes)
     conv = memory.conversation(args.conversation)
+    before = memory.store.last_seq(conv.id)
     msg = conv.add_many([fields])[0]
+    if msg.seq <= before:  # the --external-id was stored already: add_many handed back that message
+        if (msg.role, msg.content, msg.name) != (new.role, new.content, new.name):
+            raise CommandError(f"external id {args.external_id!r} is already stored in {conv.id!r} as #{msg.seq} "
+                               f"({msg.id}) with other content: this message was not added (give another id)")
+        ctx.err.print(Text(f"already stored (external id {args.external_id!r}): nothing added"), soft_wrap=True)
     if ctx.json:
         ctx.emit_json({"conversation": conv.id, "seq": msg.seq, "id": msg.id, "tokens": msg.token_count})
     else:
