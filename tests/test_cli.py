@@ -271,6 +271,23 @@ def test_import_conversation_option_and_stdin(run: Run, tmp_path: Path, monkeypa
     assert run.json("stats", "piped")["messages"] == 2
 
 
+
+def test_import_names_the_conversation_it_made(run: Run, tmp_path: Path) -> None:
+    """``import 聊天记录.txt`` said "imported 4 messages into 1 conversation" without its id,
+    and the docs called it ``text:<file name>``: a new user tried ``show text:聊天记录.txt``
+    and got "no conversation". The summary now names the one conversation it wrote to (the
+    file name without its extension), and that name works."""
+    path = tmp_path / "聊天记录.txt"
+    path.write_text("用户：你好，我想去公园散步。\n助手：北京有很多公园。\n", encoding="utf-8")
+    status, out, _ = run("import", path)
+    assert status == 0 and out.startswith("imported 2 messages into 1 conversation ('text:聊天记录') from 2 lines")
+    assert run.json("stats", "text:聊天记录")["messages"] == 2
+    status, out, _ = run("import", path)  # nothing written: no conversation to name
+    assert status == 0 and out.startswith("imported 0 messages into 0 conversations from 2 lines (text)")
+    two = _write_jsonl(tmp_path / "two.jsonl", [*_messages(1, conversation="甲"), *_messages(1, conversation="乙")])
+    status, out, _ = run("import", two)
+    assert status == 0 and out.startswith("imported 2 messages into 2 conversations from 2 lines")
+
 def test_import_strict_writes_nothing_from_the_bad_batch(run: Run, tmp_path: Path) -> None:
     lines: list[dict[str, Any] | str] = [*_messages(3, conversation="s"), "not json"]
     path = _write_jsonl(tmp_path / "strict.jsonl", lines)

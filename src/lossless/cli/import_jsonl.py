@@ -44,7 +44,7 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
     p.add_argument("--conversation", metavar="ID",
                    help="put every message here (default: each source conversation keeps its own id, "
                         "e.g. claude-code:<sessionId>; OpenAI lines name theirs in a 'conversation' field, "
-                        "else they go to openai:<file name>)")
+                        "else they go to openai:<file name without its extension>)")
     p.add_argument("--strict", action="store_true",
                    help="stop at the first bad line, writing nothing from its batch")
     no_wait(p)

@@ -80,8 +80,11 @@ class ImportReport:
         source = f"{self.lines:,} line{'s' if self.lines != 1 else ''}"
         if self.document:  # a (pretty-printed) JSON document: its lines say nothing of its size
             source = f"{self.records:,} record{'s' if self.records != 1 else ''} of a JSON document"
+        named = [c for c, n in self.added.items() if n]
         text = (f"imported {added:,} message{'s' if added != 1 else ''} into {convs} "
-                f"conversation{'s' if convs != 1 else ''} from {source}")
+                f"conversation{'s' if convs != 1 else ''}"
+                + (f" ({named[0]!r})" if convs == 1 else "")  # its id, which the file does not show
+                + f" from {source}")
         if self.format:
             text += f" ({self.format})"
         if self.already_stored:
