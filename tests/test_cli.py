@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -287,6 +288,25 @@ def test_import_names_the_conversation_it_made(run: Run, tmp_path: Path) -> None
     two = _write_jsonl(tmp_path / "two.jsonl", [*_messages(1, conversation="甲"), *_messages(1, conversation="乙")])
     status, out, _ = run("import", two)
     assert status == 0 and out.startswith("imported 2 messages into 2 conversations from 2 lines")
+
+
+def test_import_of_a_zip_archive_says_to_unzip_it(store_target: StoreTarget, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A ChatGPT export arrives as a ZIP. ``import export.zip`` said "cannot tell the format:
+    give --format", which no --format fixes (``--format chatgpt``: "invalid JSON"), and left
+    an empty new database behind. Now both say it is a ZIP archive to unzip, before any
+    database is created."""
+    inner = tmp_path / "conversations.json"
+    inner.write_text(json.dumps([{"title": "咖啡", "mapping": {}}], ensure_ascii=False), encoding="utf-8")
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.write(inner, "conversations.json")
+    db = tmp_path / "fresh.db"
+    for extra in ([], ["--format", "chatgpt"]):
+        assert main(["--db", str(db), "import", str(archive), *extra]) == 1
+        err = capsys.readouterr().err
+        assert "export.zip is a ZIP archive: unzip it" in err and "conversations.json" in err, err
+    assert not db.exists()
 
 def test_import_strict_writes_nothing_from_the_bad_batch(run: Run, tmp_path: Path) -> None:
     lines: list[dict[str, Any] | str] = [*_messages(3, conversation="s"), "not json"]

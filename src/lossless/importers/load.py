@@ -364,7 +364,8 @@ def import_file(
 
 
 def check_source(path: str | os.PathLike[str]) -> None:
-    """Refuse, before anything is opened or created, a path that is missing or a directory."""
+    """Refuse, before anything is opened or created, a path that is missing or a directory,
+    or a ZIP archive (a ChatGPT export is downloaded as one), which no format reads."""
     if str(path) == "-":
         return
     target = Path(path)
@@ -372,6 +373,14 @@ def check_source(path: str | os.PathLike[str]) -> None:
         raise ValidationError(f"{target} is a directory, not a file to import (import its files one by one)")
     if not target.exists():
         raise ValidationError(f"{target}: no such file")
+    try:
+        with open(target, "rb") as f:
+            zipped = f.read(4) == b"PK\x03\x04"
+    except OSError:
+        return  # said by the import itself, with the reason
+    if zipped:
+        raise ValidationError(f"{target} is a ZIP archive: unzip it and import the file inside "
+                              "(a ChatGPT export: its conversations.json)")
 
 
 def file_size(path: str | os.PathLike[str]) -> int | None:
