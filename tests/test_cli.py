@@ -239,6 +239,30 @@ def test_grep_and_search_take_the_query_after_the_options(run: Run) -> None:
     status, _, err = run("grep", "c", "--regex", "咖.", "extra")
     assert status == 2 and "unrecognized arguments" in err
 
+
+def test_a_refused_add_leaves_no_new_database(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty message, a bad date, text that is not UTF-8 or an empty memory, given with a
+    fresh ``--db``, were refused after the database had been created: an empty file was
+    left behind. They are now refused before it is opened."""
+    db = tmp_path / "新.db"
+    refused: list[tuple[list[str], str]] = [
+        (["add", "c", "", "--role", "user"], "needs content"),
+        (["add", "c", "你好", "--role", "user", "--created-at", "昨天"], "not an ISO 8601 date/time: '昨天'"),
+        (["add", "", "你好", "--role", "user"], "conversation id must be a non-empty string"),
+        (["memory", "add", "  "], "content is empty")]
+    for argv, said in refused:
+        assert main(["--db", str(db), *argv]) == 1, argv
+        assert said in capsys.readouterr().err, argv
+        assert not db.exists(), argv
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xff\xfe"), errors="surrogateescape"))
+    assert main(["--db", str(db), "add", "c", "--role", "user"]) == 1
+    assert "not valid UTF-8" in capsys.readouterr().err and not db.exists()
+    assert main(["--db", str(db), "add", "c", "你好", "--role", "user"]) == 0
+    capsys.readouterr()
+    assert main(["--db", str(db), "--json", "stats", "c"]) == 0
+    assert json.loads(capsys.readouterr().out)["messages"] == 1
+
 def test_import_skips_bad_lines_and_is_idempotent(run: Run, tmp_path: Path) -> None:
     good = _messages(6, conversation="imp")
     lines: list[dict[str, Any] | str] = [*good[:2], '{"role": "user", "content": broken', *good[2:4],

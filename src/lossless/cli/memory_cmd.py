@@ -23,6 +23,7 @@ from lossless.cli.options import Subparsers, command_parents
 from lossless.longterm.forgetting import ForgetPolicy, Forgotten
 from lossless.longterm.memories import Memories
 from lossless.longterm.records import KINDS, SCOPES, MemoryRecord
+from lossless.longterm.validate import check_content
 
 __all__ = [
     "cmd_memory_add",
@@ -195,6 +196,7 @@ def cmd_memory_add(ctx: CommandContext) -> int:
         if sys.stdin is None or sys.stdin.isatty():
             raise CommandError("no content: pass TEXT or pipe the memory on stdin")
         content = sys.stdin.read()
+    check_content(content)  # before the store is opened: a refused memory leaves no new database
     record = memories(ctx, create=True).add(content, kind=args.kind, user=args.user, agent=args.agent,
                                             importance=args.importance, conversation_id=args.conversation)
     if ctx.json:
