@@ -184,6 +184,24 @@ def test_expand_hints_work_when_followed(run: Run) -> None:
     assert seen == order and cut
 
 
+
+def test_expand_options_that_do_not_go_together_are_named_as_flags(run: Run) -> None:
+    """``expand msg_… --to sources`` answered "read it with offset, max_chars or page (to and
+    from_seq are for summaries)": lcm_expand's parameter names, which the CLI does not take.
+    It now names --offset, --max-chars, --page, --to and --from-seq."""
+    with lossless.open(run.db, context_window=2048, compaction="inline", embedder=None) as mem:
+        conv = mem.conversation("zh")
+        conv.add_many([{"role": "user" if i % 2 == 0 else "assistant",
+                        "content": f"第{i}条：今天和小美去公园散步，然后喝了咖啡。"} for i in range(200)])
+        msg, summary = conv.messages()[0].id, conv.summaries()[0].id
+    for argv in (["expand", msg, "--to", "sources"], ["expand", msg, "--from-seq", "2"],
+                 ["expand", summary, "--page", "1", "--from-seq", "3"]):
+        status, out, err = run(*argv)
+        assert status == 1 and not out, argv
+        assert "--from-seq" in err and "max_chars" not in err and "from_seq" not in err, err
+    status, out, _ = run("expand", msg, "--max-chars", "4")
+    assert status == 0 and out == "第0条："
+
 def test_add_reads_stdin(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO("from a pipe"))
     assert run("add", "c", "--role", "user")[0] == 0

@@ -455,6 +455,14 @@ def cmd_describe(ctx: CommandContext) -> int:
 
 def cmd_expand(ctx: CommandContext) -> int:
     args = ctx.args
+    # said in the CLI's flags (lcm_expand's own errors name its parameters: max_chars, from_seq)
+    covers = args.to != "messages" or args.from_seq is not None
+    if covers and str(args.id).startswith("msg_"):
+        raise CommandError(f"{args.id!r} is a message: read it with --offset, --max-chars or --page "
+                           "(--to and --from-seq are for summaries)")
+    if covers and (args.offset is not None or args.max_chars is not None or args.page is not None):
+        raise CommandError(f"{args.id!r}: --offset, --max-chars and --page read the summary's own text; --to and "
+                           "--from-seq page through what it covers: give one or the other")
     result = ctx.memory(create=False).tools(None).lcm_expand(
         args.id, to=args.to, max_tokens=args.max_tokens, from_seq=args.from_seq,
         offset=args.offset, max_chars=args.max_chars, page=args.page)
