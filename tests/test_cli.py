@@ -256,6 +256,10 @@ def test_grep_and_search_take_the_query_after_the_options(run: Run) -> None:
     assert status == 2 and "not both" in err
     status, _, err = run("grep", "c", "--regex", "咖.", "extra")
     assert status == 2 and "unrecognized arguments" in err
+    for command in ("grep", "search"):  # a bad bound is named by its flag ("since is not …" in grep)
+        for flag, value in (("--since", "昨天"), ("--until", "2024-02-30")):
+            status, _, err = run(command, "c", "咖啡", flag, value)
+            assert status == 1 and f"error: {flag} is not an ISO 8601 date/time: '{value}'" in err, err
 
 
 def test_a_refused_add_leaves_no_new_database(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -359,6 +359,9 @@ def cmd_grep(ctx: CommandContext) -> int:
     if scope is not None:
         ctx.existing_conversation(scope)
     mode = "regex" if args.regex else "raw" if args.raw else "fts"
+    for flag, value in (("--since", args.since), ("--until", args.until)):
+        if value is not None:
+            parse_datetime(value, flag)  # a bad one named by its flag, as search names it
     result = memory.tools(scope).lcm_grep(args.query, mode=mode, scope=args.scope, role=args.role,
                                           since=args.since, until=args.until, sort=args.sort, limit=args.limit)
     if ctx.json:
