@@ -285,6 +285,18 @@ def test_a_refused_add_leaves_no_new_database(tmp_path: Path, capsys: pytest.Cap
     assert main(["--db", str(db), "--json", "stats", "c"]) == 0
     assert json.loads(capsys.readouterr().out)["messages"] == 1
 
+
+def test_an_unknown_model_takes_the_window_from_the_command_line(run: Run) -> None:
+    """``--model 通义千问 --window 32000`` failed with "unknown model …: Pass context_window=
+    explicitly", though --window is the CLI's way to do that; and without --window the
+    error named only the Python API's remedies. Now the first works and the second names
+    --window."""
+    status, _, err = run("--model", "通义千问", "--window", "32000", "add", "c", "你好", "--role", "user")
+    assert status == 0, err
+    assert run.json("--model", "通义千问", "--window", "32000", "stats", "c")["context_window"] == 32_000
+    status, _, err = run("--model", "通义千问", "stats", "c")
+    assert status == 1 and "unknown model '通义千问'" in err and "--window N" in err
+
 def test_import_skips_bad_lines_and_is_idempotent(run: Run, tmp_path: Path) -> None:
     good = _messages(6, conversation="imp")
     lines: list[dict[str, Any] | str] = [*good[:2], '{"role": "user", "content": broken', *good[2:4],
