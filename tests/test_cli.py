@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -183,6 +184,24 @@ def test_expand_hints_work_when_followed(run: Run) -> None:
     assert seen == order and cut
 
 
+
+def test_expand_options_that_do_not_go_together_are_named_as_flags(run: Run) -> None:
+    """``expand msg_… --to sources`` answered "read it with offset, max_chars or page (to and
+    from_seq are for summaries)": lcm_expand's parameter names, which the CLI does not take.
+    It now names --offset, --max-chars, --page, --to and --from-seq."""
+    with lossless.open(run.db, context_window=2048, compaction="inline", embedder=None) as mem:
+        conv = mem.conversation("zh")
+        conv.add_many([{"role": "user" if i % 2 == 0 else "assistant",
+                        "content": f"第{i}条：今天和小美去公园散步，然后喝了咖啡。"} for i in range(200)])
+        msg, summary = conv.messages()[0].id, conv.summaries()[0].id
+    for argv in (["expand", msg, "--to", "sources"], ["expand", msg, "--from-seq", "2"],
+                 ["expand", summary, "--page", "1", "--from-seq", "3"]):
+        status, out, err = run(*argv)
+        assert status == 1 and not out, argv
+        assert "--from-seq" in err and "max_chars" not in err and "from_seq" not in err, err
+    status, out, _ = run("expand", msg, "--max-chars", "4")
+    assert status == 0 and out == "第0条："
+
 def test_add_reads_stdin(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO("from a pipe"))
     assert run("add", "c", "--role", "user")[0] == 0
@@ -204,6 +223,79 @@ def test_add_takes_the_text_as_an_argument(run: Run, monkeypatch: pytest.MonkeyP
     assert status == 2 and "given twice" in err and "TEXT" in err
     assert run.json("stats", "c")["messages"] == 3  # nothing stored by the refused adds
 
+
+
+
+def test_add_with_an_external_id_already_stored_says_so(run: Run) -> None:
+    """``add c 不同的内容 --external-id e1`` when e1 was stored already printed "#1 msg_…" and
+    exited 0, exactly as a new message does, while the text given was dropped. The same
+    message again now says "already stored" (exit 0, it is the idempotent retry); other
+    content under that id is an error naming the message that holds it, and stores nothing."""
+    status, first, _ = run("add", "c", "大家好", "--role", "user", "--name", "小美", "--external-id", "e1")
+    assert status == 0
+    status, again, err = run("add", "c", "大家好", "--role", "user", "--name", "小美", "--external-id", "e1")
+    assert status == 0 and again == first and "already stored (external id 'e1'): nothing added" in err
+    status, out, err = run("add", "c", "不同的内容", "--role", "user", "--external-id", "e1")
+    assert status == 1 and not out and "Traceback" not in err
+    assert "external id 'e1' is already stored in 'c' as #1" in " ".join(err.split()) and "not added" in err
+    assert run("add", "c", "新的", "--role", "user", "--external-id", "e2")[0] == 0
+    assert [(t["seq"], t["preview"]) for t in run.json("show", "c")["tail"]] == [(1, "大家好"), (2, "新的")]
+
+def test_grep_and_search_take_the_query_after_the_options(run: Run) -> None:
+    """``grep c --regex "咖."`` (the conversation, an option, then the query) was refused
+    with "unrecognized arguments: 咖.": argparse had taken the conversation for the query.
+    Now it means what it says, as ``grep c "咖." --regex`` does."""
+    assert run("add", "c", "--role", "user", "我昨天去了公园，然后喝了一杯咖啡。")[0] == 0
+    assert run("add", "d", "--role", "user", "咖喱饭很好吃")[0] == 0
+    for args in (("grep", "c", "--regex", "咖."), ("grep", "c", "--scope", "messages", "--regex", "咖."),
+                 ("grep", "c", "--limit", "5", "--", "咖啡"), ("search", "c", "--mode", "fts", "公园")):
+        hits = run.json(*args)["hits"]
+        assert [(h["conversation_id"], h["first_seq"]) for h in hits] == [("c", 1)], args
+    assert run.json("grep", "--all", "--regex", "咖.")["count"] == 2  # --all: no conversation to move
+    status, _, err = run("grep", "c", "--all", "--regex", "咖.")
+    assert status == 2 and "not both" in err
+    status, _, err = run("grep", "c", "--regex", "咖.", "extra")
+    assert status == 2 and "unrecognized arguments" in err
+    for command in ("grep", "search"):  # a bad bound is named by its flag ("since is not …" in grep)
+        for flag, value in (("--since", "昨天"), ("--until", "2024-02-30")):
+            status, _, err = run(command, "c", "咖啡", flag, value)
+            assert status == 1 and f"error: {flag} is not an ISO 8601 date/time: '{value}'" in err, err
+
+
+def test_a_refused_add_leaves_no_new_database(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty message, a bad date, text that is not UTF-8 or an empty memory, given with a
+    fresh ``--db``, were refused after the database had been created: an empty file was
+    left behind. They are now refused before it is opened."""
+    db = tmp_path / "新.db"
+    refused: list[tuple[list[str], str]] = [
+        (["add", "c", "", "--role", "user"], "needs content"),
+        (["add", "c", "你好", "--role", "user", "--created-at", "昨天"], "not an ISO 8601 date/time: '昨天'"),
+        (["add", "", "你好", "--role", "user"], "conversation id must be a non-empty string"),
+        (["memory", "add", "  "], "content is empty")]
+    for argv, said in refused:
+        assert main(["--db", str(db), *argv]) == 1, argv
+        assert said in capsys.readouterr().err, argv
+        assert not db.exists(), argv
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xff\xfe"), errors="surrogateescape"))
+    assert main(["--db", str(db), "add", "c", "--role", "user"]) == 1
+    assert "not valid UTF-8" in capsys.readouterr().err and not db.exists()
+    assert main(["--db", str(db), "add", "c", "你好", "--role", "user"]) == 0
+    capsys.readouterr()
+    assert main(["--db", str(db), "--json", "stats", "c"]) == 0
+    assert json.loads(capsys.readouterr().out)["messages"] == 1
+
+
+def test_an_unknown_model_takes_the_window_from_the_command_line(run: Run) -> None:
+    """``--model 通义千问 --window 32000`` failed with "unknown model …: Pass context_window=
+    explicitly", though --window is the CLI's way to do that; and without --window the
+    error named only the Python API's remedies. Now the first works and the second names
+    --window."""
+    status, _, err = run("--model", "通义千问", "--window", "32000", "add", "c", "你好", "--role", "user")
+    assert status == 0, err
+    assert run.json("--model", "通义千问", "--window", "32000", "stats", "c")["context_window"] == 32_000
+    status, _, err = run("--model", "通义千问", "stats", "c")
+    assert status == 1 and "unknown model '通义千问'" in err and "--window N" in err
 
 def test_import_skips_bad_lines_and_is_idempotent(run: Run, tmp_path: Path) -> None:
     good = _messages(6, conversation="imp")
@@ -237,6 +329,42 @@ def test_import_conversation_option_and_stdin(run: Run, tmp_path: Path, monkeypa
     assert run("import", "-", "--conversation", "piped")[0] == 0
     assert run.json("stats", "piped")["messages"] == 2
 
+
+
+def test_import_names_the_conversation_it_made(run: Run, tmp_path: Path) -> None:
+    """``import 聊天记录.txt`` said "imported 4 messages into 1 conversation" without its id,
+    and the docs called it ``text:<file name>``: a new user tried ``show text:聊天记录.txt``
+    and got "no conversation". The summary now names the one conversation it wrote to (the
+    file name without its extension), and that name works."""
+    path = tmp_path / "聊天记录.txt"
+    path.write_text("用户：你好，我想去公园散步。\n助手：北京有很多公园。\n", encoding="utf-8")
+    status, out, _ = run("import", path)
+    assert status == 0 and out.startswith("imported 2 messages into 1 conversation ('text:聊天记录') from 2 lines")
+    assert run.json("stats", "text:聊天记录")["messages"] == 2
+    status, out, _ = run("import", path)  # nothing written: no conversation to name
+    assert status == 0 and out.startswith("imported 0 messages into 0 conversations from 2 lines (text)")
+    two = _write_jsonl(tmp_path / "two.jsonl", [*_messages(1, conversation="甲"), *_messages(1, conversation="乙")])
+    status, out, _ = run("import", two)
+    assert status == 0 and out.startswith("imported 2 messages into 2 conversations from 2 lines")
+
+
+def test_import_of_a_zip_archive_says_to_unzip_it(store_target: StoreTarget, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A ChatGPT export arrives as a ZIP. ``import export.zip`` said "cannot tell the format:
+    give --format", which no --format fixes (``--format chatgpt``: "invalid JSON"), and left
+    an empty new database behind. Now both say it is a ZIP archive to unzip, before any
+    database is created."""
+    inner = tmp_path / "conversations.json"
+    inner.write_text(json.dumps([{"title": "咖啡", "mapping": {}}], ensure_ascii=False), encoding="utf-8")
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.write(inner, "conversations.json")
+    db = tmp_path / "fresh.db"
+    for extra in ([], ["--format", "chatgpt"]):
+        assert main(["--db", str(db), "import", str(archive), *extra]) == 1
+        err = capsys.readouterr().err
+        assert "export.zip is a ZIP archive: unzip it" in err and "conversations.json" in err, err
+    assert not db.exists()
 
 def test_import_strict_writes_nothing_from_the_bad_batch(run: Run, tmp_path: Path) -> None:
     lines: list[dict[str, Any] | str] = [*_messages(3, conversation="s"), "not json"]

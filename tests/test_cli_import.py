@@ -78,3 +78,22 @@ def test_an_unknown_option_shows_the_commands_usage(tmp_path: Path) -> None:
     assert result.stderr.startswith("usage: lossless import ")
     assert result.stderr.rstrip().endswith("lossless import: error: unrecognized arguments: --foo")
     assert not (tmp_path / "x.db").exists()
+
+
+def test_a_file_refused_before_reading_leaves_no_new_database(tmp_path: Path) -> None:
+    """``import notes.dat`` (a format that cannot be told), an empty ``.json`` or a bad
+    ``--conversation`` were refused only after the new database had been created: a fresh
+    ``--db`` was left behind, empty. Now they are refused first, as a missing file is."""
+    unknown = tmp_path / "笔记.dat"
+    unknown.write_text("随便写的一些文字\n没有说话人\n", encoding="utf-8")
+    empty = tmp_path / "空.json"
+    empty.write_bytes(b"")
+    chat = tmp_path / "chat.txt"
+    chat.write_text("用户：你好\n助手：你好！\n", encoding="utf-8")
+    db = tmp_path / "new.db"
+    for args, said in (([str(unknown)], "cannot tell the format of"), ([str(empty)], "is empty: nothing to import"),
+                       ([str(chat), "--conversation", ""], "conversation id must be a non-empty string")):
+        result = subprocess.run([sys.executable, "-m", "lossless", "--db", str(db), "import", *args],
+                                capture_output=True, text=True, env=_env(tmp_path), timeout=120, check=False)
+        assert result.returncode == 1 and said in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert not db.exists(), args

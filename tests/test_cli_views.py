@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -78,6 +80,32 @@ def test_stats_compression_and_plot(db: str, tmp_path: Path, capsys: pytest.Capt
     status, _, err = _run(db, capsys, "stats", "--plot", str(png))
     assert status == 1 and "give CONV" in err
 
+
+
+def test_plot_of_a_chinese_conversation_draws_or_names_what_it_cannot(store_target: StoreTarget,
+                                                                      tmp_path: Path) -> None:
+    """``stats 长对话 --plot`` drew the id in the title with DejaVu Sans alone: boxes, and
+    matplotlib's "Glyph 38271 … missing from font(s)" warnings, with source lines, on
+    stderr. Now the title falls back to an installed CJK font; where none is, one note
+    names the characters it cannot draw and what to install, and no warning leaks."""
+    from matplotlib import font_manager
+
+    db = str(store_target("plot-zh"))
+    with lossless.open(db) as mem:
+        mem.conversation("长对话").add(role="user", content="我昨天去了公园，然后喝了一杯咖啡。")
+    png = tmp_path / "长对话.png"
+    done = subprocess.run([sys.executable, "-m", "lossless", "--db", db, "stats", "长对话", "--plot", str(png)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "Warning" not in done.stderr and "missing from font" not in done.stderr, done.stderr
+    err = " ".join(done.stderr.split())
+    from lossless.cli.compression import _CJK_FONTS
+
+    if {f.name for f in font_manager.fontManager.ttflist} & set(_CJK_FONTS):
+        assert "note" not in err, err
+    else:
+        assert "no installed font draws '长对话' of the title" in err, err
 
 def test_ls_shows_a_title_beside_each_id(store_target: StoreTarget, tmp_path: Path) -> None:
     """`lossless ls` named conversations by id only (issue 30): each gets a title, the one

@@ -312,6 +312,32 @@ def test_cli_embed_stats_and_doctor_with_a_chinese_conversation(store_target: St
     assert found["count"] >= 1 and {h["matched"] for h in found["hits"]} == {"keyword"}
 
 
+
+@pytest.mark.model
+def test_cli_semantic_search_in_a_language_the_model_does_not_read_says_why(store_target: StoreTarget,
+                                                                            tmp_path: Path) -> None:
+    """``lossless search c 公园 --mode semantic`` with the English model: every hit is found
+    by keywords because the model does not read the query, not because the messages are
+    "not embedded yet" (they are: the English one has its vector, the Chinese one never
+    will); the hits and the note on stderr say so."""
+    db = str(store_target("cli-unread"))
+    env = {**os.environ, "LOSSLESS_HOME": str(tmp_path / "home"), "LOSSLESS_EMBEDDER": "local"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "lossless", "--db", db, *args], capture_output=True, text=True,
+                              env=env, timeout=300, check=False)
+
+    for text in (PARK_ZH, "I drank a coffee in the park, 公园 in Chinese."):
+        assert cli("add", "c", "--role", "user", "--content", text).returncode == 0
+    found = cli("search", "c", "公园", "--mode", "semantic")
+    assert found.returncode == 0, found.stderr
+    out, err = " ".join(found.stdout.split()), " ".join(found.stderr.split())  # unwrapped
+    assert "not embedded yet" not in out + err
+    assert out.count("by keywords (the embedder does not read the query's language)") == 2, out
+    assert "does not read the language of this query" in err
+    english = cli("search", "c", "coffee in the park", "--mode", "semantic")
+    assert english.returncode == 0 and "by keywords" not in english.stdout and not english.stderr.strip()
+
 # -- a multilingual model folder, without torch ----------------------------------------------
 
 _TEXTS = ["我上次跟你说我去了哪个公园？", "I went to the park and saw a heron", "Lisa 今天很开心, python script", "",

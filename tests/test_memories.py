@@ -786,6 +786,8 @@ def test_cli_errors_and_usage(store_target: StoreTarget, tmp_path: Path, capsys:
     _cli(db, capsys, "memory", "add", "something")
     status, _, err = _cli(db, capsys, "memory", "forget")
     assert status == 1 and "criterion" in err
+    # in the CLI's words: it said "or all=True to forget every memory", the Python API's
+    assert "--older-than" in err and "--all to forget every memory" in err and "all=True" not in err
     status, _, err = _cli(db, capsys, "memory", "add", " ", "--user", "ann")
     assert status == 1 and "content" in err
     assert _cli(db, capsys, "memory", "forget", "--older-than", "soon")[0] == 2

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -134,6 +135,23 @@ def test_default_for_unknown_model() -> None:
     assert context_window("acme-brain-7", default=4096) == 4096
     assert context_window("gpt-4o", default=4096) == 128_000
 
+
+
+def test_an_unknown_model_with_its_window_given_opens(tmp_path: Path) -> None:
+    """The unknown-model error says "Pass context_window= explicitly", but
+    ``lossless.open(model="通义千问", context_window=32000)`` raised the same error: the
+    model's defaults were looked up whatever was given. With the window given, an unknown
+    model now opens with that window and the usual defaults; a known one keeps its band."""
+    import lossless
+
+    with lossless.open(str(tmp_path / "a.db"), model="通义千问", context_window=32_000) as mem:
+        assert (mem.config.context_window, mem.config.model) == (32_000, "通义千问")
+        assert mem.config.fresh_tail_count == Config().fresh_tail_count
+    with lossless.open(str(tmp_path / "b.db"), model="gpt-4o", context_window=32_000) as mem:
+        assert mem.config.context_window == 32_000
+        assert mem.config.fresh_tail_count == history_limits(128_000).fresh_tail_count
+    with pytest.raises(ValidationError, match="unknown model '通义千问'"):
+        lossless.open(str(tmp_path / "c.db"), model="通义千问")
 
 def test_register_overrides_and_is_forgiving() -> None:
     register_model("gpt-4o", 64_000, max_output=4_096)

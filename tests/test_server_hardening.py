@@ -369,6 +369,24 @@ def test_keys_adopt_and_revoking_the_last_key_keeps_the_server_locked(store_targ
             assert httpx.get(f"{srv.url}{C}").status_code == 200
 
 
+
+def test_keys_adopt_refuses_a_tenant_keys_create_refuses(store_target: StoreTarget,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """``keys create --tenant 公司A`` is refused (a tenant is 1-64 ASCII letters, digits, _ . -),
+    but ``keys adopt --tenant 公司A 群聊`` copied the conversation into that tenant's
+    namespace, where no key can ever reach it. Now adopt gives create's error and copies
+    nothing."""
+    db = store_target("adopt-zh")
+    with lossless.open(db, embedder=None, compaction="deferred") as mem:
+        mem.conversation("群聊").add_many(chat(4))
+    assert main(["--db", str(db), "keys", "create", "--tenant", "公司A"]) == 1
+    refused = capsys.readouterr().err
+    assert main(["--db", str(db), "keys", "adopt", "--tenant", "公司A", "群聊"]) == 1
+    err = capsys.readouterr().err
+    assert err == refused and "tenant must be 1-64 ASCII letters" in err and "Traceback" not in err
+    with lossless.open(db, embedder=None, compaction="deferred") as mem:
+        assert [c.id for c in mem.conversations()] == ["群聊"]
+
 def test_write_commands_do_not_invent_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "no-such-dir" / "x.db"
     assert main(["--db", str(missing), "add", "c", "--role", "user", "--content", "hi"]) == 1

@@ -388,9 +388,10 @@ def open(
     saved = {k: v for k, v in store.get_settings().items() if k in Config.field_names()}
     try:
         if config.get("model"):  # a model named now beats the saved window
-            merged = {**saved, **_model_defaults(str(config["model"])), **config}
+            merged = {**saved, **_model_defaults(str(config["model"]), config.get("context_window")), **config}
         else:
-            merged = {**_model_defaults(saved["model"]), **saved, **config} if saved.get("model") else {**saved, **config}
+            merged = {**_model_defaults(saved["model"], config.get("context_window", saved.get("context_window"))),
+                      **saved, **config} if saved.get("model") else {**saved, **config}
         cfg = Config.from_kwargs(**merged)
     except Exception:
         store.close()
@@ -411,10 +412,14 @@ def _thread_engine(services: Services) -> tuple[Services, bool]:
     return services, False
 
 
-def _model_defaults(model: str) -> dict[str, Any]:
+def _model_defaults(model: str, window: object = None) -> dict[str, Any]:
     """Config for a named chat model: its known window (less room for the reply), the 80 %
-    trigger and the fresh tail and message cap of its window band (:mod:`lossless.core.models`)."""
-    from lossless.core.models import context_window, history_limits
+    trigger and the fresh tail and message cap of its window band (:mod:`lossless.core.models`).
+    A model with no known window whose ``window`` is given gets none: that window and the
+    usual defaults apply (an unknown model without one is an error saying how to give it)."""
+    from lossless.core.models import context_window, find_model, history_limits
 
+    if window is not None and find_model(model) is None:
+        return {}
     limits = history_limits(context_window(model))
     return {**limits.config_kwargs(), "compact_after_messages": limits.max_history_messages}

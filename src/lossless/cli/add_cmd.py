@@ -48,12 +48,21 @@ def cmd_add(ctx: CommandContext) -> int:
     fields = {"role": args.role, "content": content, "name": args.name, "created_at": args.created_at,
               "external_id": args.external_id}
     fields = {k: v for k, v in fields.items() if v is not None}
-    memory = ctx.memory()
-    # Check the message before get-or-create, so a refused message leaves no empty conversation.
+    # Check the message before the store is opened and before get-or-create, so a refused
+    # message leaves no new database and no empty conversation (its size once the store's
+    # limit is known).
     check_conversation_id(args.conversation)
-    validate_message(fields, max_bytes=memory.config.max_message_bytes)
+    validate_message(fields, max_bytes=sys.maxsize)
+    memory = ctx.memory()
+    new = validate_message(fields, max_bytes=memory.config.max_message_bytes)
     conv = memory.conversation(args.conversation)
+    before = memory.store.last_seq(conv.id)
     msg = conv.add_many([fields])[0]
+    if msg.seq <= before:  # the --external-id was stored already: add_many handed back that message
+        if (msg.role, msg.content, msg.name) != (new.role, new.content, new.name):
+            raise CommandError(f"external id {args.external_id!r} is already stored in {conv.id!r} as #{msg.seq} "
+                               f"({msg.id}) with other content: this message was not added (give another id)")
+        ctx.err.print(Text(f"already stored (external id {args.external_id!r}): nothing added"), soft_wrap=True)
     if ctx.json:
         ctx.emit_json({"conversation": conv.id, "seq": msg.seq, "id": msg.id, "tokens": msg.token_count})
     else:

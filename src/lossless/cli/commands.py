@@ -84,6 +84,7 @@ def _register_searches(sub: Subparsers, common: list[argparse.ArgumentParser]) -
                     check=_check_search)
     p.add_argument("conversation", metavar="CONV", nargs="?", help="the conversation (or --all)")
     p.add_argument("query", metavar="QUERY")
+    p.set_defaults(late_positional=("conversation", "query"))  # also grep c1 --regex "x"
     p.add_argument("--all", action="store_true", help="search every conversation")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--regex", action="store_true", help="QUERY is a regular expression")
@@ -100,6 +101,7 @@ def _register_searches(sub: Subparsers, common: list[argparse.ArgumentParser]) -
                     check=_check_search)
     p.add_argument("conversation", metavar="CONV", nargs="?", help="the conversation (or --all / --where)")
     p.add_argument("query", metavar="QUERY")
+    p.set_defaults(late_positional=("conversation", "query"))  # also search c1 --mode fts "x"
     p.add_argument("--all", action="store_true", help="search every conversation")
     p.add_argument("--where", metavar="KEY=VALUE", action="append", default=[],
                    help="only conversations whose metadata has KEY=VALUE (repeatable; implies --all)")
@@ -357,6 +359,9 @@ def cmd_grep(ctx: CommandContext) -> int:
     if scope is not None:
         ctx.existing_conversation(scope)
     mode = "regex" if args.regex else "raw" if args.raw else "fts"
+    for flag, value in (("--since", args.since), ("--until", args.until)):
+        if value is not None:
+            parse_datetime(value, flag)  # a bad one named by its flag, as search names it
     result = memory.tools(scope).lcm_grep(args.query, mode=mode, scope=args.scope, role=args.role,
                                           since=args.since, until=args.until, sort=args.sort, limit=args.limit)
     if ctx.json:
@@ -384,11 +389,22 @@ def cmd_search(ctx: CommandContext) -> int:
         until=parse_until(args.until, "--until") if args.until else None, mode=args.mode,
     )
     result = {"query": args.query, "mode": args.mode, "count": len(hits), "hits": [hit_dict(h) for h in hits]}
+    # a query in a language the embedder does not read is searched by keywords alone, and
+    # its hits will never be found by vectors: "not embedded yet" would say otherwise
+    unread = args.mode == "semantic" and memory.recaller.embedder is not None \
+        and not memory.recaller.reads(args.query)
     if ctx.json:
         ctx.emit_json(result)
     else:
-        ctx.out.print(render.grep_hits(result, show_conversation=scope is None))
-    if args.mode == "semantic" and "message" in kinds:
+        ctx.out.print(render.grep_hits(
+            result, show_conversation=scope is None,
+            keyword_label="by keywords (the embedder does not read the query's language)" if unread
+            else "by keywords (not embedded yet)"))
+    if unread:
+        ctx.err.print(Text("note: the embedder does not read the language of this query, so it was searched by "
+                           "keywords only (`lossless doctor` says what the embedder reads; a multilingual model "
+                           "folder in LOSSLESS_EMBEDDER gives vectors for it)", style="dim"), soft_wrap=True)
+    elif args.mode == "semantic" and "message" in kinds:
         # the search embedded what it could first (a bounded catch-up); the rest it found by keywords
         behind = memory.recaller.not_embedded([scope] if scope is not None else None)
         if behind:
@@ -442,6 +458,14 @@ def cmd_describe(ctx: CommandContext) -> int:
 
 def cmd_expand(ctx: CommandContext) -> int:
     args = ctx.args
+    # said in the CLI's flags (lcm_expand's own errors name its parameters: max_chars, from_seq)
+    covers = args.to != "messages" or args.from_seq is not None
+    if covers and str(args.id).startswith("msg_"):
+        raise CommandError(f"{args.id!r} is a message: read it with --offset, --max-chars or --page "
+                           "(--to and --from-seq are for summaries)")
+    if covers and (args.offset is not None or args.max_chars is not None or args.page is not None):
+        raise CommandError(f"{args.id!r}: --offset, --max-chars and --page read the summary's own text; --to and "
+                           "--from-seq page through what it covers: give one or the other")
     result = ctx.memory(create=False).tools(None).lcm_expand(
         args.id, to=args.to, max_tokens=args.max_tokens, from_seq=args.from_seq,
         offset=args.offset, max_chars=args.max_chars, page=args.page)
@@ -690,7 +714,12 @@ def cmd_stats(ctx: CommandContext) -> int:
         numbers = conv.stats()
         stats = {**numbers.to_dict(), **compression_stats(conv, numbers)}
         if plot:
-            stats["plot"] = str(plot_compression(conv, numbers, plot))
+            drawn, undrawn = plot_compression(conv, numbers, plot)
+            stats["plot"] = str(drawn)
+            if undrawn:
+                ctx.err.print(Text(f"note: no installed font draws {undrawn!r} of the title: the plot shows boxes "
+                                   "instead (install a font with them, e.g. Noto Sans CJK: fonts-noto-cjk)",
+                                   style="dim"), soft_wrap=True)
     elif plot:
         raise CommandError("stats --plot draws one conversation: give CONV")
     else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,14 @@ from lossless.core.errors import MissingDependencyError, ValidationError
 from lossless.core.stats import ConversationStats
 
 __all__ = ["compression_stats", "plot_compression"]
+
+# Fonts that draw Chinese, Japanese and Korean, used for the title (the conversation id)
+# after DejaVu Sans, matplotlib's own, where installed: it falls back glyph by glyph.
+_CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans CJK KR", "Noto Sans SC", "Source Han Sans SC",
+              "Source Han Sans", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "Droid Sans Fallback",
+              "Microsoft YaHei", "SimHei", "PingFang SC", "Hiragino Sans GB", "Hiragino Sans", "Yu Gothic",
+              "Meiryo", "Malgun Gothic", "Apple SD Gothic Neo", "AR PL UMing CN")
+_MISSING_GLYPH = re.compile(r"Glyph (\d+) .*missing from font")
 
 
 def compression_stats(conv: Conversation, stats: ConversationStats) -> dict[str, Any]:
@@ -31,15 +41,17 @@ def compression_stats(conv: Conversation, stats: ConversationStats) -> dict[str,
     }
 
 
-def plot_compression(conv: Conversation, stats: ConversationStats, path: str) -> Path:
+def plot_compression(conv: Conversation, stats: ConversationStats, path: str) -> tuple[Path, str]:
     """Draw the compression to a PNG: raw history beside the active context (summaries and
-    raw tail), and the summaries at each depth. matplotlib is imported only here."""
+    raw tail), and the summaries at each depth. matplotlib is imported only here. Returns
+    the file and the characters of the title no installed font draws ("" when none)."""
     target = Path(path)
     if target.is_dir():
         raise ValidationError(f"--plot {target} is a directory: give a file name such as compression.png")
     if not target.parent.is_dir():
         raise ValidationError(f"--plot {target}: no directory {target.parent}")
     try:
+        from matplotlib import font_manager
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
@@ -53,8 +65,10 @@ def plot_compression(conv: Conversation, stats: ConversationStats, path: str) ->
     left.bar(["active context"], [tail], color="#f0b429", label="raw tail")
     left.bar(["active context"], [frontier], bottom=[tail], color="#2680c2", label="frontier summaries")
     ratio = extra["compression_ratio"]
+    installed = {f.name for f in font_manager.fontManager.ttflist}
     left.set_title(f"{conv.id}: {extra['raw_tokens']:,} → {extra['active_context_tokens']:,} tokens"
-                   + (f" ({ratio:g}×)" if ratio else ""), fontsize=10)
+                   + (f" ({ratio:g}×)" if ratio else ""), fontsize=10,
+                   fontfamily=["DejaVu Sans", *(f for f in _CJK_FONTS if f in installed)])
     left.set_ylabel("tokens")
     left.legend(loc="upper right", fontsize=8)
     depths = [int(d) for d in extra["summaries_per_depth"]]
@@ -65,5 +79,13 @@ def plot_compression(conv: Conversation, stats: ConversationStats, path: str) ->
                        ha="center", va="bottom", fontsize=8)
     right.set_title("summaries per depth" if depths else "no summaries yet", fontsize=10)
     right.set_ylabel("summaries")
-    fig.savefig(target, format="png", dpi=100)
-    return target
+    with warnings.catch_warnings(record=True) as caught:  # a glyph no font has: the caller says so once
+        warnings.simplefilter("always")
+        fig.savefig(target, format="png", dpi=100)
+    missing: dict[str, None] = {}
+    for w in caught:
+        if found := _MISSING_GLYPH.search(str(w.message)):
+            missing[chr(int(found[1]))] = None
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return target, "".join(missing)

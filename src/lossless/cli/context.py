@@ -18,6 +18,7 @@ from rich.text import Text
 import lossless
 from lossless.conversation import Conversation
 from lossless.core import environ
+from lossless.core.errors import ValidationError
 from lossless.engine import Memory, embedder_log
 from lossless.store.urls import is_postgres_url, redact_url
 
@@ -125,8 +126,15 @@ class CommandContext:
 
                 summarizer = make_summarizer(kind, model=summarizer_model)
             # no --db nor $LOSSLESS_DB: None, so lossless.open creates the default location
-            with self._embedder_notice():
-                self._memory = lossless.open(url or (path if explicit else None), summarizer=summarizer, **config)
+            try:
+                with self._embedder_notice():
+                    self._memory = lossless.open(url or (path if explicit else None), summarizer=summarizer,
+                                                 **config)
+            except ValidationError as exc:
+                if model is not None and given is None and str(exc).startswith("unknown model"):
+                    # its remedies are the API's (context_window=): the CLI's is --window
+                    raise CommandError(f"{exc} On the command line: --window N gives its window.") from None
+                raise
             if given is not None and create and path != Path(":memory:"):
                 # remembered, so later commands on this database need not repeat --window
                 self._memory.save_settings(context_window=given)

@@ -18,6 +18,7 @@ from rich.text import Text
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents, no_wait
 from lossless.cli.progress import WorkProgress
+from lossless.core.validate import check_conversation_id
 from lossless.importers import (
     BATCH_SIZE,
     FORMATS,
@@ -25,6 +26,7 @@ from lossless.importers import (
     ImportReport,
     Problem,
     check_source,
+    detect,
     file_size,
     import_file,
 )
@@ -44,7 +46,7 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
     p.add_argument("--conversation", metavar="ID",
                    help="put every message here (default: each source conversation keeps its own id, "
                         "e.g. claude-code:<sessionId>; OpenAI lines name theirs in a 'conversation' field, "
-                        "else they go to openai:<file name>)")
+                        "else they go to openai:<file name without its extension>)")
     p.add_argument("--strict", action="store_true",
                    help="stop at the first bad line, writing nothing from its batch")
     no_wait(p)
@@ -52,7 +54,11 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
 
 def cmd_import(ctx: CommandContext) -> int:
     args = ctx.args
-    check_source(args.file)  # before the store is opened: a bad path leaves no new database
+    check_source(args.file)  # before the store is opened: a bad path leaves no new database,
+    if args.format is None and args.file != "-":
+        detect(args.file)  # nor does a file whose format cannot be told, or an empty one
+    if args.conversation is not None:
+        check_conversation_id(args.conversation)  # nor a bad --conversation
     memory = ctx.memory()
     name = "<stdin>" if args.file == "-" else str(args.file)
 

@@ -89,17 +89,24 @@ def _late_positional(args: argparse.Namespace, unknown: list[str]) -> list[str]:
     the arguments before the first option: ``add c1 --role user "hi"`` leaves "hi" over.
     A command that names such a positional (``set_defaults(late_positional=...)``) gets
     one such leftover, when it is not an option (or follows ``--``) and the positional is
-    still empty."""
+    still empty. A command whose optional positional comes first (``grep [CONV] QUERY``)
+    names the pair (``late_positional=("conversation", "query")``): ``grep c1 --regex "x"``
+    took "c1" for the query, so with the first still empty the two move up by one."""
     name = getattr(args, "late_positional", None)
-    if not name or getattr(args, name, None) is not None:
+    first, name = name if isinstance(name, tuple) else (None, name)
+    if not name or (first is None and getattr(args, name, None) is not None) \
+            or (first is not None and getattr(args, first, None) is not None):
         return unknown
     if len(unknown) == 2 and unknown[0] == "--":  # after "--" even "-5 °C" is the text
-        setattr(args, name, unknown[1])
-        return []
-    if len(unknown) == 1 and not unknown[0].startswith("-"):
-        setattr(args, name, unknown[0])
-        return []
-    return unknown
+        late = unknown[1]
+    elif len(unknown) == 1 and not unknown[0].startswith("-"):
+        late = unknown[0]
+    else:
+        return unknown
+    if first is not None:
+        setattr(args, first, getattr(args, name))
+    setattr(args, name, late)
+    return []
 
 
 def _fail(message: str) -> int:

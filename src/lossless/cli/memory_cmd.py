@@ -23,6 +23,7 @@ from lossless.cli.options import Subparsers, command_parents
 from lossless.longterm.forgetting import ForgetPolicy, Forgotten
 from lossless.longterm.memories import Memories
 from lossless.longterm.records import KINDS, SCOPES, MemoryRecord
+from lossless.longterm.validate import check_content
 
 __all__ = [
     "cmd_memory_add",
@@ -195,6 +196,7 @@ def cmd_memory_add(ctx: CommandContext) -> int:
         if sys.stdin is None or sys.stdin.isatty():
             raise CommandError("no content: pass TEXT or pipe the memory on stdin")
         content = sys.stdin.read()
+    check_content(content)  # before the store is opened: a refused memory leaves no new database
     record = memories(ctx, create=True).add(content, kind=args.kind, user=args.user, agent=args.agent,
                                             importance=args.importance, conversation_id=args.conversation)
     if ctx.json:
@@ -280,6 +282,11 @@ def cmd_memory_forget(ctx: CommandContext) -> int:
             raise CommandError("no forgetting policy is configured (memory_capacity, memory_max_unused_days "
                                "and memory_importance_floor are all off)")
         return _policy_report(ctx, memories(ctx).apply_policy(policy, dry_run=args.dry_run), args.dry_run)
+    if not (args.ids or args.user or args.agent or args.kind or args.scope or args.older_than is not None
+            or args.importance_below is not None or args.keep is not None or args.all):
+        # said here in the CLI's own words (the API's error names its parameters: all=True)
+        raise CommandError("memory forget needs a criterion (IDs, --user, --agent, --kind, --scope, --older-than, "
+                           "--importance-below or --keep), or --all to forget every memory")
     gone = memories(ctx).forget(
         args.ids or None, user=args.user, agent=args.agent, kind=args.kind, scope=args.scope,
         older_than=args.older_than, importance_below=args.importance_below, keep=args.keep,

@@ -203,8 +203,10 @@ def _iso_short(value: str) -> str:
         return value
 
 
-def grep_hits(result: Mapping[str, Any], *, show_conversation: bool) -> RenderableType:
-    """``lcm_grep`` hits: one header line each (id, span, time) and the snippet under it."""
+def grep_hits(result: Mapping[str, Any], *, show_conversation: bool,
+              keyword_label: str = "by keywords (not embedded yet)") -> RenderableType:
+    """``lcm_grep`` hits: one header line each (id, span, time) and the snippet under it;
+    a semantic search's hits found by keywords say so with ``keyword_label``."""
     hits = result.get("hits", [])
     if not hits:
         return Text(f"no matches for {result.get('query')!r}", style="dim")
@@ -219,7 +221,7 @@ def grep_hits(result: Mapping[str, Any], *, show_conversation: bool) -> Renderab
         head.append(f"d{hit['depth']} " if hit["kind"] == "summary" else f"{hit.get('role') or ''} ", style="magenta")
         head.append(_iso_short(str(hit["created_at"])), style="green")
         if hit.get("matched") == "keyword" and result.get("mode") == "semantic":
-            head.append(" by keywords (not embedded yet)", style="yellow")
+            head.append(f" {keyword_label}", style="yellow")
         lines.append(head)
         lines.append(Padding(Text(one_line(str(hit.get("snippet", "")), 200)), (0, 0, 0, 4), expand=False))
     lines.append(Text(f"{result.get('count', len(hits))} match(es)", style="dim"))

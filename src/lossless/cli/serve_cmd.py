@@ -19,7 +19,7 @@ from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, command_parents, non_negative, positive
 from lossless.core import environ
 from lossless.core.errors import MissingDependencyError
-from lossless.server.keys import APIKeys
+from lossless.server.keys import APIKeys, check_tenant
 
 __all__ = ["cmd_keys_adopt", "cmd_keys_create", "cmd_keys_ls", "cmd_keys_revoke", "cmd_mcp", "cmd_serve", "register"]
 
@@ -198,6 +198,7 @@ def cmd_keys_adopt(ctx: CommandContext) -> int:
     args = ctx.args
     if bool(args.conversations) == bool(args.all_unowned):
         raise CommandError("keys adopt: name the conversations, or --all-unowned")
+    check_tenant(args.tenant)  # a name `keys create` refuses would get copies no key can ever reach
     memory = ctx.memory(create=False)
     tenant = Tenant(args.tenant)
     tenant.stored_id("x")  # the tenant name makes valid ids

@@ -13,7 +13,7 @@ A message ``{"role", "content": str | [blocks]}`` becomes OpenAI-shaped messages
 
 The file: JSONL, one message per line, or JSON — a request-like object
 ``{"system", "messages"}`` or an array of messages. Conversation: a ``conversation``
-field, else ``anthropic:<file name>``. Messages without an ``id`` get one made from their
+field, else ``anthropic:<file name without its extension>``. Messages without an ``id`` get one made from their
 conversation, position and content.
 """
 

@@ -80,8 +80,11 @@ class ImportReport:
         source = f"{self.lines:,} line{'s' if self.lines != 1 else ''}"
         if self.document:  # a (pretty-printed) JSON document: its lines say nothing of its size
             source = f"{self.records:,} record{'s' if self.records != 1 else ''} of a JSON document"
+        named = [c for c, n in self.added.items() if n]
         text = (f"imported {added:,} message{'s' if added != 1 else ''} into {convs} "
-                f"conversation{'s' if convs != 1 else ''} from {source}")
+                f"conversation{'s' if convs != 1 else ''}"
+                + (f" ({named[0]!r})" if convs == 1 else "")  # its id, which the file does not show
+                + f" from {source}")
         if self.format:
             text += f" ({self.format})"
         if self.already_stored:
@@ -361,7 +364,8 @@ def import_file(
 
 
 def check_source(path: str | os.PathLike[str]) -> None:
-    """Refuse, before anything is opened or created, a path that is missing or a directory."""
+    """Refuse, before anything is opened or created, a path that is missing or a directory,
+    or a ZIP archive (a ChatGPT export is downloaded as one), which no format reads."""
     if str(path) == "-":
         return
     target = Path(path)
@@ -369,6 +373,14 @@ def check_source(path: str | os.PathLike[str]) -> None:
         raise ValidationError(f"{target} is a directory, not a file to import (import its files one by one)")
     if not target.exists():
         raise ValidationError(f"{target}: no such file")
+    try:
+        with open(target, "rb") as f:
+            zipped = f.read(4) == b"PK\x03\x04"
+    except OSError:
+        return  # said by the import itself, with the reason
+    if zipped:
+        raise ValidationError(f"{target} is a ZIP archive: unzip it and import the file inside "
+                              "(a ChatGPT export: its conversations.json)")
 
 
 def file_size(path: str | os.PathLike[str]) -> int | None:

@@ -3,7 +3,7 @@
 JSONL: one message object per line (``role``, ``content`` as text or content parts,
 ``tool_calls``, ``tool_call_id``, ``name``, ``created_at``, ``metadata``,
 ``external_id``), with the conversation in a ``conversation`` field or given by the caller,
-else ``openai:<file name>`` (one conversation per file, as the other formats do);
+else ``openai:<file name without its extension>`` (one conversation per file, as the other formats do);
 a line holding ``{"conversation": …, "messages": [...]}`` imports that whole list.
 
 JSON: an array of such messages, an array of ``{"conversation", "messages"}`` objects, or

@@ -9,7 +9,7 @@ case — starts a message; the lines after it, up to the next speaker line, belo
 message (blank lines around it are trimmed, the rest is kept as written). Text before the
 first speaker line is counted and skipped.
 
-Conversation ``text:<file name>``; there are no ids or times in the file, so each
+Conversation ``text:<file name without its extension>``; there are no ids or times in the file, so each
 message's external id hashes the conversation, its position and its text (re-importing the
 same file adds nothing; editing an earlier message and re-importing adds the changed tail
 again), and its time is the time of the import.
