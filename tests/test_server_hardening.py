@@ -345,6 +345,21 @@ def test_ids_with_a_slash_can_be_opened(server: str) -> None:
     assert httpx.get(f"{server}{C}/team%2Falpha/messages").json()["data"][0]["content"] == "hi"
 
 
+def test_a_url_escape_that_is_not_utf8_is_400_and_stores_nothing(server: str, memory: lossless.Memory) -> None:
+    # 对话/一 as UTF-8 escapes names the conversation; %FF%FE, or café in Latin-1 (%E9), is no
+    # UTF-8: it was read as U+FFFD and stored a conversation "\ufffd\ufffd" nobody sent
+    cid = "%E5%AF%B9%E8%AF%9D%2F%E4%B8%80"
+    assert httpx.post(f"{server}{C}/{cid}/messages", json={"role": "user", "content": "公园"}).status_code == 201
+    assert httpx.get(f"{server}{C}/{cid}").json()["id"] == "对话/一"
+    for bad in ("%FF%FE", "caf%E9", "%ED%A0%80"):  # the last: a UTF-16 surrogate, encoded
+        message = _error(httpx.post(f"{server}{C}/{bad}/messages", json={"role": "user", "content": "x"}),
+                         400, "invalid_request")
+        assert "not UTF-8" in message and "path" in message
+        _error(httpx.get(f"{server}{C}/{bad}"), 400, "invalid_request")
+    assert "query string" in _error(httpx.get(f"{server}/v1/lossless/memories?user=%FF"), 400, "invalid_request")
+    assert [c.id for c in memory.conversations()] == ["对话/一"]
+
+
 def test_keys_adopt_and_revoking_the_last_key_keeps_the_server_locked(store_target: StoreTarget, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     db = store_target("k")

@@ -8,6 +8,7 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote_to_bytes
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -17,7 +18,7 @@ from lossless.server.auth import Authenticator
 from lossless.server.errors import exception_response
 from lossless.server.keys import APIKeys
 from lossless.server.limits import Limits, TenantSlots
-from lossless.server.params import Fields, read_json
+from lossless.server.params import Fields, bad, read_json
 from lossless.server.tenancy import Tenant
 
 if TYPE_CHECKING:
@@ -100,6 +101,20 @@ class Call:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+def check_url(request: Request) -> None:
+    """A 400 for a URL path or query string whose ``%XX`` escapes are not UTF-8: the server
+    would decode each bad byte as U+FFFD, so ``%E9`` (Latin-1 é) would name a conversation
+    nobody sent."""
+    for part, raw in (("path", request.scope.get("raw_path")), ("query string", request.scope.get("query_string"))):
+        if not raw or b"%" not in raw:
+            continue
+        try:
+            unquote_to_bytes(raw).decode("utf-8")
+        except UnicodeDecodeError:
+            raise bad(f"the URL's {part} is not UTF-8 once its %XX escapes are decoded: percent-encode ids "
+                      "and values as UTF-8 (对话 is %E5%AF%B9%E8%AF%9D)") from None
+
+
 def endpoint(fn: Callable[[Call], Any], *, body: bool = False, stores: bool = False) -> Handler:
     """A route handler around ``fn(call)``; ``body``: the request has a JSON body (an
     empty one reads as ``{}``); ``stores``: reading the body and ``fn`` take one of the
@@ -107,6 +122,7 @@ def endpoint(fn: Callable[[Call], Any], *, body: bool = False, stores: bool = Fa
     a :class:`Reply`."""
 
     async def run(request: Request, state: ServerState, tenant: Tenant) -> Any:
+        check_url(request)
         data = await read_json(request, state.max_body_bytes, empty={}) if body else None
         call = Call(state.memory, tenant, dict(request.path_params), dict(request.query_params), data, state.limits)
         return await run_in_threadpool(fn, call)
