@@ -360,6 +360,21 @@ def test_a_url_escape_that_is_not_utf8_is_400_and_stores_nothing(server: str, me
     assert [c.id for c in memory.conversations()] == ["对话/一"]
 
 
+def test_lcm_expand_from_seq_past_the_end_reads_nothing_whatever_its_size(server: str) -> None:
+    # from_seq beyond SQLite's 64-bit integers went to the query: a 422 "int too big to convert"
+    # naming no argument here, and over MCP a tool error with no message at all
+    url = f"{server}{C}/%E5%85%AC%E5%9B%AD"  # 公园
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"第{i}条：我们在公园喝咖啡。"} for i in range(80)]
+    assert httpx.post(f"{url}/messages", json={"messages": msgs}).status_code == 201
+    leaf = httpx.post(f"{url}/compact", json={"full": True}).json()["leaves"][0]
+    last = httpx.post(f"{url}/tools/lcm_describe", json={"id": leaf}).json()["last_seq"]
+    for from_seq in (last + 1, 2**63, 10**30):
+        r = httpx.post(f"{url}/tools/lcm_expand", json={"id": leaf, "from_seq": from_seq})
+        assert r.status_code == 200, r.text
+        assert r.json()["items"] == [] and r.json()["next_from_seq"] is None
+    assert httpx.post(f"{url}/tools/lcm_expand", json={"id": leaf, "from_seq": last}).json()["items"][0]["seq"] == last
+
+
 def test_keys_adopt_and_revoking_the_last_key_keeps_the_server_locked(store_target: StoreTarget, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     db = store_target("k")
