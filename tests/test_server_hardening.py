@@ -360,6 +360,31 @@ def test_a_url_escape_that_is_not_utf8_is_400_and_stores_nothing(server: str, me
     assert [c.id for c in memory.conversations()] == ["对话/一"]
 
 
+def test_a_lone_surrogate_anywhere_in_a_body_is_422_naming_the_field(server: str, memory: lossless.Memory) -> None:
+    # "\ud800" is valid JSON but no text: a search query with one was searched, then the
+    # answer echoing it could not be encoded (500, text/plain, a traceback in the log); in
+    # metadata it reached the store's write (500)
+    json_type = {"content-type": "application/json"}
+    conv = f"{server}{C}/%E5%85%AC%E5%9B%AD"  # 公园
+    pair = httpx.post(f"{conv}/messages", headers=json_type,
+                      content=b'{"role": "user", "content": "\\u516c\\u56ed \\ud83d\\ude00"}')  # escaped, a pair
+    assert pair.status_code == 201, pair.text
+    for url, body, field in [
+            (f"{conv}/search", '{"query": "公园\\ud800"}', "'query'"),
+            (f"{conv}/tools/lcm_grep", '{"query": "\\ud83d"}', "'query'"),
+            (f"{server}/v1/lossless/search", '{"query": "\\udc00咖啡"}', "'query'"),
+            (f"{server}/v1/lossless/memories/search", '{"query": "咖啡\\ud800"}', "'query'"),
+            (f"{server}{C}", '{"id": "好", "metadata": {"user": "\\ud800"}}', "'metadata.user'"),
+            (f"{conv}/messages", '{"role": "user", "content": "ok", "metadata": {"标签": "\\ud800"}}', "'metadata.标签'"),
+            (f"{server}/v1/lossless/memories", '{"content": "记忆", "metadata": {"k": ["\\udfff"]}}', "'metadata.k[0]'")]:
+        r = httpx.post(url, content=body.encode(), headers=json_type)
+        message = _error(r, 422, "validation_error")
+        assert field in message and "lone surrogate" in message, message
+    assert [c.id for c in memory.conversations()] == ["公园"]
+    assert [m.content for m in memory.conversation("公园").messages()] == ["公园 😀"]
+    assert memory.memories.ls() == []
+
+
 def test_lcm_expand_from_seq_past_the_end_reads_nothing_whatever_its_size(server: str) -> None:
     # from_seq beyond SQLite's 64-bit integers went to the query: a 422 "int too big to convert"
     # naming no argument here, and over MCP a tool error with no message at all
