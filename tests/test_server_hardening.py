@@ -385,6 +385,24 @@ def test_a_lone_surrogate_anywhere_in_a_body_is_422_naming_the_field(server: str
     assert memory.memories.ls() == []
 
 
+def test_paging_numbers_past_64_bits_are_400_naming_the_parameter(server: str) -> None:
+    # they reached SQL: 422 "a number in the request is out of range: int too big to convert",
+    # naming nothing; after=2**63-1 overflowed too (after + 1)
+    conv = f"{server}{C}/%E5%85%AC%E5%9B%AD"  # 公园
+    assert httpx.post(f"{conv}/messages", json={"role": "user", "content": "去公园"}).status_code == 201
+    big, top = 10**22, 2**63 - 1
+    for url, name in [(f"{conv}/messages?after={big}", "'after'"), (f"{server}{C}?offset={big}", "'offset'"),
+                      (f"{server}/v1/lossless/memories?offset={top + 1}", "'offset'")]:
+        assert name in _error(httpx.get(url), 400, "invalid_request")
+    assert "'keep'" in _error(httpx.post(f"{server}/v1/lossless/memories/forget", json={"keep": big, "dry_run": True}),
+                              400, "invalid_request")
+    for url in (f"{conv}/messages?after={top}", f"{conv}/messages?after={top - 1}", f"{server}{C}?offset={top}",
+                f"{server}/v1/lossless/memories?offset={top}"):
+        r = httpx.get(url)
+        assert r.status_code == 200 and r.json()["data"] == [], r.text
+    assert [m["content"] for m in httpx.get(f"{conv}/messages?after=0").json()["data"]] == ["去公园"]
+
+
 def test_lcm_expand_from_seq_past_the_end_reads_nothing_whatever_its_size(server: str) -> None:
     # from_seq beyond SQLite's 64-bit integers went to the query: a 422 "int too big to convert"
     # naming no argument here, and over MCP a tool error with no message at all

@@ -19,10 +19,11 @@ from starlette.requests import ClientDisconnect, Request
 from lossless.core.errors import ValidationError
 from lossless.server.errors import HTTPError
 
-__all__ = ["Fields", "bad", "parse_json", "read_body", "read_json"]
+__all__ = ["MAX_INT", "Fields", "bad", "parse_json", "read_body", "read_json"]
 
 log = logging.getLogger("lossless.server")
 
+MAX_INT = 2**63 - 1  # the stores' integers (SQLite's, PostgreSQL's bigint): a count or offset past it reaches no SQL
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # where a lone surrogate can come from in UTF-8 JSON
 _PARSE_ON_LOOP = 256 * 1024  # larger bodies are parsed in a worker thread
 _DRAIN_FACTOR = 4  # an oversized body up to this many times the cap is read and dropped, so the
