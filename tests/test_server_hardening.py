@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -343,6 +344,21 @@ def test_ids_with_a_slash_can_be_opened(server: str) -> None:
     assert httpx.post(f"{server}{C}/team%2Falpha/messages", json={"role": "user", "content": "hi"}).status_code == 201
     assert httpx.get(f"{server}{C}/team%2Falpha").json()["messages"] == 1
     assert httpx.get(f"{server}{C}/team%2Falpha/messages").json()["data"][0]["content"] == "hi"
+
+
+def test_an_id_ending_like_a_route_is_still_that_conversation(server: str) -> None:
+    # the server decodes %2F before routing: GET …/项目%2Fstats was the stats of 项目, and
+    # 项目/stats itself could not be read (nor x/dag, x/messages, x/verify)
+    for cid, content in (("项目", "项目本身"), ("项目/stats", "统计"), ("项目/dag", "图"), ("100%/messages", "百分")):
+        url = f"{server}{C}/{quote(cid, safe='')}"
+        assert httpx.post(f"{url}/messages", json={"role": "user", "content": content}).status_code == 201
+        got = httpx.get(url)
+        assert got.status_code == 200 and got.json()["id"] == cid and got.json()["messages"] == 1, got.text
+        assert httpx.get(f"{url}/messages").json()["data"][0]["content"] == content
+        assert httpx.get(f"{url}/stats").json()["conversation"] == cid
+    assert httpx.get(f"{server}{C}/%E9%A1%B9%E7%9B%AE/stats").json()["conversation"] == "项目"  # a real suffix
+    assert httpx.get(f"{server}{C}/team/alpha").status_code == 404  # a literal slash: still a separator
+    assert _error(httpx.get(f"{server}{C}/%E4%B8%8D%E5%9C%A8%2Fstats"), 404, "not_found") == "no conversation '不在/stats'"
 
 
 def test_a_url_escape_that_is_not_utf8_is_400_and_stores_nothing(server: str, memory: lossless.Memory) -> None:

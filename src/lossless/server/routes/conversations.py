@@ -248,9 +248,10 @@ def verify(call: Call) -> dict[str, Any]:
     return {"ok": not problems, "problems": problems}
 
 
-# ``:path``: a conversation id may hold "/" (sent as %2F, which the server decodes before
-# routing). The routes with a suffix come first, so ``a/b/messages`` is the messages of
-# ``a/b``; the conversation itself is matched last.
+# ``:path``: a conversation id may hold "/" (sent as %2F, which stays inside the id through
+# routing: lossless.server.state.EncodedSlashes, so ``a%2Fstats`` is the conversation
+# ``a/stats``). Sent as a literal "/", the routes with a suffix come first, so
+# ``a/b/messages`` is the messages of ``a/b``; the conversation itself is matched last.
 C = PREFIX + "/conversations/{conversation_id:path}"
 
 
