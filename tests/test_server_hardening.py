@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -343,6 +344,94 @@ def test_ids_with_a_slash_can_be_opened(server: str) -> None:
     assert httpx.post(f"{server}{C}/team%2Falpha/messages", json={"role": "user", "content": "hi"}).status_code == 201
     assert httpx.get(f"{server}{C}/team%2Falpha").json()["messages"] == 1
     assert httpx.get(f"{server}{C}/team%2Falpha/messages").json()["data"][0]["content"] == "hi"
+
+
+def test_an_id_ending_like_a_route_is_still_that_conversation(server: str) -> None:
+    # the server decodes %2F before routing: GET …/项目%2Fstats was the stats of 项目, and
+    # 项目/stats itself could not be read (nor x/dag, x/messages, x/verify)
+    for cid, content in (("项目", "项目本身"), ("项目/stats", "统计"), ("项目/dag", "图"), ("100%/messages", "百分")):
+        url = f"{server}{C}/{quote(cid, safe='')}"
+        assert httpx.post(f"{url}/messages", json={"role": "user", "content": content}).status_code == 201
+        got = httpx.get(url)
+        assert got.status_code == 200 and got.json()["id"] == cid and got.json()["messages"] == 1, got.text
+        assert httpx.get(f"{url}/messages").json()["data"][0]["content"] == content
+        assert httpx.get(f"{url}/stats").json()["conversation"] == cid
+    assert httpx.get(f"{server}{C}/%E9%A1%B9%E7%9B%AE/stats").json()["conversation"] == "项目"  # a real suffix
+    assert httpx.get(f"{server}{C}/team/alpha").status_code == 404  # a literal slash: still a separator
+    assert _error(httpx.get(f"{server}{C}/%E4%B8%8D%E5%9C%A8%2Fstats"), 404, "not_found") == "no conversation '不在/stats'"
+
+
+def test_a_url_escape_that_is_not_utf8_is_400_and_stores_nothing(server: str, memory: lossless.Memory) -> None:
+    # 对话/一 as UTF-8 escapes names the conversation; %FF%FE, or café in Latin-1 (%E9), is no
+    # UTF-8: it was read as U+FFFD and stored a conversation "\ufffd\ufffd" nobody sent
+    cid = "%E5%AF%B9%E8%AF%9D%2F%E4%B8%80"
+    assert httpx.post(f"{server}{C}/{cid}/messages", json={"role": "user", "content": "公园"}).status_code == 201
+    assert httpx.get(f"{server}{C}/{cid}").json()["id"] == "对话/一"
+    for bad in ("%FF%FE", "caf%E9", "%ED%A0%80"):  # the last: a UTF-16 surrogate, encoded
+        message = _error(httpx.post(f"{server}{C}/{bad}/messages", json={"role": "user", "content": "x"}),
+                         400, "invalid_request")
+        assert "not UTF-8" in message and "path" in message
+        _error(httpx.get(f"{server}{C}/{bad}"), 400, "invalid_request")
+    assert "query string" in _error(httpx.get(f"{server}/v1/lossless/memories?user=%FF"), 400, "invalid_request")
+    assert [c.id for c in memory.conversations()] == ["对话/一"]
+
+
+def test_a_lone_surrogate_anywhere_in_a_body_is_422_naming_the_field(server: str, memory: lossless.Memory) -> None:
+    # "\ud800" is valid JSON but no text: a search query with one was searched, then the
+    # answer echoing it could not be encoded (500, text/plain, a traceback in the log); in
+    # metadata it reached the store's write (500)
+    json_type = {"content-type": "application/json"}
+    conv = f"{server}{C}/%E5%85%AC%E5%9B%AD"  # 公园
+    pair = httpx.post(f"{conv}/messages", headers=json_type,
+                      content=b'{"role": "user", "content": "\\u516c\\u56ed \\ud83d\\ude00"}')  # escaped, a pair
+    assert pair.status_code == 201, pair.text
+    for url, body, field in [
+            (f"{conv}/search", '{"query": "公园\\ud800"}', "'query'"),
+            (f"{conv}/tools/lcm_grep", '{"query": "\\ud83d"}', "'query'"),
+            (f"{server}/v1/lossless/search", '{"query": "\\udc00咖啡"}', "'query'"),
+            (f"{server}/v1/lossless/memories/search", '{"query": "咖啡\\ud800"}', "'query'"),
+            (f"{server}{C}", '{"id": "好", "metadata": {"user": "\\ud800"}}', "'metadata.user'"),
+            (f"{conv}/messages", '{"role": "user", "content": "ok", "metadata": {"标签": "\\ud800"}}', "'metadata.标签'"),
+            (f"{server}/v1/lossless/memories", '{"content": "记忆", "metadata": {"k": ["\\udfff"]}}', "'metadata.k[0]'")]:
+        r = httpx.post(url, content=body.encode(), headers=json_type)
+        message = _error(r, 422, "validation_error")
+        assert field in message and "lone surrogate" in message, message
+    assert [c.id for c in memory.conversations()] == ["公园"]
+    assert [m.content for m in memory.conversation("公园").messages()] == ["公园 😀"]
+    assert memory.memories.ls() == []
+
+
+def test_paging_numbers_past_64_bits_are_400_naming_the_parameter(server: str) -> None:
+    # they reached SQL: 422 "a number in the request is out of range: int too big to convert",
+    # naming nothing; after=2**63-1 overflowed too (after + 1)
+    conv = f"{server}{C}/%E5%85%AC%E5%9B%AD"  # 公园
+    assert httpx.post(f"{conv}/messages", json={"role": "user", "content": "去公园"}).status_code == 201
+    big, top = 10**22, 2**63 - 1
+    for url, name in [(f"{conv}/messages?after={big}", "'after'"), (f"{server}{C}?offset={big}", "'offset'"),
+                      (f"{server}/v1/lossless/memories?offset={top + 1}", "'offset'")]:
+        assert name in _error(httpx.get(url), 400, "invalid_request")
+    assert "'keep'" in _error(httpx.post(f"{server}/v1/lossless/memories/forget", json={"keep": big, "dry_run": True}),
+                              400, "invalid_request")
+    for url in (f"{conv}/messages?after={top}", f"{conv}/messages?after={top - 1}", f"{server}{C}?offset={top}",
+                f"{server}/v1/lossless/memories?offset={top}"):
+        r = httpx.get(url)
+        assert r.status_code == 200 and r.json()["data"] == [], r.text
+    assert [m["content"] for m in httpx.get(f"{conv}/messages?after=0").json()["data"]] == ["去公园"]
+
+
+def test_lcm_expand_from_seq_past_the_end_reads_nothing_whatever_its_size(server: str) -> None:
+    # from_seq beyond SQLite's 64-bit integers went to the query: a 422 "int too big to convert"
+    # naming no argument here, and over MCP a tool error with no message at all
+    url = f"{server}{C}/%E5%85%AC%E5%9B%AD"  # 公园
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"第{i}条：我们在公园喝咖啡。"} for i in range(80)]
+    assert httpx.post(f"{url}/messages", json={"messages": msgs}).status_code == 201
+    leaf = httpx.post(f"{url}/compact", json={"full": True}).json()["leaves"][0]
+    last = httpx.post(f"{url}/tools/lcm_describe", json={"id": leaf}).json()["last_seq"]
+    for from_seq in (last + 1, 2**63, 10**30):
+        r = httpx.post(f"{url}/tools/lcm_expand", json={"id": leaf, "from_seq": from_seq})
+        assert r.status_code == 200, r.text
+        assert r.json()["items"] == [] and r.json()["next_from_seq"] is None
+    assert httpx.post(f"{url}/tools/lcm_expand", json={"id": leaf, "from_seq": last}).json()["items"][0]["seq"] == last
 
 
 def test_keys_adopt_and_revoking_the_last_key_keeps_the_server_locked(store_target: StoreTarget, tmp_path: Path,

@@ -430,7 +430,8 @@ class ToolBox:
                 items.append(whole)
                 spent += child.token_count
         else:
-            start = max(node.first_seq, from_seq or node.first_seq)
+            # past the summary's end: nothing to read (bounded, so a huge from_seq never reaches SQL)
+            start = max(node.first_seq, min(from_seq or node.first_seq, node.last_seq + 1))
             for msg in store.get_messages(node.conversation_id, start, node.last_seq):
                 if spent + msg.token_count > max_tokens:
                     if not items:  # the first alone is over: a slice of it, never more than asked

@@ -32,7 +32,7 @@ from lossless.server.keys import APIKeys
 from lossless.server.limits import Limits
 from lossless.server.openapi import openapi_document
 from lossless.server.routes import conversations, memories, tenant
-from lossless.server.state import DEFAULT_MAX_BODY, JSON, ServerState, Upstream
+from lossless.server.state import DEFAULT_MAX_BODY, JSON, EncodedSlashes, ServerState, Upstream
 
 if TYPE_CHECKING:
     from lossless.engine import Memory
@@ -135,5 +135,6 @@ def create_app(
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_error})
     if not callable(memory):
         app.state.lossless = state_for(memory)
+    app.add_middleware(EncodedSlashes)
     app.add_middleware(GuardMiddleware, guard=guard)
     return app

@@ -11,6 +11,7 @@ from typing import Any
 from lossless.agent.tools import openai_tools
 from lossless.core.types import ROLES
 from lossless.longterm.records import KINDS
+from lossless.server.params import MAX_INT
 
 __all__ = ["openapi_document", "schema_ref"]
 
@@ -208,7 +209,7 @@ def _memory_schemas() -> dict[str, Any]:
             "kind": {"anyOf": [_STR, {"type": "array", "items": _STR}]},
             "older_than_days": {"type": "number", "minimum": 0, "description": "not used for this many days"},
             "importance_below": {"type": "number", "minimum": 0, "maximum": 1},
-            "keep": {"type": "integer", "minimum": 0, "description": "at most this many per owner"},
+            "keep": {"type": "integer", "minimum": 0, "maximum": MAX_INT, "description": "at most this many per owner"},
             "dry_run": {**_BOOL, "default": False}, "all": {**_BOOL, "default": False}}, strict=True),
         "ForgetResult": _obj({"dry_run": _BOOL, "count": _INT, "data": {"type": "array", "items": schema_ref("Memory")}},
                              ("count", "data")),
@@ -267,7 +268,7 @@ def _paths() -> dict[str, Any]:
     c = "/v1/lossless/conversations/{conversation_id}"
     cid = [_p("conversation_id")]
     page = [_q("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50}),
-            _q("offset", {"type": "integer", "minimum": 0, "default": 0})]
+            _q("offset", {"type": "integer", "minimum": 0, "maximum": MAX_INT, "default": 0})]
     tool_bodies = {"lcm_grep": "LcmGrep", "lcm_describe": "LcmDescribe", "lcm_expand": "LcmExpand"}
     return {
         "/v1/lossless/conversations": {
@@ -282,7 +283,8 @@ def _paths() -> dict[str, Any]:
         c: {"get": _op("getConversation", "One conversation", "Conversation", params=cid)},
         c + "/messages": {
             "get": _op("listMessages", "Stored messages in seq order, paged by seq", "MessageList", params=[
-                *cid, _q("after", {"type": "integer", "minimum": 0, "default": 0}, "messages after this seq"),
+                *cid, _q("after", {"type": "integer", "minimum": 0, "maximum": MAX_INT, "default": 0},
+                   "messages after this seq"),
                 _q("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100})]),
             "post": _op("addMessages", "Add one message (the body) or many ({messages}) in one transaction; "
                                        "creates the conversation", "AddedMessages", body="AddMessages", status="201",

@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 
+from lossless.core.errors import ValidationError
 from lossless.server.errors import HTTPError
 
-__all__ = ["Fields", "bad", "parse_json", "read_body", "read_json"]
+__all__ = ["MAX_INT", "Fields", "bad", "parse_json", "read_body", "read_json"]
 
 log = logging.getLogger("lossless.server")
 
+MAX_INT = 2**63 - 1  # the stores' integers (SQLite's, PostgreSQL's bigint): a count or offset past it reaches no SQL
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # where a lone surrogate can come from in UTF-8 JSON
 _PARSE_ON_LOOP = 256 * 1024  # larger bodies are parsed in a worker thread
 _DRAIN_FACTOR = 4  # an oversized body up to this many times the cap is read and dropped, so the
 # client gets the 413 instead of a reset connection; anything larger is cut off at once
@@ -82,11 +86,37 @@ def parse_json(raw: bytes) -> Any:
     except UnicodeDecodeError:
         raise bad("request body is not UTF-8") from None
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except ValueError as exc:
         raise bad(f"request body is not valid JSON: {exc}") from None
     except RecursionError:
         raise bad("request body is nested too deeply") from None
+    if _SURROGATE_ESCAPE.search(text):  # a pair is one character; a lone half is no text anywhere
+        _refuse_lone_surrogates(data)
+    return data
+
+
+def _refuse_lone_surrogates(data: Any) -> None:
+    """A ValidationError naming the first string (or key) in ``data`` that holds a lone
+    UTF-16 surrogate (``"\\ud800"`` in the JSON): it cannot be stored, searched nor sent
+    back as UTF-8, and was a 500 wherever it reached the store or the answer unchecked."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, dict):
+            for key, item in reversed(value.items()):
+                stack.append((f"{where}.{key}" if where else str(key), key))
+                stack.append((f"{where}.{key}" if where else str(key), item))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item) for i, item in reversed(list(enumerate(value))))
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                field = where.encode("utf-8", "backslashreplace").decode("utf-8")
+                raise ValidationError(f"{field or 'the body'!r} is not valid UTF-8 text: a lone surrogate "
+                                      f"{value[exc.start]!r} at position {exc.start} (send the character itself, "
+                                      "or both halves of its pair)") from None
 
 
 class Fields:

@@ -8,6 +8,7 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, unquote_to_bytes
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -17,13 +18,13 @@ from lossless.server.auth import Authenticator
 from lossless.server.errors import exception_response
 from lossless.server.keys import APIKeys
 from lossless.server.limits import Limits, TenantSlots
-from lossless.server.params import Fields, read_json
+from lossless.server.params import Fields, bad, read_json
 from lossless.server.tenancy import Tenant
 
 if TYPE_CHECKING:
     from lossless.engine import Memory
 
-__all__ = ["JSON", "Call", "Reply", "ServerState", "Upstream", "endpoint", "state_of"]
+__all__ = ["JSON", "Call", "EncodedSlashes", "Reply", "ServerState", "Upstream", "endpoint", "state_of"]
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 
@@ -100,6 +101,43 @@ class Call:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+def check_url(request: Request) -> None:
+    """A 400 for a URL path or query string whose ``%XX`` escapes are not UTF-8: the server
+    would decode each bad byte as U+FFFD, so ``%E9`` (Latin-1 é) would name a conversation
+    nobody sent."""
+    for part, raw in (("path", request.scope.get("raw_path")), ("query string", request.scope.get("query_string"))):
+        if not raw or b"%" not in raw:
+            continue
+        try:
+            unquote_to_bytes(raw).decode("utf-8")
+        except UnicodeDecodeError:
+            raise bad(f"the URL's {part} is not UTF-8 once its %XX escapes are decoded: percent-encode ids "
+                      "and values as UTF-8 (对话 is %E5%AF%B9%E8%AF%9D)") from None
+
+
+class EncodedSlashes:
+    """ASGI middleware: a ``%2F`` in a path segment of the REST API stays inside that segment.
+    The server decodes it before routing, so ``GET …/conversations/项目%2Fstats`` was the
+    stats of ``项目``, not the conversation ``项目/stats`` (nor could ``x/dag`` or
+    ``x/messages`` be read). Such a path is routed with each segment's ``/`` and ``%`` kept
+    escaped, and :func:`endpoint` decodes the path parameters."""
+
+    def __init__(self, app: Any, prefix: str = "/v1/lossless/") -> None:
+        self.app = app
+        self.prefix = prefix
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        raw = scope.get("raw_path") if scope["type"] == "http" else None
+        if raw and b"%2f" in raw.lower() and scope["path"].startswith(self.prefix):
+            segments = raw.decode("ascii", "replace").split("/")
+            path = "/".join(unquote(s).replace("%", "%25").replace("/", "%2F") for s in segments)
+            scope = {**scope, "path": path, _ESCAPED: True}
+        await self.app(scope, receive, send)
+
+
+_ESCAPED = "lossless.escaped_path"
+
+
 def endpoint(fn: Callable[[Call], Any], *, body: bool = False, stores: bool = False) -> Handler:
     """A route handler around ``fn(call)``; ``body``: the request has a JSON body (an
     empty one reads as ``{}``); ``stores``: reading the body and ``fn`` take one of the
@@ -107,8 +145,12 @@ def endpoint(fn: Callable[[Call], Any], *, body: bool = False, stores: bool = Fa
     a :class:`Reply`."""
 
     async def run(request: Request, state: ServerState, tenant: Tenant) -> Any:
+        check_url(request)
         data = await read_json(request, state.max_body_bytes, empty={}) if body else None
-        call = Call(state.memory, tenant, dict(request.path_params), dict(request.query_params), data, state.limits)
+        path = dict(request.path_params)
+        if request.scope.get(_ESCAPED):  # routed with %2F kept (EncodedSlashes)
+            path = {k: unquote(v) if isinstance(v, str) else v for k, v in path.items()}
+        call = Call(state.memory, tenant, path, dict(request.query_params), data, state.limits)
         return await run_in_threadpool(fn, call)
 
     async def handle(request: Request) -> Response:

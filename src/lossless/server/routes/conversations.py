@@ -14,7 +14,7 @@ from lossless.core.errors import CompactionBusyError, NotFoundError
 from lossless.core.types import ConversationInfo, Message, Summary
 from lossless.core.validate import parse_datetime, parse_until, validate_message
 from lossless.recall.dispatch import SearchMode
-from lossless.server.params import bad
+from lossless.server.params import MAX_INT, bad
 from lossless.server.state import Call, Reply, endpoint
 from lossless.server.tenancy import Tenant
 
@@ -111,7 +111,7 @@ def search_hits(call: Call, conversations: list[str] | None, extra: tuple[str, .
 def list_conversations(call: Call) -> dict[str, Any]:
     q = call.params(("limit", "offset"))
     limit = q.integer("limit", default=50, minimum=1, maximum=1000)
-    offset = q.integer("offset", default=0, minimum=0)
+    offset = q.integer("offset", default=0, minimum=0, maximum=MAX_INT)
     assert limit is not None and offset is not None
     rows = call.tenant.conversations(call.memory, limit + 1, offset)
     more = len(rows) > limit
@@ -166,12 +166,13 @@ def add_messages(call: Call) -> Reply:
 
 def list_messages(call: Call) -> dict[str, Any]:
     q = call.params(("after", "limit"))
-    after = q.integer("after", default=0, minimum=0)
+    after = q.integer("after", default=0, minimum=0, maximum=MAX_INT)
     limit = q.integer("limit", default=100, minimum=1, maximum=1000)
     assert after is not None and limit is not None
     conv = _conversation(call)
-    msgs = conv.messages(after + 1, after + limit)
     last = call.memory.store.last_seq(conv.id)
+    # nothing after the last (after + 1 may be past the store's integers)
+    msgs = conv.messages(after + 1, min(after + limit, last)) if after < last else []
     nxt = msgs[-1].seq if msgs and msgs[-1].seq < last else None
     return {"data": [message_json(m) for m in msgs], "after": after, "limit": limit, "next_after": nxt}
 
@@ -247,9 +248,10 @@ def verify(call: Call) -> dict[str, Any]:
     return {"ok": not problems, "problems": problems}
 
 
-# ``:path``: a conversation id may hold "/" (sent as %2F, which the server decodes before
-# routing). The routes with a suffix come first, so ``a/b/messages`` is the messages of
-# ``a/b``; the conversation itself is matched last.
+# ``:path``: a conversation id may hold "/" (sent as %2F, which stays inside the id through
+# routing: lossless.server.state.EncodedSlashes, so ``a%2Fstats`` is the conversation
+# ``a/stats``). Sent as a literal "/", the routes with a suffix come first, so
+# ``a/b/messages`` is the messages of ``a/b``; the conversation itself is matched last.
 C = PREFIX + "/conversations/{conversation_id:path}"
 
 

@@ -11,6 +11,7 @@ from starlette.routing import Route
 
 from lossless.core.errors import ValidationError
 from lossless.longterm.records import KINDS
+from lossless.server.params import MAX_INT
 from lossless.server.state import Call, Reply, endpoint
 
 __all__ = ["routes"]
@@ -58,7 +59,7 @@ def ls(call: Call) -> dict[str, Any]:
     q = call.params(("user", "agent", "kind", "limit", "offset", "order"))
     tenant = call.tenant
     limit = q.integer("limit", default=100, minimum=1, maximum=1000)
-    offset = q.integer("offset", default=0, minimum=0)
+    offset = q.integer("offset", default=0, minimum=0, maximum=MAX_INT)
     order = q.string("order", default="recent", choices=_ORDERS)
     assert limit is not None and offset is not None and order is not None
     kinds = _kinds(q.strings("kind"))
@@ -93,7 +94,7 @@ def forget(call: Call) -> dict[str, Any]:
                    ([k] if (k := f.string("kind")) else None))
     days = f.number("older_than_days", minimum=0, maximum=1_000_000)  # ~2,700 years: timedelta's range
     below = f.number("importance_below", minimum=0, maximum=1)
-    keep = f.integer("keep", minimum=0)
+    keep = f.integer("keep", minimum=0, maximum=MAX_INT)
     everything = f.boolean("all")
     if (ids is None and user is None and agent is None and kinds is None and days is None and below is None
             and keep is None and not everything):
