@@ -804,3 +804,14 @@ def test_vectors_are_float32_unit_length(store_target: StoreTarget, tmp_path: Pa
     vec = np.frombuffer(blob, dtype="<f4")
     assert dim == emb.dim == len(vec) and abs(float(np.linalg.norm(vec)) - 1.0) < 1e-5
     mem.close()
+
+
+@pytest.mark.parametrize("text", ["我叫李明～", "我叫李明~很高兴认识你。", "我叫李明…", "我叫王小明😄",
+                                  "我叫李明（木子李）。", "我叫Tom～"])
+def test_a_chinese_name_followed_by_a_tilde_an_ellipsis_or_an_emoji_is_a_fact(text: str) -> None:
+    """"我叫李明～" is as much the user's name as "我叫李明。": chat writes a name followed by
+    ～, …, an emoji or a bracket, and the rule wanted only the punctuation of a clause's end."""
+    from lossless.longterm.extract import extract
+
+    found = extract([Message("m1", "c", 1, "user", text, datetime(2024, 1, 1, tzinfo=UTC), 10)])
+    assert [(c.kind, c.metadata["category"], c.content) for c in found] == [("fact", "personal", text)]

@@ -110,9 +110,12 @@ _SELF_REMEMBER = re.compile(
 _CLAUSE_END = r"(?=$|[\s，。！？、；：,.!?;:])"
 _NOT_PARTICLE = r"(?<![的了吧呢啊吗呀啦嘛])"  # 我是开玩笑的 / 我的咖啡是冷的: a state, not a fact
 _CJK_NAME = r"(?:(?![了过着的吧呢啊吗呀])[\u4e00-\u9fff]){1,4}|[A-Za-z][A-Za-z .'-]{0,30}"
+# a name is followed by the clause's end or by anything not a word: "我叫李明～", "我叫李明…",
+# "我叫李明😄", "我叫李明（木子李）" are names as much as "我叫李明。"
+_NAME_END = r"(?=$|[^\w])"
 _VALUE = r"(?!真|不|很|太|挺|好|在|被|说|想|觉得)[^\s，。！？、；：,.!?;:]{1,30}"
 _CHINESE_PERSONAL = "|".join((
-    rf"我叫(?:{_CJK_NAME}){_CLAUSE_END}",
+    rf"我叫(?:{_CJK_NAME}){_NAME_END}",
     "我的名字",
     # an occupation or an origin: 我是医生, 我是一名老师, 我是北京人
     rf"(?<!如果)(?<!假如)(?<!要是)我是(?:一名|一个|一位|个|名)?"
