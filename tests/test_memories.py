@@ -815,3 +815,18 @@ def test_a_chinese_name_followed_by_a_tilde_an_ellipsis_or_an_emoji_is_a_fact(te
 
     found = extract([Message("m1", "c", 1, "user", text, datetime(2024, 1, 1, tzinfo=UTC), 10)])
     assert [(c.kind, c.metadata["category"], c.content) for c in found] == [("fact", "personal", text)]
+
+
+@pytest.mark.parametrize(("text", "fact"), [
+    ("我家住在北京。", True), ("我现在住在杭州。", True), ("我目前住在上海。", True), ("我一直住在深圳。", True),
+    ("我现在在腾讯工作。", True), ("我目前在浙江大学读书。", True),
+    # a stay and a thought are still not a home or a workplace
+    ("我现在住在酒店里。", False), ("我目前住在民宿，住三晚。", False), ("我现在在想要不要去上班。", False),
+])
+def test_a_chinese_home_or_workplace_said_with_now_or_my_family_is_a_fact(text: str, fact: bool) -> None:
+    """"我现在住在杭州" and "我家住在北京" say where the user lives as "我住在杭州" does; the
+    rules wanted 住在 and 在…工作 right after 我."""
+    from lossless.longterm.extract import extract
+
+    found = extract([Message("m1", "c", 1, "user", text, datetime(2024, 1, 1, tzinfo=UTC), 10)])
+    assert [(c.metadata["category"], c.content) for c in found] == ([("personal", text)] if fact else [])
