@@ -28,9 +28,15 @@ _WIDE = (
     "\uf900-\ufaff\uff00-\uffef\U00020000-\U0002ffff"
 )
 _WIDE_RE = re.compile(f"[{_WIDE}]")
-# Atoms are the units text may be cut between: whitespace, one wide character, or a run of
-# anything else, so a path, URL or identifier is never cut in half.
-_ATOM_RE = re.compile(f"\\s+|[{_WIDE}]|[^\\s{_WIDE}]+")
+# Emoji, with what joins them into one picture: a skin tone, VS16, a keycap, a tag, a ZWJ
+# and the next emoji (👨‍👩‍👧), or two regional indicators (a flag: 🇨🇳).
+_EMOJI_CHARS = "\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
+_EMOJI = (f"[\U0001f1e6-\U0001f1ff]{{2}}|[{_EMOJI_CHARS}]"
+          f"(?:[\ufe0f\u20e3\U0001f3fb-\U0001f3ff\U000e0020-\U000e007f]|\u200d[{_EMOJI_CHARS}])*")
+# Atoms are the units text may be cut between: whitespace, one wide character, one emoji,
+# or a run of anything else, so a path, URL or identifier is never cut in half (and a run
+# of emoji, "😂😂😂…", is not one piece too big to shorten).
+_ATOM_RE = re.compile(f"\\s+|[{_WIDE}]|{_EMOJI}|[^\\s{_WIDE}{_EMOJI_CHARS}]+")
 # Sentence ends: 。！？； (with closing quotes), a run of .!?… before a space, !? or a
 # period before CJK. Written to start with one character class (see _DATE_RE below),
 # the same matches as "[。！？；][」』”’）)]*|[.!?…]+[\"'”’)\]]*(?=\s)|[!?]+(?=[W])|\.(?=[W])".
