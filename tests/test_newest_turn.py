@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -130,7 +131,7 @@ def test_a_question_opening_with_a_run_of_emoji_is_shown(store_target: StoreTarg
             assert question.startswith(kept) and len(kept) in _grapheme_ends(question), (budget, text)
 
 
-_EMOJI = ["😂", "👍🏽", "👨‍👩‍👧", "🇨🇳", "❤️", "#️⃣", "🏴󠁧󠁢󠁳󠁣󠁴󠁿", "公园", "é", "Python"]
+_EMOJI = ["😂", "👍🏽", "👨‍👩‍👧", "🇨🇳", "❤️", "#️⃣", "🏴󠁧󠁢󠁳󠁣󠁴󠁿", "公园", "é", "Python", "ok", "哈哈"]
 
 
 @PROPS
@@ -151,3 +152,19 @@ def test_property_an_abridged_message_with_emoji_is_shown_and_cuts_no_emoji(part
             if piece:
                 at = question.find(piece)
                 assert at >= 0 and at in ends and at + len(piece) in ends, (budget, piece, text)
+
+
+@pytest.mark.parametrize("question", ["哈哈" * 150, "嗯嗯嗯" * 80, "谢谢！" * 60, "ok ok " * 100])
+def test_a_newest_message_of_filler_only_is_shown(store_target: StoreTarget, question: str) -> None:
+    """The text fitter drops filler ("哈哈", "嗯", "谢谢", "ok"), and a newest user message
+    of nothing else, too long for the budget, came back as "": the context ended with the
+    assistant's older reply, the message the model must answer left out."""
+    with lossless.open(store_target("filler"), embedder=None) as mem:
+        conv = mem.conversation("c")
+        conv.add_many([*_history(4), {"role": "user", "content": question, "created_at": T0 + timedelta(hours=2)}])
+        for budget in (48, 64, 100, 200):
+            ctx = conv.assemble(budget_tokens=budget, query=question)
+            assert ctx.tokens <= budget
+            last = ctx.messages[-1]
+            assert last["role"] == "user", (budget, ctx.messages)
+            assert ABRIDGED in str(last["content"]) and _quotes(question, str(last["content"])), (budget, last)

@@ -522,12 +522,16 @@ def fit_groups(
     counter: TokenCounter,
     strict: bool,
     running_text: bool = False,
+    keep: bool = False,
 ) -> str:
     """Select, render, verify by a real count (dropping the weakest unit until it fits);
-    when nothing fits, the best unit shortened at an atom boundary, or ""."""
+    when nothing fits, the best unit shortened at an atom boundary, or "". With ``keep``
+    (text that must be shown) filler is shortened too when there is nothing but filler."""
     min_score = 1.0 if strict else -0.5
     chosen = _select(groups, budget, min_score, 0.6 if strict else 0.8)
     pieces = [p for g in groups for p in g.pieces if p.score >= min_score]
+    if keep and not pieces:
+        pieces = [p for g in groups for p in g.pieces]
     top = min(pieces, key=_rank, default=None)
     if top is not None and top not in chosen and sum(p.score for p in chosen) < top.score / 2:
         chosen = []  # what fits is worth under half the best unit: shorten that instead
@@ -586,11 +590,13 @@ def _focus_words(focus: str | None) -> frozenset[str]:
 
 
 def fit_text(text: str, max_tokens: int, counter: TokenCounter, focus: str | None = None,
-             tokens: int | None = None) -> str:
+             tokens: int | None = None, keep: bool = False) -> str:
     """``text`` abridged to at most ``max_tokens``: unchanged when it fits, else its most
     important sentences in their original order (a code block counts as one line plus a
-    marker); "" when not even one shortened sentence fits. With ``focus`` (a question),
-    sentences sharing its words rank first. ``tokens``: the text's count, if known."""
+    marker); "" when none is worth keeping (filler: "ok", "哈哈") or not even one
+    shortened sentence fits. With ``keep`` (text that must be shown: the newest user
+    message) a text of filler only is shortened like any other. With ``focus`` (a
+    question), sentences sharing its words rank first. ``tokens``: the text's count, if known."""
     if (counter.count(text) if tokens is None else tokens) <= max_tokens:
         return text
     if max_tokens <= 0:
@@ -604,4 +610,4 @@ def fit_text(text: str, max_tokens: int, counter: TokenCounter, focus: str | Non
         role = m.group(2) if m else None
         units = [(u, ln, kind, role) for u, ln, kind in split_units("\n".join(lines))]
         groups.append(group_units(g, header, units, counter, _focus_words(focus)))
-    return fit_groups(groups, max_tokens, counter, False, running_text=len(sections) == 1)
+    return fit_groups(groups, max_tokens, counter, False, running_text=len(sections) == 1, keep=keep)
