@@ -830,3 +830,25 @@ def test_a_chinese_home_or_workplace_said_with_now_or_my_family_is_a_fact(text: 
 
     found = extract([Message("m1", "c", 1, "user", text, datetime(2024, 1, 1, tzinfo=UTC), 10)])
     assert [(c.metadata["category"], c.content) for c in found] == ([("personal", text)] if fact else [])
+
+
+@pytest.mark.parametrize(("text", "category"), [
+    ("这个API timeout了，查了半天。", "error"),
+    ("部署又failed了。", "error"),
+    ("出现了ValueError，程序退出。", "error"),
+    ("deadline是下周五。", "constraint"),
+    ("这个bug已经fixed了。", "fix"),
+    # still whole words only: an English cue inside a longer Latin word is none
+    ("relationship和prefixes都是英文单词。", None),
+])
+def test_english_cue_words_in_chinese_text_are_found(text: str, category: str | None) -> None:
+    """Chinese developers write English words into Chinese sentences; the English cues
+    were matched with \\b, which counts a Chinese character as a word character, so
+    "这个API timeout了" (no space before 了) was no error and "deadline是下周五" no constraint."""
+    from lossless.longterm.extract import extract
+    from lossless.longterm.tasks import task_type
+
+    found = extract([Message("m1", "c", 1, "user", text, datetime(2024, 1, 1, tzinfo=UTC), 10)])
+    assert [c.metadata["category"] for c in found] == ([category] if category else [])
+    assert task_type("帮我review一下这段代码") == "code_review"
+    assert task_type("帮我debug一下登录的问题") == "debugging"

@@ -67,8 +67,14 @@ class Candidate:
     task: dict[str, Any] | None = None
 
 
+# A letter or digit that is not Chinese, Japanese or Korean: an English cue word is whole
+# where it has none beside it. ``\b`` counts CJK characters as word characters, so in
+# mixed text ("这个API timeout了", "deadline是下周五") no English word was found.
+_LATIN_EDGE = "[^\\W\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+
+
 def _rx(english: str, chinese: str = "") -> re.Pattern[str]:
-    parts = [rf"\b(?:{english})\b"] + ([f"(?:{chinese})"] if chinese else [])
+    parts = [rf"(?<!{_LATIN_EDGE})(?:{english})(?!{_LATIN_EDGE})"] + ([f"(?:{chinese})"] if chinese else [])
     return re.compile("|".join(parts), re.IGNORECASE)
 
 
