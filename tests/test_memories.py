@@ -852,3 +852,16 @@ def test_english_cue_words_in_chinese_text_are_found(text: str, category: str | 
     assert [c.metadata["category"] for c in found] == ([category] if category else [])
     assert task_type("帮我review一下这段代码") == "code_review"
     assert task_type("帮我debug一下登录的问题") == "debugging"
+
+
+@pytest.mark.parametrize("text", ["你喜欢喝咖啡吗", "你还记得我住在哪里吗", "我们决定了吗～", "你知道我喜欢什么吗。",
+                                  "Do you remember where I live?"])
+def test_a_chinese_question_without_a_question_mark_is_no_memory(text: str) -> None:
+    """Questions are skipped; chat writes a Chinese one with its final 吗 and no "？", and
+    "你喜欢喝咖啡吗" was stored as the user's preference, "你还记得我住在哪里吗" as a fact."""
+    from lossless.longterm.extract import extract
+
+    assert extract([Message("m1", "c", 1, "user", text, datetime(2024, 1, 1, tzinfo=UTC), 10)]) == []
+    # a word with 吗 inside is no question
+    said = "我对吗啡过敏。"
+    assert [c.content for c in extract([Message("m2", "c", 2, "user", said, datetime(2024, 1, 1, tzinfo=UTC), 10)])] == [said]

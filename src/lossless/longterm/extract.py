@@ -153,7 +153,8 @@ _STATUS = (
     ("in_progress", _rx(r"working on|in progress|started|underway", "进行中|正在")),
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
-_QUESTION = re.compile(r"[?？]\s*$")
+# a question mark, or (chat often leaves it out) a sentence-final 吗: "你喜欢喝咖啡吗"
+_QUESTION = re.compile(r"[?？]\s*$|吗[\s。.!！~～…]*$")
 _WORDS = re.compile(r"[\u3400-\u9fff]|[^\W_]+")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
