@@ -131,12 +131,15 @@ def chunk_ratio(avg_item_tokens: float, window: int) -> float:
 # -- output checks ---------------------------------------------------------------------
 
 _FENCED_RE = re.compile(r"\A```[\w+-]*[ \t]*\n(.*?)\n?[ \t]*```\Z", re.DOTALL)
+# (and the same in Chinese, as a model asked to write in the conversation's language
+# wraps it: "摘要：", "## 总结", "以下是对话的摘要：")
 _LABEL_RE = re.compile(
-    r"\A(?:#{1,6}[ \t]*)?(?:\*\*|__)?(?:(?:leaf|condensed|root|merged|final|conversation)[ \t]+)?"
-    r"summary(?:\*\*|__)?[ \t]*(?::(?:\*\*|__)?[ \t]*|(?=\n))",
+    r"\A(?:#{1,6}[ \t]*)?(?:\*\*|__)?(?:(?:(?:leaf|condensed|root|merged|final|conversation)[ \t]+)?"
+    r"summary|(?:对话|会话)?(?:摘要|总结))(?:\*\*|__)?[ \t]*(?:[:：](?:\*\*|__)?[ \t]*|(?=\n))",
     re.IGNORECASE,
 )
-_PREAMBLE_RE = re.compile(r"\A(?:here is|here's|below is)\b[^\n]{0,80}\bsummary\b[^\n]*:[ \t]*\n", re.IGNORECASE)
+_PREAMBLE_RE = re.compile(r"\A(?:(?:here is|here's|below is)\b[^\n]{0,80}\bsummary\b[^\n]*:|"
+                          r"(?:以下是|下面是)[^\n]{0,40}(?:摘要|总结)[^\n]*[:：])[ \t]*\n", re.IGNORECASE)
 _REFUSAL_RE = re.compile(
     r"\A(?:i['’]m sorry|i am sorry|sorry,|i apologi[sz]e|as an ai\b|"
     r"i (?:cannot|can['’]t|can not|won['’]t|will not|am unable to|['’]m unable to|am not able to)\b|"
