@@ -865,3 +865,12 @@ def test_a_chinese_question_without_a_question_mark_is_no_memory(text: str) -> N
     # a word with 吗 inside is no question
     said = "我对吗啡过敏。"
     assert [c.content for c in extract([Message("m2", "c", 2, "user", said, datetime(2024, 1, 1, tzinfo=UTC), 10)])] == [said]
+
+
+@pytest.mark.parametrize("text", ["我叫车去机场。", "我叫醒你。", "我叫他过来。", "我叫外卖。", "我叫人来修。"])
+def test_jiao_as_call_for_or_tell_is_not_a_name(text: str) -> None:
+    """叫 is also "call for" and "tell to": "我叫车去机场" (I'm calling a cab to the airport)
+    was stored as the user's name, as "我叫了外卖" no longer was."""
+    from lossless.longterm.extract import extract
+
+    assert extract([Message("m1", "c", 1, "user", text, datetime(2024, 1, 1, tzinfo=UTC), 10)]) == []

@@ -119,9 +119,11 @@ _CJK_NAME = r"(?:(?![了过着的吧呢啊吗呀])[\u4e00-\u9fff]){1,4}|[A-Za-z]
 # a name is followed by the clause's end or by anything not a word: "我叫李明～", "我叫李明…",
 # "我叫李明😄", "我叫李明（木子李）" are names as much as "我叫李明。"
 _NAME_END = r"(?=$|[^\w])"
+# 叫 is also "call for" and "tell to": 我叫车, 我叫醒你, 我叫他过来, 我叫外卖 name no one
+_NOT_A_NAME = r"(?!车|醒|外卖|快递|出租|滴滴|他|她|你|您|它|我|人|大家|不|没)"
 _VALUE = r"(?!真|不|很|太|挺|好|在|被|说|想|觉得)[^\s，。！？、；：,.!?;:]{1,30}"
 _CHINESE_PERSONAL = "|".join((
-    rf"我叫(?:{_CJK_NAME}){_NAME_END}",
+    rf"我叫{_NOT_A_NAME}(?:{_CJK_NAME}){_NAME_END}",
     "我的名字",
     # an occupation or an origin: 我是医生, 我是一名老师, 我是北京人
     rf"(?<!如果)(?<!假如)(?<!要是)我是(?:一名|一个|一位|个|名)?"
