@@ -814,3 +814,73 @@ def test_vectors_are_float32_unit_length(store_target: StoreTarget, tmp_path: Pa
     vec = np.frombuffer(blob, dtype="<f4")
     assert dim == emb.dim == len(vec) and abs(float(np.linalg.norm(vec)) - 1.0) < 1e-5
     mem.close()
+
+
+@pytest.mark.parametrize("text", ["我叫李明～", "我叫李明~很高兴认识你。", "我叫李明…", "我叫王小明😄",
+                                  "我叫李明（木子李）。", "我叫Tom～"])
+def test_a_chinese_name_followed_by_a_tilde_an_ellipsis_or_an_emoji_is_a_fact(text: str) -> None:
+    """"我叫李明～" is as much the user's name as "我叫李明。": chat writes a name followed by
+    ～, …, an emoji or a bracket, and the rule wanted only the punctuation of a clause's end."""
+    from lossless.longterm.extract import extract
+
+    found = extract([Message("m1", "c", 1, "user", text, datetime(2024, 1, 1, tzinfo=UTC), 10)])
+    assert [(c.kind, c.metadata["category"], c.content) for c in found] == [("fact", "personal", text)]
+
+
+@pytest.mark.parametrize(("text", "fact"), [
+    ("我家住在北京。", True), ("我现在住在杭州。", True), ("我目前住在上海。", True), ("我一直住在深圳。", True),
+    ("我现在在腾讯工作。", True), ("我目前在浙江大学读书。", True),
+    # a stay and a thought are still not a home or a workplace
+    ("我现在住在酒店里。", False), ("我目前住在民宿，住三晚。", False), ("我现在在想要不要去上班。", False),
+])
+def test_a_chinese_home_or_workplace_said_with_now_or_my_family_is_a_fact(text: str, fact: bool) -> None:
+    """"我现在住在杭州" and "我家住在北京" say where the user lives as "我住在杭州" does; the
+    rules wanted 住在 and 在…工作 right after 我."""
+    from lossless.longterm.extract import extract
+
+    found = extract([Message("m1", "c", 1, "user", text, datetime(2024, 1, 1, tzinfo=UTC), 10)])
+    assert [(c.metadata["category"], c.content) for c in found] == ([("personal", text)] if fact else [])
+
+
+@pytest.mark.parametrize(("text", "category"), [
+    ("这个API timeout了，查了半天。", "error"),
+    ("部署又failed了。", "error"),
+    ("出现了ValueError，程序退出。", "error"),
+    ("deadline是下周五。", "constraint"),
+    ("这个bug已经fixed了。", "fix"),
+    # still whole words only: an English cue inside a longer Latin word is none
+    ("relationship和prefixes都是英文单词。", None),
+])
+def test_english_cue_words_in_chinese_text_are_found(text: str, category: str | None) -> None:
+    """Chinese developers write English words into Chinese sentences; the English cues
+    were matched with \\b, which counts a Chinese character as a word character, so
+    "这个API timeout了" (no space before 了) was no error and "deadline是下周五" no constraint."""
+    from lossless.longterm.extract import extract
+    from lossless.longterm.tasks import task_type
+
+    found = extract([Message("m1", "c", 1, "user", text, datetime(2024, 1, 1, tzinfo=UTC), 10)])
+    assert [c.metadata["category"] for c in found] == ([category] if category else [])
+    assert task_type("帮我review一下这段代码") == "code_review"
+    assert task_type("帮我debug一下登录的问题") == "debugging"
+
+
+@pytest.mark.parametrize("text", ["你喜欢喝咖啡吗", "你还记得我住在哪里吗", "我们决定了吗～", "你知道我喜欢什么吗。",
+                                  "Do you remember where I live?"])
+def test_a_chinese_question_without_a_question_mark_is_no_memory(text: str) -> None:
+    """Questions are skipped; chat writes a Chinese one with its final 吗 and no "？", and
+    "你喜欢喝咖啡吗" was stored as the user's preference, "你还记得我住在哪里吗" as a fact."""
+    from lossless.longterm.extract import extract
+
+    assert extract([Message("m1", "c", 1, "user", text, datetime(2024, 1, 1, tzinfo=UTC), 10)]) == []
+    # a word with 吗 inside is no question
+    said = "我对吗啡过敏。"
+    assert [c.content for c in extract([Message("m2", "c", 2, "user", said, datetime(2024, 1, 1, tzinfo=UTC), 10)])] == [said]
+
+
+@pytest.mark.parametrize("text", ["我叫车去机场。", "我叫醒你。", "我叫他过来。", "我叫外卖。", "我叫人来修。"])
+def test_jiao_as_call_for_or_tell_is_not_a_name(text: str) -> None:
+    """叫 is also "call for" and "tell to": "我叫车去机场" (I'm calling a cab to the airport)
+    was stored as the user's name, as "我叫了外卖" no longer was."""
+    from lossless.longterm.extract import extract
+
+    assert extract([Message("m1", "c", 1, "user", text, datetime(2024, 1, 1, tzinfo=UTC), 10)]) == []

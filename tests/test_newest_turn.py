@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -102,3 +103,68 @@ def test_property_the_newest_user_message_is_always_shown(words: int, budget: in
             assert question in shown, (budget, alone, ctx.messages)
         elif budget >= 64:
             assert shown, (budget, alone, ctx.messages)
+
+
+def _grapheme_ends(text: str) -> set[int]:
+    import regex
+
+    return {m.end() for m in regex.finditer(r"\X", text)} | {0}
+
+
+def test_a_question_opening_with_a_run_of_emoji_is_shown(store_target: StoreTarget) -> None:
+    """A run of emoji was one atom to the text fitter (a "run of anything else", kept whole
+    like a URL), so a message opening with "😂😂😂…" could not be shortened below the whole
+    run: under ~40 tokens of it the newest user turn was left out, the context ending with
+    the assistant's older reply (or empty)."""
+    question = "😂" * 60 + "👨‍👩‍👧🇨🇳" * 10 + "医生说我要多休息，你觉得呢？"
+    with lossless.open(store_target("emoji"), embedder=None) as mem:
+        conv = mem.conversation("c")
+        conv.add_many([*_history(4), {"role": "user", "content": question, "created_at": T0 + timedelta(hours=2)}])
+        for budget in (40, 48, 64, 80):
+            ctx = conv.assemble(budget_tokens=budget, query=question)
+            assert ctx.tokens <= budget
+            last = ctx.messages[-1]
+            assert last["role"] == "user", (budget, ctx.messages)
+            text = str(last["content"])
+            assert ABRIDGED in text and _quotes(question, text), (budget, text)
+            kept = text.split("\n" + ABRIDGED)[0].removesuffix("…")
+            assert question.startswith(kept) and len(kept) in _grapheme_ends(question), (budget, text)
+
+
+_EMOJI = ["😂", "👍🏽", "👨‍👩‍👧", "🇨🇳", "❤️", "#️⃣", "🏴󠁧󠁢󠁳󠁣󠁴󠁿", "公园", "é", "Python", "ok", "哈哈"]
+
+
+@PROPS
+@given(parts=st.lists(st.sampled_from(_EMOJI), min_size=20, max_size=200), budget=st.integers(40, 300))
+def test_property_an_abridged_message_with_emoji_is_shown_and_cuts_no_emoji(parts: list[str], budget: int) -> None:
+    """A newest user message of emoji (joined ones: a family, a flag, a skin tone, a keycap),
+    Chinese and Latin, abridged to any budget: shown, and cut only between whole emoji."""
+    question = "".join(parts)
+    with lossless.open(":memory:", embedder=None, context_window=4096) as mem:
+        conv = mem.conversation("c")
+        conv.add_many([*_history(4), {"role": "user", "content": question, "created_at": T0 + timedelta(hours=2)}])
+        ctx = conv.assemble(budget_tokens=budget, query=question)
+        assert ctx.tokens <= budget
+        text = str(ctx.messages[-1]["content"])
+        assert ctx.messages[-1]["role"] == "user" and (text == question or ABRIDGED in text), (budget, text)
+        ends = _grapheme_ends(question)
+        for piece in text.split("\n" + ABRIDGED)[0].split("…"):
+            if piece:
+                at = question.find(piece)
+                assert at >= 0 and at in ends and at + len(piece) in ends, (budget, piece, text)
+
+
+@pytest.mark.parametrize("question", ["哈哈" * 150, "嗯嗯嗯" * 80, "谢谢！" * 60, "ok ok " * 100])
+def test_a_newest_message_of_filler_only_is_shown(store_target: StoreTarget, question: str) -> None:
+    """The text fitter drops filler ("哈哈", "嗯", "谢谢", "ok"), and a newest user message
+    of nothing else, too long for the budget, came back as "": the context ended with the
+    assistant's older reply, the message the model must answer left out."""
+    with lossless.open(store_target("filler"), embedder=None) as mem:
+        conv = mem.conversation("c")
+        conv.add_many([*_history(4), {"role": "user", "content": question, "created_at": T0 + timedelta(hours=2)}])
+        for budget in (48, 64, 100, 200):
+            ctx = conv.assemble(budget_tokens=budget, query=question)
+            assert ctx.tokens <= budget
+            last = ctx.messages[-1]
+            assert last["role"] == "user", (budget, ctx.messages)
+            assert ABRIDGED in str(last["content"]) and _quotes(question, str(last["content"])), (budget, last)

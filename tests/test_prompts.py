@@ -129,6 +129,13 @@ def test_merge_prompt_delimits_partials() -> None:
         ("Here is the summary:\n- a", "- a"),
         ("Summary of decisions: keep it", "Summary of decisions: keep it"),
         ("The summary: is untouched mid-text", "The summary: is untouched mid-text"),
+        # a model writing in Chinese wraps its summary in Chinese
+        ("摘要：我们决定采用方案B。", "我们决定采用方案B。"),
+        ("**总结：** 方案B", "方案B"),
+        ("## 对话摘要\n- 方案B", "- 方案B"),
+        ("以下是这段对话的摘要：\n- 方案B", "- 方案B"),
+        ("摘要的要点：方案B", "摘要的要点：方案B"),
+        ("用户说：总结：方案B", "用户说：总结：方案B"),
     ],
 )
 def test_clean_output(raw: str, clean: str) -> None:

@@ -136,3 +136,33 @@ def test_a_summary_reads_its_own_text_in_slices(mem: lossless.Memory) -> None:
     assert reply.get("is_error") is True and "give one or the other" in reply["content"]
     # without offset, max_chars or page a summary still expands to what it covers
     assert "items" in conv.tools.lcm_expand(top.id)
+
+
+def test_a_message_number_the_context_shows_reads_that_message(store_target: StoreTarget) -> None:
+    """The context names messages by number ("#12 user: …", "[abridged by lossless: #12,
+    …]"), and the tools took only msg_… ids: lcm_expand("#12"), how a model reads the rest
+    of an abridged message, answered "'#12' is not a summary (sum_…) or message (msg_…) id"."""
+    long = "".join(f"第{i}段：我们讨论了公园、咖啡和医生的事情。\n" for i in range(300))
+    with lossless.open(store_target("numbers"), embedder=None) as mem:
+        conv = mem.conversation("c")
+        conv.add_many([*({"role": ("user", "assistant")[i % 2], "content": f"第{i}条消息"} for i in range(11)),
+                       {"role": "user", "content": long}])
+        shown = str(conv.assemble(budget_tokens=200).messages[-1]["content"])
+        assert "[abridged by lossless: #12," in shown
+        box = conv.tools
+        parts, offset = [], 0
+        while offset is not None:
+            reply = box.dispatch({"id": "c1", "type": "function", "function": {
+                "name": "lcm_expand", "arguments": json.dumps({"id": "#12", "offset": offset, "max_tokens": 500})}})
+            body = json.loads(reply["content"])
+            assert "error" not in body, body
+            parts.append(body["content"])
+            offset = body["next_offset"]
+        assert "".join(parts) == long
+        assert box.lcm_describe("#1")["id"] == conv.messages()[0].id
+        for wrong in ("#13", "#0"):
+            reply = box.dispatch({"type": "tool_use", "id": "t", "name": "lcm_describe", "input": {"id": wrong}})
+            assert reply.get("is_error") and "no message" in reply["content"]
+        # a ToolBox over many conversations has no one message #1
+        reply = mem.tools(None).dispatch({"type": "tool_use", "id": "t", "name": "lcm_describe", "input": {"id": "#1"}})
+        assert reply.get("is_error") and "msg_" in reply["content"]

@@ -10,6 +10,7 @@ another conversation's history through it.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Collection, Mapping
 from datetime import datetime
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["TOOL_NAMES", "ToolBox", "anthropic_tools", "hit_dict", "openai_tools", "wait_while_compacting"]
 
 TOOL_NAMES = ("lcm_grep", "lcm_describe", "lcm_expand")
+_MESSAGE_NUMBER = re.compile(r"^\s*#\d{1,18}\s*$")  # "#13": how the assembled context names message 13
 
 _SPECS: dict[str, dict[str, Any]] = {
     "lcm_grep": {
@@ -84,7 +86,8 @@ _SPECS: dict[str, dict[str, Any]] = {
         ),
         "parameters": {
             "type": "object",
-            "properties": {"id": {"type": "string", "description": "A summary id (sum_…) or message id (msg_…)."}},
+            "properties": {"id": {"type": "string", "description": "A summary id (sum_…), a message id (msg_…), "
+                                                                 "or a message number as your context shows it (#N)."}},
             "required": ["id"],
             "additionalProperties": False,
         },
@@ -102,8 +105,9 @@ _SPECS: dict[str, dict[str, Any]] = {
         "parameters": {
             "type": "object",
             "properties": {
-                "id": {"type": "string", "description": "A summary id (sum_…), or a message id (msg_…) to read "
-                                                       "that message's text page by page."},
+                "id": {"type": "string", "description": "A summary id (sum_…), or a message id (msg_…) or number "
+                                                       "(#N, as your context shows it) to read that message's text "
+                                                       "page by page."},
                 "to": {"type": "string", "enum": ["messages", "sources"], "default": "messages",
                        "description": "Summaries only: the original messages or the direct sources."},
                 "max_tokens": {"type": "integer", "minimum": 1, "default": 4000,
@@ -248,7 +252,9 @@ class ToolBox:
             raise NotFoundError(f"no {'summary' if ident.startswith('sum_') else 'message'} with id {ident!r}")
 
     def node(self, ident: str) -> Summary | Message:
-        """The summary or message ``ident`` (NotFoundError when it is not in scope)."""
+        """The summary or message ``ident`` (NotFoundError when it is not in scope); in a
+        conversation's ToolBox also "#N", message number N, as the context names messages
+        ("#13 user: …", "[abridged by lossless: #13, …]")."""
         if not isinstance(ident, str) or not ident:
             raise ValidationError("id must be a non-empty string (sum_… or msg_…)")
         node: Summary | Message
@@ -256,6 +262,15 @@ class ToolBox:
             node = self.memory.store.get_summary(ident)
         elif ident.startswith("msg_"):
             node = self.memory.store.get_message(ident)
+        elif _MESSAGE_NUMBER.match(ident):
+            if self.conversation_id is None:
+                raise NotFoundError(f"{ident!r}: a message number names a message of one conversation; "
+                                    "give its id (msg_…)")
+            seq = int(ident.strip().lstrip("#"))
+            found = self.memory.store.get_messages(self.conversation_id, seq, seq)
+            if not found:
+                raise NotFoundError(f"no message #{seq} in this conversation")
+            node = found[0]
         else:
             raise NotFoundError(f"{ident!r} is not a summary (sum_…) or message (msg_…) id")
         self._check_scope(node.conversation_id, ident)

@@ -123,19 +123,21 @@ class MessageView:
         """What a piece of the memory block costs, with the separator before it."""
         return self.counter.count(text) + self._sep
 
-    def abridge(self, msg: Message, allowance: int) -> ChatMessage | None:
-        """The message with its text cut to fit ``allowance`` tokens of chat cost."""
+    def abridge(self, msg: Message, allowance: int, *, keep: bool = False) -> ChatMessage | None:
+        """The message with its text cut to fit ``allowance`` tokens of chat cost (with
+        ``keep``, a message that must be shown, even if it is filler only: see ``fit_text``)."""
         cache = self.caches.abridged_messages
-        key = (msg.id, -allowance)  # negative: never collides with a summary's (id, room)
+        # negative: never collides with a summary's (id, room); a kept message's apart
+        key = (msg.id + ("~keep" if keep else ""), -allowance)
         if key in cache:
             return cache[key]
-        out = self._abridge_uncached(msg, allowance)
+        out = self._abridge_uncached(msg, allowance, keep)
         if len(cache) >= 4096:
             cache.clear()
         cache[key] = out
         return out
 
-    def _abridge_uncached(self, msg: Message, allowance: int) -> ChatMessage | None:
+    def _abridge_uncached(self, msg: Message, allowance: int, keep: bool = False) -> ChatMessage | None:
         base = self.chat(msg)
         if msg.role != "assistant":
             base.pop("tool_calls", None)
@@ -144,7 +146,7 @@ class MessageView:
         for _ in range(3):  # joining text and marker can cost a token or two more than apart
             if room < 8:
                 return None
-            short = fit_text(self.body(msg), room, self.counter)
+            short = fit_text(self.body(msg), room, self.counter, keep=keep)
             if not short:
                 return None
             chat: ChatMessage = {**base, "content": short + marker}

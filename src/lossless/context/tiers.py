@@ -188,7 +188,7 @@ class TailTier:
             if cost <= room:
                 first.append(([self.view.chat(m) for m in head], head, cost))
             else:
-                self._abridged_unit(head, first, room)
+                self._abridged_unit(head, first, room, keep=True)
         left = cap - sum(c for _, _, c in first)
         for unit in reversed(replies):
             whole = self.view.unit_cost(unit)
@@ -204,10 +204,11 @@ class TailTier:
             break
         self.shown.extend(first)
 
-    def _abridged_unit(self, unit: list[Message], into: list[ShownUnit], allowance: int) -> None:
+    def _abridged_unit(self, unit: list[Message], into: list[ShownUnit], allowance: int, *,
+                       keep: bool = False) -> None:
         view = self.view
         if len(unit) == 1:
-            chat = view.abridge(unit[0], allowance)
+            chat = view.abridge(unit[0], allowance, keep=keep)
             if chat is not None:
                 into.append(([chat], unit, view.chat_cost(chat)))
             return

@@ -28,9 +28,15 @@ _WIDE = (
     "\uf900-\ufaff\uff00-\uffef\U00020000-\U0002ffff"
 )
 _WIDE_RE = re.compile(f"[{_WIDE}]")
-# Atoms are the units text may be cut between: whitespace, one wide character, or a run of
-# anything else, so a path, URL or identifier is never cut in half.
-_ATOM_RE = re.compile(f"\\s+|[{_WIDE}]|[^\\s{_WIDE}]+")
+# Emoji, with what joins them into one picture: a skin tone, VS16, a keycap, a tag, a ZWJ
+# and the next emoji (👨‍👩‍👧), or two regional indicators (a flag: 🇨🇳).
+_EMOJI_CHARS = "\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
+_EMOJI = (f"[\U0001f1e6-\U0001f1ff]{{2}}|[{_EMOJI_CHARS}]"
+          f"(?:[\ufe0f\u20e3\U0001f3fb-\U0001f3ff\U000e0020-\U000e007f]|\u200d[{_EMOJI_CHARS}])*")
+# Atoms are the units text may be cut between: whitespace, one wide character, one emoji,
+# or a run of anything else, so a path, URL or identifier is never cut in half (and a run
+# of emoji, "😂😂😂…", is not one piece too big to shorten).
+_ATOM_RE = re.compile(f"\\s+|[{_WIDE}]|{_EMOJI}|[^\\s{_WIDE}{_EMOJI_CHARS}]+")
 # Sentence ends: 。！？； (with closing quotes), a run of .!?… before a space, !? or a
 # period before CJK. Written to start with one character class (see _DATE_RE below),
 # the same matches as "[。！？；][」』”’）)]*|[.!?…]+[\"'”’)\]]*(?=\s)|[!?]+(?=[W])|\.(?=[W])".
@@ -516,12 +522,16 @@ def fit_groups(
     counter: TokenCounter,
     strict: bool,
     running_text: bool = False,
+    keep: bool = False,
 ) -> str:
     """Select, render, verify by a real count (dropping the weakest unit until it fits);
-    when nothing fits, the best unit shortened at an atom boundary, or ""."""
+    when nothing fits, the best unit shortened at an atom boundary, or "". With ``keep``
+    (text that must be shown) filler is shortened too when there is nothing but filler."""
     min_score = 1.0 if strict else -0.5
     chosen = _select(groups, budget, min_score, 0.6 if strict else 0.8)
     pieces = [p for g in groups for p in g.pieces if p.score >= min_score]
+    if keep and not pieces:
+        pieces = [p for g in groups for p in g.pieces]
     top = min(pieces, key=_rank, default=None)
     if top is not None and top not in chosen and sum(p.score for p in chosen) < top.score / 2:
         chosen = []  # what fits is worth under half the best unit: shorten that instead
@@ -580,11 +590,13 @@ def _focus_words(focus: str | None) -> frozenset[str]:
 
 
 def fit_text(text: str, max_tokens: int, counter: TokenCounter, focus: str | None = None,
-             tokens: int | None = None) -> str:
+             tokens: int | None = None, keep: bool = False) -> str:
     """``text`` abridged to at most ``max_tokens``: unchanged when it fits, else its most
     important sentences in their original order (a code block counts as one line plus a
-    marker); "" when not even one shortened sentence fits. With ``focus`` (a question),
-    sentences sharing its words rank first. ``tokens``: the text's count, if known."""
+    marker); "" when none is worth keeping (filler: "ok", "哈哈") or not even one
+    shortened sentence fits. With ``keep`` (text that must be shown: the newest user
+    message) a text of filler only is shortened like any other. With ``focus`` (a
+    question), sentences sharing its words rank first. ``tokens``: the text's count, if known."""
     if (counter.count(text) if tokens is None else tokens) <= max_tokens:
         return text
     if max_tokens <= 0:
@@ -598,4 +610,4 @@ def fit_text(text: str, max_tokens: int, counter: TokenCounter, focus: str | Non
         role = m.group(2) if m else None
         units = [(u, ln, kind, role) for u, ln, kind in split_units("\n".join(lines))]
         groups.append(group_units(g, header, units, counter, _focus_words(focus)))
-    return fit_groups(groups, max_tokens, counter, False, running_text=len(sections) == 1)
+    return fit_groups(groups, max_tokens, counter, False, running_text=len(sections) == 1, keep=keep)

@@ -67,8 +67,14 @@ class Candidate:
     task: dict[str, Any] | None = None
 
 
+# A letter or digit that is not Chinese, Japanese or Korean: an English cue word is whole
+# where it has none beside it. ``\b`` counts CJK characters as word characters, so in
+# mixed text ("这个API timeout了", "deadline是下周五") no English word was found.
+_LATIN_EDGE = "[^\\W\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+
+
 def _rx(english: str, chinese: str = "") -> re.Pattern[str]:
-    parts = [rf"\b(?:{english})\b"] + ([f"(?:{chinese})"] if chinese else [])
+    parts = [rf"(?<!{_LATIN_EDGE})(?:{english})(?!{_LATIN_EDGE})"] + ([f"(?:{chinese})"] if chinese else [])
     return re.compile("|".join(parts), re.IGNORECASE)
 
 
@@ -110,17 +116,23 @@ _SELF_REMEMBER = re.compile(
 _CLAUSE_END = r"(?=$|[\s，。！？、；：,.!?;:])"
 _NOT_PARTICLE = r"(?<![的了吧呢啊吗呀啦嘛])"  # 我是开玩笑的 / 我的咖啡是冷的: a state, not a fact
 _CJK_NAME = r"(?:(?![了过着的吧呢啊吗呀])[\u4e00-\u9fff]){1,4}|[A-Za-z][A-Za-z .'-]{0,30}"
+# a name is followed by the clause's end or by anything not a word: "我叫李明～", "我叫李明…",
+# "我叫李明😄", "我叫李明（木子李）" are names as much as "我叫李明。"
+_NAME_END = r"(?=$|[^\w])"
+# 叫 is also "call for" and "tell to": 我叫车, 我叫醒你, 我叫他过来, 我叫外卖 name no one
+_NOT_A_NAME = r"(?!车|醒|外卖|快递|出租|滴滴|他|她|你|您|它|我|人|大家|不|没)"
 _VALUE = r"(?!真|不|很|太|挺|好|在|被|说|想|觉得)[^\s，。！？、；：,.!?;:]{1,30}"
 _CHINESE_PERSONAL = "|".join((
-    rf"我叫(?:{_CJK_NAME}){_CLAUSE_END}",
+    rf"我叫{_NOT_A_NAME}(?:{_CJK_NAME}){_NAME_END}",
     "我的名字",
     # an occupation or an origin: 我是医生, 我是一名老师, 我是北京人
     rf"(?<!如果)(?<!假如)(?<!要是)我是(?:一名|一个|一位|个|名)?"
     rf"(?!说|想|觉得|问|在|不|真|指|要|来|去|被|因为|为了|开玩笑|故意|随便|你|您|他|她)"
     rf"[^\s，。！？、；：,.!?;:]{{1,10}}{_NOT_PARTICLE}{_CLAUSE_END}",
-    r"我在(?!想|考虑|犹豫|纠结|准备|打算|找|去|路上)[^\s，。！？、；：,.!?;:要想去不找]{1,12}(?:工作|上班|上学|读书)",
-    # a home, not a stay: 我住在酒店里两天 is not where the user lives
-    r"我住在(?![^，。！？,.!?]*(?:酒店|宾馆|旅馆|民宿|[一二两三四五六七八九十几\d]+(?:天|晚|夜|周)))",
+    # a workplace and a home, said with 现在/目前/一直 as often as without ("我现在住在杭州")
+    r"我(?:现在|目前|一直)?在(?!想|考虑|犹豫|纠结|准备|打算|找|去|路上)[^\s，。！？、；：,.!?;:要想去不找]{1,12}(?:工作|上班|上学|读书)",
+    # a home, not a stay: 我住在酒店里两天 is not where the user lives; 我家住在北京 is
+    r"我(?:家|现在|目前|一直)?住在(?![^，。！？,.!?]*(?:酒店|宾馆|旅馆|民宿|[一二两三四五六七八九十几\d]+(?:天|晚|夜|周)))",
     rf"我(?:的|家的?)(?!天|意思|妈呀)[^\s，。！？、；：,.!?;:]{{1,8}}?(?:是|叫){_VALUE}{_NOT_PARTICLE}{_CLAUSE_END}",
     r"我对.{1,10}过敏",
 ))
@@ -154,7 +166,8 @@ _STATUS = (
     ("in_progress", _rx(r"working on|in progress|started|underway", "进行中|正在")),
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
-_QUESTION = re.compile(r"[?？]\s*$")
+# a question mark, or (chat often leaves it out) a sentence-final 吗: "你喜欢喝咖啡吗"
+_QUESTION = re.compile(r"[?？]\s*$|吗[\s。.!！~～…]*$")
 _WORDS = re.compile(r"[\u3400-\u9fff]|[^\W_]+")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 

@@ -131,18 +131,25 @@ def chunk_ratio(avg_item_tokens: float, window: int) -> float:
 # -- output checks ---------------------------------------------------------------------
 
 _FENCED_RE = re.compile(r"\A```[\w+-]*[ \t]*\n(.*?)\n?[ \t]*```\Z", re.DOTALL)
+# (and the same in Chinese, as a model asked to write in the conversation's language
+# wraps it: "摘要：", "## 总结", "以下是对话的摘要：")
 _LABEL_RE = re.compile(
-    r"\A(?:#{1,6}[ \t]*)?(?:\*\*|__)?(?:(?:leaf|condensed|root|merged|final|conversation)[ \t]+)?"
-    r"summary(?:\*\*|__)?[ \t]*(?::(?:\*\*|__)?[ \t]*|(?=\n))",
+    r"\A(?:#{1,6}[ \t]*)?(?:\*\*|__)?(?:(?:(?:leaf|condensed|root|merged|final|conversation)[ \t]+)?"
+    r"summary|(?:对话|会话)?(?:摘要|总结))(?:\*\*|__)?[ \t]*(?:[:：](?:\*\*|__)?[ \t]*|(?=\n))",
     re.IGNORECASE,
 )
-_PREAMBLE_RE = re.compile(r"\A(?:here is|here's|below is)\b[^\n]{0,80}\bsummary\b[^\n]*:[ \t]*\n", re.IGNORECASE)
+_PREAMBLE_RE = re.compile(r"\A(?:(?:here is|here's|below is)\b[^\n]{0,80}\bsummary\b[^\n]*:|"
+                          r"(?:以下是|下面是)[^\n]{0,40}(?:摘要|总结)[^\n]*[:：])[ \t]*\n", re.IGNORECASE)
 _REFUSAL_RE = re.compile(
     r"\A(?:i['’]m sorry|i am sorry|sorry,|i apologi[sz]e|as an ai\b|"
-    r"i (?:cannot|can['’]t|can not|won['’]t|will not|am unable to|['’]m unable to|am not able to)\b)",
+    r"i (?:cannot|can['’]t|can not|won['’]t|will not|am unable to|['’]m unable to|am not able to)\b|"
+    # the same in Chinese, how a model asked to write in the conversation's language refuses
+    r"(?:很|非常)?抱歉|对不起|作为(?:一个|一名)?(?:ai|人工智能)|我(?:无法|不能|没办法|不可以)(?:为您|帮您|帮你)?"
+    r"(?:帮|协助|提供|完成|处理|回答|总结|概括))",
     re.IGNORECASE,
 )
 _REFUSAL_MAX_WORDS = 60
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 def clean_output(text: str) -> str:
@@ -168,7 +175,8 @@ def _problem(text: str) -> str | None:
     visible = [ch for ch in text if not ch.isspace()]
     if len(visible) >= 8 and len(set(visible)) == 1:
         return "output is one character repeated"
-    if _REFUSAL_RE.match(text) and len(text.split()) <= _REFUSAL_MAX_WORDS:
+    # Chinese and Japanese are not written with spaces: two characters count as a word
+    if _REFUSAL_RE.match(text) and len(text.split()) + len(_CJK_CHAR.findall(text)) // 2 <= _REFUSAL_MAX_WORDS:
         return f"the model refused: {text[:120]!r}"
     return None
 
