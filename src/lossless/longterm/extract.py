@@ -139,7 +139,7 @@ _CHINESE_PERSONAL = "|".join((
 # The English ones want a fact's shape too: "I'm a bit tired", "call me when you're home",
 # "my point is…", "my code is broken again", "I live in hope" start the same way.
 _NOT_A_ROLE = r"(?!(?:bit|little|tad|lot|few|couple|while|sec|second|minute|moment|mess|wreck|total|complete)\b)"
-_NOT_A_NAME = (r"(?!(?:when|if|back|later|tomorrow|tonight|anytime|any|now|again|soon|sometime|after|before|"
+_NOT_CALLED = (r"(?!(?:when|if|back|later|tomorrow|tonight|anytime|any|now|again|soon|sometime|after|before|"
                r"at|on|in|once|as|crazy|maybe|please|asap|first|whenever|and|or|but|too|so)\b)")
 _TRANSIENT = r"(?![^.!?]*\b(?:today|tonight|right now|at the moment|again|this (?:morning|afternoon|evening|week))\b)"
 _NOT_A_THING = (r"(?!(?:point|question|guess|concern|issue|problem|idea|thoughts?|understanding|bet|answer|"
@@ -147,8 +147,8 @@ _NOT_A_THING = (r"(?!(?:point|question|guess|concern|issue|problem|idea|thoughts
                 r"bad|head|mind|heart|code|internet|connection|computer|laptop|screen|battery|build|output|"
                 r"tests?|apologies|pleasure)\b)")
 _PERSONAL = _rx(
-    rf"my name is|call me {_NOT_A_NAME}\w+|(?:i am|i'm) an? {_NOT_A_ROLE}|i work (?:at|as|for)|"
-    rf"i work on (?!(?:it|this|that|them|these|those)\b)|i live in (?!(?:hope|fear|denial|the past|the moment)\b)|"
+    rf"my name is|call me {_NOT_CALLED}\w+|(?:i am|i'm) an? {_NOT_A_ROLE}\w+|i work (?:at|as|for)|"
+    rf"i work on (?!(?:it|this|that|them|these|those)\b)\w+|i live in (?!(?:hope|fear|denial|the past|the moment)\b)\w+|"
     rf"my {_NOT_A_THING}\w+(?: \w+)? (?:is|are|works|lives){_TRANSIENT}|(?:i am|i'm) allergic",
     _CHINESE_PERSONAL,
 )
