@@ -63,6 +63,9 @@ def _count_tokens(text: str) -> int:
     return max(1, len(_WORD.findall(text)))
 
 
+_OPENAI_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # what the real API takes as a message name
+
+
 @dataclass
 class RecordedRequest:
     """One request as the server saw it; header names are lower-cased."""
@@ -436,6 +439,13 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(model, str) or not isinstance(messages, list) or not messages:
             self._send(400, _error_body("'$.messages' is invalid.", "invalid_request_error"))
             return
+        for i, m in enumerate(messages):  # as the real API checks a message's name
+            name = m.get("name") if isinstance(m, dict) else None
+            if name is not None and not (isinstance(name, str) and _OPENAI_NAME.fullmatch(name)):
+                self._send(400, _error_body(
+                    f"Invalid 'messages[{i}].name': string does not match pattern. Expected a string that "
+                    "matches the pattern '^[a-zA-Z0-9_-]+$'.", "invalid_request_error", "invalid_value"))
+                return
         prompt = "\n".join(_message_text(m) for m in messages)
         last_user = next(
             (

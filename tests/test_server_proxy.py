@@ -347,3 +347,18 @@ def test_sse_parser_gives_back_the_events_however_the_stream_is_cut(
     got = _parse([raw[a:b] for a, b in itertools.pairwise(bounds)])
     assert got == [(name, "\n".join(data)) for name, data in events]
     assert all(isinstance(e, ServerSentEvent) for e in SSEParser().feed(raw))
+
+
+def test_a_stored_writer_openai_refuses_as_a_name_is_sent_in_the_text(proxy: str, memory: lossless.Memory,
+                                                                      fake_openai: FakeOpenAIServer) -> None:
+    """A conversation holding a writer named 小美 (stored by an import or `lossless add
+    --name`): every proxied turn was the upstream's 400 'messages[0].name does not match
+    pattern'."""
+    memory.conversation("named").add("user", "我最喜欢的颜色是蓝色。", name="小美")
+    fake_openai.enqueue_chat("蓝色。")
+    reply = _client(proxy, "named").chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "小美喜欢什么颜色？"}])
+    assert reply.choices[0].message.content == "蓝色。"
+    sent = fake_openai.chat_requests()[-1].body["messages"]
+    assert {"role": "user", "content": "小美: 我最喜欢的颜色是蓝色。"} in sent
+    assert not any("name" in m for m in sent)

@@ -230,3 +230,24 @@ def test_the_prefix_is_stable_between_compactions(store_target: StoreTarget, tmp
         assert current[:cut] == previous[:cut]
         hits += 1
     assert hits >= 8
+
+
+def test_writers_openai_refuses_as_names_are_sent_in_the_text(store_target: StoreTarget,
+                                                               fake_openai: FakeOpenAIServer) -> None:
+    """OpenAI takes a message name only as ^[a-zA-Z0-9_-]+$ (the fake refuses others as the
+    real API does, with a 400): a conversation with a writer named 李明 or "Li Wei" failed
+    every turn. Such a name now heads the text; a name OpenAI takes is sent as it is."""
+    mem = lossless.open(store_target("names"), embedder=None)
+    conv = mem.conversation("c")
+    conv.add("user", "我下周去杭州出差。", name="李明")
+    conv.add("user", "I'll book the hotel.", name="Li Wei")
+    conv.add("user", "Noted by the bot.", name="ann_2")
+    fake_openai.enqueue_chat("好的。")
+    result = conv.turn("李明下周去哪里？", call=_client(fake_openai), model="agent-model")
+    assert result.reply == "好的。"
+    sent = fake_openai.chat_requests()[-1].body["messages"]
+    assert {"role": "user", "content": "李明: 我下周去杭州出差。"} in sent
+    assert {"role": "user", "content": "Li Wei: I'll book the hotel."} in sent
+    assert {"role": "user", "content": "Noted by the bot.", "name": "ann_2"} in sent
+    assert [m.name for m in conv.messages()][:3] == ["李明", "Li Wei", "ann_2"]  # stored as written
+    mem.close()

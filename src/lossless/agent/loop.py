@@ -41,6 +41,7 @@ from lossless.core.types import AssembledContext, ChatMessage, Message
 from lossless.core.validate import validate_message
 from lossless.providers.anthropic_format import anthropic_messages
 from lossless.providers.errors import is_context_length_error
+from lossless.providers.openai_format import openai_messages
 
 if TYPE_CHECKING:
     from lossless.agent.base import ConversationHandle
@@ -153,7 +154,7 @@ def _call_model(call: Any, messages: list[ChatMessage], *, model: str | None, to
     if _is_openai_client(call):
         if not model:
             raise ValidationError("model= is required with an OpenAI client")
-        kwargs: dict[str, Any] = {"model": model, "messages": messages, **options}
+        kwargs: dict[str, Any] = {"model": model, "messages": openai_messages(messages), **options}
         if tools:
             kwargs["tools"] = tools
         return _openai_reply(_resolve(call.chat.completions.create(**kwargs)))

@@ -14,6 +14,7 @@ from starlette.requests import Request
 
 from lossless.core.render import content_text
 from lossless.core.types import ChatMessage, Message
+from lossless.providers.openai_format import openai_messages
 from lossless.server.chat_match import storable
 from lossless.server.proxy.base import default_reserve
 from lossless.server.proxy.conversation_header import requested_conversation
@@ -41,7 +42,7 @@ class OpenAIDialect:
         return storable(body.get("messages"))
 
     def outgoing(self, body: dict[str, Any], messages: list[ChatMessage]) -> dict[str, Any]:
-        return {**body, "messages": messages}
+        return {**body, "messages": openai_messages(messages)}
 
     def reserve(self, body: dict[str, Any], window: int) -> int:
         return default_reserve(body.get("max_completion_tokens", body.get("max_tokens")), window)
