@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import lossless
@@ -136,6 +136,9 @@ _EMOJI = ["😂", "👍🏽", "👨‍👩‍👧", "🇨🇳", "❤️", "#️�
 
 @PROPS
 @given(parts=st.lists(st.sampled_from(_EMOJI), min_size=20, max_size=200), budget=st.integers(40, 300))
+# CI found it: a flag of tags (21 tokens) first, more than the room at 40: nothing was shown;
+# now what follows it is, marked as cut ("…😂😂😂…")
+@example(parts=["🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f"] + ["😂"] * 19, budget=40)
 def test_property_an_abridged_message_with_emoji_is_shown_and_cuts_no_emoji(parts: list[str], budget: int) -> None:
     """A newest user message of emoji (joined ones: a family, a flag, a skin tone, a keycap),
     Chinese and Latin, abridged to any budget: shown, and cut only between whole emoji."""

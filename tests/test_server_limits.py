@@ -186,6 +186,9 @@ def _history(memory: lossless.Memory) -> lossless.Conversation:
     msgs = chat(80)
     msgs[2] = {**msgs[2], "content": "The quokka sanctuary on Rottnest opens at nine."}
     conv.add_many(msgs)
+    # caught up, so no compaction lands between two assemblies that must be the same (CI saw
+    # the background worker's summary appear between them: a flaky failure)
+    memory.wait_idle()
     return conv
 
 

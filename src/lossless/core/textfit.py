@@ -502,8 +502,10 @@ def _render(groups: list[Group], chosen: list[_Piece], running_text: bool) -> st
     return "".join(out)
 
 
-def _shorten(text: str, max_tokens: int, counter: TokenCounter) -> str:
-    """The longest whole-atom prefix of one unit that fits with "…", or ""."""
+def _shorten(text: str, max_tokens: int, counter: TokenCounter, skip_head: bool = False) -> str:
+    """The longest whole-atom prefix of one unit that fits with "…", or "". With
+    ``skip_head`` (text that must be shown), when not even the first atom fits (an emoji
+    flag of many tags, a long URL), the atoms after it instead, marked as cut: "…😂😂…"."""
     atoms = _ATOM_RE.findall(text)
     lo, hi = 0, len(atoms)
     while lo < hi:
@@ -513,7 +515,13 @@ def _shorten(text: str, max_tokens: int, counter: TokenCounter) -> str:
         else:
             hi = mid - 1
     kept = "".join(atoms[:lo]).rstrip()
-    return kept + "…" if kept else ""
+    if kept or not skip_head:
+        return kept + "…" if kept else ""
+    for start in range(1, min(len(atoms), 64)):
+        if not atoms[start].isspace() and counter.count(f"…{atoms[start]}…") <= max_tokens:
+            rest = _shorten("".join(atoms[start:]).lstrip(), max_tokens - 1, counter)
+            return "…" + rest if rest else ""
+    return ""
 
 
 def fit_groups(
@@ -546,7 +554,7 @@ def fit_groups(
     header = groups[top.group].header
     room = budget - (groups[top.group].header_tokens if header else 0)
     # A stub of two or three words under a header says less than a bare pointer does.
-    short = _shorten(top.text, room, counter) if room >= (8 if header else 4) else ""
+    short = _shorten(top.text, room, counter, skip_head=keep) if room >= (8 if header else 4) else ""
     text = f"{header}\n{short}" if header and short else short
     return text if short and counter.count(text) <= budget else ""
 
