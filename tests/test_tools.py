@@ -166,3 +166,28 @@ def test_a_message_number_the_context_shows_reads_that_message(store_target: Sto
         # a ToolBox over many conversations has no one message #1
         reply = mem.tools(None).dispatch({"type": "tool_use", "id": "t", "name": "lcm_describe", "input": {"id": "#1"}})
         assert reply.get("is_error") and "msg_" in reply["content"]
+
+
+def test_an_assistant_tool_call_message_is_read_with_its_calls(store_target: StoreTarget) -> None:
+    """lcm_expand of an assistant message that only calls tools read "" (its content), so
+    the call's arguments were out of the model's reach; one too long for max_tokens read
+    "" in every slice. Its text is now the calls as the tools render them, paged exactly."""
+    args = json.dumps({"城市": "北京", "notes": "晴" * 3000}, ensure_ascii=False)
+    with lossless.open(store_target("calls"), embedder=None) as mem:
+        conv = mem.conversation("c")
+        conv.add_many([{"role": "user", "content": "北京天气怎么样？"},
+                       {"role": "assistant", "content": "",
+                        "tool_calls": [{"id": "call_1", "type": "function",
+                                        "function": {"name": "查天气", "arguments": args}}]},
+                       {"role": "tool", "content": "晴，25度", "tool_call_id": "call_1"}])
+        call = conv.messages()[1]
+        box = conv.tools
+        parts, offset = [], 0
+        while offset is not None:
+            body = box.lcm_expand(call.id, offset=offset, max_tokens=400)
+            assert body["text_source"] == "tool_calls" and body["content"], body
+            parts.append(body["content"])
+            offset = body["next_offset"]
+        assert "".join(parts) == f"→ tool_call 查天气({args})"
+        # a message without calls reads as stored
+        assert box.lcm_expand(conv.messages()[2].id)["text_source"] == "content"

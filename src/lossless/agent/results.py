@@ -100,7 +100,7 @@ class LargeContent(TypedDict, total=False):
     exploration: dict[str, Any]
     total_chars: int
     sha256: str
-    text_source: Literal["content", "parts"]
+    text_source: Literal["content", "parts", "tool_calls"]
     page_chars: int
     pages: int
     read: str
@@ -221,7 +221,7 @@ class MessageSlice(_Slice):
     seq: int
     role: str
     header: str
-    text_source: Literal["content", "parts"]
+    text_source: Literal["content", "parts", "tool_calls"]
     tool_call_id: NotRequired[str]
 
 

@@ -195,10 +195,14 @@ class _Slice(NamedTuple):
     tokens: int | None
 
 
-def _message_body(msg: Message) -> tuple[str, Literal["content", "parts"]]:
+def _message_body(msg: Message) -> tuple[str, Literal["content", "parts", "tool_calls"]]:
     """The text a message is paged through, and what it is: its content string exactly
-    as stored ("content"), or, for content parts, their text as the tools render it
-    ("parts")."""
+    as stored ("content"); for content parts, their text as the tools render it
+    ("parts"); for a message with tool calls, its text and then each call as the tools
+    render it, ``→ tool_call name(arguments)`` ("tool_calls": the calls were out of reach,
+    an assistant's call message read as "")."""
+    if msg.tool_calls:
+        return message_text(msg), "tool_calls"
     if isinstance(msg.content, str):
         return msg.content, "content"
     if msg.content is None:
