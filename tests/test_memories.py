@@ -102,7 +102,7 @@ def test_same_content_in_same_scope_is_one_record(mems: Memories) -> None:
 
 def test_trailing_punctuation_and_spaces_do_not_make_another_record(mems: Memories) -> None:
     first = mems.add("我对花生过敏", user="ann")
-    for again in ("我对花生过敏。", " 我对花生过敏！ ", "我对花生过敏 . "):
+    for again in ("我对花生过敏。", " 我对花生过敏！ ", "我对花生过敏 . ", "我对花生过敏～", "我对花生过敏~~"):
         assert mems.add(again, user="ann").id == first.id, again
     assert mems.add("I prefer tea!", kind="preference", user="ann").id == mems.add("i prefer  tea", user="ann").id
     assert mems.get(first.id).content == "我对花生过敏"  # stored as given, compared normalised

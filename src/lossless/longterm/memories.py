@@ -82,12 +82,14 @@ def _folded(content: str) -> str:
 
 def same_text(content: str) -> str:
     """``content`` as the dedupe check compares it: NFC-normalised, case-folded, whitespace
-    collapsed, trailing punctuation (ASCII or full-width) dropped. So "I prefer tea." and
-    "i prefer  tea" are one memory, and so are "我对花生过敏" and "我对花生过敏。". Only the
-    check uses it: a record keeps its text as given."""
+    collapsed, trailing punctuation (ASCII or full-width, and the tilde chat ends a line
+    with) dropped. So "I prefer tea." and "i prefer  tea" are one memory, and so are
+    "我对花生过敏", "我对花生过敏。" and "我对花生过敏～". Only the check uses it: a record keeps
+    its text as given."""
     folded = _folded(content)
     end = len(folded)
-    while end and (folded[end - 1].isspace() or unicodedata.category(folded[end - 1]).startswith("P")):
+    while end and (folded[end - 1].isspace() or folded[end - 1] in "~～"
+                   or unicodedata.category(folded[end - 1]).startswith("P")):
         end -= 1
     return folded[:end]
 
