@@ -72,6 +72,10 @@ def test_neutral_message_is_baseline() -> None:
         ("The config lives at /etc/app/config.yaml on the host.", "identifier", "/etc/app/"),
         ("See https://example.com/docs for the details of it.", "identifier", "https://example.com/docs"),
         ("The billing service moved to port 5432 yesterday.", "identifier", "5432"),
+        # an English file name or status code touching Chinese (\b saw no edge there)
+        ("请看一下main.py文件里的配置", "identifier", ".py"),
+        ("接口返回status 500了", "error", "status 500"),
+        ("进程exit code 1了", "error", "exit code 1"),
     ],
 )
 def test_category_raises_score_with_evidence(text: str, label: str, evidence: str) -> None:

@@ -157,8 +157,9 @@ _ERROR_PATTERNS = (
     # ValueError, java.io.IOException, lower-cased; two letters before "error" so that
     # "terror" is not one
     r"error(?<=[a-z0-9_]{2}error)|exception(?<=[a-z0-9_]exception)",
-    r"(?:http/\d(?:\.\d)?|status(?: code)?|returned|responded with)[\s:=]*5\d\d\b",
-    r"exit(?:ed)?(?: with)?(?: code| status)[\s:=]*[1-9]\d*\b|non-?zero exit",
+    # the ends are "not a digit", not \b: "返回了status 500。" and "exit code 1了" count too
+    r"(?:http/\d(?:\.\d)?|status(?: code)?|returned|responded with)[\s:=]*5\d\d(?!\d)",
+    r"exit(?:ed)?(?: with)?(?: code| status)[\s:=]*[1-9]\d*(?!\d)|non-?zero exit",
 )
 _ERROR_HINTS = ("error", "exception", "http", "status", "returned", "responded", "exit")
 _IDENTIFIER_PATTERNS = (
@@ -166,7 +167,7 @@ _IDENTIFIER_PATTERNS = (
     r"https?://\S+|www\.\S+",
     r"/[\w.-]+/",  # /etc/hosts, src/app/mod.py
     r"\.(?:py|js|ts|tsx|jsx|rs|go|java|kt|c|h|cc|cpp|hpp|rb|php|md|json|ya?ml|toml|ini|cfg"
-    r"|sql|sh|txt|csv|html|css|lock)\b",
+    r"|sql|sh|txt|csv|html|css|lock)(?![a-z0-9_])",  # not \b: "main.py文件" holds a file name
     r"@[\w-]+\.[a-z]",  # e-mail
     r"`[^`\n]{2,80}`",  # inline code
     r"_[a-z0-9_]*\d",  # err_4242, msg_01h…
