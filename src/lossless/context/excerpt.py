@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 
+from lossless.core.scripts import CJK_LETTERS
 from lossless.core.tokens import TokenCounter
 
 __all__ = ["excerpt_around", "query_terms", "shared_terms"]
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK = CJK_LETTERS
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # a clause ends after a punctuation mark or a line break (kept with it: the clauses joined

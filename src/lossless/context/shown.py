@@ -24,7 +24,7 @@ class AssemblyCaches:
     its bound."""
 
     abridged_summaries: dict[tuple[str, int], str] = field(default_factory=dict)  # (id, room) -> text
-    abridged_messages: dict[tuple[str, int], ChatMessage | None] = field(default_factory=dict)
+    abridged_messages: dict[tuple[str, int, bool], ChatMessage | None] = field(default_factory=dict)
     importance: dict[str, float] = field(default_factory=dict)
     explored: dict[str, str] = field(default_factory=dict)  # message id -> what stands in for it
     role_counts: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -127,8 +127,7 @@ class MessageView:
         """The message with its text cut to fit ``allowance`` tokens of chat cost (with
         ``keep``, a message that must be shown, even if it is filler only: see ``fit_text``)."""
         cache = self.caches.abridged_messages
-        # negative: never collides with a summary's (id, room); a kept message's apart
-        key = (msg.id + ("~keep" if keep else ""), -allowance)
+        key = (msg.id, allowance, keep)
         if key in cache:
             return cache[key]
         out = self._abridge_uncached(msg, allowance, keep)

@@ -487,11 +487,12 @@ def _render(groups: list[Group], chosen: list[_Piece], running_text: bool) -> st
     for p in sorted(chosen, key=lambda p: (p.group, p.pos)):
         if running_text and prev is not None:
             wide = _WIDE_RE.match(prev.text[-1:]) or _WIDE_RE.match(p.text[:1])
+            sep = "\n" if p.line != prev.line else "" if wide else " "
             # A gap after a piece that ends mid-sentence (a long sentence cut in pieces)
             # says so: glued on, the pieces would read as words the writer never wrote.
-            cut = p.pos != prev.pos + 1 and not prev.text.endswith(_SENTENCE_ENDS)
-            mark = "…" if cut else ""
-            out.append(mark + "\n" if p.line != prev.line else mark if wide else f" {mark} " if cut else " ")
+            if p.pos != prev.pos + 1 and not prev.text.endswith(_SENTENCE_ENDS):
+                sep = " … " if sep == " " else "…" + sep
+            out.append(sep)
         elif prev is not None:
             out.append("\n")
         new_group = prev is None or p.group != prev.group

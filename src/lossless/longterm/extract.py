@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from lossless.core.importance import score as score_text
 from lossless.core.render import message_text
+from lossless.core.scripts import CJK_LETTERS
 from lossless.core.types import Message
 from lossless.longterm.records import DEFAULT_IMPORTANCE, KINDS, TASK_STATUSES
 from lossless.summarize.base import SummaryItem, SummaryRequest
@@ -70,7 +71,7 @@ class Candidate:
 # A letter or digit that is not Chinese, Japanese or Korean: an English cue word is whole
 # where it has none beside it. ``\b`` counts CJK characters as word characters, so in
 # mixed text ("这个API timeout了", "deadline是下周五") no English word was found.
-_LATIN_EDGE = "[^\\W\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+_LATIN_EDGE = f"[^\\W{CJK_LETTERS}]"
 
 
 def _rx(english: str, chinese: str = "") -> re.Pattern[str]:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from lossless.core.scripts import CJK_LETTERS
+
 if TYPE_CHECKING:
     from lossless.core.types import Message
     from lossless.store.base import MessageLog
@@ -29,7 +31,7 @@ SPEAKER_BOOST = 0.25
 _LOOKED_AT = 64
 _WORD = re.compile(r"[^\W\d_]+(?:['\u2019\u02bc][^\W\d_]+)*")
 _POSSESSIVE = re.compile("['\u2019\u02bc]s$")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_CJK = re.compile(f"[{CJK_LETTERS}]")
 
 Candidate = tuple[tuple[str, ...], bool, float]  # (message ids, whether a window, score)
 

@@ -43,11 +43,13 @@ import itertools
 import re
 from collections.abc import Iterator
 
+from lossless.core.scripts import CJK_LETTERS
+
 __all__ = ["MAX_CJK_TERMS", "STOPWORDS", "cjk_fts_query", "cjk_index_line", "cjk_index_terms", "cjk_query_terms",
            "cjk_runs", "compounds", "fts_terms", "has_cjk", "has_wide_forms", "index_extras", "index_text", "narrow",
            "quote_fts", "search_terms", "snippet", "term_pattern", "wide_forms_line", "word_query"]
 
-_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_CLASS = CJK_LETTERS
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 # a CJK run as the index sees it: letters only (unicode61 and PostgreSQL's parser split at
 # ・, ゠ and the spacing voicing marks, which are not letters)
@@ -105,8 +107,7 @@ def wide_forms_line(text: str) -> str:
     if not has_wide_forms(text):
         return ""
     runs = " ".join(narrow(m.group(0)) for m in _WIDE_RUN.finditer(text))
-    extra = index_extras(runs) if runs else ""
-    return f"{runs} {extra}".strip()
+    return f"{runs} {index_extras(runs)}".strip()
 
 
 def quote_fts(term: str) -> str:

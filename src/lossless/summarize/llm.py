@@ -39,6 +39,7 @@ from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 from lossless.core.errors import SummarizerError, ValidationError
+from lossless.core.scripts import CJK_LETTERS
 from lossless.core.stats import BreakerState
 from lossless.core.tokens import TokenCounter
 from lossless.summarize.base import SummaryItem, SummaryRequest, SummaryResult
@@ -149,7 +150,7 @@ _REFUSAL_RE = re.compile(
     re.IGNORECASE,
 )
 _REFUSAL_MAX_WORDS = 60
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_CJK_CHAR = re.compile(f"[{CJK_LETTERS}]")
 
 
 def clean_output(text: str) -> str:

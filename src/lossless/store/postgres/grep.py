@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from lossless.core.errors import QueryError
+from lossless.core.scripts import CJK_LETTERS
 from lossless.core.types import GrepHit
 from lossless.store.base import SearchSpec
 from lossless.store.fts import cjk_index_terms, cjk_query_terms, index_extras, search_terms
@@ -47,7 +48,7 @@ _SQL = Clauses("%s", lambda column, values: (f"{column} = ANY(%s)", [list(values
 # find it). The text itself is stored whole; regex search reads all of it.
 _DOC_LIMIT = 200_000
 _DOC_GRAMS = 20_000
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")  # as store/fts.py
+_CJK = re.compile(f"[{CJK_LETTERS}]+")  # as store/fts.py
 _PART = re.compile(r"[^\W_]+")
 _MAX_WORDS = 64
 
