@@ -167,6 +167,53 @@ def test_add_refuses_bad_input_naming_the_field(mems: Memories, kwargs: dict[str
     assert mems.count() == 0
 
 
+@pytest.mark.parametrize("name", ["a\nb", "\x1b[31m", "ann\r", "tab\there", "del\x7f", "c1\x85", "\x00"])
+@pytest.mark.parametrize("field", ["user", "agent"])
+def test_an_owner_name_with_a_control_character_is_refused(mems: Memories, field: str, name: str) -> None:
+    """A user or agent name is one line of printable text: "a\\nb" was stored and printed
+    as two lines in every listing of owners, "\\x1b[31m" turned the terminal red. The
+    error names the parameter, the character and where it is (a NUL was refused before)."""
+    char = re.search(r"[\x00-\x1f\x7f-\x9f]", name)
+    assert char is not None
+    said = "a NUL byte" if char.group() == "\x00" else f"the control character U+{ord(char.group()):04X}"
+    with pytest.raises(ValidationError, match=rf"^{field} .*{re.escape(said)} at position {char.start()}"):
+        mems.add("我对花生过敏。", **{field: name})
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+    with pytest.raises(ValidationError, match=rf"^{field} "):  # nor is one distilled under such a name
+        mems.distill([Message("m1", "c", 1, "user", "我对花生过敏。", at, 10)], **{field: name})
+    assert mems.count() == 0
+
+
+def test_a_record_stored_before_names_were_checked_is_still_found_by_its_owner(mems: Memories) -> None:
+    """Filters take any name: a record whose owner has a control character (stored before
+    the rule) can still be listed, searched and forgotten by it."""
+    record = mems.add("Ann prefers tea over coffee.", user="ann")
+    with mems.db.transaction() as conn:
+        conn.execute("UPDATE memories SET user_id = ? WHERE id = ?", ("ann\n", record.id))
+    assert [r.id for r in mems.ls(user="ann\n")] == [record.id]
+    assert [r.id for r in mems.search("tea", user="ann\n")] == [record.id]
+    assert [r.id for r in mems.forget(user="ann\n")] == [record.id]
+    assert mems.count() == 0
+
+
+def test_cli_refuses_an_owner_name_with_a_control_character(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Through the real CLI: a usage error naming the flag, no traceback, no database made."""
+    from lossless.cli.main import main
+
+    db = tmp_path / "m.db"
+    for flag, name, said in (("--user", "a\nb", "U+000A"), ("--agent", "\x1b[31m", "U+001B")):
+        capsys.readouterr()
+        assert main(["--db", str(db), "memory", "add", "我对花生过敏", flag, name]) == 2
+        err = capsys.readouterr().err
+        assert f"argument {flag}: {flag[2:]} {name!r} contains the control character {said}" in err
+        assert "Traceback" not in err and "\x1b" not in err  # shown escaped, not sent to the terminal
+    assert not db.exists()
+    # a filter still takes the name (a record stored before the rule stays reachable)
+    assert main(["--db", str(db), "memory", "add", "我对花生过敏", "--user", "ann"]) == 0
+    assert main(["--db", str(db), "memory", "ls", "--user", "a\nb"]) == 0
+
+
 def test_other_calls_refuse_bad_input(mems: Memories) -> None:
     mems.add("something to find")
     with pytest.raises(QueryError):
