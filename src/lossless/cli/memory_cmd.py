@@ -11,7 +11,7 @@ import argparse
 import re
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from rich.table import Table
@@ -20,10 +20,11 @@ from rich.text import Text
 from lossless.cli import render
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, command_parents
+from lossless.core.errors import ValidationError
 from lossless.longterm.forgetting import ForgetPolicy, Forgotten
 from lossless.longterm.memories import Memories
 from lossless.longterm.records import KINDS, SCOPES, MemoryRecord
-from lossless.longterm.validate import check_content
+from lossless.longterm.validate import check_content, check_new_owner
 
 __all__ = [
     "cmd_memory_add",
@@ -68,6 +69,21 @@ def _count(text: str, minimum: int) -> int:
     return value
 
 
+def _new_owner(what: str) -> Callable[[str], str]:
+    """An argparse type for the owner of a new record: refused as the API refuses it
+    (``check_new_owner``), so the error names the flag (``argument --user: …``) and comes
+    before the store is opened."""
+
+    def parse(text: str) -> str:
+        try:
+            check_new_owner(text, what)
+        except ValidationError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return text
+
+    return parse
+
+
 def _positive(text: str) -> int:
     return _count(text, 1)
 
@@ -86,15 +102,16 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
                                             "agent, or global.")
     sub = top.add_subparsers(dest="memory_command", metavar="SUBCOMMAND", required=True)
 
-    def owners(p: argparse.ArgumentParser, verb: str) -> None:
-        p.add_argument("--user", metavar="ID", help=f"{verb} user")
-        p.add_argument("--agent", metavar="ID", help=f"{verb} agent")
+    def owners(p: argparse.ArgumentParser, verb: str, new: bool = False) -> None:
+        # a filter takes any name, so a record stored before names were checked stays reachable
+        p.add_argument("--user", metavar="ID", type=_new_owner("user") if new else str, help=f"{verb} user")
+        p.add_argument("--agent", metavar="ID", type=_new_owner("agent") if new else str, help=f"{verb} agent")
 
     p = sub.add_parser("add", parents=common, help="store one memory (the same content twice is stored once)")
     p.set_defaults(run=cmd_memory_add)
     p.add_argument("content", metavar="TEXT", nargs="?", help="the memory (default: read stdin)")
     p.add_argument("--kind", choices=KINDS, default="fact")
-    owners(p, "owned by this")
+    owners(p, "owned by this", new=True)
     p.add_argument("--importance", metavar="X", type=_unit_interval, help="0..1 (default: by kind)")
     p.add_argument("--conversation", metavar="ID", help="the conversation it came from")
 

@@ -16,8 +16,8 @@ from typing import Any
 from lossless.core.errors import ValidationError
 from lossless.core.types import ROLES
 
-__all__ = ["NewMessage", "check_conversation_id", "check_text", "parse_datetime", "parse_until", "timestamp",
-           "validate_message"]
+__all__ = ["NewMessage", "check_conversation_id", "check_one_line", "check_text", "parse_datetime", "parse_until",
+           "timestamp", "validate_message"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1: Unicode's category Cc
 
@@ -60,21 +60,28 @@ def check_text(value: str, what: str) -> None:
         ) from None
 
 
+def check_one_line(value: str, what: str, noun: str = "an id") -> None:
+    """Refuse a control character (C0, DEL, C1) in ``value``, naming ``what``, the
+    character and where it is. Ids and names travel in HTTP headers and are printed one
+    per line, where a CR or LF would end the header or the line and let the rest pose as
+    another one, and an escape sequence would recolour the terminal."""
+    control = _CONTROL.search(value)
+    if control is not None:
+        char = control.group()
+        found = "a NUL byte" if char == "\x00" else f"the control character U+{ord(char):04X}"
+        raise ValidationError(f"{what} {value!r} contains {found} at position {control.start()}; "
+                              f"{noun} is one line of printable text")
+
+
 def check_conversation_id(conversation_id: object) -> str:
     """The id, or a ValidationError: a non-empty string of at most 512 characters, valid
-    UTF-8, with no control characters. Ids travel in HTTP headers (the proxy's
-    ``X-Lossless-Conversation``) and are printed one per line, where a CR or LF would end
-    the header or the line and let the rest pose as another one."""
+    UTF-8, with no control characters (:func:`check_one_line`: ids travel in the proxy's
+    ``X-Lossless-Conversation`` header and are printed one per line)."""
     if not isinstance(conversation_id, str) or not conversation_id.strip():
         raise ValidationError(f"conversation id must be a non-empty string, got {conversation_id!r}")
     if len(conversation_id) > 512:
         raise ValidationError(f"conversation id is {len(conversation_id)} characters; the limit is 512")
-    control = _CONTROL.search(conversation_id)
-    if control is not None:
-        char = control.group()
-        what = "a NUL byte" if char == "\x00" else f"the control character U+{ord(char):04X}"
-        raise ValidationError(f"conversation id {conversation_id!r} contains {what} at position {control.start()}; "
-                              "an id is one line of printable text")
+    check_one_line(conversation_id, "conversation id")
     check_text(conversation_id, "conversation id")
     return conversation_id
 

@@ -110,10 +110,11 @@ _SELF_REMEMBER = re.compile(
     r"(?<![帮给替让叫请])我们?(?:会|已经|都|也|一定|肯定|牢牢|已)*记住",
     re.IGNORECASE,
 )
-# The Chinese personal facts: a name, an occupation, a workplace, a home, family and pets
-# named, an allergy. Chit-chat starts the same way ("我是开玩笑的", "我是说…", "我叫了外卖",
-# "我的天…", "我在想要不要去上班"), so each cue wants the shape of a fact: a short noun
-# phrase that ends the clause, not a verb, an aspect particle or a trailing 的/了/吧.
+# The Chinese personal facts: a name or surname, an occupation, a workplace, a home, family
+# and pets named, an allergy or a lasting illness. Chit-chat starts the same way ("我是开玩笑的",
+# "我是说…", "我叫了外卖", "我的天…", "我在想要不要去上班", "我住院了", "我有个问题"), so each
+# cue wants the shape of a fact: a short noun phrase that ends the clause, not a verb, an
+# aspect particle or a trailing 的/了/吧.
 _CLAUSE_END = r"(?=$|[\s，。！？、；：,.!?;:])"
 _NOT_PARTICLE = r"(?<![的了吧呢啊吗呀啦嘛])"  # 我是开玩笑的 / 我的咖啡是冷的: a state, not a fact
 _CJK_NAME = r"(?:(?![了过着的吧呢啊吗呀])[\u4e00-\u9fff]){1,4}|[A-Za-z][A-Za-z .'-]{0,30}"
@@ -122,24 +123,63 @@ _CJK_NAME = r"(?:(?![了过着的吧呢啊吗呀])[\u4e00-\u9fff]){1,4}|[A-Za-z]
 _NAME_END = r"(?=$|[^\w])"
 # 叫 is also "call for" and "tell to": 我叫车, 我叫醒你, 我叫他过来, 我叫外卖 name no one
 _NOT_A_NAME = r"(?!车|醒|外卖|快递|出租|滴滴|他|她|你|您|它|我|人|大家|不|没)"
-_VALUE = r"(?!真|不|很|太|挺|好|在|被|说|想|觉得)[^\s，。！？、；：,.!?;:]{1,30}"
+# … and the cry of an animal: 我家狗叫个不停, 我的猫叫得很大声
+_NOT_A_CRY = r"(?!个|声|得|起|了|着|过|什么|啥|谁|哪)"  # and 我妈叫什么来着 asks
+# what follows 是 in a one-off remark or a question said as a statement, not a role:
+# 我是说…, 我是第一次来, 我是今天才知道, 我是支持你, 我的问题是怎么部署, 我妈是不是…
+_NOT_A_ROLE_ZH = (r"(?!说|想|觉得|问|在|不|真|很|太|挺|好|指|要|来|去|被|因为|为了|开玩笑|故意|随便|"
+                  r"你|您|他|她|第[一二三四五六七八九十\d]+[次回]|头一[次回]|首次|初次|刚|才|"
+                  r"今天|昨天|明天|现在|从|怕|担心|支持|同意|反对|"
+                  r"怎么|怎样|如何|为什么|为啥|什么|啥|哪|谁|多少|几|是否|能否|能不能|可不可以|要不要)")
+_VALUE = r"[^\s，。！？、；：,.!?;:]{1,30}"
+# what "我的…是" says that is no fact about the user (the English rule's point, question, idea …)
+_NOT_A_THING_ZH = (r"(?!天|意思|妈呀|问题|疑问|想法|看法|意见|建议|猜测|理解|感觉|印象|观点|回答|答案|重点|"
+                   r"目的|担心|顾虑)")
+# family and pets said without 的 (我女儿叫小红, 我妈是老师): only these nouns, since "我X是…"
+# is any sentence at all ("我觉得是…", "我也是…")
+_KIN = (r"(?:女儿|儿子|孩子|闺女|宝宝|爸妈|父母|妈妈|妈|母亲|爸爸|爸|父亲|老婆|老公|妻子|丈夫|太太|媳妇|"
+        r"爱人|对象|男朋友|女朋友|男友|女友|哥哥|哥|姐姐|姐|弟弟|弟|妹妹|妹|爷爷|奶奶|外公|外婆|姥姥|姥爷|"
+        r"猫咪|猫|狗狗|狗)")
+# a surname is one or two characters (李, 欧阳), then the clause's end or the given name: 我姓王，叫王强
+_SURNAME = (r"我姓(?!名)(?:(?:(?![了过着的吧呢啊吗呀什么啥])[\u4e00-\u9fff]){1,2}|[A-Za-z][A-Za-z'-]{0,20})"
+            r"(?=$|[^\w]|叫|名)")
+# a place, said without 在: 我住杭州 (not 我住院了, 我住酒店, 我住三天, 我住哪, 我住不惯, 我住北京的时候)
+_STAY = (r"(?![^，。！？,.!?]*(?:(?:酒店|宾馆|旅馆|民宿|青旅|客栈|招待所|医院|病房)(?!附近|旁边|对面|隔壁|边上)|"
+         r"[一二两三四五六七八九十几\d]+(?:天|晚|夜|周)))")  # 我住在医院附近 is a home
+_PLACE = (rf"(?!院|了|过|着|得|不|下|进|哪|什么|啥|这|那){_STAY}"
+          rf"(?:(?!的)[^\s，。！？、；：,.!?;:]){{1,12}}{_NOT_PARTICLE}")
+# a lasting illness (I have diabetes): a named one, or a name ending 病/症/炎/癌 that is not a
+# way of speaking (我有毛病, 我有职业病, 我有懒癌) nor someone else's (我有个朋友有糖尿病, 我有朋友得了癌症)
+_ILLNESS_ZH = (r"(?!毛病|通病|职业病|语病|懒癌|直男癌|公主病|王子病|中二病|富贵病)"
+               r"(?:哮喘|高血压|低血压|高血糖|低血糖|高血脂|痛风|贫血|癫痫|近视|色盲|偏头痛|乳糖不耐受?|"
+               r"(?:(?![的了有得和跟说怕个点些])[\u4e00-\u9fff]){1,6}?(?:病|症|炎|癌))")
 _CHINESE_PERSONAL = "|".join((
     rf"我叫{_NOT_A_NAME}(?:{_CJK_NAME}){_NAME_END}",
     "我的名字",
+    _SURNAME,
     # an occupation or an origin: 我是医生, 我是一名老师, 我是北京人
-    rf"(?<!如果)(?<!假如)(?<!要是)我是(?:一名|一个|一位|个|名)?"
-    rf"(?!说|想|觉得|问|在|不|真|指|要|来|去|被|因为|为了|开玩笑|故意|随便|你|您|他|她)"
+    rf"(?<!如果)(?<!假如)(?<!要是)我是(?:一名|一个|一位|个|名)?{_NOT_A_ROLE_ZH}"
     rf"[^\s，。！？、；：,.!?;:]{{1,10}}{_NOT_PARTICLE}{_CLAUSE_END}",
     # a workplace and a home, said with 现在/目前/一直 as often as without ("我现在住在杭州")
-    r"我(?:现在|目前|一直)?在(?!想|考虑|犹豫|纠结|准备|打算|找|去|路上)[^\s，。！？、；：,.!?;:要想去不找]{1,12}(?:工作|上班|上学|读书)",
+    r"我(?:现在|目前|一直)?在(?!想|考虑|犹豫|纠结|准备|打算|找|去|路上)[^\s，。！？、；：,.!?;:要想去不找]{1,12}"
+    r"(?:工作|上班|上学|读书|长大)",
     # a home, not a stay: 我住在酒店里两天 is not where the user lives; 我家住在北京 is
-    r"我(?:家|现在|目前|一直)?住在(?![^，。！？,.!?]*(?:酒店|宾馆|旅馆|民宿|[一二两三四五六七八九十几\d]+(?:天|晚|夜|周)))",
-    rf"我(?:的|家的?)(?!天|意思|妈呀)[^\s，。！？、；：,.!?;:]{{1,8}}?(?:是|叫){_VALUE}{_NOT_PARTICLE}{_CLAUSE_END}",
+    rf"我(?:家|现在|目前|一直)?住在{_STAY}",
+    rf"我(?:家|现在|目前|一直)?住{_PLACE}{_CLAUSE_END}",
+    # where the user comes from: 我老家在成都, 我的家乡是杭州, 我老家是成都的
+    r"我的?(?:老家|家乡|故乡)(?:在|是)(?!哪|什么|啥)(?:(?![的了吧呢啊吗呀啦嘛])[^\s，。！？、；：,.!?;:]){1,12}的?"
+    + _CLAUSE_END,
+    # family, pets and things of the user's, named or described: 我的妻子是护士, 我家猫叫咪咪, 我女儿叫小红
+    rf"我(?:(?:的|家的?){_NOT_A_THING_ZH}[^\s，。！？、；：,.!?;:]{{1,8}}?|{_KIN}(?:的?名字)?)"
+    rf"(?:是{_NOT_A_ROLE_ZH}|叫{_NOT_A_NAME}{_NOT_A_CRY}(?!真|很|太|挺|好|在|被|说|想|觉得)){_VALUE}"
+    rf"{_NOT_PARTICLE}{_CLAUSE_END}",
     r"我对.{1,10}过敏",
+    rf"我(?:也|还|一直|从小就?)?(?:有|患有){_ILLNESS_ZH}{_CLAUSE_END}",
 ))
 # The English ones want a fact's shape too: "I'm a bit tired", "call me when you're home",
 # "my point is…", "my code is broken again", "I live in hope" start the same way.
-_NOT_A_ROLE = r"(?!(?:bit|little|tad|lot|few|couple|while|sec|second|minute|moment|mess|wreck|total|complete)\b)"
+_NOT_A_ROLE = (r"(?!(?:bit|little|tad|lot|few|couple|while|sec|second|minute|moment|mess|wreck|total|complete|"
+               r"first[- ]?tim\w*)\b)")  # "I'm a first-time visitor" is 我是第一次来: a one-off remark
 _NOT_CALLED = (r"(?!(?:when|if|back|later|tomorrow|tonight|anytime|any|now|again|soon|sometime|after|before|"
                r"at|on|in|once|as|crazy|maybe|please|asap|first|whenever|and|or|but|too|so)\b)")
 _TRANSIENT = r"(?![^.!?]*\b(?:today|tonight|right now|at the moment|again|this (?:morning|afternoon|evening|week))\b)"
@@ -147,10 +187,22 @@ _NOT_A_THING = (r"(?!(?:point|question|guess|concern|issue|problem|idea|thoughts
                 r"worry|fear|hope|feeling|sense|impression|take|opinion|suggestion|reply|response|mistake|"
                 r"bad|head|mind|heart|code|internet|connection|computer|laptop|screen|battery|build|output|"
                 r"tests?|apologies|pleasure)\b)")
+# a lasting illness, named: a cold, a headache or "a migraine" pass, "I have no disease" is none
+_ILLNESS_EN = (r"(?!(?:no|not|any|never)\b)(?:(?:type [12] )?diabetes|asthma|(?:high|low) blood (?:pressure|sugar)|"
+               r"hypertension|epilepsy|migraines|gout|ana?emia|arthritis|eczema|psoriasis|adhd|depression|"
+               r"(?:an? )?(?:\w+ ){0,2}(?:allergy|intolerance)|"
+               r"(?:\w+(?:['’]s)? ){1,2}(?:disease|syndrome|disorder))\b")
 _PERSONAL = _rx(
     rf"my name is|call me {_NOT_CALLED}\w+|(?:i am|i'm) an? {_NOT_A_ROLE}\w+|i work (?:at|as|for)|"
     rf"i work on (?!(?:it|this|that|them|these|those)\b)\w+|i live in (?!(?:hope|fear|denial|the past|the moment)\b)\w+|"
-    rf"my {_NOT_A_THING}\w+(?: \w+)? (?:is|are|works|lives){_TRANSIENT}|(?:i am|i'm) allergic",
+    rf"i grew up in \w+|(?:i am|i'm) from (?-i:[A-Z])\w+|"
+    rf"my {_NOT_A_THING}\w+(?: \w+)? (?:is|are|works|lives){_TRANSIENT}|(?:i am|i'm) allergic|"
+    # a relative's or a pet's name ("my daughter's name is Lily"), not any "my X's Y is"
+    # ("my sister's friend is moving to Bergen apparently" is hearsay)
+    rf"my \w+['’]s (?:first |last |full |nick)?name is|"
+    rf"i(?: also| still)?(?: have|'ve)(?: got)? {_ILLNESS_EN}{_TRANSIENT}|"
+    rf"i(?: also| still)? (?:suffer from|live with|(?:was|'ve been|have been) diagnosed with) {_ILLNESS_EN}|"
+    rf"(?:i am|i'm) (?:diabetic|asthmatic|epileptic|ana?emic|lactose intolerant|colou?r ?blind)\b",
     _CHINESE_PERSONAL,
 )
 _CONSTRAINT = _rx(
@@ -166,6 +218,7 @@ _STATUS = (
     ("blocked", _rx(r"blocked|stuck", "阻塞|卡住")),
     ("in_progress", _rx(r"working on|in progress|started|underway", "进行中|正在")),
 )
+_SHORT_FACT = re.compile(_SURNAME)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
 # a question mark, or (chat often leaves it out) a sentence-final 吗: "你喜欢喝咖啡吗"
 _QUESTION = re.compile(r"[?？]\s*$|吗[\s。.!！~～…]*$")
@@ -221,7 +274,8 @@ def _sentences(text: str) -> list[str]:
 
 
 def _too_short(sentence: str) -> bool:
-    return len(sentence) < _MIN_CHARS and len(_CJK.findall(sentence)) < _MIN_CJK
+    # "我姓李" is three characters and the most durable kind of fact
+    return len(sentence) < _MIN_CHARS and len(_CJK.findall(sentence)) < _MIN_CJK and not _SHORT_FACT.match(sentence)
 
 
 def _status(sentence: str) -> str:

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from lossless.core.errors import ValidationError
-from lossless.core.validate import check_conversation_id, check_text, parse_datetime
+from lossless.core.validate import check_conversation_id, check_one_line, check_text, parse_datetime
 from lossless.longterm.records import KINDS, TASK_STATUSES, MemoryKind
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "check_limit",
     "check_metadata",
     "check_new",
+    "check_new_owner",
     "check_owner",
     "check_status",
     "check_strings",
@@ -82,6 +83,18 @@ def check_owner(value: object, what: str) -> str | None:
         raise ValidationError(f"{what} is {len(value)} characters; the limit is {_OWNER_MAX}")
     check_text(value, what)
     return value
+
+
+def check_new_owner(value: object, what: str) -> str | None:
+    """The user or agent a new record is stored under: :func:`check_owner`, and one line of
+    printable text (``"a\\nb"`` or ``"\\x1b[31m"`` would be two lines or a colour in every
+    listing of owners). Filters (:meth:`Memories.ls`, ``search``, ``forget``) take what
+    :func:`check_owner` takes, so a record stored before this rule can still be found and
+    forgotten by its owner."""
+    owner = check_owner(value, what)
+    if owner is not None:
+        check_one_line(owner, what, "a name")
+    return owner
 
 
 def check_metadata(value: object) -> dict[str, Any]:
@@ -165,8 +178,8 @@ def check_new(content: object, kind: object, user: object, agent: object, import
     """Every argument of :meth:`Memories.add` checked, or a ValidationError naming the field."""
     checked_kind = check_kind(kind)
     return NewMemory(
-        content=check_content(content), kind=checked_kind, user=check_owner(user, "user"),
-        agent=check_owner(agent, "agent"),
+        content=check_content(content), kind=checked_kind, user=check_new_owner(user, "user"),
+        agent=check_new_owner(agent, "agent"),
         importance=None if importance is None else check_importance(importance),
         metadata=check_metadata(metadata),
         source_message_ids=check_strings(source_message_ids, "source_message_ids"),
