@@ -3,10 +3,15 @@ of the same user/agent shown in assembly — never another user's."""
 
 from __future__ import annotations
 
+import logging
+import re
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 import lossless
+from lossless.core.errors import ValidationError
 from lossless.testing import FakeSummarizer
 from tests.conftest import StoreTarget, chat
 
@@ -126,3 +131,36 @@ def test_a_matching_memory_uses_room_the_context_leaves(store_target: StoreTarge
         ctx = conv.assemble(budget_tokens=800, query="how often does the staging database password rotate?")
         assert "ask Priya" in _text(ctx) and ctx.tokens <= 800, window
         mem.close()
+
+
+def test_an_owner_that_could_own_no_record_is_refused_when_the_conversation_is_made(store_target: StoreTarget) -> None:
+    """metadata {"user": ""} was taken, and then every assembly with a question failed
+    (the memory search refused the owner); now the conversation is refused, naming the key."""
+    mem = lossless.open(store_target("a"), embedder=None)
+    for metadata, named in (({"user": ""}, 'metadata["user"]'), ({"agent": "a\nb"}, 'metadata["agent"]'),
+                            ({"user_id": "x" * 600}, 'metadata["user_id"]'), ({"agent_id": ["bot"]}, 'metadata["agent_id"]')):
+        with pytest.raises(ValidationError, match=re.escape(named)):
+            mem.conversation("对话-1", metadata=metadata)
+    assert mem.get_conversation("对话-1") is None  # nothing half-made
+    mem.memories.add("小美的数据库是 Postgres 16。", user="小美")
+    conv = mem.conversation("对话-2", metadata={"user": "小美"})
+    conv.add("user", "你好", created_at=T0)
+    assert "Postgres 16" in _text(conv.assemble(budget_tokens=1024, query="我们用的是哪个数据库？"))
+    mem.close()
+
+
+def test_a_stored_owner_that_owns_nothing_does_not_break_assembly(store_target: StoreTarget,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """A store written before owners were checked can hold {"user": ""}: its assembly with a
+    question shows the shared memories (no record can be under that owner) and says why."""
+    mem = lossless.open(store_target("a"), embedder=None)
+    mem.memories.add("公司规定：周五不上线。", kind="fact")  # global
+    mem.memories.add("Ann's production database is Postgres 16.", user="ann")
+    mem.store.ensure_conversation("old", {"user": ""})  # as an older version stored it
+    conv = mem.conversation("old")
+    conv.add("user", "你好", created_at=T0)
+    with caplog.at_level(logging.WARNING, logger="lossless"):
+        text = _text(conv.assemble(budget_tokens=1024, query="周五可以上线吗？database"))
+    assert "周五不上线" in text and "Postgres" not in text
+    assert "'old'" in caplog.text and "non-empty string" in caplog.text
+    mem.close()

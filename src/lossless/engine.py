@@ -33,6 +33,7 @@ from lossless.files import schema as _files_schema  # noqa: F401
 from lossless.longterm import Memories, MemoryRecord
 from lossless.longterm import schema as _longterm_schema  # noqa: F401
 from lossless.longterm.records import conversation_owners
+from lossless.longterm.validate import check_metadata_owners
 from lossless.recall.dispatch import SearchMode, run_search
 from lossless.recall.hybrid import Recaller
 from lossless.services import Services, build_services
@@ -144,6 +145,8 @@ class Memory:
         check_conversation_id(conversation_id)
         if metadata is not None and not isinstance(metadata, dict):
             raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
+        if metadata:
+            check_metadata_owners(metadata)
         self.store.ensure_conversation(conversation_id, metadata)
         return Conversation(self, conversation_id)
 

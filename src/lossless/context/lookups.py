@@ -16,11 +16,12 @@ from lossless.context.pieces import (
 )
 from lossless.context.shown import MessageView
 from lossless.core.config import Config
-from lossless.core.errors import LosslessError
+from lossless.core.errors import LosslessError, ValidationError
 from lossless.core.render import neutralise_tags
 from lossless.core.textfit import fit_text
 from lossless.core.types import ContextItem
 from lossless.longterm.records import conversation_owners
+from lossless.longterm.validate import check_owner
 from lossless.store.base import Store
 
 if TYPE_CHECKING:
@@ -39,13 +40,26 @@ def memory_records(store: Store, memories: Memories | None, config: Config, cid:
     recall, which shows their messages verbatim."""
     if memories is None or config.memory_share <= 0:
         return []
-    user, agent = conversation_owners(store, cid)
+    owners = conversation_owners(store, cid)
     # a server tenant's conversation (its owners are namespaced "@tenant…"): its "global"
     # is the tenant-wide owner; records without any owner (added outside the server)
-    # belong to the operator and are never shown to a tenant
-    tenant = any(isinstance(v, str) and v.startswith("@") for v in (user, agent))
+    # belong to the operator and are never shown to a tenant (told from the owners as
+    # stored, before an unusable one is dropped)
+    tenant = any(isinstance(v, str) and v.startswith("@") for v in owners)
+    user, agent = (owner if _usable(owner, cid) else None for owner in owners)
     found = memories.search(query, user=user, agent=agent, limit=8, include_global=not tenant)
     return [r for r in found if r.conversation_id != cid]
+
+
+def _usable(owner: str | None, cid: str) -> bool:
+    """Whether ``owner`` (from a conversation's metadata) can own records: one stored before
+    owners were checked (``""``) owns none, and is searched as no owner, not as an error."""
+    try:
+        check_owner(owner, "owner")
+    except ValidationError as exc:
+        log.warning("conversation %r: %s; its memories are searched without that owner", cid, exc)
+        return False
+    return True
 
 
 def file_hits(files: Files | None, query: str, config: Config | None = None) -> list[FileHit]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -23,6 +23,7 @@ __all__ = [
     "check_kinds",
     "check_limit",
     "check_metadata",
+    "check_metadata_owners",
     "check_new",
     "check_new_owner",
     "check_owner",
@@ -95,6 +96,21 @@ def check_new_owner(value: object, what: str) -> str | None:
     if owner is not None:
         check_one_line(owner, what, "a name")
     return owner
+
+
+def check_metadata_owners(metadata: Mapping[str, Any]) -> None:
+    """Refuse a conversation's metadata whose ``user``/``user_id``/``agent``/``agent_id``
+    (the owners of its long-term records: :func:`~lossless.longterm.records.owners_of`)
+    could not own a record, naming the key: taken as given, it would fail every assembly
+    with a question (the memory search) and every distillation later, not here."""
+    for key in ("user", "user_id", "agent", "agent_id"):
+        value = metadata.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise ValidationError(f'metadata["{key}"] must be a string (the owner of its long-term memories), '
+                                  f"got {type(value).__name__}")
+        check_new_owner(str(value), f'metadata["{key}"]')
 
 
 def check_metadata(value: object) -> dict[str, Any]:
