@@ -209,6 +209,30 @@ def test_migrate_round_trip(tmp_path: Path, pg_url: str, capsys: pytest.CaptureF
     assert main(["migrate", "--from", pg_url, "--to", pg_url]) == 1
 
 
+def test_migrate_into_a_store_only_searched_so_far(tmp_path: Path, pg_url: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A new user checks the empty PostgreSQL store with a search first: the search caches
+    the question's vector there. That cache is no store to protect: migrate copies (it was
+    refused as "not empty (1 embedding_cache)"), and the copy verifies."""
+    path = tmp_path / "src.db"
+    with lossless.open(path, embedder=HashEmbedder()) as src:
+        conv = src.conversation("小美")
+        conv.add_many([{"role": "user", "content": "我们决定缓存过期时间设成七天。"},
+                       {"role": "assistant", "content": "好的，缓存过期时间七天。"}])
+        conv.index()
+    with lossless.open(pg_url, embedder=HashEmbedder()) as target:
+        assert target.search("缓存过期", mode="hybrid") == []
+        assert target.store._query("SELECT count(*) FROM embedding_cache")[0][0] == 1
+    assert main(["migrate", "--from", str(path), "--to", pg_url, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and report["problems"] == [] and report["counts"]["messages"] == 2
+    with lossless.open(pg_url, embedder=None) as mem:
+        assert {h.first_seq for h in mem.conversation("小美").search("缓存")} == {1, 2}
+    # anything else stored there is still refused
+    assert main(["migrate", "--from", str(path), "--to", pg_url]) == 1
+    assert "not empty (1 conversations" in capsys.readouterr().err
+
+
 def test_migrate_verification_catches_a_difference(tmp_path: Path, pg_url: str) -> None:
     from lossless.files.tables import FILE_TABLES
     from lossless.longterm.tables import MEMORY_TABLES

@@ -148,11 +148,16 @@ def copy_sqlite_to_postgres(source: str, target: str, *, owners: Sequence[TableO
     report = TransferReport(source=source, target=dst.label)
     try:
         present = _target_rows(dst, owners)
-        if present:
+        # vectors a search of the empty target cached (its questions') are a cache, not a
+        # store: they make way for the source's cache, which holds every text it had embedded
+        cache_only = set(present) == {"embedding_cache"}
+        if present and not cache_only:
             listed = ", ".join(f"{n} {t}" for t, n in present.items())
             raise StoreError(f"the target {dst.label} is not empty ({listed}): lossless migrate copies into an "
                              "empty database or schema only (create one, or add ?schema=NAME for a fresh schema)")
         with dst.transaction() as conn:
+            if cache_only:
+                conn.execute("DELETE FROM embedding_cache")
             for table, columns in TABLES.items():
                 if table == "vector_progress":  # its index rows must exist first
                     report.vectors = _copy_vectors(src, dst, conn)
