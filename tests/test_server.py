@@ -334,6 +334,24 @@ def test_tenants_are_isolated(memory: lossless.Memory) -> None:
     assert stored == {"@acme/shared", "@acme/a-only", "@bravo/shared", "operator-only"}
 
 
+def test_a_tenants_bad_owner_is_named_as_the_tenant_wrote_it(memory: lossless.Memory) -> None:
+    """An owner refused for a keyed tenant was named with its namespace ('@acme/…', the
+    position shifted by it): the error names what the tenant sent, and nothing is stored."""
+    _, key = APIKeys(memory.store).create("acme")
+    with served(memory, allow_implicit_tenant=False) as server, \
+            httpx.Client(base_url=server.url, headers={"authorization": f"Bearer {key}"}) as a:
+        for body, field, name in (({"content": "小美喜欢绿茶", "user": "小\n美"}, "user", "小\n美"),
+                                  ({"content": "x", "agent": "b\x1b[31mot"}, "agent", "b\x1b[31mot")):
+            message = _error(a.post("/v1/lossless/memories", json=body), 422, "validation_error")
+            assert f"{field} {name!r}" in message and "at position 1;" in message and "@acme" not in message
+        owner = "小\r美"
+        sent = {"id": "对话", "metadata": {"user": owner}}
+        message = _error(a.post("/v1/lossless/conversations", json=sent), 422, "validation_error")
+        assert f'metadata["user"] {owner!r}' in message and "at position 1;" in message and "@acme" not in message
+        assert a.get("/v1/lossless/memories").json()["data"] == []
+        assert a.get("/v1/lossless/conversations").json()["data"] == []
+
+
 def test_keyless_serving_is_loopback_only(memory: lossless.Memory) -> None:
     keys = APIKeys(memory.store)
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from lossless.core.errors import NotFoundError, ValidationError
 from lossless.core.validate import check_conversation_id
+from lossless.longterm.validate import check_metadata_owners, check_new_owner, check_owner
 from lossless.store import scoped
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ class Tenant:
         meta = dict(metadata or {})
         if self.implicit:
             return meta
+        check_metadata_owners(meta)  # as the tenant wrote them: an error names their value
         for key in OWNER_KEYS:
             if key in meta and meta[key] is not None:
                 if not isinstance(meta[key], str) or not meta[key]:
@@ -110,17 +112,20 @@ class Tenant:
 
     # -- memories --------------------------------------------------------------------
 
-    def owner(self, value: object, what: str) -> str | None:
-        """A user or agent id as stored (None stays None)."""
+    def owner(self, value: object, what: str, *, new: bool = False) -> str | None:
+        """A user or agent id as stored (None stays None), checked as the tenant wrote it
+        (an error names their value, not the namespaced one); ``new``: the owner of a
+        record about to be stored (one line of printable text)."""
         if value is None:
             return None
         if not isinstance(value, str) or not value.strip():
             raise ValidationError(f"{what} must be a non-empty string")
+        (check_new_owner if new else check_owner)(value, what)
         return self.prefix + value
 
     def record_owners(self, user: object, agent: object) -> tuple[str | None, str | None]:
         """Owners of a new record: namespaced, and tenant-wide when it names neither."""
-        stored_user, stored_agent = self.owner(user, "user"), self.owner(agent, "agent")
+        stored_user, stored_agent = self.owner(user, "user", new=True), self.owner(agent, "agent", new=True)
         if stored_user is None and stored_agent is None:
             stored_agent = self.wide_owner
         return stored_user, stored_agent
