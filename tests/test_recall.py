@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,8 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lossless
+from lossless.core.config import Config
 from lossless.core.tokens import count_chat_tokens, get_counter
 from lossless.embed.base import Vectors
+from lossless.recall.hybrid import Recaller, RecallHit
 from lossless.recall.units import message_units, qa_pairs, window_units
 from lossless.testing import HashEmbedder
 
@@ -474,3 +477,22 @@ def test_unit_message_ids_read_back_as_written(ids: list[str]) -> None:
     from lossless.store.sqlite.recall import _ids
 
     assert _ids(json.dumps(ids)) == tuple(ids)
+
+
+@pytest.mark.parametrize(("first", "again", "other"), [
+    ("周末我们去西湖公园散步，公园里的荷花开得很好看。", "周末我们去西湖公园散步，公园里的荷花开得真好看！",
+     "公园旁边新开了一家电影院，我们看了一场电影。"),
+    ("We walked in the park on Sunday, the lotus flowers were lovely.",
+     "We walked in the park on Sunday; the lotus flowers were lovely!",
+     "A new cinema opened next to the park and we watched a film."),
+])
+def test_mmr_passes_over_a_near_copy_in_chinese_as_in_english(first: str, again: str, other: str) -> None:
+    """``mmr_lambda`` compared snippets by their space-separated tokens: a Chinese sentence
+    is one token, so a near copy never overlapped and MMR kept both copies; and "Sunday,"
+    was not "Sunday;". It compares the words keyword search reads now (CJK bigrams)."""
+    hits = [RecallHit("message", f"msg_{i}", "c", i, i, (f"msg_{i}",), score, snippet=text)
+            for i, (score, text) in enumerate(((1.0, first), (0.97, again), (0.9, other)), 1)]
+    diverse = Recaller._mmr(SimpleNamespace(config=Config(mmr_lambda=0.5)), hits, 2)  # type: ignore[arg-type]
+    assert [h.id for h in diverse[:2]] == ["msg_1", "msg_3"]
+    relevance_only = Recaller._mmr(SimpleNamespace(config=Config(mmr_lambda=1.0)), hits, 2)  # type: ignore[arg-type]
+    assert [h.id for h in relevance_only[:2]] == ["msg_1", "msg_2"]

@@ -36,6 +36,7 @@ from lossless.recall.rerank import RerankerCache
 from lossless.recall.units import message_units, window_units
 from lossless.store import unembedded
 from lossless.store.base import RecallIndex, SearchSpec, Store, UnitRow
+from lossless.store.fts import cjk_query_terms, fts_terms
 from lossless.store.runner import sql_runner
 
 if TYPE_CHECKING:
@@ -113,6 +114,12 @@ class _Candidate:
     vector_rank: int | None = None
     similarity: float = 0.0
     keyword_score: float = 0.0
+
+
+def _words(text: str) -> frozenset[str]:
+    """The words :meth:`Recaller._mmr` compares snippets by, as keyword search reads them:
+    words, and a CJK run's character bigrams (Chinese has no spaces to split at)."""
+    return frozenset(fts_terms(text)) | frozenset(cjk_query_terms(text))
 
 
 class Recaller:
@@ -552,13 +559,13 @@ class Recaller:
         while pool and len(chosen) < limit:
             best_i, best_v = 0, -1e9
             for i, h in enumerate(pool):
-                words = set(h.snippet.lower().split())
+                words = _words(h.snippet)
                 overlap = max((len(words & s) / max(1, len(words | s)) for s in seen), default=0.0)
                 value = lam * (h.score / top) - (1 - lam) * overlap
                 if value > best_v:
                     best_i, best_v = i, value
             pick = pool.pop(best_i)
             chosen.append(pick)
-            seen.append(set(pick.snippet.lower().split()))
+            seen.append(_words(pick.snippet))
         return chosen + pool
 
