@@ -553,7 +553,7 @@ class Recaller:
         mostly repeat one already chosen (cheap, needs no vectors)."""
         lam = float(self.config.mmr_lambda or 0.0)
         chosen: list[RecallHit] = []
-        seen: list[set[str]] = []
+        seen: list[frozenset[str]] = []
         pool = list(hits)
         top = max((h.score for h in pool), default=1.0) or 1.0
         while pool and len(chosen) < limit:
