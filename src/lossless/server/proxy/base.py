@@ -21,14 +21,14 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from lossless.agent.emergency import truncate_tool_outputs
+from lossless.agent.emergency import smaller_budget, truncate_tool_outputs
 from lossless.conversation import Conversation
 from lossless.core.errors import ContextOverflowError, ValidationError
 from lossless.core.models import context_window
 from lossless.core.render import content_text
 from lossless.core.tokens import count_chat_tokens
 from lossless.core.types import AssembledContext, ChatMessage, Message
-from lossless.providers.errors import context_limit_from_error, is_context_length_error
+from lossless.providers.errors import is_context_length_error
 from lossless.server.chat_match import match_request, storable
 from lossless.server.errors import HTTPError, error_response, exception_response
 from lossless.server.idempotency import ProxyRequests, check_key, request_sha256
@@ -166,13 +166,7 @@ class ProxyTurn:
             return True
         self.conversation.compact(emergency=True, reason="context-length error")
         self.compactions += 1
-        target = int(self.budget * 0.8)
-        limit, sent = context_limit_from_error(error)
-        if limit:
-            ours = self.sent_tokens[-1] if self.sent_tokens else 0
-            scale = ours / sent if sent and ours else 1.0
-            target = min(target, int(limit * min(scale, 1.0) * 0.9))
-        self.budget = max(_MIN_BUDGET // 4, target)
+        self.budget = smaller_budget(self.budget, self.sent_tokens[-1] if self.sent_tokens else 0, error)
         return True
 
     def store_reply(self, reply: dict[str, Any] | None) -> None:
