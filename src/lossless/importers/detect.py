@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from lossless.importers import (
     text,
 )
 from lossless.importers.base import HEAD_BYTES, Reader, head_json_lines, is_json_lines
+from lossless.importers.encoding import source_encoding
 
 __all__ = ["FORMATS", "detect", "reader_for"]
 
@@ -153,11 +155,15 @@ def _by_content(head: bytes) -> str | None:
     return None
 
 
-def detect(path_or_first_bytes: str | os.PathLike[str] | bytes, *, name: str | None = None) -> str:
+def detect(path_or_first_bytes: str | os.PathLike[str] | bytes, *, name: str | None = None,
+           encoding: str | None = None) -> str:
     """The format of a file (given its path), or of its first bytes (``name``, when
     given, is the file name, which can settle it: ``rollout-*.jsonl`` is Codex,
-    ``*.md`` text, ``conversations.json`` ChatGPT …). Raises
-    :class:`~lossless.core.errors.ValidationError` when it cannot tell."""
+    ``*.md`` text, ``conversations.json`` ChatGPT …), read as UTF-8, as the encoding a
+    byte-order mark names, or as ``encoding``. Raises
+    :class:`~lossless.core.errors.ValidationError` when it cannot tell, or when the file
+    is not UTF-8 text and no ``encoding`` was given
+    (:func:`~lossless.importers.encoding.source_encoding`)."""
     if isinstance(path_or_first_bytes, bytes | bytearray):
         head = bytes(path_or_first_bytes[:HEAD_BYTES])
     else:
@@ -170,6 +176,9 @@ def detect(path_or_first_bytes: str | os.PathLike[str] | bytes, *, name: str | N
             raise ValidationError(f"{path} is a directory, not a file to import") from None
         except FileNotFoundError:
             raise ValidationError(f"{path}: no such file") from None
+    decoding = source_encoding(head, name or "the input", encoding)
+    if decoding is not None:  # what the importer will read: the text as UTF-8
+        head = codecs.getincrementaldecoder(decoding)("replace").decode(head, final=False).encode("utf-8")
     found = _by_content(head)
     hinted = _by_name(name) if name else None
     # the file's name wins where its content is only JSON that several formats share
