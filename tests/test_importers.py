@@ -807,3 +807,30 @@ def test_the_import_command_refuses_a_gbk_file_before_making_a_database(tmp_path
     assert not db.exists()
     assert main(["--db", str(db), "import", str(path), "--encoding", "gb18030", "--no-wait"]) == 0
     assert "imported 4 messages into 1 conversation ('text:聊天记录')" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_claude_ai_export_is_named_not_read_as_chatgpt(mem: lossless.Memory, tmp_path: Path,
+                                                        indent: int | None) -> None:
+    """Claude.ai's data export is a conversations.json too: the name made it ChatGPT's, whose
+    reader refused each conversation with "element 0 has no 'mapping' object" (exit 1, the
+    format shown as chatgpt). Now it is named for what it is, before anything is opened."""
+    export = [{"uuid": "5f2c0a9e-1b1d-4c1e-9a51-2d0c6f8e4b10", "name": "周末计划 / weekend plans",
+               "created_at": "2024-05-01T10:00:00Z", "updated_at": "2024-05-01T10:05:00Z",
+               "chat_messages": [
+                   {"uuid": "m1", "text": "这个周末去哪里玩？Where to go this weekend?", "sender": "human",
+                    "content": [{"type": "text", "text": "这个周末去哪里玩？Where to go this weekend?"}],
+                    "created_at": "2024-05-01T10:00:00Z", "attachments": [], "files": []},
+                   {"uuid": "m2", "text": "可以去香山看红叶。The Fragrant Hills.", "sender": "assistant",
+                    "content": [{"type": "text", "text": "可以去香山看红叶。The Fragrant Hills."}],
+                    "created_at": "2024-05-01T10:00:05Z", "attachments": [], "files": []}]}]
+    for name in ("conversations.json", "claude-export.json"):
+        path = tmp_path / name
+        path.write_text(json.dumps(export, ensure_ascii=False, indent=indent), encoding="utf-8")
+        with pytest.raises(lossless.ValidationError, match=r"is a Claude\.ai data export .* does not import yet"):
+            import_file(mem, path)
+    assert mem.conversations() == []
+    # the words in a transcript are only words
+    notes = tmp_path / "notes.md"
+    notes.write_text('User: what is "chat_messages": [ in the export?\nAssistant: the messages.\n', encoding="utf-8")
+    assert detect(notes) == "text"

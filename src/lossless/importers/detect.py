@@ -44,6 +44,10 @@ _ANTHROPIC_DOC = re.compile(rb'"model"\s*:\s*"claude|"stop_reason"\s*:|"anthropi
                             rb'|"type"\s*:\s*"message"\s*,\s*"role"')
 _CODEX_LINE = re.compile(rb'^\{"timestamp":\s*"[^"]*",\s*"type":\s*"(?:session_meta|response_item|event_msg)"')
 _COMMENT = re.compile(rb"^\s*(?://|/\*)", re.MULTILINE)
+# a Claude.ai (or Claude app) data export: conversations of "chat_messages" by "sender", also
+# named conversations.json, which no importer reads (the name alone said ChatGPT, whose reader
+# then refused every conversation: "element 0 has no 'mapping' object")
+_CLAUDE_AI = re.compile(rb'"chat_messages"\s*:\s*\[')
 
 
 def reader_for(name: str) -> Reader:
@@ -179,6 +183,9 @@ def detect(path_or_first_bytes: str | os.PathLike[str] | bytes, *, name: str | N
     decoding = source_encoding(head, name or "the input", encoding)
     if decoding is not None:  # what the importer will read: the text as UTF-8
         head = codecs.getincrementaldecoder(decoding)("replace").decode(head, final=False).encode("utf-8")
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"[", b"{") and _CLAUDE_AI.search(head):
+        raise ValidationError(f"{name or 'the input'} is a Claude.ai data export (conversations of 'chat_messages'), "
+                              f"which lossless does not import yet; the formats it reads: {', '.join(FORMATS)}")
     found = _by_content(head)
     hinted = _by_name(name) if name else None
     # the file's name wins where its content is only JSON that several formats share
