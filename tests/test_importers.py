@@ -834,3 +834,21 @@ def test_a_claude_ai_export_is_named_not_read_as_chatgpt(mem: lossless.Memory, t
     notes = tmp_path / "notes.md"
     notes.write_text('User: what is "chat_messages": [ in the export?\nAssistant: the messages.\n', encoding="utf-8")
     assert detect(notes) == "text"
+
+
+@pytest.mark.parametrize("text", ["问：北京有什么好玩的？\n答：故宫和长城。\n",
+                                  "Q: What is there to do in Beijing?\nA: The Forbidden City and the Great Wall.\n"])
+def test_text_with_no_speaker_line_is_a_problem_not_a_silent_nothing(mem: lossless.Memory, tmp_path: Path,
+                                                                     text: str) -> None:
+    """A transcript whose lines name no speaker this reader knows imported nothing, exit 0,
+    saying only "ignored 1 non-message item (1 text before the first speaker line)"."""
+    path = tmp_path / "问答.txt"
+    path.write_text(text, encoding="utf-8")
+    report, problems = _imp(mem, path)
+    assert not report.added and [p.line for p in problems] == [1]
+    assert problems[0].reason.startswith("no speaker lines:") and "用户：" in problems[0].reason
+    # text before the first speaker line of a transcript is still only counted
+    path.write_text("导出于 2024-05-01\n" + text.replace("问", "用户").replace("答", "助手")
+                    .replace("Q:", "User:").replace("A:", "Assistant:"), encoding="utf-8")
+    report, problems = _imp(mem, path)
+    assert not problems and sum(report.added.values()) == 2 and report.ignored["text before the first speaker line"] == 1
