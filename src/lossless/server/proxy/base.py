@@ -75,6 +75,7 @@ class Dialect(Protocol):
     """What differs between the OpenAI and the Anthropic wire formats."""
 
     path: str
+    conversation_field: str  # the body's field that may name the conversation, as a client writes it
 
     def conversation(self, request: Request, body: dict[str, Any]) -> str | None: ...
     def incoming(self, body: dict[str, Any]) -> list[dict[str, Any]]: ...
@@ -265,7 +266,8 @@ async def _prepare(request: Request, state: ServerState, dialect: Dialect,
         raise bad("the request body must be a JSON object")
     public = dialect.conversation(request, body)
     if not public:
-        raise bad("name the conversation: send the X-Lossless-Conversation header (or the request's user field)")
+        raise bad(f"name the conversation: send the X-Lossless-Conversation header (or the request's "
+                  f"'{dialect.conversation_field}' field)")
     stored_id = tenant.stored_id(public)  # a bad id is refused here, before anything is stored or sent
     model = _check_options(body)
     if isinstance(body.get("messages"), list):  # refused before any of them is looked at
