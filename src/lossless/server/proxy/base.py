@@ -272,7 +272,7 @@ async def _prepare(request: Request, state: ServerState, dialect: Dialect,
     model = _check_options(body)
     if isinstance(body.get("messages"), list):  # refused before any of them is looked at
         state.limits.check_messages(len(body["messages"]))
-    key = request.headers.get("idempotency-key")
+    key = _idempotency_key(request)
 
     def start() -> ProxyTurn:
         return ProxyTurn.start(state.memory, tenant, public, dialect.incoming(body),
@@ -282,6 +282,19 @@ async def _prepare(request: Request, state: ServerState, dialect: Dialect,
         turn = await run_in_threadpool(start)
     ctx = await run_in_threadpool(turn.context) if turn.replay is None else None
     return body, public, turn, ctx
+
+
+def _idempotency_key(request: Request) -> str | None:
+    """The Idempotency-Key header as the client wrote it. Header bytes reach us read as
+    latin-1: a key in UTF-8 (幂等-1) read that way was mojibake, refused as "not printable"
+    when it held a byte of C1 controls (most Chinese) and stored garbled when it did not."""
+    value = request.headers.get("idempotency-key")
+    if value is None:
+        return None
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except UnicodeDecodeError:
+        raise bad("the Idempotency-Key header is not UTF-8: send the key as UTF-8 (or plain ASCII)") from None
 
 
 async def _chunks(events: list[bytes]) -> AsyncIterator[bytes]:
