@@ -61,9 +61,12 @@ def test_detect_refuses_what_it_cannot_tell(tmp_path: Path) -> None:
     (tmp_path / "x.bin").write_bytes(b"\x00\x01 binary")
     with pytest.raises(ValidationError, match=r"cannot tell the format of .*x\.bin.*--format"):
         detect(tmp_path / "x.bin")
-    (tmp_path / "empty.jsonl").write_bytes(b"")
-    with pytest.raises(ValidationError, match="empty"):
-        detect(tmp_path / "empty.jsonl")
+    # empty, or blank: whatever the name (an empty .txt or .md was "imported 0 messages", exit 0)
+    for name, data in (("empty.jsonl", b""), ("空的.txt", b""), ("blank.md", b"\xef\xbb\xbf\r\n  \n"),
+                       ("conversations.json", b"\n")):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ValidationError, match="is empty: nothing to import"):
+            detect(tmp_path / name)
     with pytest.raises(ValidationError, match="is a directory"):
         detect(tmp_path)
     assert set(FORMATS) == {"openai", "anthropic", "claude-code", "codex", "chatgpt", "openclaw", "text"}

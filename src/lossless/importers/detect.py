@@ -186,6 +186,8 @@ def detect(path_or_first_bytes: str | os.PathLike[str] | bytes, *, name: str | N
     if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"[", b"{") and _CLAUDE_AI.search(head):
         raise ValidationError(f"{name or 'the input'} is a Claude.ai data export (conversations of 'chat_messages'), "
                               f"which lossless does not import yet; the formats it reads: {', '.join(FORMATS)}")
+    if not head.lstrip(b"\xef\xbb\xbf \t\r\n"):  # whatever its name says (an empty 聊天记录.txt was "imported 0")
+        raise ValidationError(f"{name or 'the input'} is empty: nothing to import")
     found = _by_content(head)
     hinted = _by_name(name) if name else None
     # the file's name wins where its content is only JSON that several formats share
@@ -193,8 +195,6 @@ def detect(path_or_first_bytes: str | os.PathLike[str] | bytes, *, name: str | N
     if hinted is not None and found in shared and (hinted != text.FORMAT or found is None):
         return hinted
     if found is None:
-        shown = name or "the input"
-        if not head.strip():
-            raise ValidationError(f"{shown} is empty: nothing to import")
-        raise ValidationError(f"cannot tell the format of {shown}: give --format (one of: {', '.join(FORMATS)})")
+        raise ValidationError(f"cannot tell the format of {name or 'the input'}: give --format (one of: "
+                              f"{', '.join(FORMATS)})")
     return found
