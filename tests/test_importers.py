@@ -24,6 +24,7 @@ from lossless.importers import (
     import_stream,
     jsonstream,
 )
+from lossless.importers.base import HEAD_BYTES
 from lossless.importers.jsonstream import JsonStreamError, iter_document
 from tests.conftest import StoreTarget
 
@@ -60,9 +61,12 @@ def test_detect_refuses_what_it_cannot_tell(tmp_path: Path) -> None:
     (tmp_path / "x.bin").write_bytes(b"\x00\x01 binary")
     with pytest.raises(ValidationError, match=r"cannot tell the format of .*x\.bin.*--format"):
         detect(tmp_path / "x.bin")
-    (tmp_path / "empty.jsonl").write_bytes(b"")
-    with pytest.raises(ValidationError, match="empty"):
-        detect(tmp_path / "empty.jsonl")
+    # empty, or blank: whatever the name (an empty .txt or .md was "imported 0 messages", exit 0)
+    for name, data in (("empty.jsonl", b""), ("空的.txt", b""), ("blank.md", b"\xef\xbb\xbf\r\n  \n"),
+                       ("conversations.json", b"\n")):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ValidationError, match="is empty: nothing to import"):
+            detect(tmp_path / name)
     with pytest.raises(ValidationError, match="is a directory"):
         detect(tmp_path)
     assert set(FORMATS) == {"openai", "anthropic", "claude-code", "codex", "chatgpt", "openclaw", "text"}
@@ -705,3 +709,149 @@ def test_import_command(store_target: StoreTarget, tmp_path: Path, capsys: pytes
         assert status == 1 and out == "" and err.startswith("error: ") and message in err
     status, out, _ = run("import", DATA / "transcript.md", "--format", "text", "--conversation", "notes")
     assert status == 0 and "imported 6 messages into 1 conversation" in out
+
+
+# -- files that are not UTF-8 -----------------------------------------------------------
+
+_ZH = [("user", "你好，我想订一张去上海的火车票。"), ("assistant", "好的！请问您想哪天出发？"),
+       ("user", "明天上午，二等座。"), ("assistant", "OK, 明天上午的G1次列车还有二等座。")]
+# the English twin: what a French or German Windows saves as "ANSI"
+_EN = [("user", "I'd like a café table for two, près de la fenêtre."), ("assistant", "Très bien: 7 pm, à bientôt."),
+       ("user", "Danke schön, Grüße aus Köln."), ("assistant", "You're welcome.")]
+
+
+def _as(fmt: str, chat: list[tuple[str, str]]) -> str:
+    """``chat`` written the way each format's tools write it: JSON with its characters as
+    they are (not ``\\u`` escapes), text with Chinese speaker labels for Chinese."""
+    if fmt == "text":
+        chinese = any("\u4e00" <= ch <= "\u9fff" for _, c in chat for ch in c)
+        label = {"user": "用户：" if chinese else "User: ", "assistant": "助手：" if chinese else "Assistant: "}
+        return "".join(f"{label[r]}{c}\r\n" for r, c in chat)  # Windows line ends, as Notepad saves
+    if fmt == "openai":
+        return "".join(json.dumps({"role": r, "content": c}, ensure_ascii=False) + "\n" for r, c in chat)
+    return json.dumps(json.loads(_to_chatgpt(chat)), ensure_ascii=False)
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+@pytest.mark.parametrize(("fmt", "file_name"), [("text", "记录.txt"), ("openai", "记录.jsonl"),
+                                                ("chatgpt", "conversations.json")])
+def test_a_file_in_a_legacy_encoding_is_refused_whole_then_read_with_encoding(
+        store_target: StoreTarget, tmp_path: Path, fmt: str, file_name: str, language: str) -> None:
+    """A GBK transcript (Chinese Windows' "ANSI") had each line with a Chinese character
+    reported "not UTF-8" and skipped, its ASCII lines stored: 1 message of 4, a conversation
+    with holes. A GBK ChatGPT export stopped at its first Chinese character. Now the file is
+    refused before anything is stored, naming the encoding it reads as and the option to
+    give; with it, every message is imported exactly (and found by a two-character word)."""
+    chat, legacy, word = (_ZH, "gb18030", "火车") if language == "zh" else (_EN, "cp1252", "fenêtre")
+    path = tmp_path / file_name
+    path.write_bytes(_as(fmt, chat).encode(legacy))
+    with lossless.open(store_target(f"enc-{fmt}-{language}"), embedder=None) as mem:
+        with pytest.raises(lossless.ValidationError, match=f"is not UTF-8.*--encoding {legacy}") as refused:
+            import_file(mem, path)
+        assert "Nothing was imported" in str(refused.value) and mem.conversations() == []
+        with pytest.raises(lossless.ValidationError, match="is not UTF-8"):
+            detect(path)  # not "cannot tell the format"
+        assert detect(path, encoding=legacy) == fmt
+        report, problems = _imp(mem, path, encoding=legacy)
+        assert not problems and sum(report.added.values()) == len(chat)
+        (conversation,) = report.added
+        assert _seq(mem, conversation) == chat
+        assert _imp(mem, path, encoding=legacy)[0].already_stored == len(chat)  # a re-import adds nothing
+        assert [h.conversation_id for h in mem.search(word)] == [conversation]
+        # a UTF-8 file given an encoding would be garbled: refused
+        utf8 = tmp_path / f"utf8-{file_name}"
+        utf8.write_text(_as(fmt, chat), encoding="utf-8")
+        with pytest.raises(lossless.ValidationError, match=f"is UTF-8 already.*without --encoding {legacy}"):
+            import_file(mem, utf8, encoding=legacy)
+        with pytest.raises(lossless.ValidationError, match="unknown encoding 'klingon'"):
+            import_file(mem, path, encoding="klingon")
+
+
+@pytest.mark.parametrize("fmt", ["text", "openai", "chatgpt"])
+def test_utf16_with_a_byte_order_mark_is_read_as_such(mem: lossless.Memory, tmp_path: Path, fmt: str) -> None:
+    """What Windows PowerShell's ``>`` and Notepad's "Unicode" write: the format could not
+    be told ("give --format"), and with --format every line was "not UTF-8"."""
+    path = tmp_path / ("conversations.json" if fmt == "chatgpt" else f"会话.{'txt' if fmt == 'text' else 'jsonl'}")
+    path.write_bytes(_as(fmt, _ZH + _EN).encode("utf-16"))
+    assert detect(path) == fmt
+    report, problems = _imp(mem, path)
+    assert not problems and _seq(mem, next(iter(report.added))) == _ZH + _EN
+
+
+def test_a_decoded_file_is_read_whole_across_chunks_and_a_bad_byte_is_named(mem: lossless.Memory,
+                                                                            tmp_path: Path) -> None:
+    """Bigger than the head and the decoder's chunks (characters of two bytes split between
+    reads), and a byte that is not GB18030 halfway: named by its offset."""
+    chat = [("user" if i % 2 == 0 else "assistant", f"第{i}条：我们讨论了预算和交货时间。" * (i % 7 + 1))
+            for i in range(3000)]
+    path = tmp_path / "长记录.txt"
+    data = _as("text", chat).encode("gb18030")
+    path.write_bytes(data)
+    assert len(data) > 4 * HEAD_BYTES
+    _, problems = _imp(mem, path, encoding="gb18030")
+    assert not problems and _seq(mem, "text:长记录") == chat
+    broken = tmp_path / "坏记录.txt"
+    at = data.index(b"\n", 200_000) + 1  # a lead byte with no trail, at the start of a line: not GB18030
+    broken.write_bytes(data[:at] + b"\x81\x20" + data[at:])
+    with pytest.raises(lossless.ValidationError, match=rf"offset {at:,} are not gb18030"):
+        import_file(mem, broken, encoding="gb18030")
+
+
+def test_the_import_command_refuses_a_gbk_file_before_making_a_database(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from lossless.cli import main
+
+    path = tmp_path / "聊天记录.txt"
+    path.write_bytes(_as("text", _ZH).encode("gbk"))
+    db = tmp_path / "new.db"
+    assert main(["--db", str(db), "import", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "is not UTF-8 (4 of its first 4 lines hold bytes" in err and "--encoding gb18030" in err
+    assert not db.exists()
+    assert main(["--db", str(db), "import", str(path), "--encoding", "gb18030", "--no-wait"]) == 0
+    assert "imported 4 messages into 1 conversation ('text:聊天记录')" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_claude_ai_export_is_named_not_read_as_chatgpt(mem: lossless.Memory, tmp_path: Path,
+                                                        indent: int | None) -> None:
+    """Claude.ai's data export is a conversations.json too: the name made it ChatGPT's, whose
+    reader refused each conversation with "element 0 has no 'mapping' object" (exit 1, the
+    format shown as chatgpt). Now it is named for what it is, before anything is opened."""
+    export = [{"uuid": "5f2c0a9e-1b1d-4c1e-9a51-2d0c6f8e4b10", "name": "周末计划 / weekend plans",
+               "created_at": "2024-05-01T10:00:00Z", "updated_at": "2024-05-01T10:05:00Z",
+               "chat_messages": [
+                   {"uuid": "m1", "text": "这个周末去哪里玩？Where to go this weekend?", "sender": "human",
+                    "content": [{"type": "text", "text": "这个周末去哪里玩？Where to go this weekend?"}],
+                    "created_at": "2024-05-01T10:00:00Z", "attachments": [], "files": []},
+                   {"uuid": "m2", "text": "可以去香山看红叶。The Fragrant Hills.", "sender": "assistant",
+                    "content": [{"type": "text", "text": "可以去香山看红叶。The Fragrant Hills."}],
+                    "created_at": "2024-05-01T10:00:05Z", "attachments": [], "files": []}]}]
+    for name in ("conversations.json", "claude-export.json"):
+        path = tmp_path / name
+        path.write_text(json.dumps(export, ensure_ascii=False, indent=indent), encoding="utf-8")
+        with pytest.raises(lossless.ValidationError, match=r"is a Claude\.ai data export .* does not import yet"):
+            import_file(mem, path)
+    assert mem.conversations() == []
+    # the words in a transcript are only words
+    notes = tmp_path / "notes.md"
+    notes.write_text('User: what is "chat_messages": [ in the export?\nAssistant: the messages.\n', encoding="utf-8")
+    assert detect(notes) == "text"
+
+
+@pytest.mark.parametrize("text", ["问：北京有什么好玩的？\n答：故宫和长城。\n",
+                                  "Q: What is there to do in Beijing?\nA: The Forbidden City and the Great Wall.\n"])
+def test_text_with_no_speaker_line_is_a_problem_not_a_silent_nothing(mem: lossless.Memory, tmp_path: Path,
+                                                                     text: str) -> None:
+    """A transcript whose lines name no speaker this reader knows imported nothing, exit 0,
+    saying only "ignored 1 non-message item (1 text before the first speaker line)"."""
+    path = tmp_path / "问答.txt"
+    path.write_text(text, encoding="utf-8")
+    report, problems = _imp(mem, path)
+    assert not report.added and [p.line for p in problems] == [1]
+    assert problems[0].reason.startswith("no speaker lines:") and "用户：" in problems[0].reason
+    # text before the first speaker line of a transcript is still only counted
+    path.write_text("导出于 2024-05-01\n" + text.replace("问", "用户").replace("答", "助手")
+                    .replace("Q:", "User:").replace("A:", "Assistant:"), encoding="utf-8")
+    report, problems = _imp(mem, path)
+    assert not problems and sum(report.added.values()) == 2 and report.ignored["text before the first speaker line"] == 1

@@ -236,6 +236,10 @@ def test_not_found_and_scoping(api: httpx.Client, memory: lossless.Memory) -> No
     _error(api.post(f"{c}/b/tools/lcm_expand", json={"id": leaf_a}), 404, "not_found")
     _error(api.post(f"{c}/a/tools/lcm_nothing", json={}), 404, "not_found")
     _error(api.post(f"{c}/a/tools/lcm_grep", json={"query": "x", "bogus": 1}), 422, "validation_error")
+    # the tool's published enum (/openapi.json's LcmGrep) is what it takes: raw FTS5 syntax is the search's
+    assert "fts, regex, semantic, hybrid; got 'raw'" in _error(
+        api.post(f"{c}/a/tools/lcm_grep", json={"query": "x", "mode": "raw"}), 422, "validation_error")
+    assert api.post(f"{c}/a/search", json={"query": "service", "mode": "raw"}).status_code == 200
     _error(api.get("/v1/lossless/memories/mem_nothing"), 404, "not_found")
     _error(api.post("/v1/lossless/search", json={"query": "x", "conversations": ["zzz"]}), 404, "not_found")
     _error(api.post(f"{c}/a/assemble", json={"budget_tokens": 0}), 400, "invalid_request")

@@ -201,6 +201,26 @@ def test_an_idempotency_key_makes_a_retry_exact(server: str, memory: lossless.Me
     assert len(memory.conversation("k").messages()) == 2
 
 
+@pytest.mark.parametrize("key", ["幂等键-1", "idem-key-1"])
+def test_an_idempotency_key_in_utf8_is_read_as_written(server: str, memory: lossless.Memory,
+                                                       fake_openai: FakeOpenAIServer, key: str) -> None:
+    """A key the client sent as UTF-8 was read as latin-1: 幂等键-1 became mojibake holding C1
+    controls, refused with "must be 1 to 255 printable characters" (which it was)."""
+    fake_openai.enqueue_chat("第一个回答 first answer", "second answer")
+    msgs = [{"role": "user", "content": "一个问题 one question"}]
+    headers = {"x-lossless-conversation": "k-en" if key.isascii() else "k-zh", "idempotency-key": key.encode()}
+    a = httpx.post(f"{server}/v1/chat/completions", json={"model": MODEL, "messages": msgs}, headers=headers, timeout=30)
+    assert a.status_code == 200, a.text
+    b = httpx.post(f"{server}/v1/chat/completions", json={"model": MODEL, "messages": msgs}, headers=headers, timeout=30)
+    assert b.headers["x-lossless-replayed"] == "true"
+    assert b.json()["choices"][0]["message"]["content"] == "第一个回答 first answer"
+    # bytes that are not UTF-8: said so, nothing stored
+    bad = httpx.post(f"{server}/v1/chat/completions", json={"model": MODEL, "messages": msgs},
+                     headers={"x-lossless-conversation": "k-bad", "idempotency-key": "幂等".encode("gbk")}, timeout=30)
+    assert bad.status_code == 400 and "Idempotency-Key header is not UTF-8" in bad.json()["error"]["message"]
+    assert memory.get_conversation("k-bad") is None
+
+
 # -- 4. one tenant cannot stall the others ---------------------------------------------------
 
 

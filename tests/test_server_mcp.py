@@ -50,6 +50,8 @@ def test_mcp_over_stdio(store_target: StoreTarget, tmp_path: Path) -> None:
                     assert set(props) == set(specs[name]["parameters"]["properties"]) | {"conversation"}
                     assert listed[name].input_schema["required"] == specs[name]["parameters"]["required"]
                 assert props["id"]["description"] == specs["lcm_expand"]["parameters"]["properties"]["id"]["description"]
+                modes = specs["lcm_grep"]["parameters"]["properties"]["mode"]["enum"]
+                assert listed["lcm_grep"].input_schema["properties"]["mode"]["enum"] == modes  # what the tool takes
 
                 grep = _payload(await session.call_tool("lcm_grep", {"query": "service-4", "conversation": "c1"}))
                 assert grep["count"] >= 1 and grep["hits"][0]["conversation_id"] == "c1"
@@ -64,8 +66,9 @@ def test_mcp_over_stdio(store_target: StoreTarget, tmp_path: Path) -> None:
 
                 missing = await session.call_tool("lcm_expand", {"id": "sum_doesnotexist"})
                 assert missing.is_error and "sum_doesnotexist" in missing.content[0].text
-                bad = await session.call_tool("lcm_grep", {"query": "x", "mode": "telepathy"})
-                assert bad.is_error
+                for mode in ("telepathy", "raw"):  # raw FTS5 syntax is not a mode of the tool, here or anywhere
+                    bad = await session.call_tool("lcm_grep", {"query": "x", "mode": mode})
+                    assert bad.is_error and "'fts'" in bad.content[0].text
                 other = await session.call_tool("lcm_describe", {"id": leaf.id, "conversation": "elsewhere"})
                 assert other.is_error  # scoped to another conversation: not found there
 

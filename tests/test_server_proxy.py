@@ -207,6 +207,32 @@ def test_context_length_error_compacts_and_retries(proxy: str, memory: lossless.
     assert _stored(memory, "overflow")[-1] == ("assistant", "Fits now.")
 
 
+@pytest.mark.parametrize("language", ["zh", "en"])
+@pytest.mark.parametrize("provider", ["moonshot", "dashscope", "zhipu"])
+def test_a_chinese_providers_context_error_compacts_and_retries(proxy: str, memory: lossless.Memory,
+                                                                fake_openai: FakeOpenAIServer, provider: str,
+                                                                language: str) -> None:
+    """Kimi, Qwen and GLM behind the proxy: their "too long" 400 was passed on to the client
+    as it came, the conversation never compacted, every later turn refused the same way."""
+    from tests.test_emergency import CHINESE_PROVIDERS_TOO_LONG
+
+    error, _ = CHINESE_PROVIDERS_TOO_LONG[provider]
+    line = ("我们讨论了北京的天气和交通，第{}段。" if language == "zh"
+            else "We talked about the weather and traffic in Beijing, part {}.")
+    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": line.format(i) * 12} for i in range(41)]
+    fake_openai.respond_next({"error": error}, status=400)
+    fake_openai.enqueue_chat("现在放得下了。" if language == "zh" else "Fits now.")
+    response = httpx.post(proxy + "/v1/chat/completions", headers={"X-Lossless-Conversation": f"{provider}-{language}"},
+                          json={"model": MODEL, "messages": history}, timeout=30)
+    assert response.status_code == 200, response.text
+    assert response.headers["x-lossless-compactions"] == "1"
+    first, retry = (count_chat_tokens(memory.counter, r.body["messages"]) for r in fake_openai.chat_requests()[-2:])
+    assert retry < first and retry == int(response.headers["x-lossless-context-tokens"])
+    stored = _stored(memory, f"{provider}-{language}")
+    assert stored[:-1] == [(m["role"], m["content"]) for m in history]  # every message kept, verbatim
+    assert stored[-1] == ("assistant", "现在放得下了。" if language == "zh" else "Fits now.")
+
+
 def test_context_overflow_after_every_retry_is_422(proxy: str, memory: lossless.Memory,
                                                   fake_openai: FakeOpenAIServer) -> None:
     fake_openai.fail_next(10, status=400, code="context_length_exceeded", message="maximum context length exceeded")

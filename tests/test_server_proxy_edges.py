@@ -316,6 +316,28 @@ def test_options_of_the_wrong_type_are_a_400_naming_them(proxy: str, memory: los
     assert memory.conversations() == [] and fake_openai.requests == []
 
 
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_a_conversation_field_of_the_wrong_type_is_named(proxy: str, memory: lossless.Memory,
+                                                         fake_openai: FakeOpenAIServer, wire: str) -> None:
+    """``user: 5`` (or ``metadata.user_id: 5``) with no header said "send the header (or the
+    request's user field)", as if none were sent; and an Anthropic client was pointed at a
+    field it does not have."""
+    field = "user" if wire == "openai" else "metadata.user_id"
+    for value, says in ((5, f"'{field}' names the conversation when no X-Lossless-Conversation header is sent: "
+                            "it must be a string, got int 5"),
+                        (None, f"(or the request's '{field}' field)")):
+        path, body = _request(wire, None, [{"role": "user", "content": "你好 hello"}])
+        if value is not None:
+            body = {**body, "user": value} if wire == "openai" else {**body, "metadata": {"user_id": value}}
+        r = _post(proxy, path, body)
+        assert r.status_code == 400 and says in r.json()["error"]["message"], r.text
+    assert memory.conversations() == [] and fake_openai.requests == []
+    # named by the header, the body's field is the provider's business, as before
+    path, body = _request(wire, None, [{"role": "user", "content": "你好 hello"}])
+    body = {**body, "user": 5} if wire == "openai" else {**body, "metadata": {"user_id": 5}}
+    assert _post(proxy, path, body, headers={HEADER: "named"}).status_code == 200
+
+
 # -- the provider's pacing headers -------------------------------------------------------------
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 
 import jsonschema
+import pytest
 
 import lossless
 from lossless.agent.tools import TOOL_NAMES, anthropic_tools, openai_tools
+from lossless.testing import HashEmbedder
 
 from .conftest import StoreTarget, chat
 
@@ -191,3 +193,36 @@ def test_an_assistant_tool_call_message_is_read_with_its_calls(store_target: Sto
         assert "".join(parts) == f"→ tool_call 查天气({args})"
         # a message without calls reads as stored
         assert box.lcm_expand(conv.messages()[2].id)["text_source"] == "content"
+
+
+def test_lcm_grep_takes_the_modes_its_schema_lists_and_no_other(store_target: StoreTarget,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The schema never offered mode 'raw' (nor does MCP, nor /openapi.json's LcmGrep), yet
+    the tool took it, from a model's tool call and over HTTP: FTS5 syntax over unicode61 words
+    and CJK bigrams, where '颐和园' finds nothing of '明天去颐和园开会' (a run of Chinese is one
+    word). Raw syntax stays the operator's: search(mode="raw") and `lossless grep --raw`."""
+    from lossless.cli.main import main
+
+    db = store_target("g")
+    with lossless.open(db, embedder=HashEmbedder()) as mem:
+        conv = mem.conversation("会议记录")
+        conv.add("user", "明天去颐和园开会，讨论预算。")
+        conv.add("user", "Meeting at the Summer Palace tomorrow to discuss the budget.")
+        modes = openai_tools()[0]["function"]["parameters"]["properties"]["mode"]["enum"]
+        assert modes == ["fts", "regex", "semantic", "hybrid"]
+        for mode in modes:  # each one it lists, it takes
+            conv.grep("预算" if mode != "regex" else "预.", mode=mode)
+        assert conv.grep("颐和园")["count"] == 1 and conv.grep("budget")["count"] == 1
+        with pytest.raises(lossless.ValidationError, match=r"fts, regex, semantic, hybrid; got 'raw'"):
+            conv.grep("颐和园", mode="raw")
+        reply = conv.tools.dispatch({"id": "c", "function": {"name": "lcm_grep",
+                                                             "arguments": json.dumps({"query": "颐和园", "mode": "raw"})}})
+        assert "got 'raw'" in json.loads(reply["content"])["error"]
+        assert [h.snippet for h in conv.search('"budget"', mode="raw")] != []  # the search API reads it
+    # the CLI's --raw goes through the search: the same hits it always gave
+    for query, found in (('"budget"', 1), ("discuss AND budget", 1), ("预算", 1), ("颐和园", 0)):
+        capsys.readouterr()
+        assert main(["--db", str(db), "--json", "grep", "会议记录", query, "--raw"]) == 0
+        assert json.loads(capsys.readouterr().out)["count"] == found, query
+    assert main(["--db", str(db), "grep", "会议记录", "budget AND (", "--raw"]) == 1  # malformed: a clear error
+    assert "invalid full-text query" in capsys.readouterr().err

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from lossless.agent.base import ConversationHandle
 
 __all__ = ["RecoveryLog", "call_with_recovery", "context_limit_from_error", "is_context_length_error",
-           "truncate_tool_outputs"]
+           "smaller_budget", "truncate_tool_outputs"]
 
 log = logging.getLogger("lossless")
 T = TypeVar("T")
@@ -143,7 +143,7 @@ def call_with_recovery(
             last = exc
             record.errors.append(f"{type(exc).__name__}: {exc}"[:300])
             log.warning("lossless: %s: the provider refused %d tokens as too long; compacting", conv.id, ctx.tokens)
-        budget = _next_budget(budget, shrink, ctx.tokens, last)
+        budget = smaller_budget(budget, ctx.tokens, last, shrink)
         if attempt < max_compactions:
             conv.compact(emergency=True, reason="context-length error")
             record.compactions += 1
@@ -153,10 +153,18 @@ def call_with_recovery(
     ) from last
 
 
-def _next_budget(budget: int, shrink: float, our_tokens: int, error: BaseException | None) -> int:
-    """``shrink`` times smaller, or smaller still when the error names the model's limit:
-    that limit scaled by how our count compares with the provider's, less 10 %."""
-    target = int(budget * shrink)
+def smaller_budget(budget: int, our_tokens: int, error: BaseException | None, shrink: float = 0.8) -> int:
+    """The budget to assemble to after the provider refused a context of ``our_tokens``
+    (by our count) assembled within ``budget``: ``shrink`` times what it refused, or smaller
+    still when the error names the model's limit: that limit scaled by how our count
+    compares with the provider's, less 10 %.
+
+    Shrunk from what was sent, not from the budget: a history smaller than the budget (a
+    window configured larger than the provider's) was sent whole, and a budget shrunk from
+    its own size let the next context be as large again (emergency summaries and recall fill
+    the room), so an error that names no limit (Zhipu's "Prompt exceeds max length") was
+    retried with no smaller a context until lossless gave up."""
+    target = int(min(budget, our_tokens or budget) * shrink)
     if error is not None:
         limit, sent = context_limit_from_error(error)
         if limit:

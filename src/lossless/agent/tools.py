@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["TOOL_NAMES", "ToolBox", "anthropic_tools", "hit_dict", "openai_tools", "wait_while_compacting"]
 
 TOOL_NAMES = ("lcm_grep", "lcm_describe", "lcm_expand")
+_GREP_MODES = ("fts", "regex", "semantic", "hybrid")  # lcm_grep's mode enum, and what it accepts
 _MESSAGE_NUMBER = re.compile(r"^\s*#\d{1,18}\s*$")  # "#13": how the assembled context names message 13
 
 _SPECS: dict[str, dict[str, Any]] = {
@@ -63,7 +64,7 @@ _SPECS: dict[str, dict[str, Any]] = {
             "type": "object",
             "properties": {
                 "query": {"type": "string", "description": "Words to find, or a regular expression when mode is 'regex'."},
-                "mode": {"type": "string", "enum": ["fts", "regex", "semantic", "hybrid"], "default": "fts",
+                "mode": {"type": "string", "enum": list(_GREP_MODES), "default": "fts",
                          "description": "'fts': ranked full-text search; 'regex': regular-expression scan; "
                                         "'semantic': by meaning (vectors); 'hybrid': both, fused."},
                 "scope": {"type": "string", "enum": ["all", "messages", "summaries"], "default": "all"},
@@ -288,8 +289,11 @@ class ToolBox:
         kinds = {"all": ("message", "summary"), "messages": ("message",), "summaries": ("summary",)}.get(scope)
         if kinds is None:
             raise ValidationError(f"scope must be all, messages or summaries; got {scope!r}")
-        if mode not in ("fts", "regex", "raw", "semantic", "hybrid"):
-            raise ValidationError(f"mode must be fts, regex, semantic or hybrid; got {mode!r}")
+        if mode not in _GREP_MODES:
+            # (raw FTS5 syntax is the operator's: search(mode="raw"), `lossless grep --raw`. Its
+            # terms are unicode61 words and CJK bigrams, so a Chinese word of three characters or
+            # more (颐和园) finds only a run that is exactly it; the published schema never offered it)
+            raise ValidationError(f"mode must be one of {', '.join(_GREP_MODES)}; got {mode!r}")
         if sort not in ("relevance", "recency"):
             raise ValidationError(f"sort must be relevance or recency; got {sort!r}")
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:

@@ -16,7 +16,7 @@ import apsw
 from rich.table import Table
 from rich.text import Text
 
-from lossless.agent.results import MessageSlice, SummarySlice
+from lossless.agent.results import GrepResult, MessageSlice, SummarySlice
 from lossless.agent.tools import hit_dict
 from lossless.cli import render
 from lossless.cli.add_cmd import cmd_add  # re-exported: ``add`` has a module of its own now
@@ -352,18 +352,32 @@ def _empty_context(ctx: CommandContext, conv: Conversation, messages: Sequence[A
     return True
 
 
+# --scope as the kinds of node searched
+_KINDS: dict[str, tuple[Literal["message", "summary"], ...]] = {
+    "all": ("message", "summary"), "messages": ("message",), "summaries": ("summary",)}
+
+
 def cmd_grep(ctx: CommandContext) -> int:
     args = ctx.args
     memory = ctx.memory(create=False)
     scope: str | None = None if args.all else args.conversation
     if scope is not None:
         ctx.existing_conversation(scope)
-    mode = "regex" if args.regex else "raw" if args.raw else "fts"
     for flag, value in (("--since", args.since), ("--until", args.until)):
         if value is not None:
             parse_datetime(value, flag)  # a bad one named by its flag, as search names it
-    result = memory.tools(scope).lcm_grep(args.query, mode=mode, scope=args.scope, role=args.role,
-                                          since=args.since, until=args.until, sort=args.sort, limit=args.limit)
+    result: GrepResult
+    if args.raw:  # FTS5 syntax is the operator's, not a mode of the agent tool: the search API reads it
+        hits = memory.search(
+            args.query, conversations=[scope] if scope is not None else None, limit=args.limit,
+            kinds=_KINDS[args.scope], roles=(args.role,) if args.role else None,
+            since=parse_datetime(args.since, "--since") if args.since else None,
+            until=parse_until(args.until, "--until") if args.until else None, mode="raw", sort=args.sort)
+        result = {"query": args.query, "count": len(hits), "hits": [hit_dict(h) for h in hits]}
+    else:
+        result = memory.tools(scope).lcm_grep(args.query, mode="regex" if args.regex else "fts", scope=args.scope,
+                                              role=args.role, since=args.since, until=args.until, sort=args.sort,
+                                              limit=args.limit)
     if ctx.json:
         ctx.emit_json(result)
     else:
@@ -379,9 +393,7 @@ def cmd_search(ctx: CommandContext) -> int:
     scope: str | None = None if (args.all or where) else args.conversation
     if scope is not None:
         ctx.existing_conversation(scope)
-    scopes: dict[str, tuple[Literal["message", "summary"], ...]] = {
-        "all": ("message", "summary"), "messages": ("message",), "summaries": ("summary",)}
-    kinds = scopes[args.scope]
+    kinds = _KINDS[args.scope]
     hits = memory.search(
         args.query, conversations=[scope] if scope is not None else None, where=where, limit=args.limit,
         kinds=kinds, roles=(args.role,) if args.role else None,

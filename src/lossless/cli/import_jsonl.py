@@ -47,6 +47,10 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
                    help="put every message here (default: each source conversation keeps its own id, "
                         "e.g. claude-code:<sessionId>; OpenAI lines name theirs in a 'conversation' field, "
                         "else they go to openai:<file name without its extension>)")
+    p.add_argument("--encoding", metavar="NAME",
+                   help="the file's text encoding when it is not UTF-8, e.g. gb18030 (what Chinese Windows saves "
+                        "'ANSI' text in), big5, shift_jis, cp1252 (default: UTF-8; UTF-16 with a byte-order mark is "
+                        "read as such; a file that is not UTF-8 is refused, naming the encoding it reads as)")
     p.add_argument("--strict", action="store_true",
                    help="stop at the first bad line, writing nothing from its batch")
     no_wait(p)
@@ -54,9 +58,10 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
 
 def cmd_import(ctx: CommandContext) -> int:
     args = ctx.args
-    check_source(args.file)  # before the store is opened: a bad path leaves no new database,
+    # before the store is opened: a bad path (or a file that is not UTF-8) leaves no new database,
+    check_source(args.file, encoding=args.encoding)
     if args.format is None and args.file != "-":
-        detect(args.file)  # nor does a file whose format cannot be told, or an empty one
+        detect(args.file, encoding=args.encoding)  # nor does a file whose format cannot be told, or an empty one
     if args.conversation is not None:
         check_conversation_id(args.conversation)  # nor a bad --conversation
     memory = ctx.memory()
@@ -71,7 +76,8 @@ def cmd_import(ctx: CommandContext) -> int:
             size = file_size(args.file)
             bar.update(0, size)
             report = import_file(memory, args.file, format=args.format, conversation=args.conversation,
-                                 strict=args.strict, on_problem=problem, progress=lambda done: bar.update(done, size))
+                                 strict=args.strict, on_problem=problem, progress=lambda done: bar.update(done, size),
+                                 encoding=args.encoding)
     except ImportInterrupted as stop:  # Ctrl-C: say what was kept, and that the same command resumes
         _print_report(ctx, stop.report)
         return 130

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from lossless.importers import (
     text,
 )
 from lossless.importers.base import HEAD_BYTES, Reader, head_json_lines, is_json_lines
+from lossless.importers.encoding import source_encoding
 
 __all__ = ["FORMATS", "detect", "reader_for"]
 
@@ -42,6 +44,10 @@ _ANTHROPIC_DOC = re.compile(rb'"model"\s*:\s*"claude|"stop_reason"\s*:|"anthropi
                             rb'|"type"\s*:\s*"message"\s*,\s*"role"')
 _CODEX_LINE = re.compile(rb'^\{"timestamp":\s*"[^"]*",\s*"type":\s*"(?:session_meta|response_item|event_msg)"')
 _COMMENT = re.compile(rb"^\s*(?://|/\*)", re.MULTILINE)
+# a Claude.ai (or Claude app) data export: conversations of "chat_messages" by "sender", also
+# named conversations.json, which no importer reads (the name alone said ChatGPT, whose reader
+# then refused every conversation: "element 0 has no 'mapping' object")
+_CLAUDE_AI = re.compile(rb'"chat_messages"\s*:\s*\[')
 
 
 def reader_for(name: str) -> Reader:
@@ -153,11 +159,15 @@ def _by_content(head: bytes) -> str | None:
     return None
 
 
-def detect(path_or_first_bytes: str | os.PathLike[str] | bytes, *, name: str | None = None) -> str:
+def detect(path_or_first_bytes: str | os.PathLike[str] | bytes, *, name: str | None = None,
+           encoding: str | None = None) -> str:
     """The format of a file (given its path), or of its first bytes (``name``, when
     given, is the file name, which can settle it: ``rollout-*.jsonl`` is Codex,
-    ``*.md`` text, ``conversations.json`` ChatGPT …). Raises
-    :class:`~lossless.core.errors.ValidationError` when it cannot tell."""
+    ``*.md`` text, ``conversations.json`` ChatGPT …), read as UTF-8, as the encoding a
+    byte-order mark names, or as ``encoding``. Raises
+    :class:`~lossless.core.errors.ValidationError` when it cannot tell, or when the file
+    is not UTF-8 text and no ``encoding`` was given
+    (:func:`~lossless.importers.encoding.source_encoding`)."""
     if isinstance(path_or_first_bytes, bytes | bytearray):
         head = bytes(path_or_first_bytes[:HEAD_BYTES])
     else:
@@ -170,6 +180,14 @@ def detect(path_or_first_bytes: str | os.PathLike[str] | bytes, *, name: str | N
             raise ValidationError(f"{path} is a directory, not a file to import") from None
         except FileNotFoundError:
             raise ValidationError(f"{path}: no such file") from None
+    decoding = source_encoding(head, name or "the input", encoding)
+    if decoding is not None:  # what the importer will read: the text as UTF-8
+        head = codecs.getincrementaldecoder(decoding)("replace").decode(head, final=False).encode("utf-8")
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"[", b"{") and _CLAUDE_AI.search(head):
+        raise ValidationError(f"{name or 'the input'} is a Claude.ai data export (conversations of 'chat_messages'), "
+                              f"which lossless does not import yet; the formats it reads: {', '.join(FORMATS)}")
+    if not head.lstrip(b"\xef\xbb\xbf \t\r\n"):  # whatever its name says (an empty 聊天记录.txt was "imported 0")
+        raise ValidationError(f"{name or 'the input'} is empty: nothing to import")
     found = _by_content(head)
     hinted = _by_name(name) if name else None
     # the file's name wins where its content is only JSON that several formats share
@@ -177,8 +195,6 @@ def detect(path_or_first_bytes: str | os.PathLike[str] | bytes, *, name: str | N
     if hinted is not None and found in shared and (hinted != text.FORMAT or found is None):
         return hinted
     if found is None:
-        shown = name or "the input"
-        if not head.strip():
-            raise ValidationError(f"{shown} is empty: nothing to import")
-        raise ValidationError(f"cannot tell the format of {shown}: give --format (one of: {', '.join(FORMATS)})")
+        raise ValidationError(f"cannot tell the format of {name or 'the input'}: give --format (one of: "
+                              f"{', '.join(FORMATS)})")
     return found

@@ -32,6 +32,7 @@ from lossless.core.validate import NewMessage, check_conversation_id, validate_m
 from lossless.engine import Memory
 from lossless.importers.base import HEAD_BYTES, ByteStream, Ignored, Meta, Problem, Record, Source
 from lossless.importers.detect import FORMATS, detect, reader_for
+from lossless.importers.encoding import Recoded, check_encoding_name, source_encoding
 from lossless.importers.openai_messages import is_document
 
 __all__ = ["BATCH_SIZE", "ImportInterrupted", "ImportReport", "check_source", "file_size", "import_file",
@@ -275,17 +276,27 @@ def import_stream(
     batch_size: int = BATCH_SIZE,
     on_problem: Callable[[Problem], None] | None = None,
     progress: Callable[[int], None] | None = None,
+    encoding: str | None = None,
 ) -> ImportReport:
     """Import from an open binary stream; see :func:`import_file`."""
     if conversation is not None:
         check_conversation_id(conversation)
     head = stream.read(HEAD_BYTES)
+    decoding = source_encoding(head, name, encoding)  # refuses text that is not UTF-8 before anything is read
+    recoded = None
+    if decoding is not None:  # the importers read UTF-8: decode as the file is read
+        stream = recoded = Recoded(_Input(stream, head), decoding, name)
+        head = stream.read(HEAD_BYTES)
     fmt = format or detect(head, name=None if name == "<stdin>" else name)
     reader = reader_for(fmt)
     stem = Path(name).stem if name != "<stdin>" else "stdin"
     max_bytes = memory.config.max_message_bytes
     source = Source(name=name, stem=stem, head=head, max_message_bytes=max_bytes)
     counted = _Input(stream, head)
+
+    def done() -> int:  # bytes of the file read so far (a decoded file's own, not the UTF-8 made of them)
+        return recoded.consumed if recoded is not None else counted.done
+
     report = ImportReport(source=name, format=fmt, document=is_document(head))
     batches = _Batches(memory, report, batch_size)
     tick = time.monotonic()
@@ -293,7 +304,7 @@ def import_stream(
         for n, item in enumerate(reader(counted, source)):
             if progress is not None and not n % 256 and time.monotonic() - tick > 0.1:
                 tick = time.monotonic()
-                progress(counted.done)
+                progress(done())
             if isinstance(item, Record | Problem | Ignored):
                 report.records += 1
             if isinstance(item, Record):
@@ -328,7 +339,7 @@ def import_stream(
         report.interrupted = True
         raise ImportInterrupted(report) from None
     if progress is not None:
-        progress(counted.done)
+        progress(done())
     return report
 
 
@@ -342,6 +353,7 @@ def import_file(
     batch_size: int = BATCH_SIZE,
     on_problem: Callable[[Problem], None] | None = None,
     progress: Callable[[int], None] | None = None,
+    encoding: str | None = None,
 ) -> ImportReport:
     """Import a file (``"-"``: standard input) into ``memory``.
 
@@ -350,22 +362,28 @@ def import_file(
     ``chatgpt:…`` — see each importer); with it, everything goes there. A bad record is
     reported to ``on_problem`` and skipped; ``strict`` stops at the first one instead,
     dropping the batches not yet written. ``progress(bytes_read)`` is called now and then.
+    The file is read as UTF-8, or as UTF-16/32 when a byte-order mark says so; ``encoding``
+    (``"gb18030"``, ``"big5"`` …) decodes a file saved in another (one that is not UTF-8 is
+    otherwise refused: :mod:`~lossless.importers.encoding`).
     """
     if format is not None and format not in FORMATS:
         reader_for(format)  # raises with the list of formats
-    check_source(path)
+    check_source(path, encoding=encoding)
     if str(path) == "-":
         return import_stream(memory, sys.stdin.buffer, format=format, conversation=conversation, strict=strict,
-                             batch_size=batch_size, on_problem=on_problem, progress=progress)
+                             batch_size=batch_size, on_problem=on_problem, progress=progress, encoding=encoding)
     target = Path(path)
     with target.open("rb") as f:
         return import_stream(memory, f, name=str(target), format=format, conversation=conversation, strict=strict,
-                             batch_size=batch_size, on_problem=on_problem, progress=progress)
+                             batch_size=batch_size, on_problem=on_problem, progress=progress, encoding=encoding)
 
 
-def check_source(path: str | os.PathLike[str]) -> None:
+def check_source(path: str | os.PathLike[str], *, encoding: str | None = None) -> None:
     """Refuse, before anything is opened or created, a path that is missing or a directory,
-    or a ZIP archive (a ChatGPT export is downloaded as one), which no format reads."""
+    a ZIP archive (a ChatGPT export is downloaded as one), which no format reads, or text
+    that is not UTF-8 (nor ``encoding``, when given)."""
+    if encoding is not None:
+        check_encoding_name(encoding)
     if str(path) == "-":
         return
     target = Path(path)
@@ -375,12 +393,13 @@ def check_source(path: str | os.PathLike[str]) -> None:
         raise ValidationError(f"{target}: no such file")
     try:
         with open(target, "rb") as f:
-            zipped = f.read(4) == b"PK\x03\x04"
+            head = f.read(HEAD_BYTES)
     except OSError:
         return  # said by the import itself, with the reason
-    if zipped:
+    if head.startswith(b"PK\x03\x04"):
         raise ValidationError(f"{target} is a ZIP archive: unzip it and import the file inside "
                               "(a ChatGPT export: its conversations.json)")
+    source_encoding(head, str(target), encoding)
 
 
 def file_size(path: str | os.PathLike[str]) -> int | None:

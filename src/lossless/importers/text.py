@@ -7,7 +7,8 @@ labels ``用户``/``用戶``/``人类``, ``助手``/``助理``/``AI助手``, ``�
 full-width colon (``用户：``), bare or in Markdown bold (``**User**:`` / ``**User:**``), any
 case — starts a message; the lines after it, up to the next speaker line, belong to that
 message (blank lines around it are trimmed, the rest is kept as written). Text before the
-first speaker line is counted and skipped.
+first speaker line is counted and skipped; a file with no speaker line at all is a problem
+(line 1), not an import of nothing.
 
 Conversation ``text:<file name without its extension>``; there are no ids or times in the file, so each
 message's external id hashes the conversation, its position and its text (re-importing the
@@ -95,6 +96,13 @@ def read(stream: ByteStream, source: Source) -> Iterator[Item]:
             transcript.add(text)
         elif text.strip():
             preamble = preamble or lineno
+    spoke = transcript.role is not None  # a speaker line began a message (end() forgets it)
     yield from transcript.end()
-    if preamble:
+    if preamble and not spoke:
+        # text and no speaker at all: not a transcript this reader can split (问：/答：, 我：…),
+        # which imported nothing and said only "ignored 1 non-message item"
+        yield Problem(preamble, "no speaker lines: a message starts with a speaker and a colon at the start of "
+                                "its line (User: / Assistant: / System:, Human: / AI:, 用户：/ 助手：/ 系统："
+                                "…); no line of the file does")
+    elif preamble:
         yield Ignored(preamble, "text before the first speaker line")

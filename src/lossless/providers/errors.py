@@ -16,7 +16,11 @@ __all__ = ["context_limit_from_error", "is_context_length_error"]
 # Error codes and message texts providers use for "the prompt does not fit":
 # OpenAI ``context_length_exceeded`` / "maximum context length is N tokens"; Anthropic
 # "prompt is too long: N tokens > M maximum"; vLLM / llama.cpp / Ollama / OpenRouter
-# variants; Google "exceeds the maximum number of tokens"; HTTP 413 from gateways.
+# variants; Google "exceeds the maximum number of tokens"; HTTP 413 from gateways; and the
+# Chinese providers' OpenAI-compatible APIs, whose 400s say it in their own words: Moonshot
+# (Kimi) "Your request exceeded model token limit: N (requested: M)", Alibaba's DashScope
+# (Qwen) "Range of input length should be [1, N]", Zhipu (GLM, code 1261) "Prompt exceeds
+# max length". (DeepSeek words it as OpenAI does.)
 _CODES = frozenset({"context_length_exceeded", "string_above_max_length", "request_too_large",
                     "context_window_exceeded", "model_context_window_exceeded"})
 _TEXTS = re.compile(
@@ -24,7 +28,8 @@ _TEXTS = re.compile(
     r"|too many tokens|input is too long|exceeds? the (?:maximum|max) (?:number of )?tokens"
     r"|reduce the length of the messages|request too large|prompt too long|context size"
     r"|exceeds the context|longer than the model's context|input length .* exceeds"
-    r"|maximum (?:input|prompt) length",
+    r"|maximum (?:input|prompt) length|exceeded model token limit|range of input length should be"
+    r"|prompt exceeds max(?:imum)? length",
     re.IGNORECASE,
 )
 
@@ -72,11 +77,14 @@ def is_context_length_error(exc: BaseException) -> bool:
 
 
 # "maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens"
-# (OpenAI, vLLM), "prompt is too long: 210455 tokens > 200000 maximum" (Anthropic).
-_LIMIT = re.compile(r"(?:maximum context length is|context window (?:is|of)|maximum (?:input|prompt) length (?:is |of )?)"
+# (OpenAI, vLLM), "prompt is too long: 210455 tokens > 200000 maximum" (Anthropic),
+# "exceeded model token limit: 8192 (requested: 9000)" (Moonshot), "Range of input length
+# should be [1, 30720]" (DashScope).
+_LIMIT = re.compile(r"(?:maximum context length is|context window (?:is|of)|maximum (?:input|prompt) length (?:is |of )?"
+                    r"|exceeded model token limit:?|range of input length should be \[\d+,)"
                     r"\s*(\d[\d,]*)|(\d[\d,]*) tokens? > (\d[\d,]*)", re.IGNORECASE)
-_SENT = re.compile(r"(?:resulted in|you requested|requested|prompt has|input has)\s*(?:about\s*)?(\d[\d,]*) tokens",
-                   re.IGNORECASE)
+_SENT = re.compile(r"(?:resulted in|you requested|requested|prompt has|input has)\s*(?:about\s*)?(\d[\d,]*) tokens"
+                   r"|\(requested:?\s*(\d[\d,]*)\)", re.IGNORECASE)
 
 
 def context_limit_from_error(exc: BaseException) -> tuple[int | None, int | None]:
@@ -93,5 +101,5 @@ def context_limit_from_error(exc: BaseException) -> tuple[int | None, int | None
             sent, limit = int(match.group(2).replace(",", "")), int(match.group(3).replace(",", ""))
     found = _SENT.search(text)
     if found and sent is None:
-        sent = int(found.group(1).replace(",", ""))
+        sent = int((found.group(1) or found.group(2)).replace(",", ""))
     return limit, sent

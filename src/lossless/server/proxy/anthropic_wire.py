@@ -94,10 +94,12 @@ def chat_messages(system: Any, messages: Any) -> list[dict[str, Any]]:
 
 class AnthropicDialect:
     path = "/messages"
+    conversation_field = "metadata.user_id"
 
     def conversation(self, request: Request, body: dict[str, Any]) -> str | None:
         meta = body.get("metadata")
-        return requested_conversation(request, meta.get("user_id") if isinstance(meta, dict) else None)
+        return requested_conversation(request, meta.get("user_id") if isinstance(meta, dict) else None,
+                                      self.conversation_field)
 
     def incoming(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         return chat_messages(body.get("system"), body.get("messages"))

@@ -21,14 +21,14 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from lossless.agent.emergency import truncate_tool_outputs
+from lossless.agent.emergency import smaller_budget, truncate_tool_outputs
 from lossless.conversation import Conversation
 from lossless.core.errors import ContextOverflowError, ValidationError
 from lossless.core.models import context_window
 from lossless.core.render import content_text
 from lossless.core.tokens import count_chat_tokens
 from lossless.core.types import AssembledContext, ChatMessage, Message
-from lossless.providers.errors import context_limit_from_error, is_context_length_error
+from lossless.providers.errors import is_context_length_error
 from lossless.server.chat_match import match_request, storable
 from lossless.server.errors import HTTPError, error_response, exception_response
 from lossless.server.idempotency import ProxyRequests, check_key, request_sha256
@@ -75,6 +75,7 @@ class Dialect(Protocol):
     """What differs between the OpenAI and the Anthropic wire formats."""
 
     path: str
+    conversation_field: str  # the body's field that may name the conversation, as a client writes it
 
     def conversation(self, request: Request, body: dict[str, Any]) -> str | None: ...
     def incoming(self, body: dict[str, Any]) -> list[dict[str, Any]]: ...
@@ -166,13 +167,7 @@ class ProxyTurn:
             return True
         self.conversation.compact(emergency=True, reason="context-length error")
         self.compactions += 1
-        target = int(self.budget * 0.8)
-        limit, sent = context_limit_from_error(error)
-        if limit:
-            ours = self.sent_tokens[-1] if self.sent_tokens else 0
-            scale = ours / sent if sent and ours else 1.0
-            target = min(target, int(limit * min(scale, 1.0) * 0.9))
-        self.budget = max(_MIN_BUDGET // 4, target)
+        self.budget = smaller_budget(self.budget, self.sent_tokens[-1] if self.sent_tokens else 0, error)
         return True
 
     def store_reply(self, reply: dict[str, Any] | None) -> None:
@@ -271,12 +266,13 @@ async def _prepare(request: Request, state: ServerState, dialect: Dialect,
         raise bad("the request body must be a JSON object")
     public = dialect.conversation(request, body)
     if not public:
-        raise bad("name the conversation: send the X-Lossless-Conversation header (or the request's user field)")
+        raise bad(f"name the conversation: send the X-Lossless-Conversation header (or the request's "
+                  f"'{dialect.conversation_field}' field)")
     stored_id = tenant.stored_id(public)  # a bad id is refused here, before anything is stored or sent
     model = _check_options(body)
     if isinstance(body.get("messages"), list):  # refused before any of them is looked at
         state.limits.check_messages(len(body["messages"]))
-    key = request.headers.get("idempotency-key")
+    key = _idempotency_key(request)
 
     def start() -> ProxyTurn:
         return ProxyTurn.start(state.memory, tenant, public, dialect.incoming(body),
@@ -286,6 +282,19 @@ async def _prepare(request: Request, state: ServerState, dialect: Dialect,
         turn = await run_in_threadpool(start)
     ctx = await run_in_threadpool(turn.context) if turn.replay is None else None
     return body, public, turn, ctx
+
+
+def _idempotency_key(request: Request) -> str | None:
+    """The Idempotency-Key header as the client wrote it. Header bytes reach us read as
+    latin-1: a key in UTF-8 (幂等-1) read that way was mojibake, refused as "not printable"
+    when it held a byte of C1 controls (most Chinese) and stored garbled when it did not."""
+    value = request.headers.get("idempotency-key")
+    if value is None:
+        return None
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except UnicodeDecodeError:
+        raise bad("the Idempotency-Key header is not UTF-8: send the key as UTF-8 (or plain ASCII)") from None
 
 
 async def _chunks(events: list[bytes]) -> AsyncIterator[bytes]:

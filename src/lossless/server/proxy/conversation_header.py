@@ -31,14 +31,17 @@ _PLAIN = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")  # printable ASCII
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
-def requested_conversation(request: Request, body_field: object) -> str | None:
+def requested_conversation(request: Request, body_field: object, field: str) -> str | None:
     """The conversation a proxied request names: its ``X-Lossless-Conversation`` header,
-    decoded, else the body's field (OpenAI's ``user``, Anthropic's ``metadata.user_id``)
-    when that is a string. A header that is not UTF-8 is a 400 naming it."""
+    decoded, else the body's ``field`` (OpenAI's ``user``, Anthropic's ``metadata.user_id``).
+    A header that is not UTF-8, or a field that is there but not a string, is a 400 naming it."""
     header = request.headers.get(CONVERSATION_HEADER)
     if header:
         return decode_header(header)
-    return body_field if isinstance(body_field, str) else None
+    if body_field is not None and not isinstance(body_field, str):
+        raise bad(f"'{field}' names the conversation when no {_SHOWN} header is sent: it must be a string, got "
+                  f"{type(body_field).__name__} {body_field!r}")
+    return body_field
 
 
 def decode_header(value: str) -> str:

@@ -34,9 +34,10 @@ def _reply_parts(message: Message) -> tuple[str, list[dict[str, Any]]]:
 
 class OpenAIDialect:
     path = "/chat/completions"
+    conversation_field = "user"
 
     def conversation(self, request: Request, body: dict[str, Any]) -> str | None:
-        return requested_conversation(request, body.get("user"))
+        return requested_conversation(request, body.get("user"), self.conversation_field)
 
     def incoming(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         return storable(body.get("messages"))
