@@ -839,8 +839,8 @@ def test_a_claude_ai_export_is_named_not_read_as_chatgpt(mem: lossless.Memory, t
     assert detect(notes) == "text"
 
 
-@pytest.mark.parametrize("text", ["问：北京有什么好玩的？\n答：故宫和长城。\n",
-                                  "Q: What is there to do in Beijing?\nA: The Forbidden City and the Great Wall.\n"])
+@pytest.mark.parametrize("text", ["我：北京有什么好玩的？\n它：故宫和长城。\n",
+                                  "Me: What is there to do in Beijing?\nIt: The Forbidden City and the Great Wall.\n"])
 def test_text_with_no_speaker_line_is_a_problem_not_a_silent_nothing(mem: lossless.Memory, tmp_path: Path,
                                                                      text: str) -> None:
     """A transcript whose lines name no speaker this reader knows imported nothing, exit 0,
@@ -851,7 +851,33 @@ def test_text_with_no_speaker_line_is_a_problem_not_a_silent_nothing(mem: lossle
     assert not report.added and [p.line for p in problems] == [1]
     assert problems[0].reason.startswith("no speaker lines:") and "用户：" in problems[0].reason
     # text before the first speaker line of a transcript is still only counted
-    path.write_text("导出于 2024-05-01\n" + text.replace("问", "用户").replace("答", "助手")
-                    .replace("Q:", "User:").replace("A:", "Assistant:"), encoding="utf-8")
+    path.write_text("导出于 2024-05-01\n" + text.replace("我：", "用户：").replace("它：", "助手：")
+                    .replace("Me:", "User:").replace("It:", "Assistant:"), encoding="utf-8")
     report, problems = _imp(mem, path)
     assert not problems and sum(report.added.values()) == 2 and report.ignored["text before the first speaker line"] == 1
+
+
+@pytest.mark.parametrize("chinese", [True, False])
+def test_question_and_answer_labels_and_a_chinese_indent(mem: lossless.Memory, tmp_path: Path, chinese: bool) -> None:
+    """问：/答： (Q:/A:) transcripts were refused as having no speaker lines, and a speaker
+    line indented with full-width spaces (　　用户：) was text of the message before it.
+    Question-and-answer labels are speakers only in a file that starts with them: in a
+    用户/助手 transcript an answer's own "问：…" lines stay its text."""
+    q, a = ("问：", "答：") if chinese else ("Q: ", "A: ")
+    qa = tmp_path / "qa.txt"
+    qa.write_text(f"{q}北京有什么好玩的？\n{a}故宫和长城。\n还有颐和园。\n{q}门票多少钱？\n{a}六十元。\n",
+                  encoding="utf-8")
+    report, problems = _imp(mem, qa)
+    assert not problems and sum(report.added.values()) == 4
+    assert _seq(mem, "text:qa") == [("user", "北京有什么好玩的？"), ("assistant", "故宫和长城。\n还有颐和园。"),
+                                    ("user", "门票多少钱？"), ("assistant", "六十元。")]
+    chat = tmp_path / "chat.txt"
+    user, helper = ("用户：", "助手：") if chinese else ("User: ", "Assistant: ")
+    chat.write_text(f"\u3000\u3000{user}帮我写两条常见问题。\n\u3000\u3000{helper}好的：\n{q}怎么退款？\n"
+                    f"{a}七天内可以退。\n\u3000\u3000{user}谢谢！\n", encoding="utf-8")
+    report, problems = _imp(mem, chat)
+    assert not problems
+    assert _seq(mem, "text:chat") == [("user", "帮我写两条常见问题。"),
+                                      ("assistant", f"好的：\n{q}怎么退款？\n{a}七天内可以退。"),
+                                      ("user", "谢谢！")]
+    assert [h.first_seq for h in mem.conversation("text:qa").search("门票", mode="fts")] == [3]
