@@ -5,11 +5,8 @@ searches and assembles."""
 
 from __future__ import annotations
 
-import json
-import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,18 +15,14 @@ import httpx
 import numpy as np
 import pytest
 from PIL import Image
-from websockets.sync.client import ClientConnection, connect
 
 import lossless
-from lossless.server.run import BackgroundServer, free_port
+from lossless.server.run import BackgroundServer
 from tests.conftest import StoreTarget, chat
 from tests.server_support import served
+from tests.web_support import CHROMIUM, HEADLESS, DevTools, browser_marks, chromium_page
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)")]
-HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
-            "--no-first-run", "--mute-audio"]
+pytestmark = browser_marks
 
 
 @pytest.fixture(scope="module")
@@ -80,72 +73,15 @@ def test_screenshot_is_a_real_picture(site: tuple[BackgroundServer, dict[str, An
         assert saturated > 0.15
 
 
-class DevTools:
-    """Just enough of the Chrome DevTools protocol: evaluate JavaScript in the page."""
-
-    def __init__(self, ws: ClientConnection) -> None:
-        self.ws = ws
-        self.next_id = 0
-
-    def send(self, method: str, **params: Any) -> dict[str, Any]:
-        self.next_id += 1
-        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
-        while True:
-            message = json.loads(self.ws.recv(timeout=30))
-            if message.get("id") == self.next_id:
-                assert "error" not in message, message
-                result: dict[str, Any] = message["result"]
-                return result
-
-    def eval(self, expression: str) -> Any:
-        out = self.send("Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True)
-        assert "exceptionDetails" not in out, out
-        return out["result"].get("value")
-
-    def wait(self, condition: str, timeout: float = 15) -> Any:
-        deadline = time.monotonic() + timeout
-        safe = f"(() => {{ try {{ return ({condition}); }} catch (e) {{ return null; }} }})()"  # page still loading
-        while time.monotonic() < deadline:
-            value = self.eval(safe)
-            if value:
-                return value
-            time.sleep(0.05)
-        raise AssertionError(f"timed out waiting for {condition}")
-
-
 @pytest.fixture
 def browser(site: tuple[BackgroundServer, dict[str, Any]]) -> Iterator[DevTools]:
-    assert CHROMIUM is not None
-    port = free_port()
-    # Chromium's helper processes can still write to the profile as the main one exits
-    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
-        proc = subprocess.Popen([CHROMIUM, *HEADLESS, f"--user-data-dir={profile}", f"--remote-debugging-port={port}",
-                                 "--window-size=1280,900", "about:blank"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + 30
-            pages: list[dict[str, Any]] = []
-            while not pages:
-                assert time.monotonic() < deadline, "Chromium's DevTools endpoint did not come up"
-                try:
-                    pages = [t for t in httpx.get(f"http://127.0.0.1:{port}/json/list").json() if t["type"] == "page"]
-                except httpx.HTTPError:
-                    time.sleep(0.1)
-            with connect(pages[0]["webSocketDebuggerUrl"], max_size=None) as ws:
-                yield DevTools(ws)
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    with chromium_page() as page:
+        yield page
 
 
 def test_click_through(site: tuple[BackgroundServer, dict[str, Any]], browser: DevTools) -> None:
     server, dag = site
     by_id = {s["id"]: s for s in dag["summaries"]}
-    browser.send("Page.enable")
     browser.send("Page.navigate", url=f"{server.url}/?conversation=team-chat")
     browser.wait("document.body.dataset.loaded === 'team-chat'")
 

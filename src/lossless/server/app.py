@@ -28,6 +28,7 @@ from lossless.server import proxy
 from lossless.server.auth import Authenticator, is_loopback
 from lossless.server.errors import error_response
 from lossless.server.guard import Guard, GuardMiddleware, allowed_names
+from lossless.server.headers import SecurityHeaders
 from lossless.server.keys import APIKeys
 from lossless.server.limits import Limits
 from lossless.server.openapi import openapi_document
@@ -137,4 +138,5 @@ def create_app(
         app.state.lossless = state_for(memory)
     app.add_middleware(EncodedSlashes)
     app.add_middleware(GuardMiddleware, guard=guard)
+    app.add_middleware(SecurityHeaders)  # outermost: the guard's refusals get the headers too
     return app
