@@ -11,7 +11,9 @@ conversation and the same seed always gives the same one.
 :func:`demo_questions` returns questions whose answers are stated once, early on (so a
 compacting engine has summarized them away by the end), each with a verbatim evidence string.
 
-The scenes are played by :mod:`lossless.demo.script`.
+Both take ``lang``: ``"en"`` (this story) or ``"zh"`` (:mod:`lossless.demo.zh`: a team in
+Hangzhou building a WeChat mini program, written in Chinese). The scenes are played by
+:mod:`lossless.demo.script`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from datetime import UTC, date, datetime, timedelta
 from functools import cache, lru_cache
 from typing import Any
 
+from lossless.demo import zh
 from lossless.demo.script import Cast, DemoQuestion, Details, Story, build, ids, parse
 from lossless.demo.text import (
     ACKS,
@@ -35,7 +38,10 @@ from lossless.demo.text import (
     WEEK3,
 )
 
-__all__ = ["DemoQuestion", "demo_conversation", "demo_questions"]
+__all__ = ["LANGUAGES", "DemoQuestion", "demo_conversation", "demo_questions"]
+
+LANGUAGES = ("en", "zh")
+"""The languages of the demo stories: English, and Chinese (simplified, mainland)."""
 
 
 # --------------------------------------------------------------------------- seed material
@@ -323,17 +329,29 @@ def _routine_values(rng: random.Random, det: Details, day: int) -> dict[str, str
     return out
 
 
-def demo_conversation(seed: int = 7) -> list[dict[str, Any]]:
-    """A three-week working conversation (about 450 messages), identical for the same seed.
+def _language(lang: str) -> str:
+    if lang not in LANGUAGES:
+        raise ValueError(f"no demo conversation in {lang!r}: choose one of {', '.join(LANGUAGES)}")
+    return lang
+
+
+def demo_conversation(seed: int = 7, lang: str = "en") -> list[dict[str, Any]]:
+    """A three-week working conversation (about 450 messages in English, 410 in Chinese),
+    identical for the same seed and language.
 
     Each message has ``role``, ``content``, ``created_at`` (UTC, non-decreasing) and, where it
-    applies, ``name``, ``tool_calls`` (OpenAI shape) or ``tool_call_id``.
+    applies, ``name``, ``tool_calls`` (OpenAI shape) or ``tool_call_id``. ``lang`` is one of
+    :data:`LANGUAGES`.
     """
+    if _language(lang) == "zh":
+        return build(zh.story(), zh.details(seed))
     return build(_story(), _details(seed))
 
 
-def demo_questions(seed: int = 7) -> list[DemoQuestion]:
-    """Questions answered once, early in ``demo_conversation(seed)``, with verbatim evidence."""
+def demo_questions(seed: int = 7, lang: str = "en") -> list[DemoQuestion]:
+    """Questions answered once, early in ``demo_conversation(seed, lang)``, with verbatim evidence."""
+    if _language(lang) == "zh":
+        return zh.questions(seed)
     v = _details(seed).values
     q: list[tuple[str, str, str]] = [
         ("What p95 latency target did we agree for POST /v1/routes/optimize?", f"{v['p95_ms']} ms",

@@ -1,7 +1,8 @@
 """The machinery that turns a demo story's hand-written scenes into timed chat messages.
 
-A story (the one in :mod:`lossless.demo.conversation`) supplies its scenes, its cast and the
-details drawn from a seed; this module knows no story. It parses the scene scripts (their format: :mod:`lossless.demo.text`),
+A story (the English one in :mod:`lossless.demo.conversation`, the Chinese one in
+:mod:`lossless.demo.zh`) supplies its scenes, its cast and the details drawn from a seed; this
+module knows no story. It parses the scene scripts (their format: :mod:`lossless.demo.text`),
 draws the optional scenes and the morning check-ins, and plays them with one seeded
 ``random.Random``: the same story and seed always give the same messages.
 """
@@ -25,11 +26,14 @@ class DemoQuestion:
     """A question about the demo conversation, its answer, and where the answer is stated.
 
     ``evidence`` is a short verbatim substring of the one message that states the answer.
+    ``keyword`` is the word the demo searches for; empty, it is taken from the words the
+    question shares with the evidence (which needs spaces between words: Chinese sets it).
     """
 
     question: str
     answer: str
     evidence: str
+    keyword: str = ""
 
 
 @dataclass(frozen=True, slots=True)
