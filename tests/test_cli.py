@@ -470,6 +470,26 @@ def test_demo_runs(run: Run, tmp_path: Path) -> None:
     assert stats["summaries"] > 0 and stats["max_depth"] >= 1
 
 
+def test_demo_runs_in_chinese(run: Run) -> None:
+    status, out, err = run("demo", "--lang", "zh")
+    assert status == 0, err
+    for heading in ("1 · ingest", "2 · the summary DAG", "3 · context for one question",
+                    "4 · lossless grep demo '缓存'", "5 · lossless expand"):
+        assert heading in out
+    assert "conversation: Chinese (--lang zh)" in out
+    assert "我们当时定的商品详情缓存过期时间是多少？" in out  # the question, its evidence found
+    assert re.search(r"商品详情缓存过期时间定为 \d+ 分钟' in the context: yes", out)
+    assert "0 match(es)" not in out
+    stats = run.json("stats", "demo")
+    assert stats["summaries"] > 0 and stats["max_depth"] >= 1
+
+
+def test_demo_refuses_an_unknown_language(run: Run) -> None:
+    status, out, err = run("demo", "--lang", "xx")
+    assert status == 2 and not out
+    assert "--lang" in err and "'xx'" in err and "en" in err and "zh" in err
+
+
 def test_window_is_remembered_by_the_database(store_target: StoreTarget, tmp_path: Path) -> None:
     from lossless.cli import main as cli_main
 

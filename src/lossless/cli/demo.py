@@ -27,9 +27,12 @@ from lossless.conversation import Conversation
 from lossless.core.render import chat_message_text, message_text
 from lossless.store.urls import is_postgres_url, redact_url
 
-__all__ = ["DEMO_WINDOW", "cmd_demo", "register"]
+__all__ = ["DEMO_BUDGET", "DEMO_LANGUAGES", "DEMO_WINDOW", "cmd_demo", "register"]
 
 DEMO_WINDOW = 8192
+DEMO_BUDGET = 3000  # tokens of the assembled context, unless --budget is given
+DEMO_LANGUAGES = ("en", "zh")  # lossless.demo.conversation.LANGUAGES, without importing the demo data here
+_LANGUAGE_NAMES = {"en": "English", "zh": "Chinese"}
 _INGEST_BATCH = 25  # small batches, so auto-compaction runs as it would in a live chat
 _STOPWORDS = frozenset((
     "about", "after", "again", "also", "before", "being", "could", "does", "from", "have", "into", "just",
@@ -45,13 +48,18 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
     p = add_command(subparsers, "demo", cmd_demo,
                     "ingest a built-in multi-week conversation and show what lossless does",
                     command_parents(parents))
-    p.description = ("Feed a built-in three-week team conversation through a small context window "
+    p.description = ("Feed a built-in three-week team conversation (English, or Chinese with --lang zh) "
+                     "through a small context window "
                      f"({DEMO_WINDOW} tokens unless --window is given) into a fresh temporary "
                      "database (unless --db is given), then show the summary DAG, an assembled "
                      "context, a search and an expansion. Offline; takes a few seconds.")
-    p.add_argument("--budget", metavar="N", type=positive, default=3000,
-                   help="token budget of the assembled context (default: 3000)")
+    p.add_argument("--budget", metavar="N", type=positive, default=DEMO_BUDGET,
+                   help=f"token budget of the assembled context (default: {DEMO_BUDGET})")
     p.add_argument("--seed", metavar="N", type=int, default=7, help="which generated conversation (default: 7)")
+    # explicit, never taken from the locale: the same command shows the same demo on every machine
+    p.add_argument("--lang", choices=DEMO_LANGUAGES, default="en",
+                   help="the conversation's language: en (a delivery-routing team) or zh (a team in Hangzhou "
+                        "building a WeChat mini program, in Chinese) (default: en)")
     p.add_argument("--vectors", action="store_true",
                    help="hybrid keyword + vector recall with the local embedding model (slower: it embeds "
                         "every message; needs the embeddings extra)")
@@ -134,6 +142,7 @@ def cmd_demo(ctx: CommandContext) -> int:
     window = ctx.window(DEMO_WINDOW)
     budget: int = ctx.args.budget
     seed: int = ctx.args.seed
+    lang: str = getattr(ctx.args, "lang", "en")
     note = "a fresh temporary file, kept so you can explore it" if temporary else "given with --db"
     vectors: bool = bool(getattr(ctx.args, "vectors", False))
     # the worker thread compacts (and embeds) while the messages stream in, as in an app
@@ -147,12 +156,13 @@ def cmd_demo(ctx: CommandContext) -> int:
               else "keyword (add --vectors for hybrid keyword + vector recall)")
     ctx.out.print(Panel(Text.assemble(
         ("lossless demo", "bold"), f" · seed {seed} · context window {window:,} tokens · auto-compaction on\n",
+        *((("conversation: ", "dim"), f"{_LANGUAGE_NAMES[lang]} (--lang {lang})\n") if lang != "en" else ()),
         ("database: ", "dim"), redact_url(str(path)), (f" ({note})", "dim"), "\n",
         ("recall: ", "dim"), recall,
     ), expand=False))
 
-    messages = demo_conversation(seed)
-    questions = demo_questions(seed)
+    messages = demo_conversation(seed, lang)
+    questions = demo_questions(seed, lang)
     conv = memory.conversation(_conversation_id(ctx))
     t0 = time.perf_counter()
     _ingest(ctx, conv, messages)
@@ -188,7 +198,7 @@ def cmd_demo(ctx: CommandContext) -> int:
     ctx.out.print(Text.assemble("evidence ", (repr(question.evidence), "italic"), " in the context: ",
                                 ("yes", "bold green") if found else ("no", "bold red")))
 
-    keyword = _keywords(question.question, question.evidence or "")
+    keyword = question.keyword or _keywords(question.question, question.evidence or "")
     _section(ctx, f"4 · lossless grep {conv.id} {shlex.quote(keyword)}")
     hits = conv.tools.lcm_grep(keyword, limit=3)
     ctx.out.print(render.grep_hits(hits, show_conversation=False))

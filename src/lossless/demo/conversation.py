@@ -10,19 +10,22 @@ conversation and the same seed always gives the same one.
 
 :func:`demo_questions` returns questions whose answers are stated once, early on (so a
 compacting engine has summarized them away by the end), each with a verbatim evidence string.
+
+Both take ``lang``: ``"en"`` (this story) or ``"zh"`` (:mod:`lossless.demo.zh`: a team in
+Hangzhou building a WeChat mini program, written in Chinese). The scenes are played by
+:mod:`lossless.demo.script`.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import re
-import string
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import cache, lru_cache
 from typing import Any
 
+from lossless.demo import zh
+from lossless.demo.script import Cast, DemoQuestion, Details, Story, build, ids, parse
 from lossless.demo.text import (
     ACKS,
     EXTRA,
@@ -35,19 +38,10 @@ from lossless.demo.text import (
     WEEK3,
 )
 
-__all__ = ["DemoQuestion", "demo_conversation", "demo_questions"]
+__all__ = ["LANGUAGES", "DemoQuestion", "demo_conversation", "demo_questions"]
 
-
-@dataclass(frozen=True, slots=True)
-class DemoQuestion:
-    """A question about the demo conversation, its answer, and where the answer is stated.
-
-    ``evidence`` is a short verbatim substring of the one message that states the answer.
-    """
-
-    question: str
-    answer: str
-    evidence: str
+LANGUAGES = ("en", "zh")
+"""The languages of the demo stories: English, and Chinese (simplified, mainland)."""
 
 
 # --------------------------------------------------------------------------- seed material
@@ -88,28 +82,14 @@ _ORTOOLS = ("9.8.3296", "9.9.3963", "9.10.4067", "9.11.4210")
 _FASTAPI = ("0.110", "0.111", "0.112", "0.115")
 _FIRST_MONDAY = date(2025, 1, 6)
 
-_SPEAKERS = {"maya": ("user", "maya"), "liwei": ("user", "li_wei"), "hana": ("user", "hana")}
-_ALNUM = string.ascii_letters + string.digits
 
 
 def _fmt_day(d: date) -> str:
     return f"{d:%A}, {d:%B} {d.day}"
 
 
-def _ids(rng: random.Random, prefix: str, n: int, alphabet: str = "0123456789ABCDEFGHJKMNPQRSTVWXYZ") -> str:
-    return prefix + "".join(rng.choice(alphabet) for _ in range(n))
-
-
-@dataclass(frozen=True, slots=True)
-class _Details:
-    values: dict[str, str]
-    start: date
-    utc_offset: int
-    flow_seed: int
-
-
 @lru_cache(maxsize=16)
-def _details(seed: int) -> _Details:
+def _details(seed: int) -> Details:
     """Every seed-drawn fact of the story, as the strings the text substitutes."""
     rng = random.Random(seed)
     v: dict[str, str] = {}
@@ -183,11 +163,11 @@ def _details(seed: int) -> _Details:
     for i in range(1, 9):
         v[f"t{i}"] = f"{product[:3].upper()}-{ticket0 + i}"
     for name in ("job_a", "job_b", "job_c", "job_d", "job_e"):
-        v[name] = _ids(rng, "job_", 8).lower()
+        v[name] = ids(rng, "job_", 8).lower()
     for name in ("order_x", "order_y", "order_z", "order_z2", "order_z3", "order_z4", "order_z5",
                  "order_z6", "order_z7", "order_u1", "order_u2", "order_m"):
         v[name] = str(rng.randint(550000, 599999))
-    v["route_12"], v["route_19"] = _ids(rng, "", 10), _ids(rng, "", 10)
+    v["route_12"], v["route_19"] = ids(rng, "", 10), ids(rng, "", 10)
 
     offset_days = 7 * rng.randrange(0, 44)
     start = _FIRST_MONDAY + timedelta(days=offset_days)
@@ -203,7 +183,7 @@ def _details(seed: int) -> _Details:
     stopped = datetime(day[15].year, day[15].month, day[15].day, 5, 58, 13, 402000, tzinfo=UTC)
     v["oom_stopped_at"] = (stopped - timedelta(hours=offset)).isoformat(timespec="milliseconds")
     _generated_blocks(rng, v, stops_both)
-    return _Details(values=v, start=start, utc_offset=offset, flow_seed=rng.getrandbits(64))
+    return Details(values=v, start=start, utc_offset=offset, flow_seed=rng.getrandbits(64))
 
 
 # --------------------------------------------------------------------------- generated blocks
@@ -314,176 +294,21 @@ def _full_suite(rng: random.Random) -> str:
             f"{total - 2} passed, 2 skipped in {rng.uniform(70, 95):.2f}s"]
     return "\n".join(out)
 
+# --------------------------------------------------------------------------- the story
 
-# --------------------------------------------------------------------------- script parsing
-
-@dataclass(frozen=True, slots=True)
-class _Block:
-    kind: str
-    arg: str
-    body: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Scene:
-    day: int
-    minute: int
-    optional: float
-    blocks: tuple[_Block, ...]
-    days: tuple[int, ...] = ()  # for routines: the days it may be played on
-    routine: bool = False
-
-
-def _parse(text: str) -> tuple[_Scene, ...]:
-    scenes: list[_Scene] = []
-    for chunk in text.split("\n%%% ")[1:]:
-        header, _, rest = chunk.partition("\n")
-        attrs = dict(item.split("=", 1) for item in header.split() if "=" in item)
-        hh, mm = attrs.get("at", "08:00").split(":")
-        blocks = []
-        for part in ("\n" + rest).split("\n%% ")[1:]:
-            head, _, body = part.partition("\n")
-            kind, _, arg = head.strip().partition(" ")
-            blocks.append(_Block(kind, arg.strip(), body.strip("\n")))
-        days = tuple(int(d) for d in attrs["days"].split(",")) if "days" in attrs else ()
-        scenes.append(_Scene(int(attrs.get("day", -1)), int(hh) * 60 + int(mm),
-                             float(attrs.get("opt", 1)), tuple(blocks), days))
-    return tuple(scenes)
+_CAST = Cast(speakers={"maya": ("user", "maya"), "liwei": ("user", "li_wei"), "hana": ("user", "hana")},
+             lead="maya", acks=ACKS)
 
 
 @cache
-def _scenes() -> tuple[tuple[_Scene, ...], tuple[_Scene, ...], tuple[_Scene, ...]]:
-    """(story scenes in time order, early routines, late routines)."""
-    story = sorted(_parse(WEEK1 + WEEK2 + WEEK3 + EXTRA + EXTRA2), key=lambda sc: (sc.day, sc.minute))
-    return tuple(story), _parse(ROUTINES_EARLY), _parse(ROUTINES_LATE)
+def _story() -> Story:
+    scenes = sorted(parse(WEEK1 + WEEK2 + WEEK3 + EXTRA + EXTRA2), key=lambda sc: (sc.day, sc.minute))
+    return Story(cast=_CAST, system_prompt=SYSTEM_PROMPT, scenes=tuple(scenes),
+                 early_routines=parse(ROUTINES_EARLY), late_routines=parse(ROUTINES_LATE),
+                 early_days=(2, 3, 4), late_days=(7, 8, 9, 10, 11, 16, 18), routine_values=_routine_values)
 
 
-_EARLY_DAYS = (2, 3, 4)
-_LATE_DAYS = (7, 8, 9, 10, 11, 16, 18)
-
-
-_CHOICE = re.compile(r"\{\{([^{}]*\|[^{}]*)\}\}")
-_FIELD = re.compile(r"<<([a-z_0-9]+)>>")
-
-
-def _render(text: str, values: dict[str, str], rng: random.Random) -> str:
-    text = _CHOICE.sub(lambda m: rng.choice(m.group(1).split("|")), text)
-
-    def field(m: re.Match[str]) -> str:
-        try:
-            return values[m.group(1)]
-        except KeyError:
-            raise KeyError(f"demo text uses unknown detail <<{m.group(1)}>>") from None
-
-    return _FIELD.sub(field, text)
-
-
-# --------------------------------------------------------------------------- building
-
-class _Builder:
-    def __init__(self, rng: random.Random, day0: datetime) -> None:
-        self.rng = rng
-        self.day0 = day0
-        self.now = day0
-        self.messages: list[dict[str, Any]] = []
-
-    def start_scene(self, day: int, minute: int) -> None:
-        nominal = self.day0 + timedelta(days=day, minutes=minute + self.rng.randint(-12, 12))
-        self.now = max(nominal, self.now + timedelta(minutes=self.rng.randint(3, 9)))
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=max(1, round(seconds)))
-
-    def add(self, role: str, content: str, **extra: Any) -> dict[str, Any]:
-        msg: dict[str, Any] = {"role": role, "content": content}
-        msg.update(extra)
-        msg["created_at"] = self.now
-        self.messages.append(msg)
-        return msg
-
-    def call_id(self) -> str:
-        return "call_" + "".join(self.rng.choice(_ALNUM) for _ in range(24))
-
-
-def _typing_seconds(rng: random.Random, text: str, read: str, first: bool) -> float:
-    """How long a person takes to read the last message and type ``text``."""
-    if first:
-        return 0
-    return rng.uniform(20, 150) + min(len(read) / 30, 420) + min(len(text) / 14, 240)
-
-
-def _play(b: _Builder, scene: _Scene, values: dict[str, str]) -> None:
-    rng = b.rng
-    blocks = list(scene.blocks)
-    first = True
-    last_user = ""
-    i = 0
-    while i < len(blocks):
-        blk = blocks[i]
-        if blk.kind in _SPEAKERS or blk.kind == "ack":
-            text = rng.choice(ACKS) if blk.kind == "ack" else _render(blk.body, values, rng)
-            role, name = _SPEAKERS.get(blk.kind, _SPEAKERS["maya"])
-            b.advance(_typing_seconds(rng, text, b.messages[-1]["content"], first))
-            b.add(role, text, name=name)
-            last_user = name
-        elif blk.kind == "gap":
-            b.advance(60 * float(blk.arg) * rng.uniform(0.8, 1.25))
-        elif blk.kind in ("ai", "call"):
-            text = ""
-            if blk.kind == "ai":
-                text = _render(blk.body, values, rng)
-                if i + 1 >= len(blocks) or blocks[i + 1].kind != "call":
-                    b.advance(rng.uniform(4, 18) + len(text) / 110)
-                    b.add("assistant", text)
-                    i += 1
-                    first = False
-                    continue
-                i += 1
-            calls: list[dict[str, Any]] = []
-            while i < len(blocks) and blocks[i].kind == "call":
-                fname, _, args = blocks[i].arg.partition(" ")
-                arguments = json.dumps(json.loads(_render(args, values, rng)), ensure_ascii=False)
-                calls.append({"id": b.call_id(), "type": "function",
-                              "function": {"name": fname, "arguments": arguments}})
-                i += 1
-            b.advance(rng.uniform(3, 12) + len(text) / 110)
-            b.add("assistant", text, tool_calls=calls)
-            for call in calls:
-                res = blocks[i]
-                if res.kind != "result":
-                    raise ValueError(f"tool call without result in scene on day {scene.day}")
-                b.advance(float(_render(res.arg, values, rng)) if res.arg else rng.uniform(0.4, 6))
-                b.add("tool", _render(res.body, values, rng), tool_call_id=call["id"],
-                      name=call["function"]["name"])
-                i += 1
-            first = False
-            continue
-        else:
-            raise ValueError(f"unknown block kind {blk.kind!r} in scene on day {scene.day}")
-        first = False
-        i += 1
-    last = b.messages[-1]
-    if last["role"] == "assistant" and not last.get("tool_calls") and last_user == "maya" and rng.random() < 0.3:
-        b.advance(rng.uniform(20, 120))
-        b.add("user", rng.choice(ACKS), name="maya")
-
-
-def _schedule(rng: random.Random) -> list[_Scene]:
-    """The story's scenes (optional ones drawn) plus a morning check-in on most working days."""
-    story, early, late = _scenes()
-    chosen = [sc for sc in story if sc.optional >= 1 or rng.random() < sc.optional]
-    for days, pool in ((_EARLY_DAYS, list(early)), (_LATE_DAYS, list(late))):
-        for day in days:
-            fits = [r for r in pool if day in r.days]
-            if fits and rng.random() < 0.85:
-                routine = rng.choice(fits)
-                pool.remove(routine)
-                chosen.append(_Scene(day, 8 * 60 + rng.randint(0, 20), 1.0, routine.blocks, routine=True))
-    chosen.sort(key=lambda sc: (sc.day, sc.minute))
-    return chosen
-
-
-def _routine_values(rng: random.Random, det: _Details, day: int) -> dict[str, str]:
+def _routine_values(rng: random.Random, det: Details, day: int) -> dict[str, str]:
     """Details that differ per morning check-in: run ids, counts, today's date, spend."""
     today = det.start + timedelta(days=day)
     month_start = today.replace(day=1)
@@ -498,35 +323,35 @@ def _routine_values(rng: random.Random, det: _Details, day: int) -> dict[str, st
         today_iso=today.isoformat(), yesterday_iso=(today - timedelta(days=1)).isoformat(),
         month_start=month_start.isoformat(), cost_total=f"{spend:,.0f}",
         cost_table="\n".join(f"{name}\t{spend * share * rng.uniform(0.9, 1.1):.2f}" for name, share in shares),
-        five_xx=str(rng.randint(2, 9)), jobs_ok=str(rng.randint(14, 40)), job_f=_ids(rng, "job_", 8).lower(),
+        five_xx=str(rng.randint(2, 9)), jobs_ok=str(rng.randint(14, 40)), job_f=ids(rng, "job_", 8).lower(),
         first_sol=f"{rng.uniform(1.6, 4.2):.2f}", unassigned_median=str(rng.randint(1, 4)),
     )
     return out
 
 
-def demo_conversation(seed: int = 7) -> list[dict[str, Any]]:
-    """A three-week working conversation (about 450 messages), identical for the same seed.
+def _language(lang: str) -> str:
+    if lang not in LANGUAGES:
+        raise ValueError(f"no demo conversation in {lang!r}: choose one of {', '.join(LANGUAGES)}")
+    return lang
+
+
+def demo_conversation(seed: int = 7, lang: str = "en") -> list[dict[str, Any]]:
+    """A three-week working conversation (about 450 messages in English, 410 in Chinese),
+    identical for the same seed and language.
 
     Each message has ``role``, ``content``, ``created_at`` (UTC, non-decreasing) and, where it
-    applies, ``name``, ``tool_calls`` (OpenAI shape) or ``tool_call_id``.
+    applies, ``name``, ``tool_calls`` (OpenAI shape) or ``tool_call_id``. ``lang`` is one of
+    :data:`LANGUAGES`.
     """
-    det = _details(seed)
-    rng = random.Random(det.flow_seed)
-    day0 = datetime(det.start.year, det.start.month, det.start.day, tzinfo=UTC) - timedelta(hours=det.utc_offset)
-    b = _Builder(rng, day0)
-    b.start_scene(0, 8 * 60 + 40)
-    b.add("system", _render(SYSTEM_PROMPT, det.values, rng))
-    for scene in _schedule(rng):
-        b.start_scene(scene.day, scene.minute)
-        values = det.values
-        if scene.routine:
-            values = {**det.values, **_routine_values(rng, det, scene.day)}
-        _play(b, scene, values)
-    return b.messages
+    if _language(lang) == "zh":
+        return build(zh.story(), zh.details(seed))
+    return build(_story(), _details(seed))
 
 
-def demo_questions(seed: int = 7) -> list[DemoQuestion]:
-    """Questions answered once, early in ``demo_conversation(seed)``, with verbatim evidence."""
+def demo_questions(seed: int = 7, lang: str = "en") -> list[DemoQuestion]:
+    """Questions answered once, early in ``demo_conversation(seed, lang)``, with verbatim evidence."""
+    if _language(lang) == "zh":
+        return zh.questions(seed)
     v = _details(seed).values
     q: list[tuple[str, str, str]] = [
         ("What p95 latency target did we agree for POST /v1/routes/optimize?", f"{v['p95_ms']} ms",

@@ -13,7 +13,9 @@ Original content written for this project. Each scene is a small script:
 
 In the text, ``<<key>>`` is a seed-drawn detail and ``{{a|b|c}}`` picks one variant.
 
-The scenes are package data (``scenes/*.txt``), not Python: this module reads them once.
+The scenes are package data (``scenes/*.txt``), not Python: this module reads them once. The
+Chinese story (:mod:`lossless.demo.zh`) has the same format in ``scenes/zh/``, with its own
+speakers (``%% lin``, ``%% su``, ``%% chen``; ``%% ack`` is 林远's).
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ __all__ = ["ACKS", "EXTRA", "EXTRA2", "ROUTINES_EARLY", "ROUTINES_LATE", "SYSTEM
 
 @cache
 def scene(name: str) -> str:
-    """The text of ``scenes/<name>.txt`` exactly as written (UTF-8, no newline translation)."""
-    path = resources.files("lossless.demo").joinpath("scenes", f"{name}.txt")
+    """The text of ``scenes/<name>.txt`` exactly as written (UTF-8, no newline translation).
+    Another language's scenes are in a folder of their own: ``scene("zh/week1")``."""
+    *folders, stem = name.split("/")
+    path = resources.files("lossless.demo").joinpath("scenes", *folders, f"{stem}.txt")
     return path.read_bytes().decode("utf-8")
 
 
