@@ -21,7 +21,7 @@ from lossless.server.keys import APIKeys
 from lossless.server.run import BackgroundServer
 from tests.conftest import StoreTarget
 from tests.server_support import served
-from tests.web_support import DevTools, browser_marks, chromium_page
+from tests.web_support import DevTools, browser_marks, chromium_page, search_page
 
 pytestmark = browser_marks
 
@@ -99,14 +99,6 @@ def _expand_everything(page: DevTools) -> None:
             return
 
 
-def _search(page: DevTools, query: str) -> None:
-    page.eval("document.getElementById('search-results').replaceChildren();"
-              f"document.getElementById('search-query').value = {json.dumps(query)};"
-              "document.getElementById('search-form').requestSubmit()")
-    page.wait("document.querySelectorAll('#search-results li').length > 0 "
-              "|| document.getElementById('status').className.includes('error')")
-
-
 def _nothing_ran(page: DevTools) -> None:
     assert page.eval("window.__pwned") is None
     assert page.eval("document.title") == "lossless"
@@ -133,9 +125,9 @@ def test_stored_payloads_are_shown_as_text_and_never_run(hostile: tuple[Backgrou
     assert "<\\/script>" in shown or "</script>" in shown  # the tool call's arguments, as JSON text
 
     for query in payloads("q"):
-        _search(page, query)
+        search_page(page, query)
         assert query in page.text("status")
-    _search(page, "turn 4")
+    search_page(page, "turn 4")
     page.eval("document.querySelectorAll('#search-results a').forEach((a) => a.click())")
     page.eval("document.getElementById('assemble-query').value = 'maya launch codes';"
               "document.getElementById('assemble-form').requestSubmit()")
@@ -195,7 +187,7 @@ def test_a_tenants_page_shows_only_its_own(tenants: tuple[str, str, str], page: 
     page.eval("{ const s = document.getElementById('conversation'); s.value = 'evil-notes';"
               "s.dispatchEvent(new Event('change')) }")
     page.wait("document.body.dataset.loaded === 'evil-notes'")
-    _search(page, "swordfish")
+    search_page(page, "swordfish")
     assert page.eval("document.querySelectorAll('#search-results li[data-id]').length") == 0
 
     # acme's page, then a wrong key typed in: acme's list and conversation leave the screen
@@ -240,7 +232,7 @@ def test_bidi_controls_stay_inside_the_stored_text(hostile: tuple[BackgroundServ
     page.wait(f"!!document.querySelector('.msg[data-id=\"{first.id}\"]')")
     # the name is followed by the message's id: it must not be turned around by the name
     assert _reads_left_to_right(page, f".msg[data-id=\"{first.id}\"] .head", first.id)
-    _search(page, RLO + "plain turn")
+    search_page(page, RLO + "plain turn")
     assert _reads_left_to_right(page, "#status", "hits for")
 
 
@@ -254,7 +246,7 @@ def test_long_unbroken_text_stays_inside_the_page(hostile: tuple[BackgroundServe
     _expand_everything(page)
     assert page.wait(f"[...document.querySelectorAll('.msg')].some((m) => m.innerText.includes('{LONG_WORD[:50]}'))")
     assert page.eval(fits), "an expanded message of one 6000-letter word widened the page"
-    _search(page, "plain turn 3")
+    search_page(page, "plain turn 3")
     assert page.eval(fits), "a search hit widened the page"
     assert page.eval("document.getElementById('search-results').scrollWidth "
                      "<= document.getElementById('search-results').clientWidth")

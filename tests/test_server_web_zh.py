@@ -19,7 +19,7 @@ import lossless
 from lossless.server.keys import APIKeys
 from tests.conftest import StoreTarget
 from tests.server_support import served
-from tests.web_support import DevTools, browser_marks, chromium_page
+from tests.web_support import DevTools, browser_marks, chromium_page, search_page
 
 pytestmark = browser_marks
 
@@ -74,14 +74,6 @@ def plain(text: str) -> str:
     return text.replace("\u2068", "").replace("\u2069", "")
 
 
-def _search(page: DevTools, query: str) -> None:
-    page.eval("document.getElementById('search-results').replaceChildren();"
-              f"document.getElementById('search-query').value = {json.dumps(query)};"
-              "document.getElementById('search-form').requestSubmit()")
-    page.wait("document.querySelectorAll('#search-results li').length > 0 "
-              "|| document.getElementById('status').className.includes('error')")
-
-
 def test_a_chinese_conversation_searched_by_a_two_character_word(site: tuple[str, lossless.Memory],
                                                                  page: DevTools) -> None:
     url, mem = site
@@ -89,7 +81,7 @@ def test_a_chinese_conversation_searched_by_a_two_character_word(site: tuple[str
     assert page.eval("document.body.dataset.loaded") == FAMILY
     assert FAMILY in page.text("status") and "90 messages" in page.text("conv-info")
 
-    _search(page, "公园")
+    search_page(page, "公园")
     hits = page.eval("[...document.querySelectorAll('#search-results li[data-id]')].map((li) => li.innerText)")
     assert hits and all("公园" in hit for hit in hits)
     assert "hits for “公园”" in plain(page.text("status"))
@@ -169,7 +161,7 @@ def test_empty_states_say_what_to_do(store_target: StoreTarget, page: DevTools) 
     try:
         with served(mem) as server:
             page.open(f"{server.url}/", "document.getElementById('status').innerText.includes('no conversations')")
-            _search(page, "公园")
+            search_page(page, "公园")
             message = page.text("status")
             assert "no conversation" in message and "null" not in message
             assert "lossless import" in page.text("tree")  # how to get one
@@ -179,7 +171,7 @@ def test_empty_states_say_what_to_do(store_target: StoreTarget, page: DevTools) 
 
             mem.conversation("空的").add(role="user", content="今天天气很好")
             page.open(f"{server.url}/", "document.body.dataset.loaded === '空的'")
-            _search(page, "火星")
+            search_page(page, "火星")
             assert plain(page.text("search-results")).strip() == "No matches for “火星”."
     finally:
         mem.close()
@@ -207,7 +199,7 @@ def test_errors_are_said_plainly(store_target: StoreTarget, page: DevTools) -> N
             page.wait("document.body.dataset.loaded === '工作'")
             assert page.eval("document.getElementById('key').getAttribute('aria-invalid')") is None
         # the server is gone: say so, not "Failed to fetch"
-        _search(page, "项目")
+        search_page(page, "项目")
         message = page.text("status")
         assert "did not answer" in message and "lossless serve" in message, message
     finally:
@@ -220,7 +212,7 @@ def test_a_phone_screen(site: tuple[str, lossless.Memory], page: DevTools) -> No
     page.open(f"{url}/?conversation={quote(FAMILY)}", "document.body.dataset.loaded")
     page.eval("document.querySelector('.node > .row').click()")
     page.wait("!!document.querySelector('#detail h2')")
-    _search(page, "公园")
+    search_page(page, "公园")
     assert page.eval("document.documentElement.scrollWidth") <= 375
     rects = page.eval("['dag-panel', 'detail'].map((id) => { const r = document.getElementById(id).getBoundingClientRect();"
                       " return [r.left, r.top, r.right, r.bottom]; })")

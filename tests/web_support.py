@@ -17,7 +17,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from lossless.server.run import free_port
 
-__all__ = ["CHROMIUM", "HEADLESS", "DevTools", "browser_marks", "chromium_page"]
+__all__ = ["CHROMIUM", "HEADLESS", "DevTools", "browser_marks", "chromium_page", "search_page"]
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
@@ -100,3 +100,12 @@ def chromium_page(width: int = 1280, height: int = 900) -> Iterator[DevTools]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def search_page(page: DevTools, query: str) -> None:
+    """Search from the page's form and wait for hits or an error."""
+    page.eval("document.getElementById('search-results').replaceChildren();"
+              f"document.getElementById('search-query').value = {json.dumps(query)};"
+              "document.getElementById('search-form').requestSubmit()")
+    page.wait("document.querySelectorAll('#search-results li').length > 0 "
+              "|| document.getElementById('status').className.includes('error')")
