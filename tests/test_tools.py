@@ -220,9 +220,12 @@ def test_lcm_grep_takes_the_modes_its_schema_lists_and_no_other(store_target: St
         assert "got 'raw'" in json.loads(reply["content"])["error"]
         assert [h.snippet for h in conv.search('"budget"', mode="raw")] != []  # the search API reads it
     # the CLI's --raw goes through the search: the same hits it always gave
-    for query, found in (('"budget"', 1), ("discuss AND budget", 1), ("预算", 1), ("颐和园", 0)):
+    # (raw is the store's own syntax: FTS5's on SQLite, a tsquery on PostgreSQL)
+    both = "discuss & budget" if str(db).startswith("postgresql") else "discuss AND budget"
+    for query, found in (("budget", 1), (both, 1), ("预算", 1), ("颐和园", 0)):
         capsys.readouterr()
         assert main(["--db", str(db), "--json", "grep", "会议记录", query, "--raw"]) == 0
         assert json.loads(capsys.readouterr().out)["count"] == found, query
-    assert main(["--db", str(db), "grep", "会议记录", "budget AND (", "--raw"]) == 1  # malformed: a clear error
+    malformed = "budget & (" if str(db).startswith("postgresql") else "budget AND ("
+    assert main(["--db", str(db), "grep", "会议记录", malformed, "--raw"]) == 1  # malformed: a clear error
     assert "invalid full-text query" in capsys.readouterr().err
