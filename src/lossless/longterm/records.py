@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_IMPORTANCE",
     "KINDS",
+    "OWNER_KEYS",
     "SCOPES",
     "TASK_STATUSES",
     "MemoryKind",
@@ -53,6 +54,9 @@ def scope_of(user: str | None, agent: str | None) -> Scope:
     if agent is not None:
         return "agent"
     return "global"
+
+
+OWNER_KEYS = ("user", "user_id", "agent", "agent_id")  # conversation metadata that scopes memories
 
 
 def owners_of(metadata: Mapping[str, Any]) -> tuple[str | None, str | None]:

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from lossless.core.errors import ValidationError
 from lossless.core.validate import check_conversation_id, check_one_line, check_text, parse_datetime
-from lossless.longterm.records import KINDS, TASK_STATUSES, MemoryKind
+from lossless.longterm.records import KINDS, OWNER_KEYS, TASK_STATUSES, MemoryKind
 
 __all__ = [
     "MAX_CONTENT_CHARS",
@@ -103,7 +103,7 @@ def check_metadata_owners(metadata: Mapping[str, Any]) -> None:
     (the owners of its long-term records: :func:`~lossless.longterm.records.owners_of`)
     could not own a record, naming the key: taken as given, it would fail every assembly
     with a question (the memory search) and every distillation later, not here."""
-    for key in ("user", "user_id", "agent", "agent_id"):
+    for key in OWNER_KEYS:
         value = metadata.get(key)
         if value is None:
             continue

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from lossless.core.errors import NotFoundError, ValidationError
 from lossless.core.validate import check_conversation_id
+from lossless.longterm.records import OWNER_KEYS
 from lossless.longterm.validate import check_metadata_owners, check_new_owner, check_owner
 from lossless.store import scoped
 
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
     from lossless.longterm.records import MemoryRecord
 
 __all__ = ["OWNER_KEYS", "Tenant"]
-
-OWNER_KEYS = ("user", "user_id", "agent", "agent_id")  # conversation metadata that scopes memories
 
 
 @dataclass(frozen=True, slots=True)
