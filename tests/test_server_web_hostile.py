@@ -164,8 +164,8 @@ def test_the_api_key_leaves_the_address_and_the_disk(tenants: tuple[str, str, st
     assert acme not in page.eval("location.href") and page.eval("location.hash") == "#keep=1"
     assert page.eval("localStorage.length") == 0
     assert page.eval("sessionStorage.getItem('lossless.key')") == acme  # this tab only, until it closes
-    page.eval("location.reload()")
-    page.wait("document.body.dataset.loaded === '秘密-plan'")
+    page.eval("window.beforeReload = true; location.reload()")  # waited for in the new document, not the old
+    page.wait("!window.beforeReload && document.body.dataset.loaded === '秘密-plan'")
     # another key given in the address of the open page: taken, and out of the address again
     page.eval(f"location.hash = 'key={evil}'")
     page.wait("document.body.dataset.loaded === 'evil-notes'")

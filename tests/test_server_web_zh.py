@@ -122,8 +122,8 @@ def test_a_chinese_conversation_searched_by_a_two_character_word(site: tuple[str
     page.eval("{ const s = document.getElementById('conversation'); s.value = '大文件'; s.dispatchEvent(new Event('change')) }")
     page.wait("document.body.dataset.loaded === '大文件'")
     assert page.eval("new URLSearchParams(location.search).get('conversation')") == "大文件"
-    page.eval("location.reload()")
-    page.wait("document.body.dataset.loaded === '大文件'")
+    page.eval("window.beforeReload = true; location.reload()")  # waited for in the new document, not the old
+    page.wait("!window.beforeReload && document.body.dataset.loaded === '大文件'")
 
 
 def test_a_very_large_message_is_read_to_its_end(site: tuple[str, lossless.Memory], page: DevTools) -> None:
