@@ -554,18 +554,17 @@ class Recaller:
         lam = float(self.config.mmr_lambda or 0.0)
         chosen: list[RecallHit] = []
         seen: list[frozenset[str]] = []
-        pool = list(hits)
-        top = max((h.score for h in pool), default=1.0) or 1.0
+        pool = [(h, _words(h.snippet)) for h in hits]  # each snippet's words read once
+        top = max((h.score for h in hits), default=1.0) or 1.0
         while pool and len(chosen) < limit:
             best_i, best_v = 0, -1e9
-            for i, h in enumerate(pool):
-                words = _words(h.snippet)
+            for i, (h, words) in enumerate(pool):
                 overlap = max((len(words & s) / max(1, len(words | s)) for s in seen), default=0.0)
                 value = lam * (h.score / top) - (1 - lam) * overlap
                 if value > best_v:
                     best_i, best_v = i, value
-            pick = pool.pop(best_i)
+            pick, words = pool.pop(best_i)
             chosen.append(pick)
-            seen.append(_words(pick.snippet))
-        return chosen + pool
+            seen.append(words)
+        return chosen + [h for h, _ in pool]
 
