@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lossless
+from lossless.compaction.worker import owed_parts
 from lossless.core.errors import ValidationError
 from lossless.embed.languages import (
     ANY,
@@ -264,6 +265,40 @@ def test_vectors_made_before_of_text_the_model_does_not_read_are_left_out(store_
             assert ids["heron"] in found and not found & chinese
 
 
+def test_what_a_user_is_told_is_owed_counts_only_text_the_model_reads(store_target: StoreTarget) -> None:
+    """Before the worker has looked (messages not cut into units) and after the cut (units
+    not embedded), the figures of progress lines and ``stats`` count only the text the
+    model will be given: a Chinese conversation owes an English model nothing, a mixed
+    one its English messages; the worker's own bookkeeping still counts every message."""
+    emb = HashEmbedder(languages=["en"])
+    with lossless.open(store_target("told"), embedder=emb, compaction="deferred") as mem:
+        _chat(mem.conversation("c"))  # 7 messages: 3 the model reads (heron, reply, dish)
+        zh = mem.conversation("zh")
+        for text in (PARK_ZH, COFFEE_ZH, "好的，我记住了。"):
+            zh.add(role="user", content=text)
+        r = mem.recaller
+        assert (r.uncut("c"), r.uncut("zh")) == (7, 3)
+        assert (r.owed_units("c"), r.owed_units("zh")) == (3, 0)
+        assert [owed_parts(mem, cid)[0] for cid in ("c", "zh")] == [3, 0]
+        assert r.count_unembedded() == {"conversations": 1, "messages": 3, "units": 0}
+        r.cut_units("c")
+        r.cut_units("zh")
+        assert (r.unembedded("c"), r.unembedded("zh")) == (7, 3)  # cut, not passed yet
+        assert (r.owed_units("c"), r.owed_units("zh")) == (3, 0)
+        assert r.count_unembedded() == {"conversations": 1, "messages": 3, "units": 3}
+        zh.add(role="user", content="I also saw a heron there.")  # one more the model reads
+        assert r.owed_units("zh") == 1
+        r.embed_units("c")
+        r.embed_units("zh")
+        assert len(emb.texts) == 3 and not _han_heavy(emb.texts)
+        assert r.owed_units("zh") == 1  # the new message is not cut yet
+        r.cut_units("zh")
+        r.embed_units("zh")
+        assert len(emb.texts) == 4 and "I also saw a heron there." in emb.texts[3]
+        assert (r.owed_units("c"), r.owed_units("zh")) == (0, 0)
+        assert r.count_unembedded() == {"conversations": 0, "messages": 0, "units": 0}
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.sampled_from([HERON, PARK_ZH, COFFEE_ZH, MIXED, "ok", "嗯", "we had 火锅 last night", "🎉"]),
                 min_size=1, max_size=12))
@@ -274,6 +309,10 @@ def test_exactly_the_units_the_model_reads_are_embedded(scratch_store: Callable[
     with lossless.open(scratch_store(), embedder=emb, compaction="deferred") as mem:
         conv = mem.conversation("p")
         conv.add_many([{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(texts)])
+        # what a user is told is owed: the messages, then the units, the model will read
+        assert mem.recaller.owed_units("p") == sum(ENGLISH.reads(t) for t in texts)
+        mem.recaller.cut_units("p")
+        assert mem.recaller.owed_units("p") == sum(ENGLISH.reads(t) for t in texts)
         conv.index()
         index = mem.recaller.index_name()
         assert index is not None
@@ -281,6 +320,7 @@ def test_exactly_the_units_the_model_reads_are_embedded(scratch_store: Callable[
         read = {u.text for u in units.values() if u.conversation_id == "p" and ENGLISH.reads(u.text, labels=True)}
         assert set(emb.texts) == read
         assert mem.recaller.unembedded("p") == 0 and mem.recaller.not_embedded(["p"]) == {}
+        assert mem.recaller.owed_units("p") == 0
 
 
 # -- the CLI ---------------------------------------------------------------------------------

@@ -91,6 +91,30 @@ def test_no_wait_says_what_it_left_and_stats_and_doctor_count_it(tmp_path: Path)
     assert report["owed"]["units_to_embed"] == 0 and "vectors" not in {c["name"] for c in report["checks"]}
 
 
+def test_no_wait_and_stats_count_no_model_work_for_text_the_model_does_not_read(tmp_path: Path) -> None:
+    """The default model reads English: a Chinese conversation is passed without it, so
+    neither ``--no-wait``'s note nor ``stats`` nor ``doctor`` promise embedding for it."""
+    db = str(tmp_path / "x.db")
+    env = _env(tmp_path)
+    lines = [json.dumps({"conversation": "zh", "role": "user" if i % 2 == 0 else "assistant",
+                         "content": f"第{i}次：我上次跟你说我去了哪个公园？在那里看到了一只白鹭。"}, ensure_ascii=False)
+             for i in range(5)]
+    (tmp_path / "zh.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = _lossless(env, "--db", db, "import", str(tmp_path / "zh.jsonl"), "--no-wait")
+    assert done.returncode == 0 and done.stderr.strip() == "", done.stderr  # nothing left for the model
+    figures = {"conversations": 0, "units_to_embed": 0, "messages_to_compact": 0}
+    assert json.loads(_lossless(env, "--db", db, "--json", "stats").stdout)["owed"] == figures
+    assert json.loads(_lossless(env, "--db", db, "--json", "stats").stdout)["not_embedded"] == {
+        "conversations": 0, "messages": 0, "units": 0}
+    # English beside it: only its messages are owed
+    done = _lossless(env, "--db", db, "import", str(_chat(tmp_path / "c.jsonl", 1, 4)), "--no-wait")
+    assert done.stderr.strip().startswith("--no-wait: embedding 4 units for vector search in 1 conversation(s)")
+    assert json.loads(_lossless(env, "--db", db, "--json", "stats").stdout)["owed"] == {
+        "conversations": 1, "units_to_embed": 4, "messages_to_compact": 0}
+    report = json.loads(_lossless(env, "--db", db, "--json", "doctor", "--quick").stdout)
+    assert {c["name"]: c for c in report["checks"]}["vectors"]["detail"].startswith("4 units owed")
+
+
 def test_stats_and_doctor_give_the_owed_figures_with_the_core_install(tmp_path: Path) -> None:
     site = tmp_path / "hiding"
     site.mkdir()

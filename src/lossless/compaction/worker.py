@@ -133,11 +133,13 @@ def owed(engine: WorkerEngine, conversation_id: str) -> int:
 
 def owed_parts(engine: WorkerEngine, conversation_id: str) -> tuple[int, int]:
     """:func:`owed` in its two parts: (units to embed, messages to compact). A message
-    not cut into units yet counts as one unit to embed."""
+    not cut into units yet counts as one unit to embed; text the model does not read
+    (a Chinese message for an English model) counts as none: it is passed without the
+    model (:meth:`Recaller.owed_units`)."""
     embed = compact = 0
     recaller = engine.recaller
-    if recaller.embedder is not None:
-        embed = recaller.uncut(conversation_id) + recaller.unembedded(conversation_id)
+    if recaller.embedder is not None:  # text the model does not read is owed nothing
+        embed = recaller.owed_units(conversation_id)
     if engine.config.auto_compact and engine.compactor.trigger(conversation_id) is not None:
         raw = engine.store.last_seq(conversation_id) - engine.store.covered_seq(conversation_id)
         compact = max(0, raw - engine.config.fresh_tail_count)

@@ -31,6 +31,7 @@ from lossless.core.tokens import TokenCounter
 from lossless.core.types import GrepHit
 from lossless.embed.base import Warmable, embed_checked, warm_is_due
 from lossless.embed.languages import ScriptReader, declared_languages
+from lossless.recall.owed import Debt, ModelDebt
 from lossless.recall.queries import QueryVectors
 from lossless.recall.rerank import RerankerCache
 from lossless.recall.units import message_units, window_units
@@ -131,6 +132,7 @@ class Recaller:
         # which texts the embedder reads (an attribute that is not a language list fails here, at open)
         self.reader = ScriptReader(declared_languages(embedder))
         self._readable: dict[str, bool] = {}  # unit text hash -> whether the embedder reads it
+        self._debt = ModelDebt(sql_runner(store), self.reader)  # what the model itself is owed
         # SQLiteRecall (sqlite-vec / numpy) or PostgresRecall (pgvector): whichever the store keeps
         self.index_store: RecallIndex = store.recall_index(config.vector_backend)
         self._index_name: str | None = None
@@ -344,6 +346,25 @@ class Recaller:
         index = self.index_name()
         return self.index_store.pending_count(index, conversation_id) if index is not None else 0
 
+    def owed_units(self, conversation_id: str) -> int:
+        """The units the model itself still owes the conversation, for what a user is told
+        (progress lines, ``stats``): messages not cut yet (one each) and units not
+        embedded, of text the model reads; text in a language it does not read is passed
+        without it and owed nothing (:mod:`lossless.recall.owed`). 0 without an embedder.
+        The worker's own bookkeeping is :meth:`uncut` and :meth:`unembedded`."""
+        if self.embedder is None:
+            return 0
+        raw = self.uncut(conversation_id) + self.unembedded(conversation_id)
+        if raw == 0 or self.reader.reads_everything:
+            return raw
+        return self._owed(conversation_id).total
+
+    def _owed(self, conversation_id: str) -> Debt:
+        index = self.index_name()
+        assert index is not None
+        return self._debt.of(conversation_id, self.index_store.progress(conversation_id)[0],
+                             self.index_store.indexed_upto(index, conversation_id))
+
     def unembedded_unchecked(self) -> bool:
         """Whether messages were stored since this embedder last looked for conversations
         it owes vectors (two index reads; False without an embedder)."""
@@ -365,8 +386,19 @@ class Recaller:
         e = self.embedder
         if e is None:
             return None
-        return unembedded.count_unembedded(sql_runner(self.store), unembedded.index_name(e.provider, e.model, e.dim),
-                                           windows=self.windows)
+        counts = unembedded.count_unembedded(sql_runner(self.store), unembedded.index_name(e.provider, e.model, e.dim),
+                                             windows=self.windows)
+        if self.reader.reads_everything or not counts["conversations"]:
+            return counts
+        # text the model does not read is owed nothing (owed_units): count what it reads
+        out = {"conversations": 0, "messages": 0, "units": 0}
+        for cid in self.not_embedded(None):
+            debt = self._owed(cid)
+            if debt.total:
+                out["conversations"] += 1
+                out["messages"] += debt.uncut + debt.first_parts
+                out["units"] += debt.units
+        return out
 
     def refresh(self, conversation_id: str) -> None:
         """Before a query: with ``compaction="inline"`` the query itself brings units and
