@@ -41,13 +41,14 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 from collections.abc import Iterator
 
 from lossless.core.scripts import CJK_LETTERS
 
 __all__ = ["MAX_CJK_TERMS", "STOPWORDS", "cjk_fts_query", "cjk_index_line", "cjk_index_terms", "cjk_query_terms",
            "cjk_runs", "compounds", "fts_terms", "has_cjk", "has_wide_forms", "index_extras", "index_text", "narrow",
-           "quote_fts", "search_terms", "snippet", "term_pattern", "wide_forms_line", "word_query"]
+           "quote_fts", "search_terms", "snippet", "symbol_query", "term_pattern", "wide_forms_line", "word_query"]
 
 _CJK_CLASS = CJK_LETTERS
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
@@ -297,6 +298,18 @@ def fts_terms(text: str) -> list[str]:
     return list(seen)
 
 
+def symbol_query(text: str) -> str | None:
+    """What to find as written when a query has no word or digit for the index but
+    symbols (🎉, €, ★, +): the query without its outer spaces. The word index keeps no
+    symbols, so a keyword search finds such a query by the text itself (a literal
+    substring, newest first). None when the query has a word, or only punctuation and
+    spaces (``?``, ``...`` would match nearly every message)."""
+    stripped = text.strip()
+    if not stripped or re.search(r"[^\W_]", stripped):
+        return None
+    return stripped if any(unicodedata.category(c).startswith("S") for c in stripped) else None
+
+
 def word_query(text: str) -> str | None:
     """An OR of quoted :func:`search_terms` for the unicode61 index, or None if the text
     has none."""
@@ -311,6 +324,9 @@ def snippet(text: str, query: str, width: int = 160) -> str:
     lowered = narrow(text).lower()  # one character for one: positions are the text's
     pos = -1
     needles = fts_terms(query) + cjk_runs(query) + [t for t in cjk_query_terms(query) if len(t) > 1]
+    literal = symbol_query(query)
+    if literal is not None:
+        needles.append(narrow(literal).lower())
     for needle in needles:
         pos = lowered.find(needle.lower())
         if pos >= 0:

@@ -24,13 +24,20 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from lossless.core.errors import QueryError
 from lossless.core.scripts import CJK_LETTERS
 from lossless.core.types import GrepHit
 from lossless.store.base import SearchSpec
-from lossless.store.fts import cjk_index_terms, cjk_query_terms, index_extras, search_terms
+from lossless.store.fts import (
+    cjk_index_terms,
+    cjk_query_terms,
+    index_extras,
+    search_terms,
+    symbol_query,
+)
 from lossless.store.searching import Clauses, rank_hits, spec_filters
 
 
@@ -247,6 +254,9 @@ def _candidates(store: _Reads, kind: str, spec: SearchSpec) -> dict[int, float]:
         pairs = _regex(store, kind, spec, limit)
     elif spec.mode == "raw":
         pairs = _raw(store, kind, spec, limit)
+    elif (literal := symbol_query(spec.query)) is not None:
+        # 🎉, €: the index keeps no symbols, so the text itself (newest first)
+        pairs = _regex(store, kind, replace(spec, query=re.escape(literal)), limit)
     else:
         if not re.search(r"[^\W_]", spec.query):
             return {}

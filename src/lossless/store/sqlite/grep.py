@@ -6,6 +6,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any, Protocol
 
 import apsw
@@ -19,6 +20,7 @@ from lossless.store.fts import (
     narrow,
     quote_fts,
     search_terms,
+    symbol_query,
     term_pattern,
     word_query,
 )
@@ -229,6 +231,9 @@ def _candidates(store: _Reads, kind: str, spec: SearchSpec) -> dict[int, float]:
     elif spec.mode == "raw":
         index = "messages_fts" if kind == "message" else "summaries_fts"
         pairs = _match(store, kind, index, spec.query, spec, limit)
+    elif (literal := symbol_query(spec.query)) is not None:
+        # 🎉, €: the index keeps no symbols, so the text itself (newest first)
+        pairs = _regex(store, kind, replace(spec, query=re.escape(literal)), limit)
     elif _small_scope(store, kind, spec):
         pairs = _scan(store, kind, spec, limit)
     else:
