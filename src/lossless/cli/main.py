@@ -27,7 +27,7 @@ from lossless.cli import (
     worker_cmd,
 )
 from lossless.cli.context import CommandContext, CommandError
-from lossless.cli.examples import add_examples
+from lossless.cli.examples import add_examples, walk_commands
 from lossless.cli.options import common_options
 from lossless.core.errors import LosslessError
 
@@ -62,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     for module in _COMMAND_MODULES:
         module.register(sub, parents)
     add_examples(parser)  # every command's --help ends with examples (cli/examples.py)
+    # an option is matched whole, never by its start: `grep --mode x` (grep has no
+    # --mode) was taken for `--model x` and failed as an unknown chat model
+    for p in (parser, *(sub for _, sub in walk_commands(parser))):
+        p.allow_abbrev = False
     return parser
 
 
