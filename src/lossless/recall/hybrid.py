@@ -352,18 +352,26 @@ class Recaller:
         embedded, of text the model reads; text in a language it does not read is passed
         without it and owed nothing (:mod:`lossless.recall.owed`). 0 without an embedder.
         The worker's own bookkeeping is :meth:`uncut` and :meth:`unembedded`."""
-        if self.embedder is None:
-            return 0
-        raw = self.uncut(conversation_id) + self.unembedded(conversation_id)
-        if raw == 0 or self.reader.reads_everything:
-            return raw
-        return self._owed(conversation_id).total
+        return self._owed(conversation_id).total if self.embedder is not None else 0
 
     def _owed(self, conversation_id: str) -> Debt:
         index = self.index_name()
         assert index is not None
-        return self._debt.of(conversation_id, self.index_store.progress(conversation_id)[0],
-                             self.index_store.indexed_upto(index, conversation_id))
+        last = self.store.last_seq(conversation_id)
+        cut = self.index_store.progress(conversation_id)[0]
+        indexed = self.index_store.indexed_upto(index, conversation_id)
+        uncut = max(0, last - cut)
+        pending = self._pending(conversation_id, indexed)
+        if self.reader.reads_everything or uncut + pending == 0:
+            return Debt(uncut=uncut, units=pending)
+        return self._debt.of(conversation_id, last_seq=last, cut_through=cut, uncut=uncut,
+                             indexed_through=indexed, pending=pending)
+
+    def _pending(self, conversation_id: str, indexed: int, *, first_parts: bool = False) -> int:
+        """Units past rowid ``indexed`` (``first_parts``: those that open a message)."""
+        only = " AND kind = 'message' AND part = 0" if first_parts else ""
+        return int(sql_runner(self.store).query(f"SELECT count(*) FROM recall_units WHERE conversation_id = ? "
+                                                f"AND rowid > ?{only}", (conversation_id, indexed))[0][0])
 
     def unembedded_unchecked(self) -> bool:
         """Whether messages were stored since this embedder last looked for conversations
@@ -392,11 +400,14 @@ class Recaller:
             return counts
         # text the model does not read is owed nothing (owed_units): count what it reads
         out = {"conversations": 0, "messages": 0, "units": 0}
+        index = self.index_name()
+        assert index is not None
         for cid in self.not_embedded(None):
             debt = self._owed(cid)
             if debt.total:
                 out["conversations"] += 1
-                out["messages"] += debt.uncut + debt.first_parts
+                indexed = self.index_store.indexed_upto(index, cid)
+                out["messages"] += debt.uncut + self._pending(cid, indexed, first_parts=True) - debt.unread_first_parts
                 out["units"] += debt.units
         return out
 

@@ -6,35 +6,32 @@ the index's mark (:meth:`Recaller.uncut`, :meth:`Recaller.unembedded`): it has t
 each of them. But text in a language the model does not read (Chinese for the English
 default) is passed without the model (:mod:`lossless.embed.languages`), so telling a user
 "embedding 600 units" for a Chinese chat promises work, and an ETA, that never happens.
-:class:`ModelDebt` counts only what the model reads: an English store costs nothing more
-(a model that reads every language, or no debt, is answered from the counts alone), and a
-mixed one reads each owed text once (the verdicts are kept by message seq and unit rowid,
-so a progress line asking twice a second does not read them again).
+:class:`ModelDebt` takes those out of the counts. Each text is judged once: a conversation
+keeps how far its messages and units were judged and which of them the model does not
+read (for English text, none), so a progress line asking twice a second costs one indexed
+read per conversation beyond the counts it already made.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lossless.embed.languages import ScriptReader
 from lossless.store.runner import SQLRunner
 
 __all__ = ["Debt", "ModelDebt"]
 
-_READ_AT_ONCE = 2000  # texts read per query when the verdicts are first made
-
 
 @dataclass(frozen=True, slots=True)
 class Debt:
     """One conversation's debt to the model: messages not cut into units yet whose text it
-    reads (each will be at least one unit), and units cut but not embedded whose text it
-    reads (``first_parts``: those that open a message, for "messages owed")."""
+    reads (each will be at least one unit), units cut but not embedded whose text it reads,
+    and how many of the units it does not read open a message (for "messages owed")."""
 
     uncut: int = 0
     units: int = 0
-    first_parts: int = 0
+    unread_first_parts: int = 0
 
     @property
     def total(self) -> int:
@@ -42,52 +39,48 @@ class Debt:
         return self.uncut + self.units
 
 
+@dataclass
+class _Judged:
+    seq: int = 0  # messages judged through this seq
+    rowid: int = 0  # units judged through this rowid
+    unread_seqs: set[int] = field(default_factory=set)
+    unread_units: dict[int, bool] = field(default_factory=dict)  # rowid -> it opens a message
+
+
 class ModelDebt:
-    """Counts :class:`Debt` for one recaller's store and reader (thread-safe)."""
+    """Takes the text the model does not read out of one recaller's counts (thread-safe)."""
 
     def __init__(self, runner: SQLRunner, reader: ScriptReader) -> None:
         self.sql = runner
         self.reader = reader
         self._lock = threading.Lock()
-        # conversation -> message seq -> whether the model reads its text
-        self._messages: dict[str, dict[int, tuple[bool, ...]]] = {}
-        # conversation -> unit rowid -> (the model reads it, it opens a message)
-        self._units: dict[str, dict[int, tuple[bool, ...]]] = {}
+        self._judged: dict[str, _Judged] = {}
 
-    def of(self, conversation_id: str, cut_through: int, indexed_through: int) -> Debt:
-        """The debt of messages past seq ``cut_through`` and units past rowid
-        ``indexed_through`` (the recall tables' marks)."""
+    def of(self, conversation_id: str, *, last_seq: int, cut_through: int, uncut: int,
+           indexed_through: int, pending: int) -> Debt:
+        """The debt of the ``uncut`` messages past seq ``cut_through`` (up to ``last_seq``)
+        and the ``pending`` units past rowid ``indexed_through``: the counts the recall
+        tables give, less what the model does not read."""
         with self._lock:
-            seqs = self._verdicts(
-                self._messages, conversation_id,
-                "SELECT seq FROM messages WHERE conversation_id = ? AND seq > ? ORDER BY seq", cut_through,
-                "SELECT seq, content FROM messages WHERE conversation_id = ? AND seq >= ? AND seq <= ? ORDER BY seq",
-                lambda text: (self.reader.reads(text or ""),))
-            units = self._verdicts(
-                self._units, conversation_id,
-                "SELECT rowid FROM recall_units WHERE conversation_id = ? AND rowid > ? ORDER BY rowid", indexed_through,
-                "SELECT rowid, text, kind, part FROM recall_units WHERE conversation_id = ? AND rowid >= ? "
-                "AND rowid <= ? ORDER BY rowid",
-                lambda text, kind, part: (self.reader.reads(text or "", labels=True), kind == "message" and part == 0))
-        return Debt(uncut=sum(1 for v in seqs if v[0]), units=sum(1 for v in units if v[0]),
-                    first_parts=sum(1 for v in units if v[0] and v[1]))
-
-    def _verdicts(self, memo: dict[str, dict[int, tuple[bool, ...]]], cid: str, ids_sql: str, after: int,
-                  text_sql: str, judge: Callable[..., tuple[bool, ...]]) -> list[tuple[bool, ...]]:
-        """The verdicts of the ids past ``after``: those not judged yet are read and
-        judged; those no longer owed (cut, embedded, erased) are forgotten."""
-        ids = [int(r[0]) for r in self.sql.query(ids_sql, (cid, after))]
-        known = memo.get(cid, {})
-        fresh = [i for i in ids if i not in known]
-        kept = {i: known[i] for i in ids if i in known}
-        for start in range(0, len(fresh), _READ_AT_ONCE):
-            part: Sequence[int] = fresh[start:start + _READ_AT_ONCE]
-            wanted = set(part)
-            for row in self.sql.query(text_sql, (cid, part[0], part[-1])):
-                if int(row[0]) in wanted:
-                    kept[int(row[0])] = judge(*row[1:])
-        if kept:
-            memo[cid] = kept
-        else:
-            memo.pop(cid, None)
-        return [kept[i] for i in ids if i in kept]
+            judged = self._judged.setdefault(conversation_id, _Judged())
+            start = max(judged.seq, cut_through)
+            if last_seq > start:
+                rows = self.sql.query("SELECT seq, content FROM messages WHERE conversation_id = ? AND seq > ? "
+                                      "AND seq <= ?", (conversation_id, start, last_seq))
+                judged.unread_seqs.update(int(seq) for seq, text in rows if not self.reader.reads(text or ""))
+                judged.seq = last_seq
+            rows = self.sql.query("SELECT rowid, text, kind, part FROM recall_units WHERE conversation_id = ? "
+                                  "AND rowid > ?", (conversation_id, max(judged.rowid, indexed_through)))
+            for rowid, text, kind, part in rows:
+                judged.rowid = max(judged.rowid, int(rowid))
+                if not self.reader.reads(text or "", labels=True):
+                    judged.unread_units[int(rowid)] = kind == "message" and int(part) == 0
+            # what is cut or passed since is no longer owed, read or not
+            judged.unread_seqs = {s for s in judged.unread_seqs if cut_through < s <= last_seq}
+            judged.unread_units = {r: first for r, first in judged.unread_units.items() if r > indexed_through}
+            debt = Debt(uncut=max(0, uncut - len(judged.unread_seqs)),
+                        units=max(0, pending - len(judged.unread_units)),
+                        unread_first_parts=sum(judged.unread_units.values()))
+            if not (judged.unread_seqs or judged.unread_units or uncut or pending):
+                del self._judged[conversation_id]  # caught up: nothing to keep
+        return debt
