@@ -11,6 +11,8 @@ import pytest
 import lossless
 from lossless.core import priority
 
+from .conftest import StoreTarget
+
 
 def _background(results: list[float], started: threading.Event) -> None:
     priority.mark_background()
@@ -94,3 +96,125 @@ def test_the_worker_thread_is_the_one_that_steps_aside(tmp_path: object, monkeyp
     workers = [s for s in seen if s[0] == "lossless-worker"]
     assert workers and all(background for _, background, _ in workers)
     assert priority._active == 0  # every query that started ended
+
+
+def test_a_query_that_starts_cancels_a_background_native_call_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(priority, "MAX_WAIT", 30.0)
+    cancelled: list[str] = []
+    inside = threading.Event()
+    leave = threading.Event()
+    told: list[bool] = []
+
+    def work() -> None:
+        priority.mark_background()
+        with priority.interruptible(lambda: cancelled.append("bg")) as fired:
+            inside.set()
+            leave.wait(5)
+            told.append(fired())
+        with priority.interruptible(lambda: cancelled.append("late")):
+            pass
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    assert inside.wait(5)
+    with priority.interruptible(lambda: cancelled.append("caller")) as fired_here:  # not a background thread
+        with priority.query_running(), priority.query_running():  # a nested query cancels nothing more
+            pass
+        assert not fired_here()
+    leave.set()
+    thread.join(5)
+    assert cancelled == ["bg"] and told == [True]
+    with priority.query_running():  # the calls have ended: nothing is cancelled
+        pass
+    assert cancelled == ["bg"] and not priority._cancels
+
+
+def test_no_yielding_cancels_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(priority, "MAX_WAIT", 0.0)  # the benchmark's control: the worker never steps aside
+    cancelled: list[int] = []
+    inside, leave = threading.Event(), threading.Event()
+
+    def work() -> None:
+        priority.mark_background()
+        with priority.interruptible(lambda: cancelled.append(1)):
+            inside.set()
+            leave.wait(5)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    assert inside.wait(5)
+    with priority.query_running():
+        pass
+    leave.set()
+    thread.join(5)
+    assert cancelled == []
+
+
+def test_the_worker_store_steps_aside_between_statements_never_inside_a_transaction(
+        store_target: StoreTarget, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A background thread's SQLite reads and writes wait for a caller's query before they
+    start (the worker's SQL and the Python around it held the GIL the query needed); inside
+    a transaction it never waits, so it holds no write lock (or pooled connection) while parked."""
+    monkeypatch.setattr(priority, "MAX_WAIT", 30.0)
+    with lossless.open(store_target("steps"), embedder=None, compaction="deferred") as mem:
+        store = mem.store
+        in_tx, go_on = threading.Event(), threading.Event()
+        steps: list[str] = []
+
+        def work() -> None:
+            priority.mark_background()
+            with store.transaction():
+                in_tx.set()
+                go_on.wait(5)
+                store._query("SELECT 1")  # inside: no pause, though a query runs
+                steps.append("in transaction")
+            store._query("SELECT 1")  # outside: waits for the query
+            steps.append("after")
+
+        thread = threading.Thread(target=work)
+        thread.start()
+        assert in_tx.wait(5)
+        with priority.query_running():
+            go_on.set()
+            thread.join(0.5)
+            assert steps == ["in transaction"] and thread.is_alive()
+        thread.join(5)
+        assert steps == ["in transaction", "after"]
+
+
+@pytest.mark.model
+def test_a_model_batch_in_flight_gives_way_to_a_query_and_runs_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's batch in ONNX Runtime is stopped when a caller's query starts (it held
+    both cores for the query's whole time) and run again after it: the vectors are those
+    of an uninterrupted run."""
+    import numpy as np
+
+    from lossless.embed.local import LocalEmbedder
+
+    monkeypatch.setattr(priority, "MAX_WAIT", 30.0)
+    emb = LocalEmbedder(batch_size=64)
+    texts = [f"Long note {i}: " + "the depot in Porto checks every van before the morning run, " * 12
+             for i in range(64)]  # one batch of 64 texts of ~200 word pieces: a few hundred ms
+    expected = emb.embed(texts)  # on this thread: never interrupted
+    assert emb._session is not None
+    again: list[int] = []
+    real_run = emb._run
+    monkeypatch.setattr(emb, "_run", lambda session, part: again.append(1) or real_run(session, part))
+    out: list[np.ndarray] = []
+
+    def work() -> None:
+        priority.mark_background()
+        out.append(emb.embed(texts))
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not priority._cancels and time.monotonic() < deadline:  # the batch is in ONNX Runtime
+        time.sleep(0.001)
+    assert priority._cancels
+    with priority.query_running():
+        time.sleep(0.05)
+        assert thread.is_alive()  # stopped, and waiting for the query to end
+    thread.join(30)
+    assert again == [1]  # run again once, to its end
+    assert np.allclose(out[0], expected, atol=1e-6)

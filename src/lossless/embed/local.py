@@ -33,7 +33,7 @@ from lossless.core.errors import (
     MissingDependencyError,
     ValidationError,
 )
-from lossless.core.priority import pause_point
+from lossless.core.priority import interruptible, pause_point
 from lossless.embed.base import Vectors, normalize
 from lossless.embed.bert import Encoded
 from lossless.embed.languages import Languages, folder_languages, parse_languages
@@ -291,6 +291,23 @@ class LocalEmbedder:
     def _run(session: Any, enc: Any) -> Any:
         return session.run(None, {"input_ids": enc.ids, "attention_mask": enc.mask})[0]
 
+    def _run_yielding(self, part: Encoded) -> Any:
+        """One batch; on the worker's thread a caller's query that starts meanwhile stops it
+        (``RunOptions.terminate``) and it runs again once the query is done: a batch in
+        flight held both cores for the query's whole time (:mod:`lossless.core.priority`)."""
+        import onnxruntime as ort
+
+        options = ort.RunOptions()
+        options.log_severity_level = 4  # a terminated run is ours, not an error to log
+        with interruptible(lambda: setattr(options, "terminate", True)) as cancelled:
+            try:
+                return self._session.run(None, {"input_ids": part.ids, "attention_mask": part.mask}, options)[0]
+            except Exception:
+                if not cancelled():
+                    raise
+        pause_point()  # the query goes first; then this batch again, to its end
+        return self._run(self._session, part)
+
     # -- embedding ----------------------------------------------------------------------------
 
     def embed(self, texts: Sequence[str]) -> Vectors:
@@ -317,7 +334,7 @@ class LocalEmbedder:
                 width = int(lengths[rows[0]])
                 part = Encoded(np.ascontiguousarray(enc.ids[rows, :width]), np.ascontiguousarray(enc.mask[rows, :width]))
                 with native_call():  # ONNX Runtime (C++) releases the GIL
-                    hidden = self._run(self._session, part) if self._session is not None else bert.forward(part)
+                    hidden = self._run_yielding(part) if self._session is not None else bert.forward(part)
                 out[rows + start] = bert.pool(hidden, part.mask)
         return normalize(out)
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from lossless.core.errors import MissingDependencyError, StoreError, ValidationError
+from lossless.core.priority import pause_point
 from lossless.core.types import GrepHit, SourceRef, Summary
 from lossless.store.base import SearchSpec
 from lossless.store.postgres.grep import search_document
@@ -162,6 +163,7 @@ class PostgresStore(SQLStore):
         if current is not None:
             yield current
             return
+        pause_point()  # the worker steps aside for a caller's query here, holding no connection
         try:
             with self._pool.connection() as conn, conn.transaction():
                 self._local.conn = conn
@@ -175,6 +177,8 @@ class PostgresStore(SQLStore):
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement (inside this thread's transaction if there is one)."""
         current = getattr(self._local, "conn", None)
+        if current is None:
+            pause_point()  # the worker steps aside for a caller's query here, holding no connection
         try:
             if current is not None:
                 cur = current.execute(sql, args)

@@ -22,6 +22,7 @@ import apsw
 
 from lossless.core._canonical import message_hash, message_id, summary_id
 from lossless.core.errors import StoreError, ValidationError
+from lossless.core.priority import pause_point
 from lossless.core.types import GrepHit, SourceRef, Summary
 from lossless.store.base import SearchSpec
 from lossless.store.fts import index_text
@@ -210,6 +211,8 @@ class SQLiteStore(SQLStore):
         """One write transaction (re-entrant: nested uses join the outer one). ``wait=False``
         does not wait for another connection's write lock: a transient StoreError at once
         while it is held (for a write that may be skipped, such as a key's last use)."""
+        if not self._depth:
+            pause_point()  # the worker steps aside for a caller's query here, holding no lock
         with self._lock:
             if self._depth:
                 self._depth += 1
@@ -255,6 +258,8 @@ class SQLiteStore(SQLStore):
             self._conn.setbusytimeout(int(busy_ms))
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        if not self._depth:
+            pause_point()  # the worker steps aside for a caller's query here, holding no lock
         with self._lock:
             try:
                 return list(self._conn.execute(sql, tuple(args)))
