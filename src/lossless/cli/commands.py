@@ -366,18 +366,15 @@ def cmd_grep(ctx: CommandContext) -> int:
     for flag, value in (("--since", args.since), ("--until", args.until)):
         if value is not None:
             parse_datetime(value, flag)  # a bad one named by its flag, as search names it
-    result: GrepResult
-    if args.raw:  # FTS5 syntax is the operator's, not a mode of the agent tool: the search API reads it
-        hits = memory.search(
-            args.query, conversations=[scope] if scope is not None else None, limit=args.limit,
-            kinds=_KINDS[args.scope], roles=(args.role,) if args.role else None,
-            since=parse_datetime(args.since, "--since") if args.since else None,
-            until=parse_until(args.until, "--until") if args.until else None, mode="raw", sort=args.sort)
-        result = {"query": args.query, "count": len(hits), "hits": [hit_dict(h) for h in hits]}
-    else:
-        result = memory.tools(scope).lcm_grep(args.query, mode="regex" if args.regex else "fts", scope=args.scope,
-                                              role=args.role, since=args.since, until=args.until, sort=args.sort,
-                                              limit=args.limit)
+    # the search API, as lcm_grep answers: --limit is the operator's, not capped at the model's
+    # GREP_LIMIT_MAX; FTS5 syntax (--raw) is the operator's too, not a mode of the agent tool
+    hits = memory.search(
+        args.query, conversations=[scope] if scope is not None else None, limit=args.limit,
+        kinds=_KINDS[args.scope], roles=(args.role,) if args.role else None,
+        since=parse_datetime(args.since, "--since") if args.since else None,
+        until=parse_until(args.until, "--until") if args.until else None,
+        mode="raw" if args.raw else "regex" if args.regex else "fts", sort=args.sort)
+    result: GrepResult = {"query": args.query, "count": len(hits), "hits": [hit_dict(h) for h in hits]}
     if ctx.json:
         ctx.emit_json(result)
     else:
