@@ -509,8 +509,14 @@ def cmd_expand(ctx: CommandContext) -> int:
 def _print_slice(ctx: CommandContext, result: MessageSlice | SummarySlice) -> None:
     """A slice of a message's or a summary's text: the text exactly as stored on stdout (so
     pages written one after another rebuild the original), where it is and how to go on
-    on stderr."""
-    sys.stdout.write(result["content"])
+    on stderr. On a terminal a slice that does not end a line is ended with one, so the
+    line on stderr (or the shell's prompt) starts on a line of its own."""
+    content = result["content"]
+    sys.stdout.write(content)
+    # the stream itself, not rich's is_terminal: FORCE_COLOR or TTY_COMPATIBLE make that true
+    # in a pipe too, where the bytes must stay exactly the stored text
+    if content and not content.endswith("\n") and sys.stdout.isatty():
+        sys.stdout.write("\n")
     sys.stdout.flush()
     start, total, following = result["offset"], result["total_chars"], result["next_offset"]
     where = f"{result['id']}: characters {start:,}–{start + result['chars']:,} of {total:,}"
