@@ -48,9 +48,14 @@ from lossless.store.base import SearchSpec
 if TYPE_CHECKING:
     from lossless.agent.base import AgentServices
 
-__all__ = ["TOOL_NAMES", "ToolBox", "anthropic_tools", "hit_dict", "openai_tools", "wait_while_compacting"]
+__all__ = ["GREP_LIMIT_MAX", "TOOL_NAMES", "ToolBox", "anthropic_tools", "hit_dict", "openai_tools",
+           "wait_while_compacting"]
 
 TOOL_NAMES = ("lcm_grep", "lcm_describe", "lcm_expand")
+# lcm_grep's most hits: its schema's maximum and what every path (tool calling, the server's
+# tools endpoint, MCP) accepts. A hit is ~100-150 tokens of JSON, so 100 of them already fill
+# a small window; a person or program wanting more uses `lossless grep --limit` or search().
+GREP_LIMIT_MAX = 100
 _GREP_MODES = ("fts", "regex", "semantic", "hybrid")  # lcm_grep's mode enum, and what it accepts
 _MESSAGE_NUMBER = re.compile(r"^\s*#\d{1,18}\s*$")  # "#13": how the assembled context names message 13
 
@@ -72,7 +77,7 @@ _SPECS: dict[str, dict[str, Any]] = {
                 "since": {"type": "string", "description": "ISO 8601 date/time: only at or after it."},
                 "until": {"type": "string", "description": "ISO 8601 date/time: only at or before it."},
                 "sort": {"type": "string", "enum": ["relevance", "recency"], "default": "relevance"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
+                "limit": {"type": "integer", "minimum": 1, "maximum": GREP_LIMIT_MAX, "default": 10},
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -296,8 +301,8 @@ class ToolBox:
             raise ValidationError(f"mode must be one of {', '.join(_GREP_MODES)}; got {mode!r}")
         if sort not in ("relevance", "recency"):
             raise ValidationError(f"sort must be relevance or recency; got {sort!r}")
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
-            raise ValidationError(f"limit must be an integer from 1 to 1000; got {limit!r}")
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= GREP_LIMIT_MAX:
+            raise ValidationError(f"limit must be an integer from 1 to {GREP_LIMIT_MAX}; got {limit!r}")
         if self.within is not None and not self.within:
             return {"query": query, "count": 0, "hits": []}
         scoped = tuple(sorted(self.within)) if self.within is not None else None

@@ -366,18 +366,15 @@ def cmd_grep(ctx: CommandContext) -> int:
     for flag, value in (("--since", args.since), ("--until", args.until)):
         if value is not None:
             parse_datetime(value, flag)  # a bad one named by its flag, as search names it
-    result: GrepResult
-    if args.raw:  # FTS5 syntax is the operator's, not a mode of the agent tool: the search API reads it
-        hits = memory.search(
-            args.query, conversations=[scope] if scope is not None else None, limit=args.limit,
-            kinds=_KINDS[args.scope], roles=(args.role,) if args.role else None,
-            since=parse_datetime(args.since, "--since") if args.since else None,
-            until=parse_until(args.until, "--until") if args.until else None, mode="raw", sort=args.sort)
-        result = {"query": args.query, "count": len(hits), "hits": [hit_dict(h) for h in hits]}
-    else:
-        result = memory.tools(scope).lcm_grep(args.query, mode="regex" if args.regex else "fts", scope=args.scope,
-                                              role=args.role, since=args.since, until=args.until, sort=args.sort,
-                                              limit=args.limit)
+    # the search API, as lcm_grep answers: --limit is the operator's, not capped at the model's
+    # GREP_LIMIT_MAX; FTS5 syntax (--raw) is the operator's too, not a mode of the agent tool
+    hits = memory.search(
+        args.query, conversations=[scope] if scope is not None else None, limit=args.limit,
+        kinds=_KINDS[args.scope], roles=(args.role,) if args.role else None,
+        since=parse_datetime(args.since, "--since") if args.since else None,
+        until=parse_until(args.until, "--until") if args.until else None,
+        mode="raw" if args.raw else "regex" if args.regex else "fts", sort=args.sort)
+    result: GrepResult = {"query": args.query, "count": len(hits), "hits": [hit_dict(h) for h in hits]}
     if ctx.json:
         ctx.emit_json(result)
     else:
@@ -512,8 +509,14 @@ def cmd_expand(ctx: CommandContext) -> int:
 def _print_slice(ctx: CommandContext, result: MessageSlice | SummarySlice) -> None:
     """A slice of a message's or a summary's text: the text exactly as stored on stdout (so
     pages written one after another rebuild the original), where it is and how to go on
-    on stderr."""
-    sys.stdout.write(result["content"])
+    on stderr. On a terminal a slice that does not end a line is ended with one, so the
+    line on stderr (or the shell's prompt) starts on a line of its own."""
+    content = result["content"]
+    sys.stdout.write(content)
+    # the stream itself, not rich's is_terminal: FORCE_COLOR or TTY_COMPATIBLE make that true
+    # in a pipe too, where the bytes must stay exactly the stored text
+    if content and not content.endswith("\n") and sys.stdout.isatty():
+        sys.stdout.write("\n")
     sys.stdout.flush()
     start, total, following = result["offset"], result["total_chars"], result["next_offset"]
     where = f"{result['id']}: characters {start:,}–{start + result['chars']:,} of {total:,}"

@@ -38,16 +38,19 @@ def _is_page(path: str) -> bool:
 
 class SecurityHeaders:
     """ASGI middleware adding the headers above to every HTTP answer (also the refusals of
-    :class:`lossless.server.guard.GuardMiddleware`, when it is added inside this one)."""
+    :class:`lossless.server.guard.GuardMiddleware`, when it is added inside this one).
+    ``pages=False`` for an app that serves no web page (``lossless mcp --transport http``):
+    every answer gets the API's headers."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, pages: bool = True) -> None:
         self.app = app
+        self.pages = pages
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        extra = _PAGE if _is_page(str(scope.get("path", ""))) else _API
+        extra = _PAGE if self.pages and _is_page(str(scope.get("path", ""))) else _API
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -33,6 +33,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from lossless.server.auth import Authenticator
 from lossless.server.errors import exception_response
+from lossless.server.headers import SecurityHeaders
 from lossless.server.mcp_scope import OPERATOR, TENANT_SCOPE_KEY
 from lossless.server.tenancy import Tenant
 
@@ -208,8 +209,10 @@ class SessionBound:
 def http_app(server: MCPServer[Any], auth: Authenticator, *, host: str = "127.0.0.1",
              max_sessions: int = DEFAULT_MAX_SESSIONS, idle_seconds: float = DEFAULT_IDLE_SECONDS) -> ASGIApp:
     """The MCP server's streamable-HTTP app at ``/mcp``, behind the key check and the
-    session bound (the SDK keeps its DNS-rebinding check on a loopback ``host``)."""
+    session bound (the SDK keeps its DNS-rebinding check on a loopback ``host``), every
+    answer with the browser headers of ``lossless serve`` (:mod:`lossless.server.headers`)."""
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, session_idle_timeout=idle_seconds,
                                      max_sessions=max_sessions)
     bounded = SessionBound(app, max_sessions=max_sessions, idle_seconds=idle_seconds)
-    return KeyCheck(bounded, auth)
+    # outermost, as in lossless serve: the key check's refusals get the browser headers too
+    return SecurityHeaders(KeyCheck(bounded, auth), pages=False)

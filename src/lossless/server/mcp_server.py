@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
 from pydantic import Field
 
-from lossless.agent.tools import openai_tools
+from lossless.agent.tools import GREP_LIMIT_MAX, openai_tools
 from lossless.core.errors import LosslessError, MissingDependencyError
 
 try:
@@ -158,7 +158,9 @@ def _add_dag_tools(server: MCPServer[Any], mem: Callable[[], Memory], run: _Run)
         since: Annotated[str | None, Field(description=_doc("lcm_grep", "since"))] = None,
         until: Annotated[str | None, Field(description=_doc("lcm_grep", "until"))] = None,
         sort: Literal["relevance", "recency"] = "relevance",
-        limit: Annotated[int, Field(ge=1, le=100)] = 10,
+        # the range in the schema the client sees, and checked by ToolBox.lcm_grep (not pydantic), so
+        # MCP refuses a limit out of range in the words tool calling and the HTTP server use
+        limit: Annotated[int, Field(json_schema_extra={"minimum": 1, "maximum": GREP_LIMIT_MAX})] = 10,
     ) -> dict[str, Any]:
         return await run(lambda t: public(toolbox(mem(), t, conversation).lcm_grep(
             query, mode=mode, scope=scope, role=role, since=since, until=until, sort=sort, limit=limit), t))
