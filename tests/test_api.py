@@ -63,3 +63,31 @@ def test_open_rejects_unknown_config() -> None:
 def test_default_db_under_lossless_home(tmp_path: Path, monkeypatch: object) -> None:
     path = lossless.default_db_path()
     assert "lossless-home" in str(path)
+
+
+def test_a_text_counted_again_and_again_stays_counted_through_a_flood() -> None:
+    """One counter serves the caller and the worker thread, whose catch-up counts every
+    message it compacts. A text the caller counts at each assembly keeps its count through
+    floods of others (the memo emptied when full, so it was encoded again), and every
+    count is the encoder's."""
+    from lossless.core import tokens
+
+    counter = tokens.TiktokenCounter("cl100k_base")
+    real = counter._enc
+    encoded: list[str] = []
+
+    class Spy:
+        def encode_ordinary(self, text: str) -> list[int]:
+            encoded.append(text)
+            return list(real.encode_ordinary(text))
+
+    counter._enc = Spy()
+    mine = "#149 user Ann: the depot in Porto checks every van before the morning run."
+    expected = len(real.encode_ordinary(mine))
+    for flood in range(6):
+        assert counter.count(mine) == expected
+        for i in range(10_000):  # the worker's texts between two assemblies: 60,000 in all
+            text = f"worker text {flood}-{i}: the summary of messages {i} to {i + 20} "
+            assert counter.count(text) == len(real.encode_ordinary(text))
+    assert encoded.count(mine) == 1
+    assert counter.count("x" * 30) == len(real.encode_ordinary("x" * 30))
