@@ -39,6 +39,7 @@ def test_what_counts_as_a_symbol_query() -> None:
     assert symbol_query("★★★") == "★★★"
     assert symbol_query("🎉 party") is None  # a word: the index finds it
     assert symbol_query("...") is None and symbol_query("？") is None and symbol_query("   ") is None
+    assert symbol_query("🎉" * 64) == "🎉" * 64 and symbol_query("🎉" * 65) is None  # not a regex's length error
 
 
 def test_an_emoji_or_currency_sign_finds_its_messages(store_target: StoreTarget) -> None:
@@ -50,6 +51,8 @@ def test_an_emoji_or_currency_sign_finds_its_messages(store_target: StoreTarget)
         assert [h.first_seq for h in conv.search("👋", kinds=("message",))] == [3]
         assert [h.first_seq for h in conv.search("€", kinds=("message",))] == [5, 4]
         assert conv.search("...", kinds=("message",)) == [] and conv.search("？", kinds=("message",)) == []
+        assert conv.search("🎉" * 3000, kinds=("message",)) == []  # a wall of emoji: nothing, and no error
+        assert conv.assemble(budget_tokens=500, query="🎉" * 3000).tokens <= 500
         grep = conv.grep("🎉")
         assert {h["first_seq"] for h in grep["hits"]} == {1, 6}
         assert mem.search("🎉", kinds=("message",))[0].first_seq == 6  # every conversation too

@@ -298,14 +298,18 @@ def fts_terms(text: str) -> list[str]:
     return list(seen)
 
 
+_MAX_SYMBOLS = 64  # a symbol query looked up as written, at most this long
+
+
 def symbol_query(text: str) -> str | None:
     """What to find as written when a query has no word or digit for the index but
     symbols (🎉, €, ★, +): the query without its outer spaces. The word index keeps no
     symbols, so a keyword search finds such a query by the text itself (a literal
     substring, newest first). None when the query has a word, or only punctuation and
-    spaces (``?``, ``...`` would match nearly every message)."""
+    spaces (``?``, ``...`` would match nearly every message), or longer than
+    ``_MAX_SYMBOLS`` characters (a wall of emoji: no such literal is worth a scan)."""
     stripped = text.strip()
-    if not stripped or re.search(r"[^\W_]", stripped):
+    if not stripped or len(stripped) > _MAX_SYMBOLS or re.search(r"[^\W_]", stripped):
         return None
     return stripped if any(unicodedata.category(c).startswith("S") for c in stripped) else None
 
