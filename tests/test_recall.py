@@ -18,6 +18,7 @@ from lossless.core.tokens import count_chat_tokens, get_counter
 from lossless.embed.base import Vectors
 from lossless.recall.hybrid import Recaller, RecallHit
 from lossless.recall.units import message_units, qa_pairs, window_units
+from lossless.store.base import SearchSpec
 from lossless.testing import HashEmbedder
 
 from .conftest import T0, StoreTarget, chat
@@ -496,3 +497,20 @@ def test_mmr_passes_over_a_near_copy_in_chinese_as_in_english(first: str, again:
     assert [h.id for h in diverse[:2]] == ["msg_1", "msg_3"]
     relevance_only = Recaller._mmr(SimpleNamespace(config=Config(mmr_lambda=1.0)), hits, 2)  # type: ignore[arg-type]
     assert [h.id for h in relevance_only[:2]] == ["msg_1", "msg_2"]
+
+
+def test_mmr_also_diversifies_a_query_the_embedder_does_not_read(store_target: StoreTarget) -> None:
+    """A Chinese query with an English model is searched by keywords alone; with
+    ``mmr_lambda`` set its hits are diversified too (they were returned as ranked)."""
+    texts = ["周末我们去西湖公园散步，公园里的荷花开得很好看。", "周末我们去西湖公园散步，公园里的荷花开得真好看！",
+             "公园旁边新开了一家电影院，我们看了一场电影。"]
+    for lam, expect_copy in ((0.3, False), (None, True)):
+        with lossless.open(store_target(f"mmr{lam}"), embedder=HashEmbedder(languages=["en"]),
+                           compaction="deferred", mmr_lambda=lam) as mem:
+            conv = mem.conversation("c")
+            ids = [conv.add(role="user", content=t).id for t in texts]
+            spec = SearchSpec(query="周末西湖公园的荷花", conversation_ids=("c",), mode="hybrid", limit=2,
+                              kinds=("message",))
+            got = [h.id for h in mem.recaller.search(spec)]
+            assert got[0] in ids[:2] and len(got) == 2
+            assert (set(ids[:2]) <= set(got)) is expect_copy, (lam, got)

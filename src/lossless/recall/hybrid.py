@@ -440,13 +440,17 @@ class Recaller:
         seq on are not embedded (:meth:`catch_up`): a semantic search finds those by
         keywords instead, so it covers every stored message. A query in a language the
         embedder does not read gets the keyword search's hits, as without an embedder."""
-        if spec.mode in ("semantic", "hybrid") and self.embedder is not None and not self.reads(spec.query):
-            return [RecallHit(kind=h.kind, id=h.id, conversation_id=h.conversation_id, first_seq=h.first_seq,
-                              last_seq=h.last_seq, message_ids=(h.id,) if h.kind == "message" else (),
-                              score=h.score, keyword_rank=rank, snippet=h.snippet, end_ts=h.created_at.timestamp())
-                    for rank, h in enumerate(self.store.search(replace(spec, mode="fts")))]
         limit = spec.limit
         wide = max(limit * _WIDE, 30)
+        if spec.mode in ("semantic", "hybrid") and self.embedder is not None and not self.reads(spec.query):
+            mmr = self.config.mmr_lambda is not None  # MMR picks from a wider pool, by the snippets' words
+            found = self.store.search(replace(spec, mode="fts", limit=wide, snippets=True) if mmr
+                                      else replace(spec, mode="fts"))
+            hits = [RecallHit(kind=h.kind, id=h.id, conversation_id=h.conversation_id, first_seq=h.first_seq,
+                              last_seq=h.last_seq, message_ids=(h.id,) if h.kind == "message" else (),
+                              score=h.score, keyword_rank=rank, snippet=h.snippet, end_ts=h.created_at.timestamp())
+                    for rank, h in enumerate(found)]
+            return self._mmr(hits, limit)[:limit] if mmr else hits
         keyword: list[GrepHit] = []
         # MMR compares snippets; plain fusion needs only ids and scores
         words = replace(spec, mode="fts", limit=wide, sort="relevance",
