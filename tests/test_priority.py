@@ -199,7 +199,12 @@ def test_a_model_batch_in_flight_gives_way_to_a_query_and_runs_again(monkeypatch
     assert emb._session is not None
     again: list[int] = []
     real_run = emb._run
-    monkeypatch.setattr(emb, "_run", lambda session, part: again.append(1) or real_run(session, part))
+    def run(session: object, part: object, options: object = None) -> object:
+        if options is None:  # the run again (the first goes with options a query can stop)
+            again.append(1)
+        return real_run(session, part, options)
+
+    monkeypatch.setattr(emb, "_run", run)
     out: list[np.ndarray] = []
 
     def work() -> None:

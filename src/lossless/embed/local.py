@@ -288,8 +288,8 @@ class LocalEmbedder:
             tmp.unlink(missing_ok=True)
 
     @staticmethod
-    def _run(session: Any, enc: Any) -> Any:
-        return session.run(None, {"input_ids": enc.ids, "attention_mask": enc.mask})[0]
+    def _run(session: Any, enc: Any, options: Any = None) -> Any:
+        return session.run(None, {"input_ids": enc.ids, "attention_mask": enc.mask}, options)[0]
 
     def _run_yielding(self, part: Encoded) -> Any:
         """One batch; on the worker's thread a caller's query that starts meanwhile stops it
@@ -301,7 +301,7 @@ class LocalEmbedder:
         options.log_severity_level = 4  # a terminated run is ours, not an error to log
         with interruptible(lambda: setattr(options, "terminate", True)) as cancelled:
             try:
-                return self._session.run(None, {"input_ids": part.ids, "attention_mask": part.mask}, options)[0]
+                return self._run(self._session, part, options)
             except Exception:
                 if not cancelled():
                     raise
