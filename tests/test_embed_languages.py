@@ -77,6 +77,31 @@ def test_an_english_model_reads_latin_text_and_not_chinese() -> None:
     assert ScriptReader(frozenset({"en", "zh"})).reads(MIXED)
 
 
+def test_symbols_alone_are_read_by_no_model_that_declares_its_languages() -> None:
+    """A word-piece model turns every emoji into its one unknown token, so 🎉 and 👋 had
+    one vector; text of symbols alone is left to keyword search. A number or a date is
+    read, with or without symbols around it."""
+    for reader in (ENGLISH, ScriptReader(frozenset({"zh"}))):
+        assert not reader.reads("🎉") and not reader.reads("👍👍 →") and not reader.reads("user: 👋", labels=True)
+        assert reader.reads("🎉 2024") and reader.reads("€120") and reader.reads("2024-03-05")
+    assert ENGLISH.reads("!!!") and ENGLISH.reads("great launch 🎉")  # plain ASCII; a word beside the emoji
+    assert ScriptReader(ANY).reads("🎉")  # a model that reads everything is given everything
+
+
+def test_an_emoji_query_matches_no_emoji_by_vector(store_target: StoreTarget) -> None:
+    emb = HashEmbedder(languages=["en"])
+    with lossless.open(store_target("emoji"), embedder=emb, compaction="deferred") as mem:
+        conv = mem.conversation("c")
+        party = conv.add(role="user", content="🎉").id
+        wave = conv.add(role="user", content="👋").id
+        conv.add(role="user", content="The launch went well 🎉")
+        conv.index()
+        assert all("👋" not in t and t.strip() != "user: 🎉" for t in emb.texts)  # no vector for symbols alone
+        hits = conv.search("👋", mode="hybrid")
+        assert [h.id for h in hits] == [wave] and hits[0].matched == "keyword"
+        assert party not in [h.id for h in conv.search("🎉", mode="semantic") if h.matched == "vector"]
+
+
 _HAN = st.text(st.sampled_from(CHINESE), min_size=1, max_size=1)
 _WORD = st.sampled_from(LATIN)
 

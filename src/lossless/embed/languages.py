@@ -18,8 +18,11 @@ each Han character or kana once, as each is about one word piece), labels such a
 ``user:`` at the start of a line are left out, and the text is read unless more than
 :data:`UNREAD_ABOVE` of what is counted is in scripts the embedder's languages do not
 write. Two languages of one script (English and French) are not told apart: a model
-declared ``{"en"}`` reads every Latin-script text. Text without letters (numbers, emoji)
-is read by every embedder.
+declared ``{"en"}`` reads every Latin-script text. Text without letters is read by every
+embedder when it holds a digit (a number, a date) or is plain ASCII; symbols alone (🎉, 👋,
+→) are read by none that declares its languages: a word-piece model turns each emoji into
+the one unknown token, so every emoji-only text had the same vector and an emoji-only
+query matched them all at a cosine of 1.0. Keyword search finds them as written.
 """
 
 from __future__ import annotations
@@ -87,6 +90,7 @@ _UNSPACED: Final[Mapping[str, str]] = {
 _PATTERNS: Final = tuple((code, re.compile(f"[{chars}]+")) for code, chars in _SPACED.items()) + tuple(
     (code, re.compile(f"[{chars}]")) for code, chars in _UNSPACED.items())
 _LATIN_WORD: Final = re.compile(r"[A-Za-z]+")
+_DIGIT: Final = re.compile(r"\d")
 _LABEL: Final = re.compile(r"(?m)^[^\S\n]*[^\n:]{1,60}:[^\S\n]")  # "user: ", "Ann (user): " opening a line
 
 # Languages written in a script other than Latin (a language not listed writes Latin).
@@ -192,8 +196,11 @@ class ScriptReader:
             return True
         if text.isascii():
             return "Latn" in scripts or not _LATIN_WORD.search(_LABEL.sub("", text) if labels else text)
-        counts = script_counts(_LABEL.sub("", text) if labels else text)
+        body = _LABEL.sub("", text) if labels else text
+        counts = script_counts(body)
         total = sum(counts.values())
+        if not total:  # no letters: a number is read, symbols alone (emoji) are not
+            return _DIGIT.search(body) is not None
         unread = sum(n for code, n in counts.items() if code not in scripts)
         return unread <= UNREAD_ABOVE * total
 
