@@ -354,24 +354,24 @@ class Recaller:
         The worker's own bookkeeping is :meth:`uncut` and :meth:`unembedded`."""
         return self._owed(conversation_id).total if self.embedder is not None else 0
 
-    def _owed(self, conversation_id: str) -> Debt:
+    def _owed(self, conversation_id: str, *, first_parts: bool = False) -> Debt:
+        """:meth:`owed_units` in its parts; ``first_parts``: also how many of the units
+        the model reads open a message (for ``stats``' messages owed)."""
         index = self.index_name()
         assert index is not None
         last = self.store.last_seq(conversation_id)
         cut = self.index_store.progress(conversation_id)[0]
         indexed = self.index_store.indexed_upto(index, conversation_id)
         uncut = max(0, last - cut)
-        pending = self._pending(conversation_id, indexed)
+        pending = self.index_store.pending_count(index, conversation_id, upto=indexed)
         if self.reader.reads_everything or uncut + pending == 0:
             return Debt(uncut=uncut, units=pending)
-        return self._debt.of(conversation_id, last_seq=last, cut_through=cut, uncut=uncut,
+        debt = self._debt.of(conversation_id, last_seq=last, cut_through=cut, uncut=uncut,
                              indexed_through=indexed, pending=pending)
-
-    def _pending(self, conversation_id: str, indexed: int, *, first_parts: bool = False) -> int:
-        """Units past rowid ``indexed`` (``first_parts``: those that open a message)."""
-        only = " AND kind = 'message' AND part = 0" if first_parts else ""
-        return int(sql_runner(self.store).query(f"SELECT count(*) FROM recall_units WHERE conversation_id = ? "
-                                                f"AND rowid > ?{only}", (conversation_id, indexed))[0][0])
+        if not first_parts:
+            return debt
+        return replace(debt, first_parts=self.index_store.pending_count(index, conversation_id, upto=indexed,
+                                                                        first_parts=True) - debt.unread_first_parts)
 
     def unembedded_unchecked(self) -> bool:
         """Whether messages were stored since this embedder last looked for conversations
@@ -400,14 +400,11 @@ class Recaller:
             return counts  # (with windows on, a conversation may owe only a window not cut yet: counted as is)
         # text the model does not read is owed nothing (owed_units): count what it reads
         out = {"conversations": 0, "messages": 0, "units": 0}
-        index = self.index_name()
-        assert index is not None
         for cid in self.not_embedded(None):
-            debt = self._owed(cid)
+            debt = self._owed(cid, first_parts=True)
             if debt.total:
                 out["conversations"] += 1
-                indexed = self.index_store.indexed_upto(index, cid)
-                out["messages"] += debt.uncut + self._pending(cid, indexed, first_parts=True) - debt.unread_first_parts
+                out["messages"] += debt.uncut + debt.first_parts
                 out["units"] += debt.units
         return out
 

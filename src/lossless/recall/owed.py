@@ -32,6 +32,7 @@ class Debt:
     uncut: int = 0
     units: int = 0
     unread_first_parts: int = 0
+    first_parts: int = 0  # of the units it reads, those that open a message (when asked for)
 
     @property
     def total(self) -> int:

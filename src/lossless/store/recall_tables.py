@@ -70,9 +70,14 @@ class RecallTables:
             (conversation_id, upto, limit))
         return [self._unit_row(r) for r in rows]
 
-    def pending_count(self, index: str, conversation_id: str) -> int:
-        upto = self.indexed_upto(index, conversation_id)
-        return int(self.sql.query("SELECT count(*) FROM recall_units WHERE conversation_id = ? AND rowid > ?",
+    def pending_count(self, index: str, conversation_id: str, *, upto: int | None = None,
+                      first_parts: bool = False) -> int:
+        """Units past the index's mark (``upto``: the mark, when the caller read it
+        already); ``first_parts``: only those that open a message."""
+        if upto is None:
+            upto = self.indexed_upto(index, conversation_id)
+        only = " AND kind = 'message' AND part = 0" if first_parts else ""
+        return int(self.sql.query(f"SELECT count(*) FROM recall_units WHERE conversation_id = ? AND rowid > ?{only}",
                                   (conversation_id, upto))[0][0])
 
     # -- embedding cache ------------------------------------------------------------------
