@@ -55,6 +55,7 @@ log = logging.getLogger("lossless")
 
 _MAX_BUDGET = 2**31 - 1
 _RAW_PAGE = 512  # raw messages read per query when the worker is behind (see Assembler._raw)
+_FIRST_RAW_PAGE = 64  # … the first of them, when only the newest budget's worth can be shown
 # a question is read this far: keyword recall keeps its first 64 terms and an embedding
 # model its first few hundred tokens anyway, while reading a pasted 8 MB message as the
 # question took a minute (the proxy asks with the last user message, whatever its size)
@@ -153,22 +154,31 @@ class Assembler:
         twice ``compact_after_messages``, not yet summarized): then the newest of them, read
         newest first page by page, so assembly costs the same with a backlog of fifty
         thousand messages as without one.
-        The rest is reachable by recall and says so in a pointer."""
-        cap = 2 * max(budget, self.config.context_window)
+        The rest is reachable by recall and says so in a pointer.
+        Behind like that, a call that can only lay out a budget (smaller than the window,
+        strategy other than ``selective``) reads just the newest budget's worth, in pages
+        that start small: nothing older could be shown, and reading a thousand messages per
+        call was most of what a query paid while the worker caught up."""
+        cfg = self.config
+        cap = 2 * max(budget, cfg.context_window)
         # and twice the messages that trigger a compaction: a caught-up worker leaves fewer
         # unsummarized, while 2 x 128k tokens of short turns were ~15k messages read per call
         # (a 50k backlog: 78 ms an assembly against 20 ms once caught up)
-        most = 2 * self.config.compact_after_messages if self.config.compact_after_messages else None
+        most = 2 * cfg.compact_after_messages if cfg.compact_after_messages else None
+        size = _RAW_PAGE
+        if most is not None and last - covered > most and budget < cfg.context_window and cfg.strategy != "selective":
+            cap, size = budget, _FIRST_RAW_PAGE  # incomplete whatever is read: the tail shows at most this
         pages: list[list[Message]] = []
         spent = read = 0
         hi = last
         while hi > covered and spent <= cap and (most is None or read < most):
-            lo = max(covered + 1, hi - _RAW_PAGE + 1)
+            lo = max(covered + 1, hi - size + 1)
             page = self.store.get_messages(cid, lo, hi)
             pages.append(page)
             spent += sum(view.shown_size(m) for m in page)
             read += len(page)
             hi = lo - 1
+            size = min(2 * size, _RAW_PAGE)
         raw = [m for page in reversed(pages) for m in page]
         complete = hi <= covered
         drop = 0
