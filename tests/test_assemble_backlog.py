@@ -80,13 +80,28 @@ def test_a_far_behind_worker_shows_the_same_newest_turns_read_either_way(store_t
     assert turns(whole) == tail
 
 
-def test_the_whole_window_still_reads_a_page(store_target: StoreTarget, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A budget of the whole window reads the newest page as before (it may show a window's
-    worth of turns)."""
-    with lossless.open(store_target("behind"), embedder=None, auto_compact=False, compact_after_messages=100,
-                       context_window=4096) as mem:
+def test_the_whole_window_reads_its_budget_not_a_page(store_target: StoreTarget,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A budget of the whole window (what the proxy and the agent loop ask for) with the
+    worker far behind: the layout cannot be the cache-stable one (not every raw message is
+    read), so the newest window's worth is read, not a page of 512."""
+    with lossless.open(store_target("behind"), embedder=None, auto_compact=False, compact_after_messages=300,
+                       context_window=2048) as mem:
         conv = _behind(mem, 1500)
         read = _count_reads(mem, monkeypatch)
-        ctx = conv.assemble(4096)
-        assert ctx.tokens <= 4096
+        ctx = conv.assemble(2048)
+        assert ctx.tokens <= 2048
+        assert "turn 1499:" in str(ctx.messages[-1]["content"])
+        assert [n for n in read if n > 16] == [_FIRST_RAW_PAGE, 2 * _FIRST_RAW_PAGE], read
+
+
+def test_the_selective_strategy_still_reads_a_page(store_target: StoreTarget, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``strategy="selective"`` picks among the raw messages by the question: it reads the
+    newest page as before."""
+    with lossless.open(store_target("behind"), embedder=None, auto_compact=False, compact_after_messages=100,
+                       context_window=128_000, strategy="selective") as mem:
+        conv = _behind(mem, 1500)
+        read = _count_reads(mem, monkeypatch)
+        ctx = conv.assemble(2000, query="turn 17")
+        assert ctx.tokens <= 2000
         assert [n for n in read if n > 16] == [_RAW_PAGE], read

@@ -155,10 +155,11 @@ class Assembler:
         newest first page by page, so assembly costs the same with a backlog of fifty
         thousand messages as without one.
         The rest is reachable by recall and says so in a pointer.
-        Behind like that, a call that can only lay out a budget (smaller than the window,
-        strategy other than ``selective``) reads just the newest budget's worth, in pages
-        that start small: nothing older could be shown, and reading a thousand messages per
-        call was most of what a query paid while the worker caught up."""
+        Behind like that, the raw messages read are never all of them, so the layout is the
+        budgeted one, whose tail shows at most the budget: unless the strategy is
+        ``selective`` (which picks among them), just the newest budget's worth is read, in
+        pages that start small. Reading a thousand messages per call was most of what a
+        query paid while the worker caught up."""
         cfg = self.config
         cap = 2 * max(budget, cfg.context_window)
         # and twice the messages that trigger a compaction: a caught-up worker leaves fewer
@@ -166,7 +167,7 @@ class Assembler:
         # (a 50k backlog: 78 ms an assembly against 20 ms once caught up)
         most = 2 * cfg.compact_after_messages if cfg.compact_after_messages else None
         size = _RAW_PAGE
-        if most is not None and last - covered > most and budget < cfg.context_window and cfg.strategy != "selective":
+        if most is not None and last - covered > most and cfg.strategy != "selective":
             cap, size = budget, _FIRST_RAW_PAGE  # incomplete whatever is read: the tail shows at most this
         pages: list[list[Message]] = []
         spent = read = 0
