@@ -356,3 +356,64 @@ def test_a_rate_limit_answer_keeps_its_retry_after_and_rate_limit_headers(
     assert r.headers["x-ratelimit-remaining-requests"] == "0"
     assert r.headers["anthropic-ratelimit-requests-remaining"] == "0"
     assert "set-cookie" not in r.headers
+
+
+# -- errors name the client's own message ------------------------------------------------------
+
+def test_an_anthropic_block_that_is_not_an_object_is_refused_not_dropped(
+        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
+    """``"content": ["文本"]`` was skipped block by block: the user's turn was neither stored
+    nor sent, the provider answered the turn before it, and that answer was stored as the
+    reply; a request of such turns alone was told "'messages' must be a non-empty list"."""
+    chat = [{"role": "user", "content": "你好"}]
+    path, body = _request("anthropic", "块", chat)
+    assert _post(proxy, path, body).status_code == 200
+    before, calls = _stored(memory, "块"), len(fake_openai.requests)
+    reply = {"role": "assistant", "content": before[-1][1]}
+    for turn, where in (({"role": "user", "content": ["文本"]}, "messages[2].content[0]"),
+                        ({"role": "assistant", "content": ["文本"]}, "messages[2].content[0]")):
+        path, body = _request("anthropic", "块", [*chat, reply, turn])
+        r = _post(proxy, path, body)
+        assert r.status_code == 422 and r.json()["error"]["type"] == "validation_error", r.text
+        assert r.json()["error"]["message"].startswith(f"{where} must be a content block object"), r.text
+    path, body = _request("anthropic", "块二", [{"role": "user", "content": ["文本"]}])
+    assert "messages[0].content[0] must be a content block object" in _post(proxy, path, body).text
+    assert _stored(memory, "块") == before and len(fake_openai.requests) == calls
+    assert memory.get_conversation("块二") is None
+
+
+@pytest.mark.parametrize(("wire", "extra", "messages", "says"), [
+    # Anthropic's system prompt is stored as a message before messages[0]
+    ("anthropic", {"system": "你是助手"}, [{"role": "user", "content": "好\u0000"}], "messages[0]: content contains a NUL"),
+    # a tool_result block is a tool message of its own
+    ("anthropic", {}, [{"role": "user", "content": "查一下"},
+                       {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "查", "input": {}}]},
+                       {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "结果"},
+                                                    {"type": "text", "text": "好\u0000"}]}],
+     "messages[2]: content contains a NUL"),
+    # an empty assistant turn is not stored
+    ("openai", {}, [{"role": "assistant", "content": ""}, {"role": "user", "content": "好\u0000"}],
+     "messages[1]: content contains a NUL"),
+])
+def test_a_bad_message_is_named_as_the_client_wrote_it(proxy: str, memory: lossless.Memory,
+                                                       fake_openai: FakeOpenAIServer, wire: str,
+                                                       extra: dict[str, Any], messages: list[dict[str, Any]],
+                                                       says: str) -> None:
+    """The index was of the messages as converted for storing: one more per system prompt
+    and tool result before it, one fewer per empty assistant turn."""
+    path, body = _request(wire, "下标", messages, **extra)
+    r = _post(proxy, path, body)
+    assert r.status_code == 422 and r.json()["error"]["message"].startswith(says), r.text
+    assert fake_openai.requests == []
+
+
+def test_a_diverged_anthropic_request_names_the_clients_messages(proxy: str, memory: lossless.Memory) -> None:
+    path, body = _request("anthropic", "改写", [{"role": "user", "content": "你好"}], system="你是助手")
+    assert _post(proxy, path, body).status_code == 200
+    reply = {"role": "assistant", "content": _stored(memory, "改写")[-1][1]}
+    path, body = _request("anthropic", "改写", [{"role": "user", "content": "改了"}, reply,
+                                                {"role": "user", "content": "然后呢"}], system="你是助手")
+    r = _post(proxy, path, body)
+    assert r.status_code == 409, r.text
+    assert r.json()["error"]["message"].startswith("messages[0] (user) differs from the stored message #2"), r.text
+    assert "while messages[1] is the stored #3" in r.json()["error"]["message"]

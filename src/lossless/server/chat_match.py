@@ -65,7 +65,7 @@ from lossless.core.errors import LosslessError, ValidationError
 from lossless.core.types import Message
 from lossless.core.validate import NewMessage, validate_message
 
-__all__ = ["Diverged", "MessageMatch", "match_request", "storable"]
+__all__ = ["Diverged", "MessageMatch", "match_request", "storable", "storable_labelled"]
 
 _KEEP = ("role", "content", "name", "tool_calls", "tool_call_id")
 # stored messages read for a sliding window beyond the request's own length: room for the
@@ -84,12 +84,21 @@ def storable(messages: Any) -> list[dict[str, Any]]:
     ``system``; provider-only fields (``refusal``, ``audio``, …) are dropped; an assistant
     turn with neither text nor tool calls carries nothing and is left out (lossless does
     not store an empty reply either, so matching stays aligned)."""
+    return storable_labelled(messages)[0]
+
+
+def storable_labelled(messages: Any, labels: Sequence[str] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """:func:`storable`, and for each message kept where the client wrote it (``labels``,
+    one per message, default ``messages[i]``), so an error names the client's own message
+    even when a message before it was left out or a wire format was converted."""
     if not isinstance(messages, list) or not messages:
         raise ValidationError("'messages' must be a non-empty list")
     out: list[dict[str, Any]] = []
+    kept_labels: list[str] = []
     for index, message in enumerate(messages):
+        label = labels[index] if labels is not None else f"messages[{index}]"
         if not isinstance(message, Mapping):
-            raise ValidationError(f"messages[{index}] must be an object, got {type(message).__name__}")
+            raise ValidationError(f"{label} must be an object, got {type(message).__name__}")
         kept = {k: message[k] for k in _KEEP if message.get(k) is not None}
         if kept.get("role") == "developer":
             kept["role"] = "system"
@@ -98,7 +107,8 @@ def storable(messages: Any) -> list[dict[str, Any]]:
                 continue
             kept.pop("content", None)  # "" and null are the same empty text beside tool calls
         out.append(kept)
-    return out
+        kept_labels.append(label)
+    return out, kept_labels
 
 
 def _new_hash(new: NewMessage) -> str:
@@ -118,16 +128,20 @@ class MessageMatch:
 
 
 def match_request(request: Sequence[dict[str, Any]], stored_count: int,
-                  read: Callable[[int, int], list[Message]], max_bytes: int) -> MessageMatch:
+                  read: Callable[[int, int], list[Message]], max_bytes: int,
+                  labels: Sequence[str] | None = None) -> MessageMatch:
     """Split the request's (storable) messages into known and new; ``read(first, last)``
-    gives the stored messages of that seq range. See the module docstring. Each message is
-    validated once, here: the new ones are returned validated, to be stored as they are."""
+    gives the stored messages of that seq range; ``labels`` name the messages in errors as
+    the client wrote them (:func:`storable_labelled`; default ``messages[i]``). See the
+    module docstring. Each message is validated once, here: the new ones are returned
+    validated, to be stored as they are."""
+    names = list(labels) if labels is not None else [f"messages[{i}]" for i in range(len(request))]
     validated: list[NewMessage] = []
     for i, m in enumerate(request):
         try:
             validated.append(validate_message(m, max_bytes=max_bytes))
         except ValidationError as exc:
-            raise ValidationError(f"messages[{i}]: {exc}") from None
+            raise ValidationError(f"{names[i]}: {exc}") from None
     if stored_count == 0:
         return MessageMatch(validated, 0)
     hashes = [_new_hash(m) for m in validated]
@@ -165,8 +179,8 @@ def match_request(request: Sequence[dict[str, Any]], stored_count: int,
     if shared is not None or any(m.role != "system" for m in validated[:common]):
         stored = head[common]
         why = ("the request had matched up to it" if shared is None
-               else f"while messages[{shared}] is the stored #{head[shared].seq}")
-        raise Diverged(f"messages[{common}] ({validated[common].role}) differs from the stored message "
+               else f"while {names[shared]} is the stored #{head[shared].seq}")
+        raise Diverged(f"{names[common]} ({validated[common].role}) differs from the stored message "
                        f"#{stored.seq} ({stored.role}, {stored.id}) {why}: lossless history is append-only, "
                        "so an edited or regenerated turn needs a new conversation id (or send only the new "
                        "messages)")

@@ -21,7 +21,7 @@ from lossless.core.errors import ValidationError
 from lossless.core.render import content_text
 from lossless.core.types import ChatMessage, Message
 from lossless.providers.anthropic_format import anthropic_messages, block_text
-from lossless.server.chat_match import storable
+from lossless.server.chat_match import storable_labelled
 from lossless.server.proxy.base import default_reserve
 from lossless.server.proxy.conversation_header import requested_conversation
 from lossless.server.sse import AnthropicStreamReply
@@ -52,44 +52,57 @@ def _assistant(blocks: list[Any]) -> dict[str, Any] | None:
     return out if texts or calls else None
 
 
-def chat_messages(system: Any, messages: Any) -> list[dict[str, Any]]:
-    """An Anthropic request's ``system`` and ``messages`` as OpenAI-style messages."""
+def chat_messages(system: Any, messages: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    """An Anthropic request's ``system`` and ``messages`` as OpenAI-style messages, and
+    where the client wrote each (``system``, ``messages[2]``, ``messages[2].content[0]``
+    for a tool result), for errors to name."""
     if not isinstance(messages, list) or not messages:
         raise ValidationError("'messages' must be a non-empty list")
     out: list[dict[str, Any]] = []
+    labels: list[str] = []
     system_text = _text(system)
     if system_text:
         out.append({"role": "system", "content": system_text})
+        labels.append("system")
     for i, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             raise ValidationError(f"messages[{i}] must be an object with role user or assistant")
         content = message.get("content")
+        for j, block in enumerate(content if isinstance(content, list) else ()):
+            if not isinstance(block, dict):  # skipped, it would be lost: stored nowhere, sent nowhere
+                raise ValidationError(f"messages[{i}].content[{j}] must be a content block object such as "
+                                      f'{{"type": "text", "text": "…"}}, got {type(block).__name__}')
         if message["role"] == "assistant":
             reply = _assistant(content if isinstance(content, list) else [{"type": "text", "text": content or ""}])
             if reply is not None:
                 out.append(reply)
+                labels.append(f"messages[{i}]")
             continue
         if isinstance(content, str):
             out.append({"role": "user", "content": content})
+            labels.append(f"messages[{i}]")
             continue
         if not isinstance(content, list):
             raise ValidationError(f"messages[{i}].content must be a string or a list of blocks")
         parts: list[dict[str, Any]] = []
-        for block in content:
-            if not isinstance(block, dict) or block.get("type") in _SKIP:
+        for j, block in enumerate(content):
+            if block.get("type") in _SKIP:
                 continue
             if block.get("type") == "tool_result":
                 result = block.get("content")
                 out.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id", "")),
                             "content": result if isinstance(result, str) else _text(result)
                             or json.dumps(result, ensure_ascii=False)})
+                labels.append(f"messages[{i}].content[{j}]")
             else:
                 parts.append(block)
         if parts and all(p.get("type") == "text" for p in parts):
             out.append({"role": "user", "content": "\n".join(str(p.get("text", "")) for p in parts)})
+            labels.append(f"messages[{i}]")
         elif parts:
             out.append({"role": "user", "content": parts})
-    return storable(out)
+            labels.append(f"messages[{i}]")
+    return storable_labelled(out, labels)
 
 
 class AnthropicDialect:
@@ -101,7 +114,7 @@ class AnthropicDialect:
         return requested_conversation(request, meta.get("user_id") if isinstance(meta, dict) else None,
                                       self.conversation_field)
 
-    def incoming(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+    def incoming(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
         return chat_messages(body.get("system"), body.get("messages"))
 
     def outgoing(self, body: dict[str, Any], messages: list[ChatMessage]) -> dict[str, Any]:

@@ -78,7 +78,9 @@ class Dialect(Protocol):
     conversation_field: str  # the body's field that may name the conversation, as a client writes it
 
     def conversation(self, request: Request, body: dict[str, Any]) -> str | None: ...
-    def incoming(self, body: dict[str, Any]) -> list[dict[str, Any]]: ...
+    def incoming(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+        """The request's messages as lossless stores them, and where the client wrote each
+        (``messages[2]``, ``system``: what an error names)."""
     def outgoing(self, body: dict[str, Any], messages: list[ChatMessage]) -> dict[str, Any]: ...
     def reserve(self, body: dict[str, Any], window: int) -> int: ...
     def headers(self, request: Request, upstream: Upstream) -> dict[str, str]: ...
@@ -114,7 +116,8 @@ class ProxyTurn:
 
     @classmethod
     def start(cls, memory: Memory, tenant: Tenant, public_id: str, incoming: list[dict[str, Any]],
-              budget: int, *, model: Any = None, idempotency_key: str | None = None) -> ProxyTurn:
+              budget: int, *, model: Any = None, idempotency_key: str | None = None,
+              labels: list[str] | None = None) -> ProxyTurn:
         """Store the request's new messages (creating the conversation if needed), or find
         that it was sent before (an Idempotency-Key, or its messages; see
         :mod:`lossless.server.chat_match`) and the reply to replay, if one is stored."""
@@ -135,7 +138,7 @@ class ProxyTurn:
             request_seq = record.request_seq
         else:
             count = store.last_seq(stored_id) if exists else 0
-            match = match_request(incoming, count, lambda a, b: store.get_messages(stored_id, a, b), limit)
+            match = match_request(incoming, count, lambda a, b: store.get_messages(stored_id, a, b), limit, labels)
             stored = conv.add_many(match.new) if match.new else []
             replay, request_seq = match.replay, stored[-1].seq if stored else match.through
             if key is not None:
@@ -275,8 +278,9 @@ async def _prepare(request: Request, state: ServerState, dialect: Dialect,
     key = _idempotency_key(request)
 
     def start() -> ProxyTurn:
-        return ProxyTurn.start(state.memory, tenant, public, dialect.incoming(body),
-                               _budget(state, dialect, body, model), model=body.get("model"), idempotency_key=key)
+        incoming, labels = dialect.incoming(body)
+        return ProxyTurn.start(state.memory, tenant, public, incoming, _budget(state, dialect, body, model),
+                               model=body.get("model"), idempotency_key=key, labels=labels)
 
     async with _locks(state).hold(stored_id):  # match and store as one step (see turn_locks)
         turn = await run_in_threadpool(start)

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from lossless.core.render import content_text
 from lossless.core.types import ChatMessage, Message
 from lossless.providers.openai_format import openai_messages
-from lossless.server.chat_match import storable
+from lossless.server.chat_match import storable_labelled
 from lossless.server.proxy.base import default_reserve
 from lossless.server.proxy.conversation_header import requested_conversation
 from lossless.server.sse import OpenAIStreamReply
@@ -39,8 +39,8 @@ class OpenAIDialect:
     def conversation(self, request: Request, body: dict[str, Any]) -> str | None:
         return requested_conversation(request, body.get("user"), self.conversation_field)
 
-    def incoming(self, body: dict[str, Any]) -> list[dict[str, Any]]:
-        return storable(body.get("messages"))
+    def incoming(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+        return storable_labelled(body.get("messages"))
 
     def outgoing(self, body: dict[str, Any], messages: list[ChatMessage]) -> dict[str, Any]:
         return {**body, "messages": openai_messages(messages)}
