@@ -162,6 +162,10 @@ def test_a_message_number_the_context_shows_reads_that_message(store_target: Sto
             offset = body["next_offset"]
         assert "".join(parts) == long
         assert box.lcm_describe("#1")["id"] == conv.messages()[0].id
+        # as a Chinese input method types it: a full-width number sign, full-width digits
+        assert box.lcm_describe("＃2")["id"] == box.lcm_describe("#２")["id"] == conv.messages()[1].id
+        reply = box.dispatch({"type": "tool_use", "id": "t", "name": "lcm_describe", "input": {"id": "第2条"}})
+        assert reply.get("is_error") and "#N" in reply["content"]
         for wrong in ("#13", "#0"):
             reply = box.dispatch({"type": "tool_use", "id": "t", "name": "lcm_describe", "input": {"id": wrong}})
             assert reply.get("is_error") and "no message" in reply["content"]

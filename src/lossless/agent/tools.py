@@ -57,7 +57,9 @@ TOOL_NAMES = ("lcm_grep", "lcm_describe", "lcm_expand")
 # a small window; a person or program wanting more uses `lossless grep --limit` or search().
 GREP_LIMIT_MAX = 100
 _GREP_MODES = ("fts", "regex", "semantic", "hybrid")  # lcm_grep's mode enum, and what it accepts
-_MESSAGE_NUMBER = re.compile(r"^\s*#\d{1,18}\s*$")  # "#13": how the assembled context names message 13
+# "#13": how the assembled context names message 13 (also "＃13", as a Chinese or Japanese
+# input method types it; \d takes full-width digits and int() reads them)
+_MESSAGE_NUMBER = re.compile(r"^\s*[#＃]\d{1,18}\s*$")
 
 _SPECS: dict[str, dict[str, Any]] = {
     "lcm_grep": {
@@ -276,13 +278,14 @@ class ToolBox:
             if self.conversation_id is None:
                 raise NotFoundError(f"{ident!r}: a message number names a message of one conversation; "
                                     "give its id (msg_…)")
-            seq = int(ident.strip().lstrip("#"))
+            seq = int(ident.strip().lstrip("#＃"))
             found = self.memory.store.get_messages(self.conversation_id, seq, seq)
             if not found:
                 raise NotFoundError(f"no message #{seq} in this conversation")
             node = found[0]
         else:
-            raise NotFoundError(f"{ident!r} is not a summary (sum_…) or message (msg_…) id")
+            raise NotFoundError(f"{ident!r} is not a summary (sum_…) or message (msg_…) id"
+                                + (" nor a message number (#N)" if self.conversation_id is not None else ""))
         self._check_scope(node.conversation_id, ident)
         return node
 
