@@ -52,9 +52,24 @@ def test_detect_each_sample_by_path_and_by_bytes(name: str, fmt: str, tmp_path: 
     assert detect(DATA / name) == fmt
     anonymous = tmp_path / "upload.bin"  # content alone, no helpful file name
     shutil.copy(DATA / name, anonymous)
-    if fmt != "openclaw":  # a .json5 file: the comments give it away either way
-        assert detect(anonymous) == fmt
+    assert detect(anonymous) == fmt  # a .json5 file too: its comments give it away
     assert detect((DATA / name).read_bytes(), name=name) == fmt
+
+
+def test_a_json5_session_that_starts_with_a_comment_is_detected(mem: lossless.Memory, tmp_path: Path) -> None:
+    """A comment before the first brace (as OpenClaw's own files have) was read as text:
+    "cannot tell the format", though JSON5 comments are what only OpenClaw's reader takes."""
+    path = tmp_path / "会话abc.json"  # the sessions folder's name, not .json5: the content decides
+    path.write_text('// OpenClaw 会话\n/* 备注 */\n{\n  "sessionId": "会话abc", // 标识\n  "messages": [\n'
+                    '    {"role": "user", "content": "帮我查一下天气 🌦",},\n'
+                    '    {"role": "assistant", "content": "上海今天多云，22°C。"},\n  ],\n}\n', encoding="utf-8")
+    assert detect(path) == "openclaw"
+    report, problems = _imp(mem, path)
+    assert not problems and dict(report.added) == {"openclaw:会话abc": 2}
+    assert _seq(mem, "openclaw:会话abc") == [("user", "帮我查一下天气 🌦"), ("assistant", "上海今天多云，22°C。")]
+    # a transcript that merely starts with a comment-like line is still text
+    (tmp_path / "notes.bin").write_text("// 笔记\n用户：你好\n助手：你好！\n", encoding="utf-8")
+    assert detect(tmp_path / "notes.bin") == "text"
 
 
 def test_detect_refuses_what_it_cannot_tell(tmp_path: Path) -> None:
