@@ -241,6 +241,20 @@ def test_chatgpt_cycle_refuses_that_conversation_only(mem: lossless.Memory, tmp_
     assert mem.get_conversation("chatgpt:loop") is None  # nothing half-written
 
 
+def test_chatgpt_conversation_without_mapping_is_named(mem: lossless.Memory, tmp_path: Path) -> None:
+    """It was "element 2 has no 'mapping' object" alone: counted from 0, in an export of
+    hundreds, with nothing that says which conversation it was."""
+    good = _chatgpt("好-1", {"a": _node("a", None, "user", "你好")}, "a")
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([good, {"conversation_id": "坏-2", "title": "没有映射 📎"}, ["not", "a", "conversation"]],
+                               ensure_ascii=False), encoding="utf-8")
+    report, problems = _imp(mem, path)
+    assert dict(report.added) == {"chatgpt:好-1": 1}
+    assert [p.reason for p in problems] == [
+        "invalid conversation: element 1 (chatgpt:坏-2, '没有映射 📎') has no 'mapping' object",
+        "invalid conversation: element 2 has no 'mapping' object"]
+
+
 def test_openclaw_json5_and_jsonl(mem: lossless.Memory, tmp_path: Path) -> None:
     report, problems = _imp(mem, DATA / "ses_7Hq2.json5")
     assert not problems and dict(report.added) == {"openclaw:ses_7Hq2": 5}
