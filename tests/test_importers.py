@@ -241,6 +241,34 @@ def test_chatgpt_cycle_refuses_that_conversation_only(mem: lossless.Memory, tmp_
     assert mem.get_conversation("chatgpt:loop") is None  # nothing half-written
 
 
+def test_reimporting_openai_lines_after_an_erase_adds_nothing(mem: lossless.Memory, tmp_path: Path) -> None:
+    """Lines without external ids are recognised by position and content; an erased
+    message no longer had its content, so the import stored it again (undoing the erase)
+    and every message after it a second time."""
+    path = tmp_path / "聊天.jsonl"
+    lines = [{"role": "user", "content": "我的电话是 138-0000-0000"},
+             {"role": "assistant", "content": "好的，已记下 📞", "tool_calls": [
+                 {"id": "c1", "type": "function", "function": {"name": "save", "arguments": '{"号码": "138"}'}}]},
+             {"role": "tool", "tool_call_id": "c1", "content": "已保存"},
+             {"role": "user", "content": "谢谢"}]
+    path.write_text("".join(json.dumps({**m, "conversation": "隐私"}, ensure_ascii=False) + "\n" for m in lines),
+                    encoding="utf-8")
+    _imp(mem, path)
+    conv = mem.conversation("隐私")
+    conv.erase([1, 2], reason="个人信息", by="测试")
+    before = [(m.role, m.content) for m in conv.messages()]
+    report, problems = _imp(mem, path)
+    assert not problems and sum(report.added.values()) == 0 and report.already_stored == 4
+    assert [(m.role, m.content) for m in conv.messages()] == before
+    assert before[0] == ("user", "[erased]") and before[3] == ("user", "谢谢")
+    # a different message where an erased one stands is still new, and so is all after it
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"role": "assistant", "content": "不同", "conversation": "隐私"}, ensure_ascii=False)
+                     + "\n", encoding="utf-8")
+    report, _ = _imp(mem, other)
+    assert dict(report.added) == {"隐私": 1}
+
+
 def test_chatgpt_conversation_without_mapping_is_named(mem: lossless.Memory, tmp_path: Path) -> None:
     """It was "element 2 has no 'mapping' object" alone: counted from 0, in an export of
     hundreds, with nothing that says which conversation it was."""
