@@ -144,6 +144,9 @@ def test_export_cli(store_target: StoreTarget, tmp_path: Path, capsys: pytest.Ca
     assert status == 1 and "no conversation 'nope'" in err
     status, _, err = run("export")
     assert status == 1 and "give a conversation or --all" in err
+    # both: the message said "give a conversation or --all", which the command had been given
+    status, _, err = run("export", "plain", "--all", "-o", str(tmp_path / "both"))
+    assert status == 1 and "not both ('plain' and --all)" in err and not (tmp_path / "both").exists()
     backup = tmp_path / "backup"
     status, out, _ = run("--json", "export", "--all", "-o", str(backup))
     assert status == 0

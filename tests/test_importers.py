@@ -52,9 +52,24 @@ def test_detect_each_sample_by_path_and_by_bytes(name: str, fmt: str, tmp_path: 
     assert detect(DATA / name) == fmt
     anonymous = tmp_path / "upload.bin"  # content alone, no helpful file name
     shutil.copy(DATA / name, anonymous)
-    if fmt != "openclaw":  # a .json5 file: the comments give it away either way
-        assert detect(anonymous) == fmt
+    assert detect(anonymous) == fmt  # a .json5 file too: its comments give it away
     assert detect((DATA / name).read_bytes(), name=name) == fmt
+
+
+def test_a_json5_session_that_starts_with_a_comment_is_detected(mem: lossless.Memory, tmp_path: Path) -> None:
+    """A comment before the first brace (as OpenClaw's own files have) was read as text:
+    "cannot tell the format", though JSON5 comments are what only OpenClaw's reader takes."""
+    path = tmp_path / "会话abc.json"  # the sessions folder's name, not .json5: the content decides
+    path.write_text('// OpenClaw 会话\n/* 备注 */\n{\n  "sessionId": "会话abc", // 标识\n  "messages": [\n'
+                    '    {"role": "user", "content": "帮我查一下天气 🌦",},\n'
+                    '    {"role": "assistant", "content": "上海今天多云，22°C。"},\n  ],\n}\n', encoding="utf-8")
+    assert detect(path) == "openclaw"
+    report, problems = _imp(mem, path)
+    assert not problems and dict(report.added) == {"openclaw:会话abc": 2}
+    assert _seq(mem, "openclaw:会话abc") == [("user", "帮我查一下天气 🌦"), ("assistant", "上海今天多云，22°C。")]
+    # a transcript that merely starts with a comment-like line is still text
+    (tmp_path / "notes.bin").write_text("// 笔记\n用户：你好\n助手：你好！\n", encoding="utf-8")
+    assert detect(tmp_path / "notes.bin") == "text"
 
 
 def test_detect_refuses_what_it_cannot_tell(tmp_path: Path) -> None:
@@ -224,6 +239,48 @@ def test_chatgpt_cycle_refuses_that_conversation_only(mem: lossless.Memory, tmp_
     assert len(problems) == 1 and problems[0].line > 1
     assert "cycle" in problems[0].reason and "'Looped'" in problems[0].reason and "chatgpt:loop" in problems[0].reason
     assert mem.get_conversation("chatgpt:loop") is None  # nothing half-written
+
+
+def test_reimporting_openai_lines_after_an_erase_adds_nothing(mem: lossless.Memory, tmp_path: Path) -> None:
+    """Lines without external ids are recognised by position and content; an erased
+    message no longer had its content, so the import stored it again (undoing the erase)
+    and every message after it a second time."""
+    path = tmp_path / "聊天.jsonl"
+    lines = [{"role": "user", "content": "我的电话是 138-0000-0000"},
+             {"role": "assistant", "content": "好的，已记下 📞", "tool_calls": [
+                 {"id": "c1", "type": "function", "function": {"name": "save", "arguments": '{"号码": "138"}'}}]},
+             {"role": "tool", "tool_call_id": "c1", "content": "已保存"},
+             {"role": "user", "content": "谢谢"}]
+    path.write_text("".join(json.dumps({**m, "conversation": "隐私"}, ensure_ascii=False) + "\n" for m in lines),
+                    encoding="utf-8")
+    _imp(mem, path)
+    conv = mem.conversation("隐私")
+    conv.erase([1, 2], reason="个人信息", by="测试")
+    before = [(m.role, m.content) for m in conv.messages()]
+    report, problems = _imp(mem, path)
+    assert not problems and sum(report.added.values()) == 0 and report.already_stored == 4
+    assert [(m.role, m.content) for m in conv.messages()] == before
+    assert before[0] == ("user", "[erased]") and before[3] == ("user", "谢谢")
+    # a different message where an erased one stands is still new, and so is all after it
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"role": "assistant", "content": "不同", "conversation": "隐私"}, ensure_ascii=False)
+                     + "\n", encoding="utf-8")
+    report, _ = _imp(mem, other)
+    assert dict(report.added) == {"隐私": 1}
+
+
+def test_chatgpt_conversation_without_mapping_is_named(mem: lossless.Memory, tmp_path: Path) -> None:
+    """It was "element 2 has no 'mapping' object" alone: counted from 0, in an export of
+    hundreds, with nothing that says which conversation it was."""
+    good = _chatgpt("好-1", {"a": _node("a", None, "user", "你好")}, "a")
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([good, {"conversation_id": "坏-2", "title": "没有映射 📎"}, ["not", "a", "conversation"]],
+                               ensure_ascii=False), encoding="utf-8")
+    report, problems = _imp(mem, path)
+    assert dict(report.added) == {"chatgpt:好-1": 1}
+    assert [p.reason for p in problems] == [
+        "invalid conversation: element 1 (chatgpt:坏-2, '没有映射 📎') has no 'mapping' object",
+        "invalid conversation: element 2 has no 'mapping' object"]
 
 
 def test_openclaw_json5_and_jsonl(mem: lossless.Memory, tmp_path: Path) -> None:

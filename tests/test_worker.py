@@ -436,6 +436,15 @@ def _cli(db: Path, *args: str) -> int:
     return main(["--db", str(db), *args])
 
 
+@pytest.mark.parametrize("value", ["0", "-1", "3601", "nan"])
+def test_cli_worker_seconds_out_of_range_say_the_range_they_miss(value: str, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """--poll 0 was refused as "expected seconds between 0 and 3600", which 0 is."""
+    assert _cli(tmp_path / "w.db", "worker", "--once", f"--poll={value}") == 2
+    err = capsys.readouterr().err
+    assert f"expected seconds above 0 and at most 3600, got {value!r}" in err and "between 0 and" not in err
+
+
 def test_cli_no_wait_leaves_the_work_to_lossless_worker(store_target: StoreTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = store_target("cli")
     source = tmp_path / "chat.jsonl"

@@ -37,7 +37,9 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
 
 def cmd_export(ctx: CommandContext) -> int:
     args = ctx.args
-    if args.all == (args.conversation is not None):
+    if args.all and args.conversation is not None:
+        raise CommandError(f"export: give a conversation or --all, not both ({args.conversation!r} and --all)")
+    if not args.all and args.conversation is None:
         raise CommandError("export: give a conversation or --all")
     if args.all:
         return _export_all(ctx)

@@ -28,7 +28,7 @@ def _seconds(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 3600, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected seconds above 0 and at most 3600, got {text!r}")
     return value
 
 

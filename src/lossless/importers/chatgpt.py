@@ -124,12 +124,16 @@ def _time(value: Any) -> str | None:
 
 
 def _conversation(data: Any, index: int, line: int) -> Iterator[Item]:
-    if not isinstance(data, dict) or not isinstance(data.get("mapping"), dict):
-        yield Problem(line, f"invalid conversation: element {index} has no 'mapping' object")
-        return
-    cid = data.get("conversation_id") or data.get("id")
+    cid = (data.get("conversation_id") or data.get("id")) if isinstance(data, dict) else None
     conv = f"{FORMAT}:{cid}" if isinstance(cid, str) and cid else f"{FORMAT}:#{index}"
-    title = data.get("title")
+    title = data.get("title") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(data.get("mapping"), dict):
+        # named as a cycle is below, so the one conversation of hundreds can be found
+        named = ""
+        if isinstance(cid, str) and cid:
+            named = f" ({conv}, {title!r})" if isinstance(title, str) else f" ({conv})"
+        yield Problem(line, f"invalid conversation: element {index}{named} has no 'mapping' object")
+        return
     mapping: dict[str, Any] = data["mapping"]
     try:
         path = branch(mapping, data.get("current_node"))

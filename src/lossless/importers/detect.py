@@ -44,6 +44,8 @@ _ANTHROPIC_DOC = re.compile(rb'"model"\s*:\s*"claude|"stop_reason"\s*:|"anthropi
                             rb'|"type"\s*:\s*"message"\s*,\s*"role"')
 _CODEX_LINE = re.compile(rb'^\{"timestamp":\s*"[^"]*",\s*"type":\s*"(?:session_meta|response_item|event_msg)"')
 _COMMENT = re.compile(rb"^\s*(?://|/\*)", re.MULTILINE)
+# comments before a JSON5 document's first bracket (``// OpenClaw session …``): only JSON5 has them
+_LEADING_COMMENTS = re.compile(rb"(?:\s*(?://[^\n]*|/\*.*?\*/))+\s*", re.DOTALL)
 # a Claude.ai (or Claude app) data export: conversations of "chat_messages" by "sender", also
 # named conversations.json, which no importer reads (the name alone said ChatGPT, whose reader
 # then refused every conversation: "element 0 has no 'mapping' object")
@@ -135,6 +137,9 @@ def _by_content(head: bytes) -> str | None:
     verdicts = _by_lines(head)  # (its first line need not be JSON: most of the others are)
     if verdicts is not None:
         return verdicts
+    comments = _LEADING_COMMENTS.match(body)
+    if comments is not None and body[comments.end():comments.end() + 1] in (b"[", b"{"):
+        return openclaw.FORMAT  # the one reader that takes JSON5 (whose comments the check below sees only after "{")
     if body[:1] in (b"[", b"{"):
         # no whole line to parse: a pretty-printed document, or a JSONL line longer than the head
         if b'"parentUuid"' in body:

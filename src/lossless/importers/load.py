@@ -9,7 +9,8 @@ as already there).
 Records without an external id (OpenAI lines usually have none) are recognised by where
 they stand: while a conversation's messages in the file repeat, from its first, the very
 messages stored at the same positions (same role, content, name, tool fields, and time
-when the file gives one), they count as already stored — importing the same file again,
+when the file gives one; where a message was erased, the one it was), they count as already
+stored — importing the same file again,
 or a longer copy of it, adds only what is new. From the first message that differs on,
 everything is stored. No id is made up, so an export still round-trips exactly.
 """
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lossless.core._canonical import message_hash
+from lossless.core.erasure import ERASED, erased_hash, erased_tool_calls
 from lossless.core.errors import LosslessError, ValidationError
 from lossless.core.types import Message
 from lossless.core.validate import NewMessage, check_conversation_id, validate_message
@@ -34,6 +36,7 @@ from lossless.importers.base import HEAD_BYTES, ByteStream, Ignored, Meta, Probl
 from lossless.importers.detect import FORMATS, detect, reader_for
 from lossless.importers.encoding import Recoded, check_encoding_name, source_encoding
 from lossless.importers.openai_messages import is_document
+from lossless.store.erase import tombstones
 
 __all__ = ["BATCH_SIZE", "ImportInterrupted", "ImportReport", "check_source", "file_size", "import_file",
            "import_stream"]
@@ -167,6 +170,7 @@ class _Batches:
         self.position: Counter[str] = Counter()  # the file's messages per conversation so far
         self.diverged: set[str] = set()  # conversations whose file messages left the stored ones
         self._page: dict[str, dict[int, Message]] = {}
+        self._erased: dict[str, set[str]] = {}  # conversation → ids of its erased messages
         # the last reply stored before this import, for Record.resume; None once this import
         # stored something after it (a reply stored in part can only be the last one)
         self._last_reply: dict[str, Message | None] = {}
@@ -192,8 +196,17 @@ class _Batches:
             return False
         if "created_at" in message and new.created_at != stored.created_at:
             return False
-        return (message_hash(new.role, new.content, new.name, new.tool_calls, new.tool_call_id)
-                == message_hash(stored.role, stored.content, stored.name, stored.tool_calls, stored.tool_call_id))
+        stored_hash = message_hash(stored.role, stored.content, stored.name, stored.tool_calls, stored.tool_call_id)
+        if stored.content == ERASED and self._is_erased(conversation, stored):
+            # erased for privacy: its place, role, time and tool call ids stay, so the file's message
+            # there is the one it was (else it was stored again, and every message after it twice)
+            return stored_hash == erased_hash(new.role, None, erased_tool_calls(new.tool_calls), new.tool_call_id)
+        return message_hash(new.role, new.content, new.name, new.tool_calls, new.tool_call_id) == stored_hash
+
+    def _is_erased(self, conversation: str, stored: Message) -> bool:
+        if conversation not in self._erased:
+            self._erased[conversation] = {t.message_id for t in tombstones(self.memory.store, conversation)}
+        return stored.id in self._erased[conversation]
 
     def resumed(self, conversation: str, record: Record) -> Record:
         """``record``, or in its place the rest of a reply an earlier import stored from
