@@ -23,6 +23,7 @@ from lossless.cli.add_cmd import cmd_add  # re-exported: ``add`` has a module of
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents, non_negative, positive
 from lossless.cli.owed import owed_text, store_owed
+from lossless.cli.terminal import visible
 from lossless.compaction.worker import EMBED_BATCH, GROUP
 from lossless.conversation import Conversation
 from lossless.core.errors import StoreError
@@ -512,10 +513,12 @@ def _print_slice(ctx: CommandContext, result: MessageSlice | SummarySlice) -> No
     on stderr. On a terminal a slice that does not end a line is ended with one, so the
     line on stderr (or the shell's prompt) starts on a line of its own."""
     content = result["content"]
-    sys.stdout.write(content)
     # the stream itself, not rich's is_terminal: FORCE_COLOR or TTY_COMPATIBLE make that true
-    # in a pipe too, where the bytes must stay exactly the stored text
-    if content and not content.endswith("\n") and sys.stdout.isatty():
+    # in a pipe too, where the bytes must stay exactly the stored text; a terminal gets its
+    # control characters as visible signs (cli/terminal.py)
+    tty = sys.stdout.isatty()
+    sys.stdout.write(visible(content) if tty else content)
+    if content and not content.endswith("\n") and tty:
         sys.stdout.write("\n")
     sys.stdout.flush()
     start, total, following = result["offset"], result["total_chars"], result["next_offset"]

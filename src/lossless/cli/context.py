@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from rich.measure import Measurement
 from rich.text import Text
 
 import lossless
+from lossless.cli.terminal import TerminalConsole
 from lossless.conversation import Conversation
 from lossless.core import environ
 from lossless.core.errors import ValidationError
@@ -25,6 +27,7 @@ from lossless.store.urls import is_postgres_url, redact_url
 __all__ = ["DEFAULT_WINDOW", "CommandContext", "CommandError"]
 
 DEFAULT_WINDOW = 128_000
+_C1 = re.compile("[\x7f-\x9f]")  # what json.dumps(ensure_ascii=False) leaves raw of the control characters
 _CATCH_UP_CHUNK = 64  # conversations caught up per wait_idle call (each counted as it ends)
 
 
@@ -60,8 +63,9 @@ class CommandContext:
     @classmethod
     def create(cls, args: argparse.Namespace) -> CommandContext:
         # Consoles made per call (not at import) so they write to the current
-        # sys.stdout/sys.stderr; no highlighting: stored text is shown as it is.
-        return cls(args=args, out=Console(highlight=False), err=Console(stderr=True, highlight=False))
+        # sys.stdout/sys.stderr; no highlighting: stored text is shown as it is (on a
+        # terminal, its control characters as visible signs: cli/terminal.py)
+        return cls(args=args, out=TerminalConsole(), err=TerminalConsole(stderr=True))
 
     # -- options ------------------------------------------------------------------------
 
@@ -238,5 +242,7 @@ class CommandContext:
             self.out.width = saved
 
     def emit_json(self, payload: Any) -> None:
-        """Machine-readable output: one JSON document on stdout and nothing else."""
-        print(json.dumps(payload, ensure_ascii=False, indent=2, default=str))
+        """Machine-readable output: one JSON document on stdout and nothing else. Every
+        control character is escaped: JSON escapes C0 itself, and DEL and C1 (0x9b is a
+        CSI on some terminals) are escaped here, the same text to a JSON reader."""
+        print(_C1.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(payload, ensure_ascii=False, indent=2, default=str)))

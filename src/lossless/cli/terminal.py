@@ -1,0 +1,50 @@
+"""The CLI's consoles show a control character inside stored text as a visible sign, never
+as it is. Text stored from a chat log or a tenant's request can hold escape sequences
+(``ESC[2J`` clears the screen, ``ESC]0;…`` retitles the window, ``ESC]52;…`` writes the
+clipboard), and ``lossless show`` or ``grep`` printed them raw, also through ``| head``.
+
+Only the text rich renders is changed, not rich's own control codes (styles, a progress
+bar's cursor moves); that output is for people (wrapped, cut to a line) in a pipe too.
+What is for programs stays byte for byte what was stored: ``--json`` (JSON escapes it) and
+the exact text ``lossless expand --offset`` writes, unless that goes to a terminal."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from rich.console import Console
+from rich.segment import Segment
+
+__all__ = ["TerminalConsole", "visible"]
+
+# C0 but tab and newline, DEL, and C1 (0x9b alone is a CSI on many terminals)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _sign(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)  # Unicode's control pictures: ␛ for ESC, ␇ for BEL, ␍ for CR
+    if code == 0x7F:
+        return "\u2421"  # ␡
+    return f"\\x{code:02x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with each control character but tab and newline as a visible sign."""
+    return _CONTROL.sub(_sign, text) if _CONTROL.search(text) else text
+
+
+class TerminalConsole(Console):
+    """A rich console that shows control characters of the text it renders as visible
+    signs (:func:`visible`)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(highlight=False, **kwargs)
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            seg if seg.control or not _CONTROL.search(seg.text) else Segment(visible(seg.text), seg.style)
+            for seg in buffer)
