@@ -89,3 +89,31 @@ def test_until_a_date_on_the_cli(store_target: StoreTarget, tmp_path: Path, caps
         assert main(["--db", str(db), "--json", command, "c", "公园", "--until", "2024-05-01"]) == 0
         hits = json.loads(capsys.readouterr().out)["hits"]
         assert sorted(h["first_seq"] for h in hits) == [1, 2, 3, 4], command
+
+
+def test_a_reversed_range_is_named_not_answered_with_nothing(store_target: StoreTarget, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """``since`` after ``until`` matches nothing by construction: it was answered "no
+    matches", as if nothing had been said then. It is an error naming both, on the API,
+    over HTTP and on the CLI; since == until (one day) stays a range."""
+    import httpx
+
+    from lossless.cli.main import main
+
+    from .server_support import served
+
+    with lossless.open(store_target("r"), embedder=None) as mem:
+        conv = _fill(mem)
+        for search in (conv.search, mem.search):
+            with pytest.raises(ValidationError, match=r"since \(2024-05-02.*is after until \(2024-05-01"):
+                search("公园", since="2024-05-02", until="2024-05-01")
+        assert _seqs(conv.search("公园", since="2024-05-01", until="2024-05-01")) == [2, 3, 4]
+        with served(mem) as server, httpx.Client(base_url=server.url, timeout=30) as api:
+            bad = api.post("/v1/lossless/conversations/c/search",
+                           json={"query": "公园", "since": "2030-01-01", "until": "2020-01-01"})
+            assert bad.status_code in (400, 422) and "is after until" in bad.text
+    db = tmp_path / "cli.db"
+    with lossless.open(str(db), embedder=None) as mem:
+        _fill(mem)
+    assert main(["--db", str(db), "grep", "c", "公园", "--since", "2030-01-01", "--until", "2020-01-01"]) == 1
+    assert "is after until" in capsys.readouterr().err

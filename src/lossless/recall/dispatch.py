@@ -45,13 +45,19 @@ def checked_spec(spec: SearchSpec) -> SearchSpec:
     kinds = _strings(spec.kinds, "kinds", ("message", "summary"))
     if not kinds:
         raise ValidationError("kinds is empty: give message, summary or both")
+    since = None if spec.since is None else parse_datetime(spec.since, "since")
+    until = None if spec.until is None else parse_until(spec.until, "until")
+    if since is not None and until is not None and since > until:
+        # (an empty answer said nothing of the reversed range)
+        raise ValidationError(f"since ({since.isoformat()}) is after until ({until.isoformat()}): no time is in "
+                              "both; swap them")
     return replace(
         spec,
         kinds=kinds,  # type: ignore[arg-type]
         roles=None if spec.roles is None else _strings(spec.roles, "roles", ROLES),
         conversation_ids=None if spec.conversation_ids is None else _strings(spec.conversation_ids, "conversations"),
-        since=None if spec.since is None else parse_datetime(spec.since, "since"),
-        until=None if spec.until is None else parse_until(spec.until, "until"),
+        since=since,
+        until=until,
     )
 
 
