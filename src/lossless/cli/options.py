@@ -69,7 +69,8 @@ def common_options(suppress: bool) -> argparse.ArgumentParser:
                             "$LOSSLESS_HOME/lossless.db, else the user data directory)")
     group.add_argument("--window", metavar="N", type=positive, default=default(None),
                        help="the model's context window in tokens; remembered by the database for later "
-                            f"commands (default: the remembered value, else {DEFAULT_WINDOW})")
+                            "commands when given to one that may create it (add, import, serve, mcp …) "
+                            f"(default: the remembered value, else {DEFAULT_WINDOW})")
     group.add_argument("--model", metavar="NAME", default=default(None),
                        help="the chat model (e.g. gpt-4o, claude-sonnet-4-5): its known window and "
                             "history limits apply unless --window is given")
