@@ -417,3 +417,19 @@ def test_a_diverged_anthropic_request_names_the_clients_messages(proxy: str, mem
     assert r.status_code == 409, r.text
     assert r.json()["error"]["message"].startswith("messages[0] (user) differs from the stored message #2"), r.text
     assert "while messages[1] is the stored #3" in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(("wire", "messages"), [
+    ("anthropic", [{"role": "user", "content": [{"type": "thinking", "thinking": "想一想", "signature": "s"}]}]),
+    ("openai", [{"role": "assistant", "content": ""}]),
+])
+def test_a_request_with_nothing_to_store_says_so(proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer,
+                                                 wire: str, messages: list[dict[str, Any]]) -> None:
+    """Turns of thinking blocks or empty replies alone: Anthropic's was told "'messages' must
+    be a non-empty list" (it was not), OpenAI's went to the provider as an empty list and
+    came back in the provider's words. Both are a 422 that says what the turns hold."""
+    calls = len(fake_openai.requests)
+    path, body = _request(wire, "空", messages)
+    r = _post(proxy, path, body)
+    assert r.status_code == 422 and "holds nothing to store or send" in r.text, r.text
+    assert len(fake_openai.requests) == calls and memory.get_conversation("空") is None

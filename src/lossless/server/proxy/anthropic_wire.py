@@ -102,6 +102,9 @@ def chat_messages(system: Any, messages: Any) -> tuple[list[dict[str, Any]], lis
         elif parts:
             out.append({"role": "user", "content": parts})
             labels.append(f"messages[{i}]")
+    if not out:  # (storable_labelled would say "must be a non-empty list" of a list that was not)
+        raise ValidationError("'messages' holds nothing to store or send: its turns hold only thinking blocks "
+                              "or replies with neither text nor tool calls")
     return storable_labelled(out, labels)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from lossless.core.errors import ValidationError
 from lossless.core.render import content_text
 from lossless.core.types import ChatMessage, Message
 from lossless.providers.openai_format import openai_messages
@@ -40,7 +41,11 @@ class OpenAIDialect:
         return requested_conversation(request, body.get("user"), self.conversation_field)
 
     def incoming(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
-        return storable_labelled(body.get("messages"))
+        messages, labels = storable_labelled(body.get("messages"))
+        if not messages:  # else sent on as an empty list, for the provider to refuse in its own words
+            raise ValidationError("'messages' holds nothing to store or send: every message is an assistant turn "
+                                  "with neither text nor tool calls")
+        return messages, labels
 
     def outgoing(self, body: dict[str, Any], messages: list[ChatMessage]) -> dict[str, Any]:
         return {**body, "messages": openai_messages(messages)}
