@@ -513,9 +513,8 @@ def _print_slice(ctx: CommandContext, result: MessageSlice | SummarySlice) -> No
     on stderr. On a terminal a slice that does not end a line is ended with one, so the
     line on stderr (or the shell's prompt) starts on a line of its own."""
     content = result["content"]
-    # the stream itself, not rich's is_terminal: FORCE_COLOR or TTY_COMPATIBLE make that true
-    # in a pipe too, where the bytes must stay exactly the stored text; a terminal gets its
-    # control characters as visible signs (cli/terminal.py)
+    # the stream itself, not rich's is_terminal (FORCE_COLOR or TTY_COMPATIBLE make it true in a pipe,
+    # where the bytes stay the stored text); a terminal gets control characters as signs (cli/terminal.py)
     tty = sys.stdout.isatty()
     sys.stdout.write(visible(content) if tty else content)
     if content and not content.endswith("\n") and tty:
