@@ -20,7 +20,7 @@ from rich.text import Text
 from lossless.cli import render
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, command_parents
-from lossless.core.errors import NotFoundError, ValidationError
+from lossless.core.errors import ValidationError
 from lossless.longterm.forgetting import ForgetPolicy, Forgotten
 from lossless.longterm.memories import Memories
 from lossless.longterm.records import KINDS, SCOPES, MemoryRecord
@@ -286,14 +286,6 @@ def cmd_memory_restore(ctx: CommandContext) -> int:
     return 0
 
 
-def _known(kept: Memories, memory_id: str) -> bool:
-    try:
-        kept.get(memory_id)
-    except NotFoundError:
-        return False
-    return True
-
-
 def cmd_memory_forget(ctx: CommandContext) -> int:
     args = ctx.args
     if args.policy:
@@ -312,12 +304,7 @@ def cmd_memory_forget(ctx: CommandContext) -> int:
         # said here in the CLI's own words (the API's error names its parameters: all=True)
         raise CommandError("memory forget needs a criterion (IDs, --user, --agent, --kind, --scope, --older-than, "
                            "--importance-below or --keep), or --all to forget every memory")
-    kept = memories(ctx)
-    unknown = [i for i in dict.fromkeys(args.ids or ()) if not _known(kept, i)]
-    if unknown:  # a mistyped id forgot nothing and said "forgot 0 memories", as restore does not
-        raise CommandError(f"no memory with id {', '.join(map(repr, unknown))}: nothing was forgotten "
-                           "(`lossless memory ls` lists the ids)")
-    gone = kept.forget(
+    gone = memories(ctx).forget(
         args.ids or None, user=args.user, agent=args.agent, kind=args.kind, scope=args.scope,
         older_than=args.older_than, importance_below=args.importance_below, keep=args.keep,
         dry_run=args.dry_run, all=args.all, vacuum=args.vacuum,
