@@ -87,3 +87,39 @@ def test_mcp_over_stdio(store_target: StoreTarget, tmp_path: Path) -> None:
     anyio.run(session_run)
     with lossless.open(db) as mem:  # what the tools wrote is in the database
         assert "Ann takes her tea with lemon" in [r.content for r in mem.memories.ls(user="ann", kind="preference")]
+
+
+def test_mcp_tool_integers_are_checked_as_tool_calling_checks_them(store_target: StoreTarget, tmp_path: Path) -> None:
+    """lcm_expand's and lcm_grep's integer arguments: pydantic took "5" for 5 and true for 1
+    (tool calling and the HTTP API refuse both), and refused 0 in its own words ("1
+    validation error for lcm_expandArguments … errors.pydantic.dev"). The ToolBox checks
+    them now, as it does for tool calling; the schema the client sees is unchanged."""
+    db = store_target("mcpints")
+    with lossless.open(db, embedder=None) as mem:
+        conv = mem.conversation("c1")
+        conv.add_many([{"role": "user", "content": "我们周六去公园散步，看到了很多鸽子。"},
+                       {"role": "assistant", "content": "听起来很惬意！"}])
+        first = conv.messages()[0].id
+    params = StdioServerParameters(command=sys.executable, args=["-m", "lossless", "mcp", "--db", str(db)],
+                                   env={"LOSSLESS_EMBEDDER": "none", "LOSSLESS_HOME": str(tmp_path),
+                                        "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")})
+    cases = [("lcm_expand", {"id": first, "max_tokens": 0}, "max_tokens must be a positive integer; got 0"),
+             ("lcm_expand", {"id": first, "max_tokens": "5"}, "max_tokens must be a positive integer; got '5'"),
+             ("lcm_expand", {"id": first, "offset": -1}, "offset must be an integer >= 0; got -1"),
+             ("lcm_expand", {"id": first, "max_chars": True}, "max_chars must be a positive integer; got True"),
+             ("lcm_grep", {"query": "公园", "limit": "5"}, "limit must be an integer from 1 to 100; got '5'"),
+             ("lcm_grep", {"query": "公园", "limit": 101}, "limit must be an integer from 1 to 100; got 101")]
+
+    async def session_run() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            with anyio.fail_after(60):
+                await session.initialize()
+                for tool, args, says in cases:
+                    result = await session.call_tool(tool, args)
+                    text = result.content[0].text
+                    assert result.is_error and says in text and "pydantic" not in text, (tool, args, text)
+                good = _payload(await session.call_tool("lcm_expand", {"id": first, "max_chars": 4, "offset": 2}))
+                assert good["content"] == "周六去公"
+                assert _payload(await session.call_tool("lcm_grep", {"query": "公园", "limit": 1}))["count"] == 1
+
+    anyio.run(session_run)

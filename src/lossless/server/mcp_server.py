@@ -18,9 +18,9 @@ tool, resource, prompt and completion answers inside the key's tenant
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias, TypeVar
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from lossless.agent.tools import GREP_LIMIT_MAX, openai_tools
 from lossless.core.errors import LosslessError, MissingDependencyError
@@ -68,6 +68,24 @@ def _doc(tool: str, param: str) -> str:
 
 
 Kind = Literal["task", "fact", "preference", "error", "pattern"]
+
+
+def _integer(minimum: int, maximum: int | None = None, *, optional: bool = False) -> WithJsonSchema:
+    """The schema of an integer argument as the client sees it (type, range), on an argument
+    typed ``Any``: the SDK passes it on as sent, for the agent tools to check. ``"5"`` and
+    ``true`` are refused as tool calling and the HTTP API refuse them (pydantic took them for
+    5 and 1), and a value out of range is named in their words ("max_tokens must be a
+    positive integer; got 0"), not pydantic's."""
+    number: dict[str, Any] = {"type": "integer", "minimum": minimum}
+    if maximum is not None:
+        number["maximum"] = maximum
+    return WithJsonSchema({"anyOf": [number, {"type": "null"}]} if optional else number)
+
+
+_POSITIVE: TypeAlias = Annotated[Any, _integer(1)]
+_POSITIVE_OR_NONE: TypeAlias = Annotated[Any, _integer(1, optional=True)]
+_OFFSET: TypeAlias = Annotated[Any, _integer(0, optional=True)]
+_GREP_LIMIT: TypeAlias = Annotated[Any, _integer(1, GREP_LIMIT_MAX)]
 
 
 class _Run(Protocol):
@@ -159,8 +177,8 @@ def _add_dag_tools(server: MCPServer[Any], mem: Callable[[], Memory], run: _Run)
         until: Annotated[str | None, Field(description=_doc("lcm_grep", "until"))] = None,
         sort: Literal["relevance", "recency"] = "relevance",
         # the range in the schema the client sees, and checked by ToolBox.lcm_grep (not pydantic), so
-        # MCP refuses a limit out of range in the words tool calling and the HTTP server use
-        limit: Annotated[int, Field(json_schema_extra={"minimum": 1, "maximum": GREP_LIMIT_MAX})] = 10,
+        # MCP refuses a limit out of range, or not an integer, in the words tool calling and HTTP use
+        limit: Annotated[_GREP_LIMIT, Field(title="Limit")] = 10,
     ) -> dict[str, Any]:
         return await run(lambda t: public(toolbox(mem(), t, conversation).lcm_grep(
             query, mode=mode, scope=scope, role=role, since=since, until=until, sort=sort, limit=limit), t))
@@ -177,11 +195,12 @@ def _add_dag_tools(server: MCPServer[Any], mem: Callable[[], Memory], run: _Run)
         id: Annotated[str, Field(description=_doc("lcm_expand", "id"))],
         conversation: Annotated[str | None, Field(description=_SCOPE)] = None,
         to: Annotated[Literal["messages", "sources"], Field(description=_doc("lcm_expand", "to"))] = "messages",
-        max_tokens: Annotated[int, Field(ge=1, description=_doc("lcm_expand", "max_tokens"))] = 4000,
-        from_seq: Annotated[int | None, Field(ge=1, description=_doc("lcm_expand", "from_seq"))] = None,
-        offset: Annotated[int | None, Field(ge=0, description=_doc("lcm_expand", "offset"))] = None,
-        max_chars: Annotated[int | None, Field(ge=1, description=_doc("lcm_expand", "max_chars"))] = None,
-        page: Annotated[int | None, Field(ge=1, description=_doc("lcm_expand", "page"))] = None,
+        # (checked by the ToolBox, not pydantic: _integer)
+        max_tokens: Annotated[_POSITIVE, Field(title="Max Tokens", description=_doc("lcm_expand", "max_tokens"))] = 4000,
+        from_seq: Annotated[_POSITIVE_OR_NONE, Field(title="From Seq", description=_doc("lcm_expand", "from_seq"))] = None,
+        offset: Annotated[_OFFSET, Field(title="Offset", description=_doc("lcm_expand", "offset"))] = None,
+        max_chars: Annotated[_POSITIVE_OR_NONE, Field(title="Max Chars", description=_doc("lcm_expand", "max_chars"))] = None,
+        page: Annotated[_POSITIVE_OR_NONE, Field(title="Page", description=_doc("lcm_expand", "page"))] = None,
     ) -> dict[str, Any]:
         args: dict[str, Any] = {"id": id, "to": to, "max_tokens": max_tokens}
         extra = {"from_seq": from_seq, "offset": offset, "max_chars": max_chars, "page": page}
