@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from rich.measure import Measurement
 from rich.text import Text
 
 import lossless
-from lossless.cli.terminal import TerminalConsole
+from lossless.cli.terminal import TerminalConsole, json_escaped
 from lossless.conversation import Conversation
 from lossless.core import environ
 from lossless.core.errors import ValidationError
@@ -27,7 +26,6 @@ from lossless.store.urls import is_postgres_url, redact_url
 __all__ = ["DEFAULT_WINDOW", "CommandContext", "CommandError"]
 
 DEFAULT_WINDOW = 128_000
-_C1 = re.compile("[\x7f-\x9f]")  # what json.dumps(ensure_ascii=False) leaves raw of the control characters
 _CATCH_UP_CHUNK = 64  # conversations caught up per wait_idle call (each counted as it ends)
 
 
@@ -245,4 +243,4 @@ class CommandContext:
         """Machine-readable output: one JSON document on stdout and nothing else. Every
         control character is escaped: JSON escapes C0 itself, and DEL and C1 (0x9b is a
         CSI on some terminals) are escaped here, the same text to a JSON reader."""
-        print(_C1.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(payload, ensure_ascii=False, indent=2, default=str)))
+        print(json_escaped(json.dumps(payload, ensure_ascii=False, indent=2, default=str)))

@@ -17,10 +17,11 @@ from typing import Any
 from rich.console import Console
 from rich.segment import Segment
 
-__all__ = ["TerminalConsole", "visible"]
+__all__ = ["TerminalConsole", "json_escaped", "visible"]
 
 # C0 but tab and newline, DEL, and C1 (0x9b alone is a CSI on many terminals)
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_RAW_IN_JSON = re.compile("[\x7f-\x9f]")  # what json.dumps(ensure_ascii=False) leaves of them
 
 
 def _sign(match: re.Match[str]) -> str:
@@ -34,7 +35,14 @@ def _sign(match: re.Match[str]) -> str:
 
 def visible(text: str) -> str:
     """``text`` with each control character but tab and newline as a visible sign."""
-    return _CONTROL.sub(_sign, text) if _CONTROL.search(text) else text
+    return _CONTROL.sub(_sign, text)
+
+
+def json_escaped(document: str) -> str:
+    """A JSON document from ``json.dumps(…, ensure_ascii=False)`` with DEL and C1 escaped
+    too (JSON escapes C0 itself): the same text to a JSON reader, none of it live on a
+    terminal."""
+    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
 
 
 class TerminalConsole(Console):

@@ -124,17 +124,18 @@ def _time(value: Any) -> str | None:
 
 
 def _conversation(data: Any, index: int, line: int) -> Iterator[Item]:
-    cid = (data.get("conversation_id") or data.get("id")) if isinstance(data, dict) else None
+    fields = data if isinstance(data, dict) else {}
+    cid = fields.get("conversation_id") or fields.get("id")
     conv = f"{FORMAT}:{cid}" if isinstance(cid, str) and cid else f"{FORMAT}:#{index}"
-    title = data.get("title") if isinstance(data, dict) else None
-    if not isinstance(data, dict) or not isinstance(data.get("mapping"), dict):
+    title = fields.get("title")
+    mapping = fields.get("mapping")
+    if not isinstance(mapping, dict):
         # named as a cycle is below, so the one conversation of hundreds can be found
         named = ""
         if isinstance(cid, str) and cid:
             named = f" ({conv}, {title!r})" if isinstance(title, str) else f" ({conv})"
         yield Problem(line, f"invalid conversation: element {index}{named} has no 'mapping' object")
         return
-    mapping: dict[str, Any] = data["mapping"]
     try:
         path = branch(mapping, data.get("current_node"))
     except TreeError as exc:
