@@ -8,6 +8,7 @@ Now every view shows a control character as a visible sign (␛ for ESC), in a p
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -58,6 +59,7 @@ def test_json_keeps_the_exact_text(run: Run, hostile: str) -> None:
     assert not any(c in out for c in RAW), repr(out)  # … with every control character escaped
 
 
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal (POSIX)")
 def test_expand_into_a_pipe_is_exact_and_on_a_terminal_shows_signs(run: Run, hostile: str, tmp_path: Path) -> None:
     env = _env(tmp_path)
     done = subprocess.run([sys.executable, "-m", "lossless", "--db", str(run.db), "expand", hostile],
