@@ -256,12 +256,18 @@ class ToolBox:
 
     # -- scoping ------------------------------------------------------------------------
 
+    def _not_found(self, ident: str) -> NotFoundError:
+        """A node that is not in scope, said alike whether it exists elsewhere or nowhere:
+        message ids are ``sha256(conversation, seq)``, so a difference would let a server
+        tenant learn which of another's conversation ids exist, and how long they are."""
+        kind = "summary" if ident.startswith("sum_") else "message"
+        where = " in this conversation" if self.conversation_id is not None else ""
+        return NotFoundError(f"no {kind} with id {ident!r}{where}")
+
     def _check_scope(self, conversation_id: str, ident: str) -> None:
-        if self.conversation_id is not None and conversation_id != self.conversation_id:
-            raise NotFoundError(f"no node {ident!r} in this conversation")
-        if self.within is not None and conversation_id not in self.within:
-            # said as the store says a node that does not exist: another's is not there
-            raise NotFoundError(f"no {'summary' if ident.startswith('sum_') else 'message'} with id {ident!r}")
+        if (self.conversation_id is not None and conversation_id != self.conversation_id) or (
+                self.within is not None and conversation_id not in self.within):
+            raise self._not_found(ident)
 
     def node(self, ident: str) -> Summary | Message:
         """The summary or message ``ident`` (NotFoundError when it is not in scope); in a
@@ -270,10 +276,11 @@ class ToolBox:
         if not isinstance(ident, str) or not ident:
             raise ValidationError("id must be a non-empty string (sum_… or msg_…)")
         node: Summary | Message
-        if ident.startswith("sum_"):
-            node = self.memory.store.get_summary(ident)
-        elif ident.startswith("msg_"):
-            node = self.memory.store.get_message(ident)
+        if ident.startswith(("sum_", "msg_")):
+            try:
+                node = (self.memory.store.get_summary if ident.startswith("sum_") else self.memory.store.get_message)(ident)
+            except NotFoundError:
+                raise self._not_found(ident) from None
         elif _MESSAGE_NUMBER.match(ident):
             if self.conversation_id is None:
                 raise NotFoundError(f"{ident!r}: a message number names a message of one conversation; "
