@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from lossless.core.errors import ValidationError
@@ -94,7 +94,7 @@ def timestamp(dt: datetime) -> float:
 def parse_datetime(value: object, what: str = "created_at") -> datetime:
     """A datetime from a datetime, an ISO 8601 string, or a Unix timestamp."""
     if isinstance(value, datetime):
-        return value
+        return _in_range(value, what, value)
     if isinstance(value, bool):
         raise ValidationError(f"{what} must be a datetime or ISO 8601 string, got {value!r}")
     if isinstance(value, int | float):
@@ -107,12 +107,26 @@ def parse_datetime(value: object, what: str = "created_at") -> datetime:
         if text.endswith("Z"):
             text = text[:-1] + "+00:00"
         try:
-            return datetime.fromisoformat(text)
+            parsed = datetime.fromisoformat(text)
         except ValueError:
             raise ValidationError(f"{what} is not an ISO 8601 date/time: {value!r}") from None
+        return _in_range(parsed, what, value)
     raise ValidationError(
         f"{what} must be a datetime, ISO 8601 string or Unix timestamp, got {type(value).__name__}"
     )
+
+
+def _in_range(dt: datetime, what: str, given: object) -> datetime:
+    """``dt``, or a ValidationError when its UTC time is outside the years 1–9999:
+    9999-12-31T23:59-05:00 is a valid ISO string, but every later reading of it in UTC
+    (dates in the context, search results) overflowed, and a stored message cannot change."""
+    if dt.utcoffset():
+        try:
+            dt.astimezone(UTC)
+        except OverflowError:
+            raise ValidationError(f"{what} {str(given)!r} is outside the years 1 to 9999 once converted to "
+                                  "UTC") from None
+    return dt
 
 
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -123,7 +137,9 @@ def parse_until(value: object, what: str = "until") -> datetime:
     date alone ("2024-05-01") means the end of that day: a person who searches "until
     May 1st" means May 1st too, not its first microsecond."""
     if isinstance(value, str) and _DATE_ONLY.match(value.strip()):
-        return parse_datetime(value.strip(), what) + timedelta(days=1) - timedelta(microseconds=1)
+        day = parse_datetime(value.strip(), what)
+        # the end of 9999-12-31 is the last instant a datetime holds (one day on would overflow)
+        return day + (timedelta(days=1) - timedelta(microseconds=1)) if day.date() < date.max else datetime.max
     return parse_datetime(value, what)
 
 

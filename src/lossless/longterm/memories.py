@@ -614,7 +614,8 @@ class Memories:
             if isinstance(older_than, timedelta):
                 if older_than < timedelta(0):
                     raise ValidationError(f"older_than must not be negative, got {older_than!r}")
-                cutoff = timestamp(self.clock() - older_than)
+                # seconds, not dates: older than the year 1 (a million days) is every record, not an overflow
+                cutoff = timestamp(self.clock()) - older_than.total_seconds()
             elif isinstance(older_than, datetime):
                 cutoff = timestamp(older_than)
             else:
