@@ -321,8 +321,10 @@ async def _forward(request: Request, state: ServerState, dialect: Dialect, body:
         try:
             response = await client.send(client.build_request("POST", url, json=payload, headers=headers), stream=True)
         except httpx.HTTPError as exc:
-            return error_response(502, "upstream_error", f"the upstream provider at {upstream.base_url} did not "
-                                                         f"answer: {type(exc).__name__}: {exc}")
+            log.warning("lossless proxy: %s: the upstream provider at %s did not answer: %s: %s", turn.stored_id,
+                        httpx.URL(upstream.base_url).copy_with(userinfo=b"", query=b""), type(exc).__name__, exc)
+            return error_response(502, "upstream_error", "the upstream provider did not answer: "
+                                                         f"{type(exc).__name__}: {_redacted(str(exc), upstream)}")
         if response.status_code < 400:
             break
         raw = await response.aread()
@@ -351,7 +353,7 @@ async def _forward(request: Request, state: ServerState, dialect: Dialect, body:
             raw = await response.aread()
         except httpx.HTTPError as exc:  # the body broke off
             return error_response(502, "upstream_error", f"the upstream provider's answer broke off: "
-                                                         f"{type(exc).__name__}: {exc}")
+                                                         f"{type(exc).__name__}: {_redacted(str(exc), upstream)}")
         finally:
             await response.aclose()
         try:
@@ -365,6 +367,18 @@ async def _forward(request: Request, state: ServerState, dialect: Dialect, body:
     return StreamingResponse(_relay(response, dialect, turn), status_code=response.status_code,
                              media_type=response.headers.get("content-type", "text/event-stream"),
                              headers={**extra, "cache-control": "no-cache"})
+
+
+def _redacted(text: str, upstream: Upstream) -> str:
+    """``text`` without the operator's upstream URL, its host or its credentials: a tenant
+    is told the provider failed, not where the operator's gateway lives nor the user and
+    password or key its URL may carry (``https://user:token@gateway.internal/v1``)."""
+    url = httpx.URL(upstream.base_url)
+    parts = (upstream.base_url, upstream.base_url.rstrip("/"), str(url), url.netloc.decode("ascii", "replace"),
+             url.userinfo.decode("ascii", "replace"), url.host, url.query.decode("ascii", "replace"))
+    for part in sorted({p for p in parts if p}, key=len, reverse=True):
+        text = text.replace(part, "…")
+    return text
 
 
 # the provider's headers a client's SDK acts on (backing off, pacing, quoting a request id
