@@ -18,7 +18,10 @@ from lossless.server.run import free_port
 from lossless.server.state import Upstream
 from lossless.server.tenancy import Tenant
 from tests.conftest import StoreTarget, chat
+from tests.fake_openai import FakeOpenAIServer, fake_openai
 from tests.server_support import OpenAPIChecker, json_ready, served
+
+__all__ = ["fake_openai"]  # the fixture, imported for pytest to find
 
 C = "/v1/lossless/conversations"
 
@@ -118,3 +121,29 @@ def test_an_unreachable_upstream_is_502_without_the_operators_url(memory: lossle
             assert "did not answer" in message
             for secret in ("gwuser", "s3cret-pw", "k3y-zz", "127.0.0.1", str(port)):
                 assert secret not in r.text, (secret, r.text)
+
+
+@pytest.mark.parametrize("system", [5, {"text": "be brief"}, ["be brief"], [{"type": "text"}],
+                                    [{"type": "text", "text": "ok"}, {"type": "image", "source": {}}]])
+def test_an_anthropic_system_that_is_not_text_is_422_and_nothing_is_stored_or_sent(
+        memory: lossless.Memory, fake_openai: FakeOpenAIServer, system: Any) -> None:
+    """A ``system`` that is neither a string nor a list of text blocks was dropped without a
+    word: the user's turn was stored and sent without the system prompt the client meant."""
+    alpha, _ = _keys(memory)
+    with served(memory, upstream=Upstream(fake_openai.base_url, "sk-up")) as srv:
+        r = httpx.post(srv.url + "/v1/messages", headers={**alpha, "x-lossless-conversation": "sys"},
+                       json={"model": "claude-sonnet-4-5", "max_tokens": 100, "system": system,
+                             "messages": [{"role": "user", "content": "hi"}]})
+        assert r.status_code == 422 and "system" in r.json()["error"]["message"], r.text
+        assert memory.get_conversation(Tenant("alpha").stored_id("sys")) is None
+        assert not fake_openai.messages_requests()
+        fake_openai.enqueue_chat("fine")
+        ok = httpx.post(srv.url + "/v1/messages", headers={**alpha, "x-lossless-conversation": "sys"},
+                        json={"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": [
+                            {"role": "user", "content": "hi"}],
+                              "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}]})
+        assert ok.status_code == 200, ok.text
+        assert fake_openai.messages_requests()[-1].body["system"] == "be brief"
+        stored = memory.get_conversation(Tenant("alpha").stored_id("sys"))
+        assert stored is not None and [(m.role, m.content) for m in stored.messages()][:2] == [
+            ("system", "be brief"), ("user", "hi")]

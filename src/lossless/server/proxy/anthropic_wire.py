@@ -52,6 +52,20 @@ def _assistant(blocks: list[Any]) -> dict[str, Any] | None:
     return out if texts or calls else None
 
 
+def _check_system(system: Any) -> None:
+    """A ValidationError naming what in ``system`` is not Anthropic's: a string, or a list
+    of text blocks. Anything else was dropped without a word (``"system": 5``, a block of
+    another type, a text block whose text is not a string): the system prompt the client
+    meant was neither stored nor sent, and the provider answered without it."""
+    if system is None or isinstance(system, str):
+        return
+    if not isinstance(system, list):
+        raise ValidationError(f"'system' must be a string or a list of text blocks, got {type(system).__name__}")
+    for j, block in enumerate(system):
+        if not isinstance(block, dict) or block.get("type") != "text" or not isinstance(block.get("text"), str):
+            raise ValidationError(f"system[{j}] must be a text block ({{\"type\": \"text\", \"text\": \"…\"}})")
+
+
 def chat_messages(system: Any, messages: Any) -> tuple[list[dict[str, Any]], list[str]]:
     """An Anthropic request's ``system`` and ``messages`` as OpenAI-style messages, and
     where the client wrote each (``system``, ``messages[2]``, ``messages[2].content[0]``
@@ -60,6 +74,7 @@ def chat_messages(system: Any, messages: Any) -> tuple[list[dict[str, Any]], lis
         raise ValidationError("'messages' must be a non-empty list")
     out: list[dict[str, Any]] = []
     labels: list[str] = []
+    _check_system(system)
     system_text = _text(system)
     if system_text:
         out.append({"role": "system", "content": system_text})
