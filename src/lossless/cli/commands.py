@@ -21,6 +21,7 @@ from lossless.agent.tools import hit_dict
 from lossless.cli import render
 from lossless.cli.add_cmd import cmd_add  # re-exported: ``add`` has a module of its own now
 from lossless.cli.context import CommandContext, CommandError
+from lossless.cli.empty_context import empty_context
 from lossless.cli.options import Subparsers, add_command, command_parents, non_negative, positive
 from lossless.cli.owed import owed_text, store_owed
 from lossless.cli.terminal import visible
@@ -317,7 +318,7 @@ def cmd_assemble(ctx: CommandContext) -> int:
     conv = ctx.existing_conversation(ctx.args.conversation)
     assembled = conv.assemble(budget_tokens=ctx.args.budget, query=ctx.args.query)
     lag = assembled.lag
-    empty = _empty_context(ctx, conv, assembled.messages, assembled.budget_tokens)
+    empty = empty_context(ctx, conv, assembled.messages, assembled.budget_tokens, ctx.args.query)
     if ctx.json:
         ctx.emit_json({
             "tokens": assembled.tokens,
@@ -337,20 +338,6 @@ def cmd_assemble(ctx: CommandContext) -> int:
     ctx.out.rule(style="dim")
     ctx.out.print(render.tier_footer(assembled), soft_wrap=True)
     return 1 if empty else 0
-
-
-def _empty_context(ctx: CommandContext, conv: Conversation, messages: Sequence[Any], budget: int) -> bool:
-    """Whether a conversation with messages assembled to nothing (the budget fits none of
-    them); says so on stderr with the budget that would, so it never passes for a context."""
-    store = conv.memory.store
-    last = store.last_seq(conv.id)
-    if messages or not last:
-        return False
-    newest = store.get_messages(conv.id, last, last)[0]
-    ctx.err.print(Text(f"error: a budget of {budget:,} tokens fits nothing of {conv.id!r} ({last:,} messages): "
-                       f"the newest message alone is {newest.token_count:,} tokens; give a larger --budget",
-                       style="red"), soft_wrap=True)
-    return True
 
 
 # --scope as the kinds of node searched

@@ -186,7 +186,8 @@ def tier_footer(ctx: AssembledContext) -> Text:
     tiers = ctx.tier_tokens()
     text = Text()
     text.append(f"{ctx.tokens} / {ctx.budget_tokens} tokens", style="bold")
-    text.append(f" in {len(ctx.messages)} messages")
+    n = len(ctx.messages)
+    text.append(f" in {n} message{'s' if n != 1 else ''}")
     for tier in [t for t in TIER_ORDER if t in tiers] + sorted(set(tiers) - set(TIER_ORDER)):
         text.append(" · ")
         text.append(f"{tier} {tiers[tier]}", style="cyan")
@@ -224,7 +225,8 @@ def grep_hits(result: Mapping[str, Any], *, show_conversation: bool,
             head.append(f" {keyword_label}", style="yellow")
         lines.append(head)
         lines.append(Padding(Text(one_line(str(hit.get("snippet", "")), 200)), (0, 0, 0, 4), expand=False))
-    lines.append(Text(f"{result.get('count', len(hits))} match(es)", style="dim"))
+    count = result.get("count", len(hits))
+    lines.append(Text(f"{count} match{'es' if count != 1 else ''}", style="dim"))
     return Group(*lines)
 
 

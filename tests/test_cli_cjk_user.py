@@ -1,0 +1,96 @@
+"""A user whose chats are in Chinese (and Japanese, Korean), following the docs literally:
+what they saw go wrong, each pinned here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import lossless
+from lossless.importers import import_file
+from tests.conftest import StoreTarget
+from tests.test_cli import Run, run
+
+__all__ = ["run"]  # the fixture, used by name
+
+# each a chat saved by a CJK Windows in its "ANSI" code page, the first line as it reads
+_LEGACY_CHATS = [
+    ("big5", "big5", "用戶：請問資料庫怎麼備份？\n助手：可以使用 pg_dump，我們討論了備份策略。\n", "資料"),
+    ("shift_jis", "shift_jis", "ユーザー：こんにちは、データベースの質問です\nアシスタント：はい、日本語で話します\n",
+     "日本"),
+    ("cp949", "euc_kr", "사용자: 안녕하세요 데이터베이스 질문입니다\n어시스턴트: 무엇을 도와드릴까요?\n", "안녕"),
+    ("gb18030", "gbk", "用户：你好，我想订一张去上海的火车票。\n助手：好的，请问您哪天出发？\n", "火车"),
+]
+
+
+@pytest.mark.parametrize(("option", "saved_in", "chat", "word"), _LEGACY_CHATS,
+                         ids=[c[0] for c in _LEGACY_CHATS])
+def test_a_legacy_cjk_file_is_refused_naming_the_encoding_it_was_saved_in(
+        store_target: StoreTarget, tmp_path: Path, option: str, saved_in: str, chat: str, word: str) -> None:
+    """A Big5 (Taiwan), Shift_JIS or EUC-KR transcript was refused with "its bytes read as
+    GB18030/GBK … import it with --encoding gb18030": their bytes do decode as GB18030, into
+    rare and private-use characters, so following the advice stored mojibake. The refusal now
+    names the encoding whose reading is made of usual characters, and shows the first line as
+    it reads; with that option every message is stored as written."""
+    path = tmp_path / f"记录-{option}.txt"
+    path.write_bytes(chat.encode(saved_in))
+    first = chat.splitlines()[0]
+    with lossless.open(store_target(f"legacy-{option}"), embedder=None) as mem:
+        with pytest.raises(lossless.ValidationError, match=f"--encoding {option} ") as refused:
+            import_file(mem, path)
+        assert "Nothing was imported" in str(refused.value) and mem.conversations() == []
+        assert first in str(refused.value)  # the line as it reads in that encoding
+        import_file(mem, path, encoding=option)
+        (conversation,) = mem.conversations()
+        stored = [m.content for m in mem.conversation(conversation.id).messages()]
+        assert stored == [line.split("：", 1)[-1].split(": ", 1)[-1] for line in chat.splitlines()]
+        assert [h.conversation_id for h in mem.search(word)] == [conversation.id]
+
+
+def test_a_windows_1252_file_is_still_named_as_such(tmp_path: Path) -> None:
+    """Accented Latin text also decodes as GB18030 (as rare hanzi): it stays cp1252."""
+    path = tmp_path / "notes.txt"
+    path.write_bytes("User: Résumé naïve façade Ärger\nAssistant: Grüße\n".encode("cp1252"))
+    with lossless.open(":memory:", embedder=None) as mem, \
+            pytest.raises(lossless.ValidationError, match="--encoding cp1252 "):
+        import_file(mem, path)
+
+
+def test_counts_of_one_read_as_one(run: Run) -> None:
+    """`assemble` said "35 / 60 tokens in 1 messages" and grep / search "1 match(es)"."""
+    assert run("add", "对话-小美", "我们明天去公园散步吧", "--role", "user")[0] == 0
+    assert run("add", "对话-小美", "好的，颐和园门口见。Let's meet at 10am.", "--role", "assistant")[0] == 0
+    status, out, err = run("assemble", "对话-小美", "--budget", "50", "--query", "公园在哪里？")
+    assert status == 0, err
+    assert " in 1 message ·" in out and "1 messages" not in out
+    status, out, _ = run("assemble", "对话-小美", "--budget", "400")
+    assert " in 2 messages ·" in out
+    for command in ("grep", "search"):
+        status, out, err = run(command, "对话-小美", "公园")
+        assert status == 0, err
+        assert out.rstrip().endswith("\n1 match") and "(es)" not in out
+    status, out, _ = run("grep", "对话-小美", "10am 见")
+    assert out.rstrip().endswith("\n1 match")
+    run("add", "对话-小美", "公园里人很多", "--role", "user")
+    status, out, _ = run("grep", "对话-小美", "公园")
+    assert out.rstrip().endswith("\n2 matches")
+
+
+def test_a_budget_that_fits_nothing_names_the_budget_that_does(run: Run) -> None:
+    """`assemble --budget 40 --query 公园在哪里？` answered "the newest message alone is 20
+    tokens; give a larger --budget": 40 is larger than 20, and the context needs more (the
+    framing, the room kept for recall). The error now names the smallest budget that fits,
+    and that budget does."""
+    run("add", "对话-小美", "我们明天去公园散步吧", "--role", "user")
+    run("add", "对话-小美", "好的，颐和园门口见。Let's meet at 10am.", "--role", "assistant")
+    for extra in (("--query", "公园在哪里？"), ()):
+        status, _, err = run("assemble", "对话-小美", "--budget", "20", *extra)
+        assert status == 1
+        match = re.search(r"the smallest budget that fits it (with this --query )?is --budget (\d+)", err)
+        assert match is not None, err
+        assert bool(match.group(1)) == bool(extra)
+        needed = int(match.group(2))
+        assert run("assemble", "对话-小美", "--budget", str(needed), *extra)[0] == 0
+        assert run("assemble", "对话-小美", "--budget", str(needed - 1), *extra)[0] == 1
