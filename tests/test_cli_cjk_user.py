@@ -94,3 +94,17 @@ def test_a_budget_that_fits_nothing_names_the_budget_that_does(run: Run) -> None
         needed = int(match.group(2))
         assert run("assemble", "对话-小美", "--budget", str(needed), *extra)[0] == 0
         assert run("assemble", "对话-小美", "--budget", str(needed - 1), *extra)[0] == 1
+
+
+def test_erase_shows_whole_ids_in_a_pipe(run: Run) -> None:
+    """`erase … --message 2` and `erase --list` printed their table at rich's 80 columns into
+    a pipe: "msg_3ce6991e92…", "tomb_6cb2bc155…", "2026-11-27T13…", ids no one could copy."""
+    run("add", "对话-小美", "我们明天去公园散步吧", "--role", "user")
+    run("add", "对话-小美", "我的手机号是 13800138000，颐和园门口见。", "--role", "assistant")
+    for args in (("--message", "2", "--reason", "用户要求删除个人信息（隐私）", "--by", "管理员"), ("--list",)):
+        status, out, err = run("erase", "对话-小美", *args)
+        assert status == 0, err
+        (stone,) = run.json("erase", "对话-小美", "--list")
+        assert stone["message_id"] in out and stone["id"] in out, out
+        assert "用户要求删除个人信息（隐私）" in out and "管理员" in out and "…" not in out
+        assert stone["erased_at"][:16].replace("T", " ") in out
