@@ -388,13 +388,13 @@ def cmd_search(ctx: CommandContext) -> int:
     result = {"query": args.query, "mode": args.mode, "count": len(hits), "hits": [hit_dict(h) for h in hits]}
     # a query in a language the embedder does not read is searched by keywords alone, and
     # its hits will never be found by vectors: "not embedded yet" would say otherwise
-    unread = args.mode == "semantic" and memory.recaller.embedder is not None \
+    unread = args.mode != "fts" and memory.recaller.embedder is not None \
         and not memory.recaller.reads(args.query)
     if ctx.json:
         ctx.emit_json(result)
     else:
         ctx.out.print(render.grep_hits(
-            result, show_conversation=scope is None,
+            result, show_conversation=scope is None, mark_keyword=unread or args.mode == "semantic",
             keyword_label="by keywords (the embedder does not read the query's language)" if unread
             else "by keywords (not embedded yet)"))
     if unread:

@@ -205,9 +205,10 @@ def _iso_short(value: str) -> str:
 
 
 def grep_hits(result: Mapping[str, Any], *, show_conversation: bool,
-              keyword_label: str = "by keywords (not embedded yet)") -> RenderableType:
+              keyword_label: str = "by keywords (not embedded yet)", mark_keyword: bool = False) -> RenderableType:
     """``lcm_grep`` hits: one header line each (id, span, time) and the snippet under it;
-    a semantic search's hits found by keywords say so with ``keyword_label``."""
+    with ``mark_keyword`` (a semantic search, or one whose query the embedder does not
+    read) the hits found by keywords say so with ``keyword_label``."""
     hits = result.get("hits", [])
     if not hits:
         return Text(f"no matches for {result.get('query')!r}", style="dim")
@@ -221,7 +222,7 @@ def grep_hits(result: Mapping[str, Any], *, show_conversation: bool,
         head.append(f" {span} ")
         head.append(f"d{hit['depth']} " if hit["kind"] == "summary" else f"{hit.get('role') or ''} ", style="magenta")
         head.append(_iso_short(str(hit["created_at"])), style="green")
-        if hit.get("matched") == "keyword" and result.get("mode") == "semantic":
+        if mark_keyword and hit.get("matched") == "keyword":
             head.append(f" {keyword_label}", style="yellow")
         lines.append(head)
         lines.append(Padding(Text(one_line(str(hit.get("snippet", "")), 200)), (0, 0, 0, 4), expand=False))
