@@ -125,7 +125,7 @@ def test_add_ls_show_assemble_grep_describe_expand(run: Run, tmp_path: Path) -> 
     described = run.json("describe", leaf["id"])
     assert described["id"] == leaf["id"] and described["children"]
     status, out, _ = run("describe", leaf["id"])
-    assert status == 0 and "direct source(s)" in out
+    assert status == 0 and "direct source" in out
 
     expanded = run.json("expand", leaf["id"], "--max-tokens", "100000")
     assert [i["seq"] for i in expanded["items"]] == list(range(leaf["first_seq"], leaf["last_seq"] + 1))

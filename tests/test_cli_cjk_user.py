@@ -108,3 +108,21 @@ def test_erase_shows_whole_ids_in_a_pipe(run: Run) -> None:
         assert stone["message_id"] in out and stone["id"] in out, out
         assert "用户要求删除个人信息（隐私）" in out and "管理员" in out and "…" not in out
         assert stone["erased_at"][:16].replace("T", " ") in out
+
+
+def test_describe_and_expand_count_in_words(run: Run) -> None:
+    """describe said "13 direct source(s)" and expand "2 item(s)": the count says which."""
+    with lossless.open(run.db, embedder=None, context_window=2048) as mem:
+        conv = mem.conversation("项目-杭州")
+        conv.add_many([{"role": "user" if i % 2 == 0 else "assistant",
+                        "content": f"第{i}轮：关于缓存过期时间，我们决定把超时时间设为{30 + i}秒。"} for i in range(60)])
+        conv.compact(full=True)
+        leaf = next(s for s in conv.summaries() if s.depth == 0)
+        sources = leaf.last_seq - leaf.first_seq + 1
+    status, out, err = run("describe", leaf.id)
+    assert status == 0, err
+    assert f"{sources} direct sources" in out and "(s)" not in out
+    for tokens, items in (("30", "1 item,"), ("60", "2 items,")):
+        status, out, err = run("expand", leaf.id, "--max-tokens", tokens)
+        assert status == 0, err
+        assert items in out and "(s)" not in out, out

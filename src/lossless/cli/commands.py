@@ -426,7 +426,7 @@ def cmd_describe(ctx: CommandContext) -> int:
         if result.get("large"):
             exploration = result["exploration"]
             ctx.out.rule(Text(f"large content: {exploration['kind']}, {result['total_chars']:,} characters, "
-                              f"{result['pages']:,} page(s) of {result['page_chars']:,}"), align="left", style="dim")
+                              f"{render.counted(result['pages'], 'page')} of {result['page_chars']:,}"), align="left", style="dim")
             ctx.out.print(Text(str(exploration["summary"])), soft_wrap=True)
             ctx.out.rule(style="dim")
             ctx.out.print(Text(f"read it: lossless expand {result['id']} --page 1 (… --page {result['pages']}), "
@@ -440,7 +440,7 @@ def cmd_describe(ctx: CommandContext) -> int:
                                           "descendant_count", "summarizer", "fallback_level", "parent")}
     ctx.out.print(render.key_values(fields))
     children = result.get("children", [])
-    ctx.out.rule(Text(f"{len(children)} direct source(s)"), align="left", style="dim")
+    ctx.out.rule(Text(f"{render.counted(len(children), 'direct source')}"), align="left", style="dim")
     for child in children:
         if child["kind"] == "summary":
             line = Text(f"{child['id']} d{child['depth']} #{child['first_seq']}–#{child['last_seq']} "
@@ -475,7 +475,7 @@ def cmd_expand(ctx: CommandContext) -> int:
     for part in render.expand_items(result):
         ctx.out.print(part, soft_wrap=True)
     ctx.out.rule(style="dim")
-    footer = Text(f"{len(result['items'])} item(s), {result['tokens']} tokens "
+    footer = Text(f"{render.counted(len(result['items']), 'item')}, {result['tokens']} tokens "
                   f"of {result['id']} #{result['first_seq']}–#{result['last_seq']}")
     for cut in result["items"]:
         if "partial" in cut and cut["next_offset"] is not None:

@@ -181,13 +181,17 @@ def chat_messages(messages: Sequence[ChatMessage]) -> list[RenderableType]:
     return out
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 message``, ``2 messages``, ``1,024 matches``: a count with its noun agreeing."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def tier_footer(ctx: AssembledContext) -> Text:
     """``2946 / 3000 tokens · fresh_tail 1222 · summary 1007 · root 116 · recall 408``."""
     tiers = ctx.tier_tokens()
     text = Text()
     text.append(f"{ctx.tokens} / {ctx.budget_tokens} tokens", style="bold")
-    n = len(ctx.messages)
-    text.append(f" in {n} message{'s' if n != 1 else ''}")
+    text.append(f" in {counted(len(ctx.messages), 'message')}")
     for tier in [t for t in TIER_ORDER if t in tiers] + sorted(set(tiers) - set(TIER_ORDER)):
         text.append(" · ")
         text.append(f"{tier} {tiers[tier]}", style="cyan")
@@ -226,8 +230,7 @@ def grep_hits(result: Mapping[str, Any], *, show_conversation: bool,
             head.append(f" {keyword_label}", style="yellow")
         lines.append(head)
         lines.append(Padding(Text(one_line(str(hit.get("snippet", "")), 200)), (0, 0, 0, 4), expand=False))
-    count = result.get("count", len(hits))
-    lines.append(Text(f"{count} match{'es' if count != 1 else ''}", style="dim"))
+    lines.append(Text(counted(int(result.get("count", len(hits))), "match", "matches"), style="dim"))
     return Group(*lines)
 
 
