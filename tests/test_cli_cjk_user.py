@@ -126,3 +126,12 @@ def test_describe_and_expand_count_in_words(run: Run) -> None:
         status, out, err = run("expand", leaf.id, "--max-tokens", tokens)
         assert status == 0, err
         assert items in out and "(s)" not in out, out
+
+
+def test_the_import_summary_counts_ignored_lines_in_words(run: Run) -> None:
+    """A Codex rollout's summary read "ignored 4 non-message items (3 codex event_msg line, …)"."""
+    rollout = Path(__file__).parent / "data" / "import" / \
+        "rollout-2025-05-07T17-24-21-5973b6c0-94b8-487b-a530-2aeb6098ae0e.jsonl"
+    status, out, err = run("import", rollout, "--no-wait")
+    assert status == 0, err
+    assert "(3 codex event_msg lines, 1 codex turn_context line)" in out, out
