@@ -135,3 +135,21 @@ def test_the_import_summary_counts_ignored_lines_in_words(run: Run) -> None:
     status, out, err = run("import", rollout, "--no-wait")
     assert status == 0, err
     assert "(3 codex event_msg lines, 1 codex turn_context line)" in out, out
+
+
+def test_files_counts_agree_with_their_nouns(run: Run, tmp_path: Path) -> None:
+    """`files rm` said "removed 1 files (1 chunks)", `files stats` "1 files (1 markdown), 1 chunks"."""
+    root = tmp_path / "ws"
+    (root / "文档").mkdir(parents=True)
+    (root / "文档" / "部署指南.md").write_text("# 部署指南\n\n数据库迁移前先备份。缓存过期时间为 30 分钟。\n",
+                                           encoding="utf-8")
+    (root / "代码.py").write_text('def 计算():\n    return "价格"\n', encoding="utf-8")
+    status, out, err = run("index", root, "--root", root)
+    assert status == 0, err
+    assert out.startswith("2 files: 2 indexed") and "2 chunks written" in out
+    status, out, err = run("files", "search", "缓存")
+    assert status == 0 and "文档/部署指南.md:1-3" in out, err
+    status, out, err = run("files", "rm", root / "代码.py")
+    assert status == 0 and "removed 1 file (1 chunk)" in out, out + err
+    status, out, err = run("files", "stats")
+    assert status == 0 and out.startswith("1 file (1 markdown), 1 chunk, "), out
