@@ -153,3 +153,27 @@ def test_files_counts_agree_with_their_nouns(run: Run, tmp_path: Path) -> None:
     assert status == 0 and "removed 1 file (1 chunk)" in out, out + err
     status, out, err = run("files", "stats")
     assert status == 0 and out.startswith("1 file (1 markdown), 1 chunk, "), out
+
+
+def test_a_time_bound_with_an_offset_and_one_without_are_compared(run: Run, store_target: StoreTarget) -> None:
+    """`grep 会话 北京 --since 2024-05-01T02:00:00+08:00 --until 2024-04-30` (a Beijing time and a
+    date) failed with "unexpected TypeError: can't compare offset-naive and offset-aware
+    datetimes", a valid range as much as a reversed one. A bound without an offset is UTC, as
+    the filters read it."""
+    run("add", "会话", "北京时间上午九点开会", "--role", "user", "--created-at", "2024-05-01T09:00:00+08:00")
+    for since, until, found in (("2024-04-30T02:00:00+08:00", "2024-05-01", 1),   # 04-29 18:00Z .. 05-01 end
+                                ("2024-05-01T02:00:00+08:00", "2024-04-30", 0),   # 04-30 18:00Z .. 04-30 end
+                                ("2024-04-30", "2024-05-01T09:00:00+08:00", 1),   # .. 05-01 01:00Z, inclusive
+                                ("2024-04-30", "2024-05-01T08:59:59+08:00", 0)):
+        for command in ("grep", "search"):
+            result = run.json(command, "会话", "北京", "--since", since, "--until", until)
+            assert result["count"] == found, (command, since, until)
+    status, _, err = run("grep", "会话", "北京", "--since", "2024-05-02T09:00:00+08:00", "--until", "2024-05-01")
+    assert status == 1 and "is after until" in err and "TypeError" not in err
+    with lossless.open(store_target("mixed-bounds"), embedder=None) as mem:
+        conv = mem.conversation("会话")
+        conv.add(role="user", content="北京时间上午九点开会", created_at="2024-05-01T09:00:00+08:00")
+        for mode in ("fts", "hybrid"):
+            assert len(conv.search("北京", mode=mode, since="2024-04-30T02:00:00+08:00", until="2024-05-01")) == 1
+            with pytest.raises(lossless.ValidationError, match="is after until"):
+                conv.search("北京", mode=mode, since="2024-05-02T09:00:00+08:00", until="2024-05-01")
