@@ -177,3 +177,13 @@ def test_a_time_bound_with_an_offset_and_one_without_are_compared(run: Run, stor
             assert len(conv.search("北京", mode=mode, since="2024-04-30T02:00:00+08:00", until="2024-05-01")) == 1
             with pytest.raises(lossless.ValidationError, match="is after until"):
                 conv.search("北京", mode=mode, since="2024-05-02T09:00:00+08:00", until="2024-05-01")
+
+
+def test_export_counts_agree_with_their_nouns(run: Run, tmp_path: Path) -> None:
+    """`export 对话:1 -o x.jsonl` said "对话:1: 1 messages → x.jsonl"."""
+    run("add", "对话:1", "只有一条消息", "--role", "user")
+    status, out, err = run("export", "对话:1", "-o", tmp_path / "x.jsonl")
+    assert status == 0, err
+    assert out.startswith("对话:1: 1 message → ") and "1 messages" not in out
+    status, out, err = run("export", "--all", "-o", tmp_path / "all")
+    assert status == 0 and "对话:1: 1 message → " in out and (tmp_path / "all").is_dir(), err
