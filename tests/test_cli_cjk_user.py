@@ -187,3 +187,11 @@ def test_export_counts_agree_with_their_nouns(run: Run, tmp_path: Path) -> None:
     assert out.startswith("对话:1: 1 message → ") and "1 messages" not in out
     status, out, err = run("export", "--all", "-o", tmp_path / "all")
     assert status == 0 and "对话:1: 1 message → " in out and (tmp_path / "all").is_dir(), err
+
+
+def test_show_counts_agree_with_their_nouns(run: Run) -> None:
+    """`show 대화` of a one-message conversation said "대화 · 1 messages" and "raw tail #1–#1 · 1 messages"."""
+    run("add", "대화", "안녕하세요，你好", "--role", "user")
+    status, out, err = run("show", "대화")
+    assert status == 0, err
+    assert out.startswith("대화 · 1 message, ") and "· 1 message ·" in out and "1 messages" not in out

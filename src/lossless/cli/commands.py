@@ -292,7 +292,8 @@ def show_dag(ctx: CommandContext, conv: Conversation, *, with_messages: bool = F
                                                                    "content": root.content}})
         return
     info = conv.info
-    title = f"{conv.id} · {info.message_count} messages · {info.summary_count} summaries"
+    title = (f"{conv.id} · {render.counted(info.message_count, 'message')} · "
+             f"{render.counted(info.summary_count, 'summary', 'summaries')}")
     tree = render.dag_tree(title, frontier, conv.summaries(), tail, messages=everything,
                            levels=levels, tail_limit=tail_limit)
     ctx.print_unwrapped(tree)
