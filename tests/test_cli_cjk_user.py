@@ -195,3 +195,14 @@ def test_show_counts_agree_with_their_nouns(run: Run) -> None:
     status, out, err = run("show", "대화")
     assert status == 0, err
     assert out.startswith("대화 · 1 message, ") and "· 1 message ·" in out and "1 messages" not in out
+
+
+@pytest.mark.model
+def test_embed_counts_agree_with_their_noun(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`embed 中` said "中: 1 retrieval units embedded, 1 left to keyword search …"."""
+    monkeypatch.setenv("LOSSLESS_EMBEDDER", "local")
+    run("add", "中", "我们明天去公园散步吧", "--role", "user", "--no-wait")
+    run("add", "中", "The park is nice in spring", "--role", "user", "--no-wait")
+    status, out, err = run("embed", "中")
+    assert status == 0, err
+    assert "中: 1 retrieval unit embedded, 1 left to keyword search" in " ".join(out.split()), out

@@ -624,7 +624,7 @@ def cmd_embed(ctx: CommandContext) -> int:
         for cid, n in counts.items():
             rest = (f", {skipped[cid]:,} left to keyword search (a language the embedder does not read)"
                     if skipped[cid] else "")
-            ctx.out.print(Text(f"{cid}: {n:,} retrieval units embedded{rest}"))
+            ctx.out.print(Text(f"{cid}: {render.counted(n, 'retrieval unit')} embedded{rest}"))
     return 0
 
 
