@@ -145,7 +145,7 @@ _LEGACY: Final = (
 def _legacy_guess(head: bytes) -> tuple[str, str, str] | None:
     """(encoding, what it is, the first line that is not ASCII as it reads) of the legacy CJK
     encoding the head reads best as, None when it reads as none of them or as mostly rare
-    characters in each (Windows-1252 accents read as GB18030's rare hanzi)."""
+    characters in each while it reads as Windows-1252 (accents read as GB18030's rare hanzi)."""
     best: tuple[float, str, str, str] | None = None
     for encoding, what, usual in _LEGACY:
         text = _decoded(head, encoding)
@@ -156,7 +156,9 @@ def _legacy_guess(head: bytes) -> tuple[str, str, str] | None:
         if best is None or share > best[0]:
             sample = next((line.strip() for line in text.splitlines() if not line.isascii()), "")
             best = (share, encoding, what, sample[:40] + ("…" if len(sample) > 40 else ""))
-    return None if best is None or best[0] < 0.5 else best[1:]
+    if best is None or (best[0] < 0.5 and _decoded(head, "cp1252") is not None):
+        return None
+    return best[1:]
 
 
 def _not_utf8(head: bytes, name: str, bad: int, lines: int) -> str:
