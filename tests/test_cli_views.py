@@ -54,7 +54,7 @@ def test_show_tree_has_depths_tokens_and_time_spans(db: str, capsys: pytest.Capt
     status, out, _ = _run(db, capsys, "show", "c1", "--levels", "0", "--tail", "1")
     assert status == 0 and re.search(r"… \d+ summaries", out) and "older raw-tail message" in out
     status, out, _ = _run(db, capsys, "show", "empty-dag")
-    assert status == 0 and "raw tail #1–#1 · 1 messages" in out and "#1 user just one message" in out
+    assert status == 0 and "raw tail #1–#1 · 1 message ·" in out and "#1 user just one message" in out
 
 
 def test_duration() -> None:

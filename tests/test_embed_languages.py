@@ -403,6 +403,32 @@ def test_cli_semantic_search_in_a_language_the_model_does_not_read_says_why(stor
     english = cli("search", "c", "coffee in the park", "--mode", "semantic")
     assert english.returncode == 0 and "by keywords" not in english.stdout and not english.stderr.strip()
 
+@pytest.mark.model
+def test_cli_hybrid_search_in_a_language_the_model_does_not_read_says_why(store_target: StoreTarget,
+                                                                          tmp_path: Path) -> None:
+    """``lossless search c 公园``, the default hybrid mode, with the English model: docs/cli.md
+    says such a query is searched by keywords alone, its hits marked and a note saying so;
+    only ``--mode semantic`` did (``--json`` had ``"matched": "keyword"``, the text nothing)."""
+    db = str(store_target("cli-unread-hybrid"))
+    env = {**os.environ, "LOSSLESS_HOME": str(tmp_path / "home"), "LOSSLESS_EMBEDDER": "local"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "lossless", "--db", db, *args], capture_output=True, text=True,
+                              env=env, timeout=300, check=False)
+
+    for text in (PARK_ZH, "I drank a coffee in the park, 公园 in Chinese."):
+        assert cli("add", "c", "--role", "user", "--content", text).returncode == 0
+    found = cli("search", "c", "公园")
+    assert found.returncode == 0, found.stderr
+    out, err = " ".join(found.stdout.split()), " ".join(found.stderr.split())  # unwrapped
+    assert out.count("by keywords (the embedder does not read the query's language)") == 2, out
+    assert "does not read the language of this query" in err
+    english = cli("search", "c", "coffee in the park")
+    assert english.returncode == 0 and "by keywords" not in english.stdout and not english.stderr.strip()
+    keywords = cli("search", "c", "公园", "--mode", "fts")  # keywords asked for: nothing to say
+    assert keywords.returncode == 0 and "by keywords" not in keywords.stdout and not keywords.stderr.strip()
+
+
 # -- a multilingual model folder, without torch ----------------------------------------------
 
 _TEXTS = ["我上次跟你说我去了哪个公园？", "I went to the park and saw a heron", "Lisa 今天很开心, python script", "",

@@ -137,7 +137,7 @@ def test_export_cli(store_target: StoreTarget, tmp_path: Path, capsys: pytest.Ca
     status, _, err = run("export", "plain", "-o", str(tmp_path))
     assert status == 1 and "is a directory" in err
     status, out, _ = run("export", "plain", "-o", str(tmp_path / "plain.json"), "--format", "json")
-    assert status == 0 and "1 messages" in out
+    assert status == 0 and "plain: 1 message → " in out
     status, _, err = run("export", "plain", "-o", str(tmp_path / "plain.json"), "--format", "json")
     assert status == 1 and "--force" in err
     status, _, err = run("export", "nope")

@@ -21,6 +21,7 @@ from lossless.agent.tools import hit_dict
 from lossless.cli import render
 from lossless.cli.add_cmd import cmd_add  # re-exported: ``add`` has a module of its own now
 from lossless.cli.context import CommandContext, CommandError
+from lossless.cli.empty_context import empty_context
 from lossless.cli.options import Subparsers, add_command, command_parents, non_negative, positive
 from lossless.cli.owed import owed_text, store_owed
 from lossless.cli.terminal import visible
@@ -291,7 +292,8 @@ def show_dag(ctx: CommandContext, conv: Conversation, *, with_messages: bool = F
                                                                    "content": root.content}})
         return
     info = conv.info
-    title = f"{conv.id} · {info.message_count} messages · {info.summary_count} summaries"
+    title = (f"{conv.id} · {render.counted(info.message_count, 'message')} · "
+             f"{render.counted(info.summary_count, 'summary', 'summaries')}")
     tree = render.dag_tree(title, frontier, conv.summaries(), tail, messages=everything,
                            levels=levels, tail_limit=tail_limit)
     ctx.print_unwrapped(tree)
@@ -317,7 +319,7 @@ def cmd_assemble(ctx: CommandContext) -> int:
     conv = ctx.existing_conversation(ctx.args.conversation)
     assembled = conv.assemble(budget_tokens=ctx.args.budget, query=ctx.args.query)
     lag = assembled.lag
-    empty = _empty_context(ctx, conv, assembled.messages, assembled.budget_tokens)
+    empty = empty_context(ctx, conv, assembled.messages, assembled.budget_tokens, ctx.args.query)
     if ctx.json:
         ctx.emit_json({
             "tokens": assembled.tokens,
@@ -337,20 +339,6 @@ def cmd_assemble(ctx: CommandContext) -> int:
     ctx.out.rule(style="dim")
     ctx.out.print(render.tier_footer(assembled), soft_wrap=True)
     return 1 if empty else 0
-
-
-def _empty_context(ctx: CommandContext, conv: Conversation, messages: Sequence[Any], budget: int) -> bool:
-    """Whether a conversation with messages assembled to nothing (the budget fits none of
-    them); says so on stderr with the budget that would, so it never passes for a context."""
-    store = conv.memory.store
-    last = store.last_seq(conv.id)
-    if messages or not last:
-        return False
-    newest = store.get_messages(conv.id, last, last)[0]
-    ctx.err.print(Text(f"error: a budget of {budget:,} tokens fits nothing of {conv.id!r} ({last:,} messages): "
-                       f"the newest message alone is {newest.token_count:,} tokens; give a larger --budget",
-                       style="red"), soft_wrap=True)
-    return True
 
 
 # --scope as the kinds of node searched
@@ -401,13 +389,13 @@ def cmd_search(ctx: CommandContext) -> int:
     result = {"query": args.query, "mode": args.mode, "count": len(hits), "hits": [hit_dict(h) for h in hits]}
     # a query in a language the embedder does not read is searched by keywords alone, and
     # its hits will never be found by vectors: "not embedded yet" would say otherwise
-    unread = args.mode == "semantic" and memory.recaller.embedder is not None \
+    unread = args.mode != "fts" and memory.recaller.embedder is not None \
         and not memory.recaller.reads(args.query)
     if ctx.json:
         ctx.emit_json(result)
     else:
         ctx.out.print(render.grep_hits(
-            result, show_conversation=scope is None,
+            result, show_conversation=scope is None, mark_keyword=unread or args.mode == "semantic",
             keyword_label="by keywords (the embedder does not read the query's language)" if unread
             else "by keywords (not embedded yet)"))
     if unread:
@@ -439,7 +427,7 @@ def cmd_describe(ctx: CommandContext) -> int:
         if result.get("large"):
             exploration = result["exploration"]
             ctx.out.rule(Text(f"large content: {exploration['kind']}, {result['total_chars']:,} characters, "
-                              f"{result['pages']:,} page(s) of {result['page_chars']:,}"), align="left", style="dim")
+                              f"{render.counted(result['pages'], 'page')} of {result['page_chars']:,}"), align="left", style="dim")
             ctx.out.print(Text(str(exploration["summary"])), soft_wrap=True)
             ctx.out.rule(style="dim")
             ctx.out.print(Text(f"read it: lossless expand {result['id']} --page 1 (… --page {result['pages']}), "
@@ -453,7 +441,7 @@ def cmd_describe(ctx: CommandContext) -> int:
                                           "descendant_count", "summarizer", "fallback_level", "parent")}
     ctx.out.print(render.key_values(fields))
     children = result.get("children", [])
-    ctx.out.rule(Text(f"{len(children)} direct source(s)"), align="left", style="dim")
+    ctx.out.rule(Text(f"{render.counted(len(children), 'direct source')}"), align="left", style="dim")
     for child in children:
         if child["kind"] == "summary":
             line = Text(f"{child['id']} d{child['depth']} #{child['first_seq']}–#{child['last_seq']} "
@@ -488,7 +476,7 @@ def cmd_expand(ctx: CommandContext) -> int:
     for part in render.expand_items(result):
         ctx.out.print(part, soft_wrap=True)
     ctx.out.rule(style="dim")
-    footer = Text(f"{len(result['items'])} item(s), {result['tokens']} tokens "
+    footer = Text(f"{render.counted(len(result['items']), 'item')}, {result['tokens']} tokens "
                   f"of {result['id']} #{result['first_seq']}–#{result['last_seq']}")
     for cut in result["items"]:
         if "partial" in cut and cut["next_offset"] is not None:
@@ -636,7 +624,7 @@ def cmd_embed(ctx: CommandContext) -> int:
         for cid, n in counts.items():
             rest = (f", {skipped[cid]:,} left to keyword search (a language the embedder does not read)"
                     if skipped[cid] else "")
-            ctx.out.print(Text(f"{cid}: {n:,} retrieval units embedded{rest}"))
+            ctx.out.print(Text(f"{cid}: {render.counted(n, 'retrieval unit')} embedded{rest}"))
     return 0
 
 

@@ -9,7 +9,7 @@ from datetime import datetime
 from rich.text import Text
 from rich.tree import Tree
 
-from lossless.cli.render import day_span, message_line, utc
+from lossless.cli.render import counted, day_span, message_line, utc
 from lossless.core.types import Message, Summary
 
 __all__ = ["dag_view", "duration", "summary_label"]
@@ -83,11 +83,11 @@ def dag_view(conversation_id: str, frontier: Sequence[Summary], summaries: Seque
     tail_tokens = sum(m.token_count for m in tail)
     active = sum(s.token_count for s in frontier) + tail_tokens
     title = Text(conversation_id, style="bold")
-    title.append(f" · {total_messages:,} messages, {total_tokens:,} tok")
+    title.append(f" · {counted(total_messages, 'message')}, {total_tokens:,} tok")
     if summaries:
         depths = sorted({s.depth for s in summaries})
         span = f"depth {depths[0]}" if len(depths) == 1 else f"depths {depths[0]}–{depths[-1]}"
-        title.append(f" · {len(summaries):,} summaries ({span})")
+        title.append(f" · {counted(len(summaries), 'summary', 'summaries')} ({span})")
     if total_tokens:
         title.append(f" · active context {active:,} tok", style="bold")
         if active and active < total_tokens:
@@ -100,7 +100,7 @@ def dag_view(conversation_id: str, frontier: Sequence[Summary], summaries: Seque
     if not tail:
         return tree
     head = Text("raw tail", style="bold yellow")
-    head.append(f" #{tail[0].seq}–#{tail[-1].seq} · {len(tail):,} messages · {tail_tokens:,} tok · ")
+    head.append(f" #{tail[0].seq}–#{tail[-1].seq} · {counted(len(tail), 'message')} · {tail_tokens:,} tok · ")
     head.append(day_span(tail[0].created_at, tail[-1].created_at), style="green")
     node = tree.add(head)
     shown = list(tail)

@@ -13,12 +13,14 @@ from __future__ import annotations
 import argparse
 import getpass
 from collections.abc import Sequence
+from datetime import datetime
 
 from rich.table import Table
 from rich.text import Text
 
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents
+from lossless.cli.render import utc
 
 __all__ = ["cmd_erase", "register"]
 
@@ -68,10 +70,17 @@ def cmd_erase(ctx: CommandContext) -> int:
     if not stones:
         ctx.out.print(Text("no erased messages"))
         return 0
-    table = Table("seq", "message", "erased at", "by", "reason", "tombstone")
+    table = Table()
+    # the ids are what one copies (describe, an audit): whole, never cut to "msg_3ce6991e92…"
+    # (into a pipe, where rich assumed 80 columns, too), as `memory ls` shows its ids; the
+    # exact time is in --json
+    for name in ("seq", "message", "erased at (UTC)", "by", "reason", "tombstone"):
+        table.add_column(name, no_wrap=name in ("seq", "message", "erased at (UTC)", "tombstone"),
+                         overflow="fold")
     for t in stones:
-        table.add_row(str(t.seq), t.message_id, t.erased_at, Text(t.erased_by), Text(t.reason), t.id)
-    ctx.out.print(table)
+        table.add_row(str(t.seq), t.message_id, f"{utc(datetime.fromisoformat(t.erased_at)):%Y-%m-%d %H:%M}",
+                      Text(t.erased_by), Text(t.reason), t.id)
+    ctx.print_unwrapped(table)
     return 0
 
 

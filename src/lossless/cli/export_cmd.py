@@ -13,6 +13,7 @@ from rich.text import Text
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents
 from lossless.cli.progress import WorkProgress
+from lossless.cli.render import counted
 from lossless.conversation import Conversation
 from lossless.export import EXPORT_FORMATS, export_conversation, export_to_path, file_name_for
 
@@ -92,6 +93,6 @@ def _report(ctx: CommandContext, written: list[dict[str, Any]]) -> None:
         ctx.emit_json({"written": written})
         return
     for item in written:
-        extra = f", {item['summaries']:,} summaries" if item["summaries"] else ""
-        ctx.out.print(Text(f"{item['conversation']}: {item['messages']:,} messages{extra} → {item['path']}"),
+        extra = f", {counted(item['summaries'], 'summary', 'summaries')}" if item["summaries"] else ""
+        ctx.out.print(Text(f"{item['conversation']}: {counted(item['messages'], 'message')}{extra} → {item['path']}"),
                       soft_wrap=True)

@@ -17,6 +17,7 @@ from rich.text import Text
 from lossless.cli.context import CommandContext
 from lossless.cli.options import Subparsers, command_parents, positive
 from lossless.cli.progress import WorkProgress
+from lossless.cli.render import counted
 from lossless.files import FILE_KINDS, MAX_FILE_BYTES, FileHit, Files, IndexReport
 from lossless.files.index import Progress as ProgressCallback
 
@@ -99,9 +100,9 @@ def _progress(ctx: CommandContext) -> Iterator[ProgressCallback | None]:
 
 
 def _summary(report: IndexReport) -> str:
-    return (f"{report.files_seen} files: {report.files_indexed} indexed ({report.files_changed} changed), "
+    return (f"{counted(report.files_seen, 'file')}: {report.files_indexed} indexed ({report.files_changed} changed), "
             f"{report.files_unchanged} unchanged, {report.files_removed} removed, {report.files_skipped} skipped; "
-            f"{report.chunks_written} chunks written, {report.chunks_removed} removed, "
+            f"{counted(report.chunks_written, 'chunk')} written, {report.chunks_removed} removed, "
             f"{report.chunks_embedded} embedded; {report.seconds:.2f} s")
 
 
@@ -180,7 +181,7 @@ def cmd_files_rm(ctx: CommandContext) -> int:
     if ctx.json:
         ctx.emit_json(report.to_dict())
     else:
-        ctx.out.print(Text(f"removed {report.files_removed} files ({report.chunks_removed} chunks)"))
+        ctx.out.print(Text(f"removed {counted(report.files_removed, 'file')} ({counted(report.chunks_removed, 'chunk')})"))
     return 0
 
 
@@ -190,8 +191,9 @@ def cmd_files_stats(ctx: CommandContext) -> int:
         ctx.emit_json(stats.to_dict())
         return 0
     kinds = ", ".join(f"{n} {k}" for k, n in stats.by_kind.items()) or "none"
-    ctx.out.print(Text(f"{stats.files} files ({kinds}), {stats.chunks} chunks, {stats.tokens} tokens, "
-                       f"{stats.bytes} bytes, {stats.vectors} vectors"))
+    ctx.out.print(Text(f"{counted(stats.files, 'file')} ({kinds}), {counted(stats.chunks, 'chunk')}, "
+                       f"{counted(stats.tokens, 'token')}, {counted(stats.bytes, 'byte')}, "
+                       f"{counted(stats.vectors, 'vector')}"))
     for root in stats.roots:
         ctx.out.print(Text(f"  root {root}", style="dim"))
     return 0

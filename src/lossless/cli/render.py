@@ -181,12 +181,17 @@ def chat_messages(messages: Sequence[ChatMessage]) -> list[RenderableType]:
     return out
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 message``, ``2 messages``, ``1,024 matches``: a count with its noun agreeing."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def tier_footer(ctx: AssembledContext) -> Text:
     """``2946 / 3000 tokens · fresh_tail 1222 · summary 1007 · root 116 · recall 408``."""
     tiers = ctx.tier_tokens()
     text = Text()
     text.append(f"{ctx.tokens} / {ctx.budget_tokens} tokens", style="bold")
-    text.append(f" in {len(ctx.messages)} messages")
+    text.append(f" in {counted(len(ctx.messages), 'message')}")
     for tier in [t for t in TIER_ORDER if t in tiers] + sorted(set(tiers) - set(TIER_ORDER)):
         text.append(" · ")
         text.append(f"{tier} {tiers[tier]}", style="cyan")
@@ -204,9 +209,10 @@ def _iso_short(value: str) -> str:
 
 
 def grep_hits(result: Mapping[str, Any], *, show_conversation: bool,
-              keyword_label: str = "by keywords (not embedded yet)") -> RenderableType:
+              keyword_label: str = "by keywords (not embedded yet)", mark_keyword: bool = False) -> RenderableType:
     """``lcm_grep`` hits: one header line each (id, span, time) and the snippet under it;
-    a semantic search's hits found by keywords say so with ``keyword_label``."""
+    with ``mark_keyword`` (a semantic search, or one whose query the embedder does not
+    read) the hits found by keywords say so with ``keyword_label``."""
     hits = result.get("hits", [])
     if not hits:
         return Text(f"no matches for {result.get('query')!r}", style="dim")
@@ -220,11 +226,11 @@ def grep_hits(result: Mapping[str, Any], *, show_conversation: bool,
         head.append(f" {span} ")
         head.append(f"d{hit['depth']} " if hit["kind"] == "summary" else f"{hit.get('role') or ''} ", style="magenta")
         head.append(_iso_short(str(hit["created_at"])), style="green")
-        if hit.get("matched") == "keyword" and result.get("mode") == "semantic":
+        if mark_keyword and hit.get("matched") == "keyword":
             head.append(f" {keyword_label}", style="yellow")
         lines.append(head)
         lines.append(Padding(Text(one_line(str(hit.get("snippet", "")), 200)), (0, 0, 0, 4), expand=False))
-    lines.append(Text(f"{result.get('count', len(hits))} match(es)", style="dim"))
+    lines.append(Text(counted(int(result.get("count", len(hits))), "match", "matches"), style="dim"))
     return Group(*lines)
 
 

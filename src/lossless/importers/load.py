@@ -99,7 +99,7 @@ class ImportReport:
             text += f"; skipped {len(self.skipped)} line{'s' if len(self.skipped) != 1 else ''} ({detail})"
         if self.ignored:
             total = sum(self.ignored.values())
-            detail = ", ".join(f"{n:,} {what}" for what, n in self.ignored.most_common(4))
+            detail = ", ".join(f"{n:,} {_plural(what, n)}" for what, n in self.ignored.most_common(4))
             more = len(self.ignored) - 4
             text += f"; ignored {total:,} non-message item{'s' if total != 1 else ''} ({detail}" + (
                 f", {more} more kinds)" if more > 0 else ")")
@@ -109,6 +109,14 @@ class ImportReport:
             text += "; interrupted: run the same command again to import the rest (what is stored is skipped)"
         return text
 
+
+
+# the nouns an ignored kind ends with ("codex event_msg line"): "3 codex event_msg lines"
+_COUNTED_NOUNS = ("line", "item", "message", "recap")
+
+
+def _plural(what: str, n: int) -> str:
+    return what + "s" if n != 1 and what.endswith(_COUNTED_NOUNS) else what
 
 class ImportInterrupted(KeyboardInterrupt):
     """Ctrl-C (SIGINT) stopped an import: ``report`` says what was stored before it (whole

@@ -47,7 +47,9 @@ def checked_spec(spec: SearchSpec) -> SearchSpec:
         raise ValidationError("kinds is empty: give message, summary or both")
     since = None if spec.since is None else parse_datetime(spec.since, "since")
     until = None if spec.until is None else parse_until(spec.until, "until")
-    if since is not None and until is not None and since > until:
+    # compared as the filters read them (a naive bound is UTC): a naive and an aware bound
+    # cannot be compared as datetimes (a TypeError from `--since 2024-05-01T02:00+08:00 --until 2024-05-01`)
+    if since is not None and until is not None and timestamp(since) > timestamp(until):
         # (an empty answer said nothing of the reversed range)
         raise ValidationError(f"since ({since.isoformat()}) is after until ({until.isoformat()}): no time is in "
                               "both; swap them")

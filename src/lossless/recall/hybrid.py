@@ -29,6 +29,7 @@ import numpy as np
 from lossless.core.errors import EmbedderError
 from lossless.core.tokens import TokenCounter
 from lossless.core.types import GrepHit
+from lossless.core.validate import timestamp
 from lossless.embed.base import Warmable, embed_checked, warm_is_due
 from lossless.embed.languages import ScriptReader, declared_languages
 from lossless.recall.owed import Debt, ModelDebt
@@ -546,8 +547,8 @@ class Recaller:
         pairs = self.index_store.knn(index, self.embedder.provider, self.embedder.model, cids, qvec, k * 2, kinds)
         text = spec.snippets or self.config.mmr_lambda is not None
         out: list[tuple[UnitRow, float]] = []
-        since = spec.since.timestamp() if spec.since else None
-        until = spec.until.timestamp() if spec.until else None
+        since = timestamp(spec.since) if spec.since else None  # a naive bound is UTC, as the keyword filters read it
+        until = timestamp(spec.until) if spec.until else None
         for start in range(0, len(pairs), k):  # read the units a batch at a time: most pass the filters
             batch = pairs[start : start + k]
             units = self.index_store.units([r for r, _ in batch], text=text)

@@ -1,0 +1,208 @@
+"""A user whose chats are in Chinese (and Japanese, Korean), following the docs literally:
+what they saw go wrong, each pinned here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import lossless
+from lossless.importers import import_file
+from tests.conftest import StoreTarget
+from tests.test_cli import Run, run
+
+__all__ = ["run"]  # the fixture, used by name
+
+# each a chat saved by a CJK Windows in its "ANSI" code page, the first line as it reads
+_LEGACY_CHATS = [
+    ("big5", "big5", "用戶：請問資料庫怎麼備份？\n助手：可以使用 pg_dump，我們討論了備份策略。\n", "資料"),
+    ("shift_jis", "shift_jis", "ユーザー：こんにちは、データベースの質問です\nアシスタント：はい、日本語で話します\n",
+     "日本"),
+    ("cp949", "euc_kr", "사용자: 안녕하세요 데이터베이스 질문입니다\n어시스턴트: 무엇을 도와드릴까요?\n", "안녕"),
+    ("gb18030", "gbk", "用户：你好，我想订一张去上海的火车票。\n助手：好的，请问您哪天出发？\n", "火车"),
+]
+
+
+@pytest.mark.parametrize(("option", "saved_in", "chat", "word"), _LEGACY_CHATS,
+                         ids=[c[0] for c in _LEGACY_CHATS])
+def test_a_legacy_cjk_file_is_refused_naming_the_encoding_it_was_saved_in(
+        store_target: StoreTarget, tmp_path: Path, option: str, saved_in: str, chat: str, word: str) -> None:
+    """A Big5 (Taiwan), Shift_JIS or EUC-KR transcript was refused with "its bytes read as
+    GB18030/GBK … import it with --encoding gb18030": their bytes do decode as GB18030, into
+    rare and private-use characters, so following the advice stored mojibake. The refusal now
+    names the encoding whose reading is made of usual characters, and shows the first line as
+    it reads; with that option every message is stored as written."""
+    path = tmp_path / f"记录-{option}.txt"
+    path.write_bytes(chat.encode(saved_in))
+    first = chat.splitlines()[0]
+    with lossless.open(store_target(f"legacy-{option}"), embedder=None) as mem:
+        with pytest.raises(lossless.ValidationError, match=f"--encoding {option} ") as refused:
+            import_file(mem, path)
+        assert "Nothing was imported" in str(refused.value) and mem.conversations() == []
+        assert first in str(refused.value)  # the line as it reads in that encoding
+        import_file(mem, path, encoding=option)
+        (conversation,) = mem.conversations()
+        stored = [m.content for m in mem.conversation(conversation.id).messages()]
+        assert stored == [line.split("：", 1)[-1].split(": ", 1)[-1] for line in chat.splitlines()]
+        assert [h.conversation_id for h in mem.search(word)] == [conversation.id]
+
+
+def test_a_windows_1252_file_is_still_named_as_such(tmp_path: Path) -> None:
+    """Accented Latin text also decodes as GB18030 (as rare hanzi): it stays cp1252."""
+    path = tmp_path / "notes.txt"
+    path.write_bytes("User: Résumé naïve façade Ärger\nAssistant: Grüße\n".encode("cp1252"))
+    with lossless.open(":memory:", embedder=None) as mem, \
+            pytest.raises(lossless.ValidationError, match="--encoding cp1252 "):
+        import_file(mem, path)
+
+
+def test_counts_of_one_read_as_one(run: Run) -> None:
+    """`assemble` said "35 / 60 tokens in 1 messages" and grep / search "1 match(es)"."""
+    assert run("add", "对话-小美", "我们明天去公园散步吧", "--role", "user")[0] == 0
+    assert run("add", "对话-小美", "好的，颐和园门口见。Let's meet at 10am.", "--role", "assistant")[0] == 0
+    status, out, err = run("assemble", "对话-小美", "--budget", "50", "--query", "公园在哪里？")
+    assert status == 0, err
+    assert " in 1 message ·" in out and "1 messages" not in out
+    status, out, _ = run("assemble", "对话-小美", "--budget", "400")
+    assert " in 2 messages ·" in out
+    for command in ("grep", "search"):
+        status, out, err = run(command, "对话-小美", "公园")
+        assert status == 0, err
+        assert out.rstrip().endswith("\n1 match") and "(es)" not in out
+    status, out, _ = run("grep", "对话-小美", "10am 见")
+    assert out.rstrip().endswith("\n1 match")
+    run("add", "对话-小美", "公园里人很多", "--role", "user")
+    status, out, _ = run("grep", "对话-小美", "公园")
+    assert out.rstrip().endswith("\n2 matches")
+
+
+def test_a_budget_that_fits_nothing_names_the_budget_that_does(run: Run) -> None:
+    """`assemble --budget 40 --query 公园在哪里？` answered "the newest message alone is 20
+    tokens; give a larger --budget": 40 is larger than 20, and the context needs more (the
+    framing, the room kept for recall). The error now names the smallest budget that fits,
+    and that budget does."""
+    run("add", "对话-小美", "我们明天去公园散步吧", "--role", "user")
+    run("add", "对话-小美", "好的，颐和园门口见。Let's meet at 10am.", "--role", "assistant")
+    for extra in (("--query", "公园在哪里？"), ()):
+        status, _, err = run("assemble", "对话-小美", "--budget", "20", *extra)
+        assert status == 1
+        match = re.search(r"the smallest budget that fits it (with this --query )?is --budget (\d+)", err)
+        assert match is not None, err
+        assert bool(match.group(1)) == bool(extra)
+        needed = int(match.group(2))
+        assert run("assemble", "对话-小美", "--budget", str(needed), *extra)[0] == 0
+        assert run("assemble", "对话-小美", "--budget", str(needed - 1), *extra)[0] == 1
+
+
+def test_erase_shows_whole_ids_in_a_pipe(run: Run) -> None:
+    """`erase … --message 2` and `erase --list` printed their table at rich's 80 columns into
+    a pipe: "msg_3ce6991e92…", "tomb_6cb2bc155…", "2026-11-27T13…", ids no one could copy."""
+    run("add", "对话-小美", "我们明天去公园散步吧", "--role", "user")
+    run("add", "对话-小美", "我的手机号是 13800138000，颐和园门口见。", "--role", "assistant")
+    for args in (("--message", "2", "--reason", "用户要求删除个人信息（隐私）", "--by", "管理员"), ("--list",)):
+        status, out, err = run("erase", "对话-小美", *args)
+        assert status == 0, err
+        (stone,) = run.json("erase", "对话-小美", "--list")
+        assert stone["message_id"] in out and stone["id"] in out, out
+        assert "用户要求删除个人信息（隐私）" in out and "管理员" in out and "…" not in out
+        assert stone["erased_at"][:16].replace("T", " ") in out
+
+
+def test_describe_and_expand_count_in_words(run: Run) -> None:
+    """describe said "13 direct source(s)" and expand "2 item(s)": the count says which."""
+    with lossless.open(run.db, embedder=None, context_window=2048) as mem:
+        conv = mem.conversation("项目-杭州")
+        conv.add_many([{"role": "user" if i % 2 == 0 else "assistant",
+                        "content": f"第{i}轮：关于缓存过期时间，我们决定把超时时间设为{30 + i}秒。"} for i in range(60)])
+        conv.compact(full=True)
+        leaf = next(s for s in conv.summaries() if s.depth == 0)
+        sources = leaf.last_seq - leaf.first_seq + 1
+    status, out, err = run("describe", leaf.id)
+    assert status == 0, err
+    assert f"{sources} direct sources" in out and "(s)" not in out
+    for tokens, items in (("30", "1 item,"), ("60", "2 items,")):
+        status, out, err = run("expand", leaf.id, "--max-tokens", tokens)
+        assert status == 0, err
+        assert items in out and "(s)" not in out, out
+
+
+def test_the_import_summary_counts_ignored_lines_in_words(run: Run) -> None:
+    """A Codex rollout's summary read "ignored 4 non-message items (3 codex event_msg line, …)"."""
+    rollout = Path(__file__).parent / "data" / "import" / \
+        "rollout-2025-05-07T17-24-21-5973b6c0-94b8-487b-a530-2aeb6098ae0e.jsonl"
+    status, out, err = run("import", rollout, "--no-wait")
+    assert status == 0, err
+    assert "(3 codex event_msg lines, 1 codex turn_context line)" in out, out
+
+
+def test_files_counts_agree_with_their_nouns(run: Run, tmp_path: Path) -> None:
+    """`files rm` said "removed 1 files (1 chunks)", `files stats` "1 files (1 markdown), 1 chunks"."""
+    root = tmp_path / "ws"
+    (root / "文档").mkdir(parents=True)
+    (root / "文档" / "部署指南.md").write_text("# 部署指南\n\n数据库迁移前先备份。缓存过期时间为 30 分钟。\n",
+                                           encoding="utf-8")
+    (root / "代码.py").write_text('def 计算():\n    return "价格"\n', encoding="utf-8")
+    status, out, err = run("index", root, "--root", root)
+    assert status == 0, err
+    assert out.startswith("2 files: 2 indexed") and "2 chunks written" in out
+    status, out, err = run("files", "search", "缓存")
+    assert status == 0 and "文档/部署指南.md:1-3" in out, err
+    status, out, err = run("files", "rm", root / "代码.py")
+    assert status == 0 and "removed 1 file (1 chunk)" in out, out + err
+    status, out, err = run("files", "stats")
+    assert status == 0 and out.startswith("1 file (1 markdown), 1 chunk, "), out
+
+
+def test_a_time_bound_with_an_offset_and_one_without_are_compared(run: Run, store_target: StoreTarget) -> None:
+    """`grep 会话 北京 --since 2024-05-01T02:00:00+08:00 --until 2024-04-30` (a Beijing time and a
+    date) failed with "unexpected TypeError: can't compare offset-naive and offset-aware
+    datetimes", a valid range as much as a reversed one. A bound without an offset is UTC, as
+    the filters read it."""
+    run("add", "会话", "北京时间上午九点开会", "--role", "user", "--created-at", "2024-05-01T09:00:00+08:00")
+    for since, until, found in (("2024-04-30T02:00:00+08:00", "2024-05-01", 1),   # 04-29 18:00Z .. 05-01 end
+                                ("2024-05-01T02:00:00+08:00", "2024-04-30", 0),   # 04-30 18:00Z .. 04-30 end
+                                ("2024-04-30", "2024-05-01T09:00:00+08:00", 1),   # .. 05-01 01:00Z, inclusive
+                                ("2024-04-30", "2024-05-01T08:59:59+08:00", 0)):
+        for command in ("grep", "search"):
+            result = run.json(command, "会话", "北京", "--since", since, "--until", until)
+            assert result["count"] == found, (command, since, until)
+    status, _, err = run("grep", "会话", "北京", "--since", "2024-05-02T09:00:00+08:00", "--until", "2024-05-01")
+    assert status == 1 and "is after until" in err and "TypeError" not in err
+    with lossless.open(store_target("mixed-bounds"), embedder=None) as mem:
+        conv = mem.conversation("会话")
+        conv.add(role="user", content="北京时间上午九点开会", created_at="2024-05-01T09:00:00+08:00")
+        for mode in ("fts", "hybrid"):
+            assert len(conv.search("北京", mode=mode, since="2024-04-30T02:00:00+08:00", until="2024-05-01")) == 1
+            with pytest.raises(lossless.ValidationError, match="is after until"):
+                conv.search("北京", mode=mode, since="2024-05-02T09:00:00+08:00", until="2024-05-01")
+
+
+def test_export_counts_agree_with_their_nouns(run: Run, tmp_path: Path) -> None:
+    """`export 对话:1 -o x.jsonl` said "对话:1: 1 messages → x.jsonl"."""
+    run("add", "对话:1", "只有一条消息", "--role", "user")
+    status, out, err = run("export", "对话:1", "-o", tmp_path / "x.jsonl")
+    assert status == 0, err
+    assert out.startswith("对话:1: 1 message → ") and "1 messages" not in out
+    status, out, err = run("export", "--all", "-o", tmp_path / "all")
+    assert status == 0 and "对话:1: 1 message → " in out and (tmp_path / "all").is_dir(), err
+
+
+def test_show_counts_agree_with_their_nouns(run: Run) -> None:
+    """`show 대화` of a one-message conversation said "대화 · 1 messages" and "raw tail #1–#1 · 1 messages"."""
+    run("add", "대화", "안녕하세요，你好", "--role", "user")
+    status, out, err = run("show", "대화")
+    assert status == 0, err
+    assert out.startswith("대화 · 1 message, ") and "· 1 message ·" in out and "1 messages" not in out
+
+
+@pytest.mark.model
+def test_embed_counts_agree_with_their_noun(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`embed 中` said "中: 1 retrieval units embedded, 1 left to keyword search …"."""
+    monkeypatch.setenv("LOSSLESS_EMBEDDER", "local")
+    run("add", "中", "我们明天去公园散步吧", "--role", "user", "--no-wait")
+    run("add", "中", "The park is nice in spring", "--role", "user", "--no-wait")
+    status, out, err = run("embed", "中")
+    assert status == 0, err
+    assert "中: 1 retrieval unit embedded, 1 left to keyword search" in " ".join(out.split()), out
