@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lossless.core.erasure import ERASED
 from lossless.core.render import message_text
 from lossless.core.tokens import TokenCounter
 from lossless.core.types import Message
@@ -83,6 +84,8 @@ def message_units(messages: Sequence[Message], counter: TokenCounter) -> list[Un
     for msg in messages:
         if msg.role == "tool":
             continue  # logs and JSON: their identifiers and numbers are found by keyword search
+        if msg.content == ERASED and not msg.tool_calls:
+            continue  # erased: its vector would be the marker's, a near match for any short question
         text = message_text(msg).strip()
         if not text:
             continue

@@ -159,12 +159,17 @@ class SQLiteRecall(RecallTables):
             if erasures is not None and conn.execute(
                     "SELECT count(*) FROM tombstones WHERE conversation_id = ?", (conversation_id,)).fetchone()[0] != erasures:
                 return False
+            # numbered above every unit and every index's progress mark: SQLite's own choice,
+            # max(rowid) + 1, may be the rowid of a unit an erase dropped, which a mark already
+            # counts as embedded (an erased message leaves no unit behind)
+            top = int(conn.execute("SELECT max(coalesce((SELECT max(rowid) FROM recall_units), 0), "
+                                   "coalesce((SELECT max(unit_rowid) FROM vector_progress), 0))").fetchone()[0])
             conn.executemany(
-                "INSERT INTO recall_units (conversation_id, kind, first_seq, last_seq, part, role, message_ids, "
-                "text, text_sha256, start_ts, end_ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "INSERT INTO recall_units (rowid, conversation_id, kind, first_seq, last_seq, part, role, message_ids, "
+                "text, text_sha256, start_ts, end_ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (conversation_id, kind, first_seq, last_seq, part) DO NOTHING",
-                [(conversation_id, u.kind, u.first_seq, u.last_seq, u.part, u.role, json.dumps(list(u.message_ids)),
-                  u.text, u.sha256, u.start_ts, u.end_ts) for u in units],
+                [(top + 1 + i, conversation_id, u.kind, u.first_seq, u.last_seq, u.part, u.role,
+                  json.dumps(list(u.message_ids)), u.text, u.sha256, u.start_ts, u.end_ts) for i, u in enumerate(units)],
             )
             conn.execute(
                 "INSERT INTO recall_progress (conversation_id, message_seq, window_seq) VALUES (?, ?, ?) "
