@@ -118,3 +118,45 @@ def test_doctor_loads_the_model_and_embeds_a_probe(tmp_path: Path, capsys: pytes
     assert main(["--db", str(db), "--json", "doctor"]) == 0
     embedder = _by_name(json.loads(capsys.readouterr().out))["embedder"]
     assert embedder["status"] == "ok" and "384 dimensions" in embedder["detail"] and "probe" in embedder["detail"]
+
+
+def _no_store_yet(store_target: StoreTarget) -> tuple[str, Any]:
+    """A target holding no lossless store, and a way to tell whether one was created: a
+    SQLite path with no file, or a PostgreSQL database's schema that does not exist."""
+    db = store_target("none-yet")
+    if isinstance(db, str) and db.startswith("postgresql"):
+        import psycopg
+
+        from lossless.store.postgres.store import split_schema
+
+        url = db + ("&" if "?" in db else "?") + "schema=never_made"
+
+        def made() -> bool:
+            with psycopg.connect(split_schema(url)[0]) as conn:
+                return conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'never_made'").fetchone() != (0,)
+        return url, made
+    path = Path(str(db))
+    return str(path), path.exists
+
+
+def test_doctor_and_read_commands_create_no_store(store_target: StoreTarget,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """doctor "writes nothing", and a read command says there is no store: on PostgreSQL
+    they created the schema and all its tables (a mistyped ?schema= became a new, empty
+    tenant that `ls` called empty), where SQLite leaves no file behind."""
+    db, made = _no_store_yet(store_target)
+    status, report = _doctor(capsys, db)
+    assert status == 0 and report["ok"] and report["owed"] is None
+    assert _by_name(report)["database"]["status"] == "info"
+    assert _by_name(report)["database"]["detail"].startswith("none yet at ")
+    assert main(["--db", db, "ls"]) == 1
+    err = capsys.readouterr().err
+    assert "no lossless store at" in err or "no database at" in err
+    assert main(["--db", db, "stats"]) == 1
+    assert not made()
+    assert main(["--db", db, "add", "对话", "--role", "user", "--content", "退款单号是多少？"]) == 0
+    assert made()
+    status, report = _doctor(capsys, db)
+    assert status == 0 and _by_name(report)["holds"]["detail"].startswith("1 conversation, 1 message")
+    assert main(["--db", db, "grep", "对话", "单号", "--json"]) == 0
+    assert "退款单号" in capsys.readouterr().out

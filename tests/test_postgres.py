@@ -209,6 +209,36 @@ def test_migrate_round_trip(tmp_path: Path, pg_url: str, capsys: pytest.CaptureF
     assert main(["migrate", "--from", pg_url, "--to", pg_url]) == 1
 
 
+def test_migrate_refuses_a_source_that_is_not_a_lossless_store(tmp_path: Path, pg_url: str,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A --from naming another application's SQLite database got lossless's tables created
+    in it, and an empty store "copied and verified" (exit 0); a file that is not SQLite at
+    all was an "unexpected NotADBError". Both are refused, the file untouched, the target
+    schema not made."""
+    import sqlite3
+
+    other = tmp_path / "notes.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE notes (body TEXT)")
+        conn.execute("INSERT INTO notes VALUES ('明天开会')")
+    conn.close()
+    before = other.read_bytes()
+    text = tmp_path / "聊天.db"
+    text.write_text("用户：你好\n", encoding="utf-8")
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    target = _with_query(pg_url, schema="from_wrong_file")
+    for path, said in ((other, "is not a lossless store"), (text, "is not a SQLite database"),
+                       (empty, "is not a lossless store")):
+        capsys.readouterr()
+        assert main(["migrate", "--from", f"sqlite:///{path}", "--to", target]) == 1
+        err = capsys.readouterr().err
+        assert said in err and "unexpected" not in err and "Traceback" not in err
+    assert other.read_bytes() == before and empty.stat().st_size == 0
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'from_wrong_file'").fetchone() == (0,)
+
+
 def test_migrate_into_a_store_only_searched_so_far(tmp_path: Path, pg_url: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """A new user checks the empty PostgreSQL store with a search first: the search caches

@@ -105,6 +105,10 @@ class CommandContext:
             path = self.db_path()
             if isinstance(path, Path) and not create and not path.exists():
                 raise CommandError(f"no database at {path} (add or import messages first, or pass --db)")
+            if url is not None and not create and not postgres_store_exists(url):
+                # as for a SQLite file: looking does not create the schema and its tables
+                raise CommandError(f"no lossless store at {redact_url(url)} (add or import messages first, or "
+                                   "check --db / $LOSSLESS_DB and its ?schema=)")
             if isinstance(path, Path) and path.is_dir():
                 raise CommandError(f"--db {path} is a directory, not a database file")
             explicit = getattr(self.args, "db", None) or environ.read("LOSSLESS_DB")
@@ -244,3 +248,10 @@ class CommandContext:
         control character is escaped: JSON escapes C0 itself, and DEL and C1 (0x9b is a
         CSI on some terminals) are escaped here, the same text to a JSON reader."""
         print(json_escaped(json.dumps(payload, ensure_ascii=False, indent=2, default=str)))
+
+
+def postgres_store_exists(url: str) -> bool:
+    """Whether the PostgreSQL ``url`` (and its ``?schema=``) holds a lossless store yet."""
+    from lossless.store.postgres.store import store_exists  # psycopg is the postgres extra
+
+    return store_exists(url)

@@ -51,8 +51,9 @@ def cmd_migrate(ctx: CommandContext) -> int:
     if not path.is_file():
         raise CommandError(f"no SQLite database at {path}")
     from lossless.cli.progress import WorkProgress
-    from lossless.store.transfer import copy_sqlite_to_postgres
+    from lossless.store.transfer import check_source, copy_sqlite_to_postgres
 
+    check_source(str(path))  # before anything reads it: a file that is not a lossless store is refused untouched
     owners = _table_owners()
 
     total = _source_rows(path, owners)

@@ -39,7 +39,7 @@ from lossless.store.postgres.grep import search_document
 from lossless.store.postgres.store import PostgresStore
 from lossless.store.sqlite.store import SQLiteStore
 
-__all__ = ["TABLES", "TransferReport", "copied_tables", "copy_sqlite_to_postgres", "verify_copy"]
+__all__ = ["TABLES", "TransferReport", "check_source", "copied_tables", "copy_sqlite_to_postgres", "verify_copy"]
 
 # table -> the columns copied (and compared) as they are, in SQLite's names: the store's
 # own tables; a plug-in's are its TableOwner's
@@ -125,6 +125,30 @@ def copied_tables(owners: Sequence[TableOwner]) -> dict[str, tuple[str, ...]]:
     return {**TABLES, **{table: cols for owner in owners for table, cols in owner.tables.items()}}
 
 
+def check_source(path: str) -> None:
+    """Refuse, before anything is opened for writing, a ``source`` that is not a lossless
+    SQLite store: opening one as a store would create lossless's tables in another
+    application's database (and copy nothing), and a file that is not SQLite at all is
+    named as such. Read-only."""
+    import apsw
+
+    try:
+        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error as exc:
+        raise StoreError(f"cannot open the SQLite database {path}: {exc}") from None
+    try:
+        found = list(conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"))
+    except apsw.NotADBError:
+        raise StoreError(f"{path} is not a SQLite database: nothing copied") from None
+    except apsw.Error as exc:
+        raise StoreError(f"cannot read the SQLite database {path}: {exc}") from None
+    finally:
+        conn.close()
+    if not found:
+        raise StoreError(f"{path} is not a lossless store (a SQLite database without lossless's tables): "
+                         "nothing copied, and nothing written to it")
+
+
 def _target_rows(dst: PostgresStore, owners: Sequence[TableOwner]) -> dict[str, int]:
     # the store's tables that any use writes, and each plug-in's first
     tables = ("conversations", "settings", "embedding_cache", "api_keys", *(next(iter(o.tables)) for o in owners))
@@ -139,6 +163,7 @@ def copy_sqlite_to_postgres(source: str, target: str, *, owners: Sequence[TableO
     memory's and the file index's), then verify the copy (``report.problems`` lists any
     difference). ``progress(table, rows)`` is called after each table."""
     t0 = time.perf_counter()
+    check_source(source)
     src = SQLiteStore(source)
     try:
         dst = PostgresStore(target, schema=schema)

@@ -61,7 +61,7 @@ except ImportError as exc:  # pragma: no cover - the extra is part of the test i
 if TYPE_CHECKING:
     from lossless.store.postgres.recall import PostgresRecall
 
-__all__ = ["PostgresStore", "split_schema"]
+__all__ = ["PostgresStore", "split_schema", "store_exists"]
 
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _SEARCH_PATH = re.compile(r"-c\s*search_path\s*=\s*([^\s,]+)")
@@ -86,6 +86,35 @@ def split_schema(url: str) -> tuple[str, str | None]:
         kept.append((key, value))
     clean = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(kept), parts.fragment))
     return clean, schema
+
+
+def _connect(clean: str, label: str, timeout: float) -> tuple[Any, str]:
+    """One autocommit connection to ``clean`` (a URL without ``?schema=``), and the
+    conninfo with the connect timeout it used; a StoreError naming ``label`` if none."""
+    try:
+        # a connect_timeout in the URL wins over the keyword argument
+        if "connect_timeout" not in psycopg.conninfo.conninfo_to_dict(clean):
+            clean = psycopg.conninfo.make_conninfo(clean, connect_timeout=max(1, int(timeout)))
+        return psycopg.connect(clean, autocommit=True), clean
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot connect to PostgreSQL at {label}: {exc}".strip()) from exc
+
+
+def store_exists(url: str, *, schema: str | None = None, connect_timeout: float = 30.0) -> bool:
+    """Whether ``url`` (its ``?schema=``, or ``schema``) holds a lossless store, looked at
+    without creating one: read commands and ``lossless doctor`` say that there is none
+    rather than create a schema and its tables, as they do not create a SQLite file.
+    A server that does not answer is a StoreError, as when opening the store."""
+    clean, from_url = split_schema(url)
+    schema = schema or from_url
+    if schema is not None and not _SCHEMA_NAME.match(schema):
+        raise ValidationError(f"schema must be a plain identifier (letters, digits, _), got {schema!r}")
+    conn, _ = _connect(clean, redact_url(url), connect_timeout)
+    with conn:
+        # where PostgresStore would find it: the named schema, else the search_path's first
+        name = "schema_migrations" if schema is None else f'"{schema}".schema_migrations'
+        row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
+    return bool(row and row[0])
 
 
 # the statements of the write hooks below, made once: a row's search document goes in the row
@@ -122,13 +151,7 @@ class PostgresStore(SQLStore):
         self.url = clean
         self.label = redact_url(url)
         self._local = threading.local()
-        try:
-            # a connect_timeout in the URL wins over the keyword argument
-            if "connect_timeout" not in psycopg.conninfo.conninfo_to_dict(clean):
-                clean = psycopg.conninfo.make_conninfo(clean, connect_timeout=max(1, int(connect_timeout)))
-            first = psycopg.connect(clean, autocommit=True)
-        except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to PostgreSQL at {self.label}: {exc}".strip()) from exc
+        first, clean = _connect(clean, self.label, connect_timeout)
         with first:
             if self.schema is not None:
                 with first.transaction():
