@@ -326,6 +326,30 @@ def test_anthropic_messages(proxy: str, memory: lossless.Memory, fake_openai: Fa
     assert sent[-2]["content"][-1]["type"] == "tool_use"
 
 
+
+def test_anthropic_system_blocks_reach_the_provider_with_their_cache_control(
+        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
+    """A system prompt sent as text blocks marked for Anthropic's prompt caching went to the
+    provider as a plain string: the ``cache_control`` breakpoint was gone, nothing was cached,
+    and every turn of a long chat paid for its whole prompt. It is sent as the client wrote it
+    (and stored once, as text)."""
+    client = anthropic.Anthropic(base_url=proxy, api_key="unused", max_retries=0,
+                                 default_headers={"X-Lossless-Conversation": "%E7%BC%93%E5%AD%98"})
+    system: Any = [{"type": "text", "text": "你是项目助理。"},
+                   {"type": "text", "text": "回答要简短。", "cache_control": {"type": "ephemeral"}}]
+    history: list[Any] = [{"role": "user", "content": "机房在深圳南山。"}]
+    fake_openai.enqueue_chat("好的，记下了。", "在深圳南山。")
+    first = client.messages.create(model=CLAUDE, max_tokens=200, system=system, messages=history)
+    history += [{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
+                {"role": "user", "content": "机房在哪里？"}]
+    with client.messages.stream(model=CLAUDE, max_tokens=200, system=system, messages=history) as stream:
+        assert stream.get_final_message().content[0].text == "在深圳南山。"  # type: ignore[union-attr]
+    assert [r.body["system"] for r in fake_openai.messages_requests()] == [system, system]
+    stored = memory.get_conversation("缓存").messages()  # type: ignore[union-attr]
+    assert [(m.role, m.content) for m in stored][:2] == [("system", "你是项目助理。\n回答要简短。"),
+                                                        ("user", "机房在深圳南山。")]
+    assert len(stored) == 5
+
 # -- the SSE parser on its own ----------------------------------------------------------------
 
 _SSE_CASES = [  # (stream, the events the WHATWG rules dispatch)

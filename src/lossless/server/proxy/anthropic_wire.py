@@ -66,6 +66,13 @@ def _check_system(system: Any) -> None:
             raise ValidationError(f"system[{j}] must be a text block ({{\"type\": \"text\", \"text\": \"…\"}})")
 
 
+def _as_sent(asked: Any, system: str) -> Any:
+    """The context's system prompt, as the client's text blocks when it is what they say
+    (checked by :func:`_check_system`): a block's ``cache_control`` (Anthropic's prompt
+    caching) was dropped with the blocks, so every turn paid for the whole prompt again."""
+    return asked if isinstance(asked, list) and _text(asked) == system else system
+
+
 def chat_messages(system: Any, messages: Any) -> tuple[list[dict[str, Any]], list[str]]:
     """An Anthropic request's ``system`` and ``messages`` as OpenAI-style messages, and
     where the client wrote each (``system``, ``messages[2]``, ``messages[2].content[0]``
@@ -140,7 +147,7 @@ class AnthropicDialect:
         out = {k: v for k, v in body.items() if k != "system"}
         out["messages"] = turns
         if system:
-            out["system"] = system
+            out["system"] = _as_sent(body.get("system"), system)
         return out
 
     def reserve(self, body: dict[str, Any], window: int) -> int:
