@@ -350,6 +350,27 @@ def test_anthropic_system_blocks_reach_the_provider_with_their_cache_control(
                                                         ("user", "机房在深圳南山。")]
     assert len(stored) == 5
 
+
+def test_a_replayed_stream_ends_with_the_usage_chunk_the_client_asked_for(
+        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
+    """``stream_options.include_usage``: the provider's stream ends with a chunk of usage and no
+    choices; the same request sent again (an SDK retry) was replayed without it, so a client
+    reading the last chunk's usage got ``None`` on the retry alone."""
+    client = openai.OpenAI(base_url=proxy + "/v1", api_key="unused", max_retries=0)
+    chat: Any = [{"role": "user", "content": "杭州明天下雨吗？"}]
+    fake_openai.enqueue_chat("明天有小雨，记得带伞。")
+    options: Any = {"include_usage": True}
+    for replayed in (False, True):
+        raw = client.chat.completions.with_raw_response.create(
+            model="gpt-4o", messages=chat, user="用量", stream=True, stream_options=options)
+        assert raw.headers.get("x-lossless-replayed") == ("true" if replayed else None)
+        chunks = list(raw.parse())
+        assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "明天有小雨，记得带伞。"
+        assert chunks[-1].choices == [] and chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+        assert all(c.usage is None for c in chunks[:-1])
+    assert len(fake_openai.chat_requests()) == 1
+    assert [m.role for m in memory.get_conversation("用量").messages()] == ["user", "assistant"]  # type: ignore[union-attr]
+
 # -- the SSE parser on its own ----------------------------------------------------------------
 
 _SSE_CASES = [  # (stream, the events the WHATWG rules dispatch)

@@ -183,7 +183,7 @@ class AnthropicDialect:
                 "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn",
                 "usage": {"input_tokens": 0, "output_tokens": message.token_count}}
 
-    def replay_events(self, message: Message, model: str) -> list[bytes]:
+    def replay_events(self, message: Message, model: str, body: dict[str, Any]) -> list[bytes]:
         """The same reply as Anthropic's stream of events."""
         body = self.replay_body(message, model)
         events: list[dict[str, Any]] = [{"type": "message_start", "message": {

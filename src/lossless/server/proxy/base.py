@@ -88,7 +88,7 @@ class Dialect(Protocol):
     def stream_reply(self) -> StreamReply: ...
     def streamed(self, acc: Any) -> dict[str, Any] | None: ...
     def replay_body(self, message: Message, model: str) -> dict[str, Any]: ...
-    def replay_events(self, message: Message, model: str) -> list[bytes]: ...
+    def replay_events(self, message: Message, model: str, body: dict[str, Any]) -> list[bytes]: ...
 
 
 def default_reserve(requested: Any, window: int) -> int:
@@ -249,7 +249,7 @@ async def proxy(request: Request, dialect: Dialect) -> Response:
         headers = {CONVERSATION_HEADER: named, "x-lossless-replayed": "true"}
         model = str(body.get("model") or "")
         if body.get("stream"):
-            events = dialect.replay_events(turn.replay, model)
+            events = dialect.replay_events(turn.replay, model, body)
             return StreamingResponse(_chunks(events), media_type="text/event-stream",
                                      headers={**headers, "cache-control": "no-cache"})
         return Response(json.dumps(dialect.replay_body(turn.replay, model), ensure_ascii=False),

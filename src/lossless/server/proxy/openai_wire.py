@@ -103,8 +103,11 @@ class OpenAIDialect:
                 "usage": {"prompt_tokens": 0, "completion_tokens": message.token_count,
                           "total_tokens": message.token_count}}
 
-    def replay_events(self, message: Message, model: str) -> list[bytes]:
-        """The same reply as a stream of chat.completion.chunk events."""
+    def replay_events(self, message: Message, model: str, body: dict[str, Any]) -> list[bytes]:
+        """The same reply as a stream of chat.completion.chunk events; with
+        ``stream_options.include_usage``, the usage chunk (``choices`` empty) before
+        ``[DONE]``, as the provider sends it: a client reading the last chunk's usage
+        got ``None`` on a replayed answer."""
         text, calls = _reply_parts(message)
         base = {"id": f"chatcmpl-{message.id}", "object": "chat.completion.chunk",
                 "created": int(message.created_at.timestamp()), "model": model}
@@ -113,6 +116,10 @@ class OpenAIDialect:
             deltas.append(({"tool_calls": [{"index": i, **c} for i, c in enumerate(calls)]}, None))
         deltas.append(({}, "tool_calls" if calls else "stop"))
         events = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": f}]} for d, f in deltas]
+        options = body.get("stream_options")
+        if isinstance(options, dict) and options.get("include_usage") is True:
+            usage = self.replay_body(message, model)["usage"]
+            events = [{**e, "usage": None} for e in events] + [{**base, "choices": [], "usage": usage}]
         return [f"data: {json.dumps(e, ensure_ascii=False)}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
 
     def streamed(self, acc: Any) -> dict[str, Any] | None:
