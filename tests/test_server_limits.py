@@ -178,6 +178,25 @@ def test_serve_flags_set_the_limits(store_target: StoreTarget, tmp_path: Path) -
         assert httpx.post(f"{url}{C}/c/messages", json={"messages": _user(3)}).status_code == 201
 
 
+
+def test_serve_window_is_the_proxys_window(store_target: StoreTarget, fake_openai: FakeOpenAIServer) -> None:
+    """`lossless serve --window 2048 --upstream …` in front of a local server whose model has a
+    small context: a request for a model the table knows (``gpt-4o``, 128k) got a context
+    assembled for the table's window, 30 times what the operator said, which a local server
+    cuts without a word (the early detail recall brought back was what it dropped)."""
+    db = str(store_target("window"))
+    with lossless.open(db) as mem:  # 12k tokens of history, stored under the default window: nothing compacted
+        mem.conversation("窗口").add_many(
+            [{"role": "user" if i % 2 == 0 else "assistant",
+              "content": f"第{i}条：" + "今天我们讨论经济发展和文化历史。" * 8} for i in range(80)])
+    with _serve(db, "--window", "2048", "--upstream", fake_openai.base_url) as url:
+        question = {"role": "user", "content": "我们讨论的经济发展和文化历史是什么？"}  # recall matches all of it
+        r = httpx.post(f"{url}/v1/chat/completions", timeout=60, headers={"X-Lossless-Conversation": "%E7%AA%97%E5%8F%A3"},
+                       json={"model": "gpt-4o", "max_tokens": 256, "messages": [question]})
+    assert r.status_code == 200, r.text
+    assert int(r.headers["x-lossless-context-tokens"]) <= 2048 - 256
+    assert len(json.dumps(fake_openai.chat_requests()[-1].body["messages"], ensure_ascii=False)) < 2048 * 3
+
 # -- the recall query ----------------------------------------------------------------------
 
 

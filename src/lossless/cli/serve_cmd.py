@@ -256,7 +256,8 @@ def cmd_serve(ctx: CommandContext) -> int:
     if warning:
         ctx.err.print(Text(f"warning: {warning}", style="yellow"), soft_wrap=True)
     key = args.upstream_key or environ.read(UPSTREAM_KEY_ENV)
-    upstream = Upstream(args.upstream, key) if args.upstream else None
+    # --window, when given, is the model's window for the proxy too (not the table's for the request's model)
+    upstream = Upstream(args.upstream, key, window=getattr(args, "window", None)) if args.upstream else None
     app = create_app(memory, upstream=upstream, max_body_bytes=args.max_body_bytes,
                      allow_implicit_tenant=warning is not None, host=args.host,
                      allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin, keyless=args.keyless,

@@ -45,6 +45,10 @@ class Upstream:
     api_key: str | None = None
     timeout: float = 600.0
     max_compactions: int = 3
+    window: int | None = None
+    """The window the operator gave (``lossless serve --window``): every request's context is
+    assembled for it, whatever window the request's model is known to have (a local server
+    that serves ``qwen2.5`` with an 8k context, and cuts what does not fit without a word)."""
 
 
 @dataclass

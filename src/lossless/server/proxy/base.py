@@ -227,7 +227,8 @@ def _check_options(body: dict[str, Any]) -> str:
 
 
 def _budget(state: ServerState, dialect: Dialect, body: dict[str, Any], model: str) -> int:
-    window = context_window(model, default=state.memory.config.context_window)
+    given = state.upstream.window if state.upstream is not None else None
+    window = given or context_window(model, default=state.memory.config.context_window)
     tools = body.get("tools")
     schema_tokens = state.memory.counter.count(json.dumps(tools, ensure_ascii=False)) if tools else 0
     return max(_MIN_BUDGET, window - dialect.reserve(body, window) - schema_tokens)
