@@ -34,7 +34,7 @@ from lossless.server.errors import HTTPError, error_response, exception_response
 from lossless.server.idempotency import ProxyRequests, check_key, request_sha256
 from lossless.server.params import bad, read_json
 from lossless.server.proxy.conversation_header import CONVERSATION_HEADER, conversation_header_value
-from lossless.server.proxy.turn_locks import ConversationLocks
+from lossless.server.proxy.turn_locks import ConversationLocks, NewestAttempts
 from lossless.server.sse import ServerSentEvent, SSEParser
 from lossless.server.state import ServerState, Upstream, state_of
 from lossless.server.tenancy import Tenant
@@ -113,6 +113,7 @@ class ProxyTurn:
     replay: Message | None = None  # the stored reply to a request sent before: answered without the provider
     request_seq: int = 0  # the seq of the request's last message: its reply goes right after it
     key: str | None = None  # the request's Idempotency-Key
+    attempts: NewestAttempts | None = None  # the server's attempts in flight (see NewestAttempts)
 
     @classmethod
     def start(cls, memory: Memory, tenant: Tenant, public_id: str, incoming: list[dict[str, Any]],
@@ -180,6 +181,10 @@ class ProxyTurn:
         kept = storable([reply]) if reply is not None else []
         if not kept:
             return
+        if self.attempts is not None and not self.attempts.may_store(self.stored_id, self.request_seq, self):
+            log.info("lossless proxy: %s: a newer attempt at the request ending at #%d is in flight; its reply "
+                     "is the one stored", self.stored_id, self.request_seq)
+            return
         try:
             if self.memory.store.last_seq(self.stored_id) != self.request_seq:
                 log.info("lossless proxy: %s: the conversation went past #%d before its reply came; not stored",
@@ -201,6 +206,14 @@ def _http(state: ServerState) -> httpx.AsyncClient:
         state.extra["http"] = client
     assert isinstance(client, httpx.AsyncClient)
     return client
+
+
+def _attempts(state: ServerState) -> NewestAttempts:
+    attempts = state.extra.get("newest_attempts")
+    if attempts is None:
+        attempts = state.extra["newest_attempts"] = NewestAttempts()
+    assert isinstance(attempts, NewestAttempts)
+    return attempts
 
 
 def _locks(state: ServerState) -> ConversationLocks:
@@ -280,8 +293,12 @@ async def _prepare(request: Request, state: ServerState, dialect: Dialect,
 
     def start() -> ProxyTurn:
         incoming, labels = dialect.incoming(body)
-        return ProxyTurn.start(state.memory, tenant, public, incoming, _budget(state, dialect, body, model),
+        turn = ProxyTurn.start(state.memory, tenant, public, incoming, _budget(state, dialect, body, model),
                                model=body.get("model"), idempotency_key=key, labels=labels)
+        if turn.replay is None:  # it goes to the provider: the newest attempt at this request
+            turn.attempts = _attempts(state)
+            turn.attempts.begin(turn.stored_id, turn.request_seq, turn)
+        return turn
 
     async with _locks(state).hold(stored_id):  # match and store as one step (see turn_locks)
         turn = await run_in_threadpool(start)

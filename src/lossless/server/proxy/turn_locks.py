@@ -18,9 +18,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 from weakref import WeakValueDictionary
 
-__all__ = ["ConversationLocks"]
+__all__ = ["ConversationLocks", "NewestAttempts"]
 
 
 class ConversationLocks:
@@ -43,3 +44,28 @@ class ConversationLocks:
             self._locks[conversation_id] = lock
         async with lock:
             yield
+
+
+class NewestAttempts:
+    """Which attempt at one request may store the provider's reply: the newest one in flight.
+
+    An SDK that timed out sends the request again while its first attempt still waits for
+    the provider. When the first answer came before the retry's, it was stored, while the
+    client got the retry's, another text: its next turn differed from the stored history
+    (409 ``conversation_diverged`` for good). Each attempt sent to the provider is the
+    newest for its conversation and request position until a later one is; a reply is
+    stored only by the newest attempt in flight (or by an older one once none is: the newer
+    ones failed, so a later retry replays it). An attempt is forgotten with its turn (a
+    weak-valued dict), so the table is as large as the requests in flight."""
+
+    def __init__(self) -> None:
+        self._newest: WeakValueDictionary[tuple[str, int], Any] = WeakValueDictionary()
+
+    def begin(self, conversation_id: str, request_seq: int, attempt: object) -> None:
+        """``attempt`` is now the newest for the request ending at ``request_seq``."""
+        self._newest[(conversation_id, request_seq)] = attempt
+
+    def may_store(self, conversation_id: str, request_seq: int, attempt: object) -> bool:
+        """Whether no newer attempt at the same request is in flight."""
+        newest = self._newest.get((conversation_id, request_seq))
+        return newest is None or newest is attempt
