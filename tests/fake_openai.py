@@ -553,6 +553,14 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         assert isinstance(messages, list) and isinstance(max_tokens, int)
+        unsigned = _unsigned_tool_turn(body, messages)
+        if unsigned is not None:  # as the API refuses a tool loop whose thinking was dropped
+            self._send(400, _anthropic_error_body(
+                f"messages.{unsigned}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+                "`tool_use`. When `thinking` is enabled, a final `assistant` message must start with a thinking "
+                "block (preceeding the lastmost set of `tool_use` and `tool_result` blocks).",
+                "invalid_request_error"))
+            return
         system = body.get("system")
         system_text = system if isinstance(system, str) else _message_text({"content": system})
         last_user = next(
@@ -673,6 +681,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test); nothing to tell it
+
+
+def _unsigned_tool_turn(body: dict[str, Any], messages: list[Any]) -> int | None:
+    """With ``thinking`` enabled, the index of a final assistant message that calls tools
+    without starting with its thinking block, which Anthropic's API refuses."""
+    thinking = body.get("thinking")
+    if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
+        return None
+    last = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"),
+               default=None)
+    content = messages[last].get("content") if last is not None else None
+    if not isinstance(content, list) or not any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content):
+        return None
+    first = content[0] if content and isinstance(content[0], dict) else {}
+    return None if first.get("type") in ("thinking", "redacted_thinking") else last
 
 
 def _message_text(message: Any) -> str:

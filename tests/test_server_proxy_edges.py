@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
+import anthropic
 import httpx
 import pytest
 
@@ -433,3 +434,31 @@ def test_a_request_with_nothing_to_store_says_so(proxy: str, memory: lossless.Me
     r = _post(proxy, path, body)
     assert r.status_code == 422 and "holds nothing to store or send" in r.text, r.text
     assert len(fake_openai.requests) == calls and memory.get_conversation("空") is None
+
+
+def test_a_tool_loop_with_extended_thinking_keeps_its_thinking_block(
+        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
+    """Claude with extended thinking calls a tool; the client sends the assistant turn back
+    (thinking block first, as the API requires) with the tool's result. lossless stores no
+    thinking, and the context it sent lacked it: the API refuses a final assistant turn that
+    calls tools without its thinking block, so every tool loop with thinking was a 400."""
+    client = anthropic.Anthropic(base_url=proxy, api_key="unused", max_retries=0,
+                                 default_headers={HEADER: "%E6%80%9D%E8%80%83"})
+    tools: Any = [{"name": "get_weather", "description": "查询城市天气",
+                   "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+    thinking: Any = {"type": "enabled", "budget_tokens": 1024}
+    history: list[Any] = [{"role": "user", "content": "北京今天天气怎么样？"}]
+    fake_openai.enqueue_tool_calls({"id": "call_w1", "name": "get_weather", "arguments": '{"city": "北京"}'})
+    first = client.messages.create(model=CLAUDE, max_tokens=2048, thinking=thinking, tools=tools, messages=history)
+    use = next(b for b in first.content if b.type == "tool_use")
+    signed = {"type": "thinking", "thinking": "用户问北京天气，先查一下。", "signature": "sig-北京-1"}
+    history += [{"role": "assistant", "content": [signed, *(b.model_dump(exclude_none=True) for b in first.content)]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "晴，二十五度"}]}]
+    fake_openai.enqueue_chat("北京今天晴，二十五度。")
+    second = client.messages.create(model=CLAUDE, max_tokens=2048, thinking=thinking, tools=tools, messages=history)
+    assert second.content[0].text == "北京今天晴，二十五度。"  # type: ignore[union-attr]
+    sent = fake_openai.messages_requests()[-1].body["messages"]
+    assert sent[-2]["role"] == "assistant" and sent[-2]["content"][0] == signed
+    assert [b["type"] for b in sent[-2]["content"]] == ["thinking", "tool_use"]
+    assert [m.role for m in memory.get_conversation("思考").messages()] == [  # type: ignore[union-attr]
+        "user", "assistant", "tool", "assistant"]  # the thinking itself is not stored

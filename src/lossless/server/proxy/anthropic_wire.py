@@ -73,6 +73,27 @@ def _as_sent(asked: Any, system: str) -> Any:
     return asked if isinstance(asked, list) and _text(asked) == system else system
 
 
+def _with_thinking(turns: list[dict[str, Any]], asked: Any) -> list[dict[str, Any]]:
+    """``turns`` with the thinking blocks of the client's last assistant message put back at
+    the head of the same turn (found by its tool calls). They are not stored, and a tool
+    loop with extended thinking went out without them: the API refuses a final assistant
+    turn that calls tools without starting with its thinking, so every such request was a 400."""
+    last = next((m for m in reversed(asked) if isinstance(m, dict) and m.get("role") == "assistant"), None) \
+        if isinstance(asked, list) else None
+    blocks = last.get("content") if last is not None else None
+    if not isinstance(blocks, list):
+        return turns
+    thinking = [b for b in blocks if isinstance(b, dict) and b.get("type") in _SKIP]
+    calls = [b.get("id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+    turn = next((t for t in reversed(turns) if t["role"] == "assistant"), None)
+    if not thinking or not calls or turn is None:
+        return turns
+    if [b.get("id") for b in turn["content"] if b.get("type") == "tool_use"] != calls:
+        return turns  # the context's last assistant turn is not the client's (it cannot be, but never mix them)
+    turn["content"] = [*thinking, *turn["content"]]
+    return turns
+
+
 def chat_messages(system: Any, messages: Any) -> tuple[list[dict[str, Any]], list[str]]:
     """An Anthropic request's ``system`` and ``messages`` as OpenAI-style messages, and
     where the client wrote each (``system``, ``messages[2]``, ``messages[2].content[0]``
@@ -145,7 +166,7 @@ class AnthropicDialect:
     def outgoing(self, body: dict[str, Any], messages: list[ChatMessage]) -> dict[str, Any]:
         system, turns = anthropic_messages(messages)
         out = {k: v for k, v in body.items() if k != "system"}
-        out["messages"] = turns
+        out["messages"] = _with_thinking(turns, body.get("messages"))
         if system:
             out["system"] = _as_sent(body.get("system"), system)
         return out
