@@ -375,6 +375,7 @@ class _Served:
                 pass
             if time.monotonic() > deadline:
                 self.proc.kill()
+                self.proc.communicate()  # (closes its pipes: a leaked one fails a later test's warnings)
                 raise AssertionError("lossless serve did not come up")
             time.sleep(0.1)
 
