@@ -379,13 +379,15 @@ def test_cli_embed_stats_and_doctor_with_a_chinese_conversation(store_target: St
 
 
 @pytest.mark.model
-def test_cli_semantic_search_in_a_language_the_model_does_not_read_says_why(store_target: StoreTarget,
-                                                                            tmp_path: Path) -> None:
-    """``lossless search c 公园 --mode semantic`` with the English model: every hit is found
-    by keywords because the model does not read the query, not because the messages are
-    "not embedded yet" (they are: the English one has its vector, the Chinese one never
-    will); the hits and the note on stderr say so."""
-    db = str(store_target("cli-unread"))
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_cli_search_in_a_language_the_model_does_not_read_says_why(store_target: StoreTarget, tmp_path: Path,
+                                                                  mode: str) -> None:
+    """``lossless search c 公园 --mode semantic`` (and the default, hybrid) with the English
+    model: every hit is found by keywords because the model does not read the query, not
+    because the messages are "not embedded yet" (they are: the English one has its vector,
+    the Chinese one never will); the hits and the note on stderr say so, as docs/cli.md
+    does (the default mode said nothing, though its ``--json`` had ``"matched": "keyword"``)."""
+    db = str(store_target(f"cli-unread-{mode}"))
     env = {**os.environ, "LOSSLESS_HOME": str(tmp_path / "home"), "LOSSLESS_EMBEDDER": "local"}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -394,36 +396,13 @@ def test_cli_semantic_search_in_a_language_the_model_does_not_read_says_why(stor
 
     for text in (PARK_ZH, "I drank a coffee in the park, 公园 in Chinese."):
         assert cli("add", "c", "--role", "user", "--content", text).returncode == 0
-    found = cli("search", "c", "公园", "--mode", "semantic")
+    found = cli("search", "c", "公园", "--mode", mode)
     assert found.returncode == 0, found.stderr
     out, err = " ".join(found.stdout.split()), " ".join(found.stderr.split())  # unwrapped
     assert "not embedded yet" not in out + err
     assert out.count("by keywords (the embedder does not read the query's language)") == 2, out
     assert "does not read the language of this query" in err
-    english = cli("search", "c", "coffee in the park", "--mode", "semantic")
-    assert english.returncode == 0 and "by keywords" not in english.stdout and not english.stderr.strip()
-
-@pytest.mark.model
-def test_cli_hybrid_search_in_a_language_the_model_does_not_read_says_why(store_target: StoreTarget,
-                                                                          tmp_path: Path) -> None:
-    """``lossless search c 公园``, the default hybrid mode, with the English model: docs/cli.md
-    says such a query is searched by keywords alone, its hits marked and a note saying so;
-    only ``--mode semantic`` did (``--json`` had ``"matched": "keyword"``, the text nothing)."""
-    db = str(store_target("cli-unread-hybrid"))
-    env = {**os.environ, "LOSSLESS_HOME": str(tmp_path / "home"), "LOSSLESS_EMBEDDER": "local"}
-
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "lossless", "--db", db, *args], capture_output=True, text=True,
-                              env=env, timeout=300, check=False)
-
-    for text in (PARK_ZH, "I drank a coffee in the park, 公园 in Chinese."):
-        assert cli("add", "c", "--role", "user", "--content", text).returncode == 0
-    found = cli("search", "c", "公园")
-    assert found.returncode == 0, found.stderr
-    out, err = " ".join(found.stdout.split()), " ".join(found.stderr.split())  # unwrapped
-    assert out.count("by keywords (the embedder does not read the query's language)") == 2, out
-    assert "does not read the language of this query" in err
-    english = cli("search", "c", "coffee in the park")
+    english = cli("search", "c", "coffee in the park", "--mode", mode)
     assert english.returncode == 0 and "by keywords" not in english.stdout and not english.stderr.strip()
     keywords = cli("search", "c", "公园", "--mode", "fts")  # keywords asked for: nothing to say
     assert keywords.returncode == 0 and "by keywords" not in keywords.stdout and not keywords.stderr.strip()

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import httpx
 from starlette.concurrency import run_in_threadpool
@@ -198,31 +198,29 @@ class ProxyTurn:
             log.exception("lossless proxy: %s: storing the reply failed", self.stored_id)
 
 
+_T = TypeVar("_T")
+
+
+def _kept(state: ServerState, name: str, make: Callable[[], _T]) -> _T:
+    """The server's one ``name`` (made on first use, kept in ``state.extra``)."""
+    kept = state.extra.get(name)
+    if kept is None:
+        kept = state.extra[name] = make()
+    return cast(_T, kept)
+
+
 def _http(state: ServerState) -> httpx.AsyncClient:
-    client = state.extra.get("http")
-    if client is None:
-        timeout = state.upstream.timeout if state.upstream else 600.0
-        client = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0))
-        state.extra["http"] = client
-    assert isinstance(client, httpx.AsyncClient)
-    return client
+    timeout = state.upstream.timeout if state.upstream else 600.0
+    return _kept(state, "http", lambda: httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0)))
 
 
 def _attempts(state: ServerState) -> NewestAttempts:
-    attempts = state.extra.get("newest_attempts")
-    if attempts is None:
-        attempts = state.extra["newest_attempts"] = NewestAttempts()
-    assert isinstance(attempts, NewestAttempts)
-    return attempts
+    return _kept(state, "newest_attempts", NewestAttempts)
 
 
 def _locks(state: ServerState) -> ConversationLocks:
     """The server's per-conversation locks (see :mod:`lossless.server.proxy.turn_locks`)."""
-    locks = state.extra.get("conversation_locks")
-    if locks is None:
-        locks = state.extra["conversation_locks"] = ConversationLocks()
-    assert isinstance(locks, ConversationLocks)
-    return locks
+    return _kept(state, "conversation_locks", ConversationLocks)
 
 
 def _check_options(body: dict[str, Any]) -> str:
