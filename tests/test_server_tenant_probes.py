@@ -143,7 +143,9 @@ def test_an_anthropic_system_that_is_not_text_is_422_and_nothing_is_stored_or_se
                             {"role": "user", "content": "hi"}],
                               "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}]})
         assert ok.status_code == 200, ok.text
-        assert fake_openai.messages_requests()[-1].body["system"] == "be brief"
+        # sent as the client wrote it, cache_control and all (its text is the context's system prompt)
+        assert fake_openai.messages_requests()[-1].body["system"] == [
+            {"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}]
         stored = memory.get_conversation(Tenant("alpha").stored_id("sys"))
         assert stored is not None and [(m.role, m.content) for m in stored.messages()][:2] == [
             ("system", "be brief"), ("user", "hi")]
