@@ -23,7 +23,7 @@ from lossless.core.errors import ValidationError
 from lossless.engine import Memory, embedder_log
 from lossless.store.urls import is_postgres_url, redact_url
 
-__all__ = ["DEFAULT_WINDOW", "CommandContext", "CommandError"]
+__all__ = ["DEFAULT_WINDOW", "CommandContext", "CommandError", "NoStoreError"]
 
 DEFAULT_WINDOW = 128_000
 _CATCH_UP_CHUNK = 64  # conversations caught up per wait_idle call (each counted as it ends)
@@ -36,6 +36,11 @@ _RECALL_COMMANDS = {("search", None), ("assemble", None), ("serve", None), ("mcp
 
 class CommandError(Exception):
     """A problem with what the command was asked to do; printed as ``error: …``."""
+
+
+class NoStoreError(CommandError):
+    """A read command's ``--db`` holds no lossless store yet (no SQLite file, no PostgreSQL
+    schema): nothing was created to look at it."""
 
 
 class _Collect(logging.Handler):
@@ -104,10 +109,10 @@ class CommandContext:
             url = self.db_url()
             path = self.db_path()
             if isinstance(path, Path) and not create and not path.exists():
-                raise CommandError(f"no database at {path} (add or import messages first, or pass --db)")
+                raise NoStoreError(f"no database at {path} (add or import messages first, or pass --db)")
             if url is not None and not create and not postgres_store_exists(url):
                 # as for a SQLite file: looking does not create the schema and its tables
-                raise CommandError(f"no lossless store at {redact_url(url)} (add or import messages first, or "
+                raise NoStoreError(f"no lossless store at {redact_url(url)} (add or import messages first, or "
                                    "check --db / $LOSSLESS_DB and its ?schema=)")
             if isinstance(path, Path) and path.is_dir():
                 raise CommandError(f"--db {path} is a directory, not a database file")

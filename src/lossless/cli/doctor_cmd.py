@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from rich.text import Text
 
-from lossless.cli.context import CommandContext, CommandError, postgres_store_exists
+from lossless.cli.context import CommandContext, CommandError, NoStoreError
 from lossless.cli.options import Subparsers, add_command, command_parents
 from lossless.cli.owed import store_owed
 from lossless.core import environ
@@ -269,15 +269,11 @@ def check_summarizer(memory: Memory) -> list[Check]:
 def _open(ctx: CommandContext) -> tuple[Memory | None, Check]:
     path = ctx.db_path()
     shown = str(path)
-    none_yet = Check("store", "database", "info", f"none yet at {shown}",
-                     "`lossless demo` or `lossless import FILE` creates it; --db or $LOSSLESS_DB picks another")
-    if isinstance(path, Path) and not path.exists():
-        return None, none_yet
     try:
-        url = ctx.db_url()
-        if url is not None and not postgres_store_exists(url):  # writes nothing: no schema, no tables
-            return None, none_yet
-        memory = ctx.memory(create=False)
+        memory = ctx.memory(create=False)  # creates nothing: no file, no schema, no tables
+    except NoStoreError:
+        return None, Check("store", "database", "info", f"none yet at {shown}",
+                           "`lossless demo` or `lossless import FILE` creates it; --db or $LOSSLESS_DB picks another")
     except (CommandError, Exception) as exc:  # any reason it will not open is the finding
         return None, Check("store", "database", "fail", f"{shown} does not open: {type(exc).__name__}: {exc}",
                            _open_fix(exc))

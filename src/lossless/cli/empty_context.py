@@ -15,6 +15,7 @@ from typing import Any
 from rich.text import Text
 
 from lossless.cli.context import CommandContext
+from lossless.cli.render import counted
 from lossless.conversation import Conversation
 
 __all__ = ["empty_context"]
@@ -56,8 +57,7 @@ def empty_context(ctx: CommandContext, conv: Conversation, messages: Sequence[An
     what = "with this --query " if query else ""
     hint = (f"the smallest budget that fits it {what}is --budget {needed:,}" if needed is not None
             else f"no budget up to {ceiling:,} fits it {what}")
-    noun = "message" if last == 1 else "messages"
-    ctx.err.print(Text(f"error: a budget of {budget:,} tokens fits nothing of {conv.id!r} ({last:,} {noun}): "
+    ctx.err.print(Text(f"error: a budget of {budget:,} tokens fits nothing of {conv.id!r} ({counted(last, 'message')}): "
                        f"the newest message alone is {newest.token_count:,} tokens, and {hint}",
                        style="red"), soft_wrap=True)
     return True

@@ -205,11 +205,11 @@ class AnthropicDialect:
                 "usage": {"input_tokens": 0, "output_tokens": message.token_count}}
 
     def replay_events(self, message: Message, model: str, body: dict[str, Any]) -> list[bytes]:
-        """The same reply as Anthropic's stream of events."""
-        body = self.replay_body(message, model)
+        """The same reply as Anthropic's stream of events (``body``, the request, asks for nothing more here)."""
+        reply = self.replay_body(message, model)
         events: list[dict[str, Any]] = [{"type": "message_start", "message": {
-            **body, "content": [], "stop_reason": None, "usage": {"input_tokens": 0, "output_tokens": 0}}}]
-        for i, block in enumerate(body["content"]):
+            **reply, "content": [], "stop_reason": None, "usage": {"input_tokens": 0, "output_tokens": 0}}}]
+        for i, block in enumerate(reply["content"]):
             if block["type"] == "text":
                 events += [{"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
                            {"type": "content_block_delta", "index": i,
@@ -220,7 +220,7 @@ class AnthropicDialect:
                            {"type": "content_block_delta", "index": i,
                             "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}}]
             events.append({"type": "content_block_stop", "index": i})
-        events += [{"type": "message_delta", "delta": {"stop_reason": body["stop_reason"], "stop_sequence": None},
+        events += [{"type": "message_delta", "delta": {"stop_reason": reply["stop_reason"], "stop_sequence": None},
                     "usage": {"output_tokens": message.token_count}},
                    {"type": "message_stop"}]
         return [f"event: {e['type']}\ndata: {json.dumps(e, ensure_ascii=False)}\n\n".encode() for e in events]
