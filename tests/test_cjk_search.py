@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lossless
-from lossless.store.fts import cjk_index_line, cjk_query_terms, index_extras
+from lossless.store.base import SearchSpec
+from lossless.store.fts import cjk_index_line, cjk_query_chars, cjk_query_terms, cjk_search_terms, index_extras
 from lossless.store.reindex import indexed_message_text
 
 from .backends import raw_query
@@ -318,3 +319,43 @@ def test_a_memory_is_found_by_a_latin_word_inside_its_chinese(store_target: Stor
         mem.memories.add(memory, user="li")
         mem.memories.add("今天天气很好，我们去公园散步。", user="li")
         assert [r.content for r in mem.memories.search(query, user="li")] == [memory]
+
+
+# -- recall also matches a question's Han characters one by one ---------------------------------
+
+def test_recall_finds_a_memory_sharing_characters_but_no_word_with_the_question(store_target: StoreTarget) -> None:
+    """「小花」 in the question, 「鲜花」 in the memory: no bigram in common, the character
+    花 is. Recall searches the question's uncommon Han characters too (ranked under its
+    words), by keywords alone, on both stores."""
+    with _open(store_target("chars")) as mem:
+        conv = mem.conversation("c")
+        memory = conv.add(role="user", content="生日派对上朋友送了我一大束鲜花。", created_at=T0)
+        conv.add_many([{"role": "user" if i % 2 == 0 else "assistant",
+                        "content": f"第{i}天：今天工作很忙，开了三个会，写了很多代码。" if i % 2 == 0 else "嗯，好的。",
+                        "created_at": T0 + timedelta(hours=i + 1)} for i in range(120)])
+        assert mem.wait_idle(60)
+        ctx = conv.assemble(budget_tokens=512, query="你看我衣服上的小花好看吗？")
+        assert any(item.tier == "recall" and item.ref == memory.id for item in ctx.items)
+        # a search for the word finds the word: 小花 is in no message
+        assert _found(conv, "小花") == []
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=_texts, query=_queries)
+def test_with_characters_a_query_finds_exactly_the_messages_holding_a_term_or_character(
+        scratch_store: Callable[[], str], texts: list[str], query: str) -> None:
+    """With ``cjk_chars`` (what recall asks) a query also finds the messages holding one of
+    its Han characters outside :data:`COMMON_HAN`, and no other: the same on both stores."""
+    terms = cjk_query_terms(query) + cjk_query_chars(query)
+    oracle = {i + 1 for i, t in enumerate(texts) if any(term in t for term in terms)}
+    with _open(scratch_store()) as mem:
+        conv = mem.conversation("c")
+        conv.add_many([{"role": "user", "content": t} for t in texts])
+        spec = SearchSpec(query=query, conversation_ids=("c",), kinds=("message",), limit=50, cjk_chars=True)
+        assert {h.first_seq for h in mem.recaller.store.search(spec)} == oracle
+
+
+def test_common_characters_and_kana_are_not_searched_alone() -> None:
+    assert cjk_query_chars("我的小花好看吗？タワー학교") == ["花"]
+    assert cjk_search_terms("花园", chars=True) == ["花园", "花", "园"]
+    assert cjk_search_terms("花", chars=True) == ["花"]  # a one-character run is a term once

@@ -124,7 +124,7 @@ class RecalledMessages:
         cfg = self.view.config
         depth = min(cfg.recall_depth, max(24, room // 16))
         spec = SearchSpec(query=query, conversation_ids=(cid,), kinds=("message",), max_seq=shown_from - 1,
-                          limit=depth, mode="hybrid", snippets=False)
+                          limit=depth, mode="hybrid", snippets=False, cjk_chars=True)
         candidates: list[tuple[tuple[str, ...], bool, float]] | None = None
         if self.recaller is not None and self.recaller.embedder is not None and not self.recaller.warming():
             try:

@@ -113,6 +113,10 @@ class SearchSpec:
     sort: Literal["relevance", "recency"] = "relevance"
     limit: int = 20
     snippets: bool = True  # False: hits carry no snippet (recall ranks ids; it needs no text)
+    # also match a CJK query's Han characters one by one (store/fts.py cjk_query_chars),
+    # ranked under its words: what recall asks, as a question's words may be written
+    # differently in the message; a search for a word (the default) finds the word
+    cjk_chars: bool = False
 
 
 class UnitRow(NamedTuple):

@@ -46,8 +46,8 @@ from collections.abc import Iterator
 
 from lossless.core.scripts import CJK_LETTERS
 
-__all__ = ["MAX_CJK_TERMS", "STOPWORDS", "cjk_fts_query", "cjk_index_line", "cjk_index_terms", "cjk_query_terms",
-           "cjk_runs", "compounds", "fts_terms", "has_cjk", "has_wide_forms", "index_extras", "index_text", "narrow",
+__all__ = ["COMMON_HAN", "MAX_CJK_TERMS", "STOPWORDS", "cjk_fts_query", "cjk_index_line", "cjk_index_terms", "cjk_query_chars",
+           "cjk_query_terms", "cjk_runs", "cjk_search_terms", "compounds", "fts_terms", "has_cjk", "has_wide_forms", "index_extras", "index_text", "narrow",
            "quote_fts", "search_terms", "snippet", "symbol_query", "term_pattern", "wide_forms_line", "word_query"]
 
 _CJK_CLASS = CJK_LETTERS
@@ -76,6 +76,17 @@ _MAX_WORD_TERMS = 64
 # a long question's CJK runs give at most this many bigrams (first seen first), as its
 # words are capped: a pasted page must not become thousands of OR-ed terms
 MAX_CJK_TERMS = 256
+# A Han character carries a meaning of its own (kana and hangul spell sounds), so recall
+# also searches a question's Han characters one by one, after its bigrams: 「小花」 and
+# 「花束」 share no bigram but 花 (:func:`cjk_query_chars`). Not these: the hundred most
+# frequent characters of written Chinese and the particles and pronouns of chat, each
+# found in most messages.
+COMMON_HAN = frozenset(
+    "的一是不了在人有我他这个们中来上大为和国地到以说时要就出会可也你对生能而子那得于着下自之年过发后作里用道行所然"
+    "家种事成方多经么去法学如都同现当没动面起看定天分还进好小部其些主样理心她本前开但因只从想实"
+    "吗呢吧啊嗯哦呀哈啦嘛呗哇喔它您"
+)
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _GRAM_SLICE = 4096  # a long run's bigrams are joined this many characters at a time
 # a long text is scanned this many characters at a time, cut at whitespace (no compound or
 # CJK run holds any): one regular-expression scan holds the interpreter's lock, and one over
@@ -230,10 +241,31 @@ def cjk_query_terms(text: str) -> list[str]:
     return list(terms)[:MAX_CJK_TERMS]
 
 
-def cjk_fts_query(text: str) -> str | None:
-    """An OR of :func:`cjk_query_terms` for FTS5 (a one-character term as a prefix
-    query), or None when the text has no CJK."""
+def cjk_query_chars(text: str) -> list[str]:
+    """A query's Han characters that are not :data:`COMMON_HAN`, first seen first, at most
+    :data:`MAX_CJK_TERMS`; each is searched as a prefix term, which finds the character
+    anywhere (see :func:`cjk_index_terms`)."""
+    chars: dict[str, None] = {}
+    for run in _cjk_words(text):
+        for ch in run:
+            if ch not in COMMON_HAN and _HAN.match(ch):
+                chars.setdefault(ch, None)
+        if len(chars) >= MAX_CJK_TERMS:
+            break
+    return list(chars)[:MAX_CJK_TERMS]
+
+
+def cjk_search_terms(text: str, chars: bool = False) -> list[str]:
+    """:func:`cjk_query_terms`, and with ``chars`` :func:`cjk_query_chars` after them
+    (a character already a term once)."""
     terms = cjk_query_terms(text)
+    return list(dict.fromkeys(terms + cjk_query_chars(text))) if chars else terms
+
+
+def cjk_fts_query(text: str, chars: bool = False) -> str | None:
+    """An OR of :func:`cjk_query_terms` for FTS5 (a one-character term as a prefix
+    query), and with ``chars`` of :func:`cjk_query_chars`; None when the text has no CJK."""
+    terms = cjk_search_terms(text, chars)
     if not terms:
         return None
     return " OR ".join(quote_fts(t) + ("*" if len(t) == 1 else "") for t in terms)

@@ -33,7 +33,7 @@ from lossless.core.types import GrepHit
 from lossless.store.base import SearchSpec
 from lossless.store.fts import (
     cjk_index_terms,
-    cjk_query_terms,
+    cjk_search_terms,
     index_extras,
     search_terms,
     symbol_query,
@@ -96,13 +96,14 @@ def search_document(text: str) -> str:
     return "\n".join([text, " ".join(parts), index_extras(text), " ".join(list(grams)[:_DOC_GRAMS])])
 
 
-def keyword_tsquery(query: str, config: str = "simple") -> tuple[str, list[str]] | None:
+def keyword_tsquery(query: str, config: str = "simple", chars: bool = False) -> tuple[str, list[str]] | None:
     """(SQL tsquery expression, its arguments) OR-ing every term of ``query``: its
     :func:`~lossless.store.fts.search_terms` (a compound's parts as a phrase, and joined)
-    and :func:`~lossless.store.fts.cjk_query_terms`; None when it has none. ``config``:
+    and :func:`~lossless.store.fts.cjk_search_terms` (with ``chars``, the Han characters too);
+    None when it has none. ``config``:
     the text search configuration (a constant, not user input)."""
     words = search_terms(query)
-    grams = cjk_query_terms(query)
+    grams = cjk_search_terms(query, chars)
     if not words and not grams:
         # the query held only stopwords: search them rather than nothing (as on SQLite)
         words = list(dict.fromkeys(w.lower() for w in _PART.findall(query)))
@@ -261,7 +262,7 @@ def _candidates(store: _Reads, kind: str, spec: SearchSpec) -> dict[int, float]:
         if not re.search(r"[^\W_]", spec.query):
             return {}
         pairs = []
-        built = keyword_tsquery(spec.query)
+        built = keyword_tsquery(spec.query, chars=spec.cjk_chars)
         if built is not None:
             pairs += _ranked(store, kind, built[0], built[1], spec, limit)
     scores: dict[int, float] = {}

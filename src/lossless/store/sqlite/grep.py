@@ -16,7 +16,7 @@ from lossless.core.types import GrepHit
 from lossless.store.base import SearchSpec
 from lossless.store.fts import (
     cjk_fts_query,
-    cjk_query_terms,
+    cjk_search_terms,
     narrow,
     quote_fts,
     search_terms,
@@ -109,7 +109,7 @@ def _scan(store: _Reads, kind: str, spec: SearchSpec, limit: int) -> list[tuple[
     text = ("coalesce(t.content, '') || char(10) || coalesce(t.tool_calls, '')" if kind == "message"
             else "t.content")
     rows = store._query(f"SELECT t.rowid, lower({text}) FROM {table} t WHERE 1{where}", args)
-    grams = cjk_query_terms(spec.query)
+    grams = cjk_search_terms(spec.query, spec.cjk_chars)
     terms = search_terms(spec.query) or ([] if grams else [w.lower() for w in re.findall(r"[^\W_]+", narrow(spec.query))])
     needles: list[tuple[str, re.Pattern[str] | None]] = [(t.split(" ")[0], term_pattern(t)) for t in terms[:64]]
     needles += [(g, None) for g in grams]
@@ -239,7 +239,7 @@ def _candidates(store: _Reads, kind: str, spec: SearchSpec) -> dict[int, float]:
     else:
         pairs = []
         words = word_query(spec.query)
-        grams = cjk_fts_query(spec.query)
+        grams = cjk_fts_query(spec.query, spec.cjk_chars)
         if words is None and grams is None:
             # the query held only stopwords: search them rather than nothing
             raw = [w.lower() for w in re.findall(r"[^\W_]+", spec.query)]
