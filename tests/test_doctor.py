@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ import pytest
 
 import lossless
 from lossless.cli import main
+from lossless.testing import HashEmbedder
+from tests.backends import create_database, drop_database
 from tests.conftest import StoreTarget, chat
 
 
@@ -44,6 +47,9 @@ def test_doctor_on_a_store_with_work_in_it(store_target: StoreTarget, capsys: py
     assert checks["sqlite"]["status"] == "ok" and "trigram" in checks["sqlite"]["detail"]
     assert checks["lossless"]["status"] == "ok"
     assert checks["tokenizer"]["status"] == "ok" and "cl100k_base" in checks["tokenizer"]["detail"]
+    # PostgreSQL's extensions are reported where the store is PostgreSQL, and only there
+    on_postgres = str(db).startswith("postgresql")
+    assert ("pgvector" in checks) == ("pg_trgm" in checks) == on_postgres
     # every extra of the package is reported, and one not installed says how to install it
     extras = {c["name"]: c for c in report["checks"] if c["name"].startswith("[")}
     assert {"[embeddings]", "[server]", "[mcp]", "[postgres]"} <= set(extras)
@@ -160,3 +166,64 @@ def test_doctor_and_read_commands_create_no_store(store_target: StoreTarget,
     assert status == 0 and _by_name(report)["holds"]["detail"].startswith("1 conversation, 1 message")
     assert main(["--db", db, "grep", "对话", "单号", "--json"]) == 0
     assert "退款单号" in capsys.readouterr().out
+
+
+def _server_has(url: str) -> dict[str, tuple[str | None, str | None]]:
+    """What the catalogues say of pgvector and pg_trgm: (on the server, installed here)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return {name: conn.execute(
+            "SELECT (SELECT default_version FROM pg_available_extensions WHERE name = %s), "
+            "(SELECT extversion FROM pg_extension WHERE extname = %s)", (name, name)).fetchone()
+            for name in ("vector", "pg_trgm")}
+
+
+@pytest.mark.postgres
+def test_doctor_reports_pgvector_and_pg_trgm_on_postgres(pg_server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """doctor said nothing of the two extensions a PostgreSQL store relies on: pgvector
+    (vector recall fails without it) and pg_trgm (trigram indexes for regex search). It
+    reports each, from a database with no store yet (creating nothing) to one with vectors."""
+    name = f"lossless_doctor_{uuid.uuid4().hex[:10]}"
+    url = create_database(pg_server, name)  # a bare database: no lossless store in it
+    try:
+        before = _server_has(url)
+        assert before["vector"][0] is not None  # the suite's server has pgvector (tests/backends.py)
+        status, report = _doctor(capsys, url)
+        checks = _by_name(report)
+        assert status == 0 and checks["database"]["detail"].startswith("none yet at ")
+        vector, trgm = checks["pgvector"], checks["pg_trgm"]
+        if before["vector"][1] is None:
+            assert vector["status"] == "info" and "not installed in this database yet" in vector["detail"]
+            assert "CREATE EXTENSION vector" in vector["detail"] and vector["fix"]
+        available, installed = before["pg_trgm"]
+        if installed:
+            assert trgm["status"] == "ok" and installed in trgm["detail"]
+        elif available:
+            assert trgm["status"] == "info" and "a new store creates it" in trgm["detail"]
+        else:
+            assert trgm["status"] == "info" and trgm["detail"].startswith("not on this server") and trgm["fix"]
+        assert _server_has(url) == before  # nothing created: no extension,
+        assert main(["--db", url, "ls"]) == 1  # and no store
+        capsys.readouterr()
+
+        # a store, then vectors in it: pgvector is installed by then, and doctor says so
+        with lossless.open(url, embedder=HashEmbedder()) as mem:
+            conv = mem.conversation("体检")
+            conv.add_many([{"role": "user", "content": "数据库的扩展装好了吗？"},
+                           {"role": "assistant", "content": "pgvector holds the recall vectors."}])
+            conv.index()
+        after = _server_has(url)
+        assert after["vector"][1] is not None
+        status, report = _doctor(capsys, url)
+        vector, trgm = _by_name(report)["pgvector"], _by_name(report)["pg_trgm"]
+        assert status == 0 and vector["status"] == "ok" and after["vector"][1] in vector["detail"]
+        if after["pg_trgm"][1]:  # a store made where the server has pg_trgm gets its indexes
+            assert trgm["status"] == "ok" and "trigram indexes serve regex" in trgm["detail"]
+        else:
+            assert trgm["status"] == "info" and trgm["fix"]
+        assert main(["--db", url, "doctor", "--quick"]) == 0
+        out = capsys.readouterr().out
+        assert "✓ pgvector" in out and "pg_trgm" in out and "Traceback" not in out
+    finally:
+        drop_database(pg_server, name)

@@ -185,3 +185,43 @@ def test_export_all_names_read_back_by_import(store_target: StoreTarget, tmp_pat
         assert main(["--db", again, "import", name, "--no-wait"]) == 0, capsys.readouterr().err
     with lossless.open(again, embedder=None) as mem:
         assert sorted(c.id for c in mem.conversations()) == ["会話-日本語", "对话-小美"]
+
+
+def test_jsonl_export_carries_conversation_metadata(store_target: StoreTarget, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The JSONL export once held messages only: a conversation's title and metadata were
+    lost on export → import. A first line now carries them; a file without it (an older
+    export) still imports, and a conversation without metadata still exports messages only."""
+    db, copy, other = store_target("meta"), store_target("copy"), store_target("other")
+    metadata = {"title": "小美的生日 party", "user_id": "maya", "tags": ["家庭", "plans"]}
+    with lossless.open(db, embedder=None) as mem:
+        conv = mem.conversation("对话-小美", metadata=metadata)
+        conv.add("user", "小美的生日是几号？")
+        conv.add("assistant", "March 3rd — 三月三日。")
+        mem.conversation("bare").add("user", "no metadata here")
+    out = tmp_path / "对话.jsonl"
+    assert main(["--db", str(db), "export", "对话-小美", "-o", str(out)]) == 0
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert lines[0] == {"conversation": {"id": "对话-小美", "metadata": metadata}, "messages": []}
+    assert [line["content"] for line in lines[1:]] == ["小美的生日是几号？", "March 3rd — 三月三日。"]
+    capsys.readouterr()
+    assert main(["--db", str(copy), "import", str(out), "--no-wait"]) == 0, capsys.readouterr().err
+    assert "imported 2 messages" in capsys.readouterr().out
+    with lossless.open(copy, embedder=None) as mem:
+        restored = mem.conversation("对话-小美")
+        assert restored.info.metadata == metadata
+        assert [m.content for m in restored.messages()] == ["小美的生日是几号？", "March 3rd — 三月三日。"]
+    # into another conversation: the metadata goes with the messages
+    assert main(["--db", str(other), "import", str(out), "--conversation", "renamed", "--no-wait"]) == 0
+    with lossless.open(other, embedder=None) as mem:
+        assert mem.conversation("renamed").info.metadata == metadata
+    # an older export (messages only) still reads back; a conversation without metadata has no extra line
+    old = tmp_path / "old.jsonl"
+    old.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in lines[1:]) + "\n", encoding="utf-8")
+    assert main(["--db", str(other), "import", str(old), "--no-wait"]) == 0
+    with lossless.open(other, embedder=None) as mem:
+        assert len(mem.conversation("对话-小美").messages()) == 2
+    with lossless.open(db, embedder=None) as mem:
+        buf = io.StringIO()
+        assert export_conversation(mem.conversation("bare"), buf) == (1, 0)
+        assert [json.loads(line)["content"] for line in buf.getvalue().splitlines()] == ["no metadata here"]

@@ -281,6 +281,45 @@ def test_migrate_verification_catches_a_difference(tmp_path: Path, pg_url: str) 
     assert any(p.startswith("compaction_log:") for p in problems)
 
 
+def test_migrate_that_does_not_verify_keeps_nothing(tmp_path: Path, pg_url: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A source whose message no longer matches its hash (a damaged file) copied, failed
+    verification (exit 1) and left the whole unverified copy committed in the target, which
+    the next run then refused as "not empty". The copy is verified before it commits: it is
+    rolled back, the error says so, and once the source is put right the same command works."""
+    path = tmp_path / "damaged.db"
+    with lossless.open(path, embedder=HashEmbedder()) as mem:
+        conv = mem.conversation("搬家", metadata={"title": "迁移 test"})
+        conv.add_many([{"role": "user", "content": "数据库迁移到新的服务器。"},
+                       {"role": "assistant", "content": "The invoice service moves to port 7711."}])
+        conv.index()
+        good = conv.messages()[0].content
+    tamper(str(path), "UPDATE messages SET content = ? WHERE seq = 1", ("数据库迁移到旧的服务器。",))
+    with psycopg.connect(pg_url) as conn:
+        tables_before = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()
+
+    assert main(["migrate", "--from", str(path), "--to", pg_url]) == 1
+    err = capsys.readouterr().err
+    assert "mismatch: postgresql:" in err and "rolled back" in err and "holds none of it" in err
+    assert "Traceback" not in err and "secret" not in err
+    with psycopg.connect(pg_url) as conn:
+        for table in ("conversations", "messages", "summaries", "recall_units", "embedding_cache", "settings"):
+            assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,), table
+        # the vector tables the copy made went with it: only the store's own tables are there
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone() == tables_before
+    assert main(["migrate", "--from", str(path), "--to", pg_url, "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["rolled_back"] and not report["ok"] and report["problems"]
+
+    tamper(str(path), "UPDATE messages SET content = ? WHERE seq = 1", (good,))  # the source put right
+    assert main(["migrate", "--from", str(path), "--to", pg_url, "--json"]) == 0, capsys.readouterr().err
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and not report["rolled_back"] and report["counts"]["messages"] == 2
+    with lossless.open(pg_url, embedder=None) as mem:
+        assert mem.conversation("搬家").info.metadata == {"title": "迁移 test"}
+        assert mem.verify() == []
+
+
 def _copy_problems(path: Path, pg_url: str) -> list[str]:
     """What ``verify_copy`` finds between the SQLite file and the PostgreSQL copy."""
     from lossless.files.tables import FILE_TABLES

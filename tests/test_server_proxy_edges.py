@@ -462,3 +462,50 @@ def test_a_tool_loop_with_extended_thinking_keeps_its_thinking_block(
     assert [b["type"] for b in sent[-2]["content"]] == ["thinking", "tool_use"]
     assert [m.role for m in memory.get_conversation("思考").messages()] == [  # type: ignore[union-attr]
         "user", "assistant", "tool", "assistant"]  # the thinking itself is not stored
+
+
+# -- lossless's own errors, in each wire format's shape ----------------------------------------
+
+def _closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (bound, then let go)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_the_proxys_own_errors_take_the_wire_formats_shape(memory: lossless.Memory, fake_openai: FakeOpenAIServer,
+                                                            wire: str) -> None:
+    """The Anthropic route answered lossless's own errors as {"error": {...}}, without
+    Anthropic's top-level "type": "error" that its clients read an error by. They come in
+    Anthropic's envelope now (the same error.type and message); the OpenAI route keeps its
+    shape. Over real HTTP: a bad request, a bad conversation id, no provider, a dead one."""
+    def check(r: httpx.Response, status: int, type_: str, says: str) -> None:
+        assert r.status_code == status, r.text
+        body = r.json()
+        assert set(body["error"]) == {"type", "message"} and body["error"]["type"] == type_, r.text
+        assert says in body["error"]["message"], r.text
+        assert body == ({"type": "error", "error": body["error"]} if wire == "anthropic" else {"error": body["error"]})
+
+    chat = [{"role": "user", "content": "我的订单号是多少？ What is my order number?"}]
+    path, body = _request(wire, "订单", chat)
+    with served(memory, upstream=Upstream(fake_openai.base_url, "sk-upstream")) as srv:
+        check(_post(srv.url, path, {k: v for k, v in body.items() if k != "model"}), 400, "invalid_request",
+              "'model' is required")
+        check(_post(srv.url, *_request(wire, None, chat)), 400, "invalid_request", "name the conversation")
+        check(_post(srv.url, *_request(wire, "订\n单", chat)), 422, "validation_error", "control character")
+    with served(memory) as srv:  # no --upstream
+        check(_post(srv.url, path, body), 501, "not_available", "no upstream model provider")
+    with served(memory, upstream=Upstream(f"http://127.0.0.1:{_closed_port()}", "sk-upstream")) as srv:
+        check(_post(srv.url, path, body), 502, "upstream_error", "did not answer")
+        if wire == "anthropic":  # Anthropic's own SDK reads it as one of its errors
+            client = anthropic.Anthropic(base_url=srv.url, api_key="unused", max_retries=0,
+                                         default_headers={HEADER: "%E8%AE%A2%E5%8D%95-sdk"})
+            with pytest.raises(anthropic.APIStatusError) as raised:
+                client.messages.create(model=CLAUDE, max_tokens=100, messages=[{"role": "user", "content": "你好"}])
+            assert raised.value.status_code == 502
+            assert isinstance(raised.value.body, dict) and raised.value.body["type"] == "error"
+    assert fake_openai.requests == []  # none of them reached the provider

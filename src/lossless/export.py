@@ -3,7 +3,9 @@
 ``openai-jsonl``: one message per line with every stored field (``conversation``, ``role``,
 ``content``, ``name``, ``tool_calls``, ``tool_call_id``, ``created_at``, ``metadata``,
 ``external_id``) — ``lossless import`` reads it back into the very same messages (same
-fields, same content hashes).
+fields, same content hashes). A conversation with metadata (a title …) gets a first line
+``{"conversation": {"id", "metadata"}, "messages": []}`` that holds no message, from which
+the import restores that metadata.
 
 ``json``: ``{"format": "lossless.conversation", "version", "conversation": {id,
 metadata, …}, "messages": [... with id, seq, token_count, content_hash], "summaries":
@@ -109,6 +111,9 @@ def export_conversation(conv: Conversation, out: IO[str], format: ExportFormat =
         raise ValidationError(f"unknown export format {format!r} (one of: {', '.join(EXPORT_FORMATS)})")
     count = 0
     if format == "openai-jsonl":
+        metadata = conv.info.metadata
+        if metadata:  # a first line for the conversation itself, which `lossless import` reads as its metadata
+            out.write(_dumps({"conversation": {"id": conv.id, "metadata": metadata}, "messages": []}) + "\n")
         for msg in _messages(conv):
             out.write(_dumps(message_record(msg, conv.id)) + "\n")
             count += 1

@@ -74,8 +74,9 @@ def register(subparsers: Subparsers, parents: Sequence[argparse.ArgumentParser] 
                     "check the installation and the store, and say what to do about each problem",
                     command_parents(parents))
     p.description = ("What is installed (extras, the embedding model, sqlite-vec, the tokenizer), what the "
-                     "store holds, the background work and the summarizer's circuit breaker — each problem "
-                     "with what to do about it. Writes nothing. Exit status 1 when something is broken.")
+                     "store holds (on PostgreSQL: pgvector and pg_trgm, on the server and in the database), the "
+                     "background work and the summarizer's circuit breaker — each problem with what to do about "
+                     "it. Writes nothing. Exit status 1 when something is broken.")
     p.add_argument("--quick", action="store_true",
                    help="do not load the embedding model to embed a probe text (it takes a few seconds)")
 
@@ -330,6 +331,65 @@ def check_contents(memory: Memory) -> list[Check]:
                           None if counts["messages"] else "nothing stored yet: `lossless demo` shows what it does")]
 
 
+def check_postgres(memory: Memory | None, url: str) -> list[Check]:
+    """pgvector and pg_trgm: whether the server has each and the database has it installed,
+    read from the catalogues (nothing created). Without a store yet (``memory`` None) the
+    server at ``url`` is asked on a connection of its own."""
+    from lossless.store.postgres.extensions import TRIGRAM_INDEX_SQL, read_extensions
+
+    if memory is not None:
+        found = read_extensions(memory.store.query)
+        indexed: bool | None = bool(memory.store.query(TRIGRAM_INDEX_SQL)[0][0])
+        vectors_off = memory.embedder is None
+    else:
+        from lossless.store.postgres.store import server_extensions
+
+        found = server_extensions(url)
+        indexed = None
+        vectors_off = environ.read("LOSSLESS_EMBEDDER", "").strip().lower() == "none"
+    return [_pgvector(found["vector"].available, found["vector"].installed, vectors_off=vectors_off),
+            _pg_trgm(found["pg_trgm"].available, found["pg_trgm"].installed, indexed)]
+
+
+def _pgvector(available: str | None, installed: str | None, *, vectors_off: bool) -> Check:
+    if installed:
+        return Check("store", "pgvector", "ok", f"{installed} installed: vector recall is stored in PostgreSQL")
+    if available:
+        return Check("store", "pgvector", "info", f"{available} on the server, not installed in this database yet: "
+                     "lossless creates it (CREATE EXTENSION vector) when it first stores vectors",
+                     "nothing to do if the role in --db may create extensions; else a superuser runs "
+                     "CREATE EXTENSION vector; in this database")
+    return Check("store", "pgvector", "info" if vectors_off else "warn",
+                 "not on this server: vector recall needs it (storing vectors fails without it); keyword search works",
+                 "install pgvector on the server (https://github.com/pgvector/pgvector, e.g. the postgresql-16-pgvector "
+                 "package), or LOSSLESS_EMBEDDER=none for keyword-only recall")
+
+
+def _pg_trgm(available: str | None, installed: str | None, indexed: bool | None) -> Check:
+    """``indexed``: whether the store has the trigram indexes (None: no store yet)."""
+    slower = "regex and substring search scan the text instead of using a trigram index"
+    if installed and indexed is not False:
+        return Check("store", "pg_trgm", "ok", f"{installed} installed: trigram indexes serve regex and substring "
+                     "search" + ("" if indexed else " (a new store makes them)"))
+    if installed:
+        return Check("store", "pg_trgm", "info", f"{installed} installed, but this store has no trigram indexes "
+                     f"(it was made before pg_trgm was installed): {slower}",
+                     "CREATE INDEX messages_trigram ON messages USING gin (content gin_trgm_ops), and the same for "
+                     "summaries and memories, in the store's schema")
+    if available:
+        if indexed is None:
+            return Check("store", "pg_trgm", "info", f"{available} on the server, not installed in this database: "
+                         "a new store creates it, and its trigram indexes, if the role in --db may create extensions")
+        return Check("store", "pg_trgm", "info", f"{available} on the server, not installed in this database (the "
+                     f"role that made the store may not create extensions): {slower}",
+                     "a superuser runs CREATE EXTENSION pg_trgm; in this database (a store made after gets trigram "
+                     "indexes)")
+    return Check("store", "pg_trgm", "info", f"not on this server (a build without PostgreSQL's contrib modules): "
+                 f"{slower}; fine for small stores",
+                 "install the server's contrib modules (e.g. postgresql-contrib) for trigram indexes in stores made "
+                 "after")
+
+
 def check_work(memory: Memory) -> list[Check]:
     """The backlog of compaction and embedding, the workers, and their circuit breakers."""
     backlog = memory.backlog.summary()
@@ -405,6 +465,13 @@ def run_checks(ctx: CommandContext, *, probe: bool = True) -> list[Check]:
     checks.append(check_tokenizer(memory))
     checks.append(check_embedder(memory, probe=probe) if memory is not None else _embedder_without_store())
     checks.append(opened)
+    url = ctx.db_url()
+    if url is not None and (memory is not None or opened.status == "info"):  # a store, or none yet
+        try:
+            checks += check_postgres(memory, url)
+        except Exception as exc:  # the server answered the store's checks: say what this one met
+            checks.append(Check("store", "extensions", "warn", f"cannot read the server's extensions: "
+                                f"{type(exc).__name__}: {exc}", "check the role's access to the database"))
     if memory is not None:
         for step in (check_contents, check_summarizer, check_work):
             try:

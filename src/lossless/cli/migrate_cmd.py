@@ -1,9 +1,10 @@
 """``lossless migrate --from sqlite:///path.db --to postgresql://…``: copy a SQLite store
 into an empty PostgreSQL database (or schema) and verify the copy.
 
-The copy is one transaction; afterwards every table is compared row for row (counts and
-content digests), every message is re-hashed and the DAG re-checked on PostgreSQL. Any
-difference is printed and the command exits 1. A non-empty target is refused, so a run
+The copy is one transaction; before it commits every table is compared row for row (counts
+and content digests), every message is re-hashed and the DAG re-checked on PostgreSQL. Any
+difference is printed, the copy is rolled back (the target keeps none of it, so the same
+command can run again) and the command exits 1. A non-empty target is refused, so a run
 never mixes two stores (see :mod:`lossless.store.transfer`).
 """
 
@@ -86,6 +87,11 @@ def cmd_migrate(ctx: CommandContext) -> int:
                                style="green"))
         for problem in report.problems:
             ctx.err.print(Text(f"mismatch: {problem}", style="red"))
+        if report.rolled_back:
+            ctx.err.print(Text(f"the copy did not verify, so it was rolled back: {redact_url(target)} holds none of "
+                               "it (nothing that was there before was touched). `lossless verify --db "
+                               f"{path}` checks the source; then run this command again", style="red"),
+                          soft_wrap=True)
     return 0 if report.ok else 1
 
 

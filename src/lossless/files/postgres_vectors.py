@@ -79,7 +79,7 @@ def vector_count(store: PostgresStore) -> int:
 def vector_rows(store: PostgresStore) -> Iterator[tuple[int, str, str, int, str, bytes]]:
     """Every chunk vector as SQLite's ``file_chunk_vectors`` holds it, streamed."""
     for name, provider, model, dim in vector_tables(store):
-        with store._pool.connection() as conn, conn.transaction():
+        with store.transaction() as conn:  # the caller's, if it has one (a copy verified before it commits)
             register(conn)
             with conn.cursor(name=f"rows_{name}", binary=True) as cur:  # binary: the float32s exactly
                 cur.itersize = 2000

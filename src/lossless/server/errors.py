@@ -30,12 +30,15 @@ anything else              500     ``internal_error``
 =========================  ======  =======================
 
 The shape is also OpenAI's (``error.type`` / ``error.message``), so an OpenAI SDK talking
-to the proxy reads lossless's errors like the provider's own.
+to the proxy reads lossless's errors like the provider's own. The Anthropic proxy route
+(``/v1/messages``) writes the same ``error`` in Anthropic's envelope, ``{"type": "error",
+"error": {"type", "message"}}`` (:func:`anthropic_error_body`), as the Anthropic API does.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import ClientDisconnect
@@ -53,7 +56,7 @@ from lossless.core.errors import (
 )
 from lossless.server.chat_match import Diverged
 
-__all__ = ["HTTPError", "error_body", "error_response", "exception_response"]
+__all__ = ["ErrorShape", "HTTPError", "anthropic_error_body", "error_body", "error_response", "exception_response"]
 
 log = logging.getLogger("lossless.server")
 
@@ -69,12 +72,23 @@ class HTTPError(Exception):
         self.headers = headers or {}
 
 
+ErrorShape = Callable[[str, str], dict[str, Any]]  # (error.type, message) -> the body
+
+
 def error_body(type_: str, message: str) -> dict[str, Any]:
+    """lossless's (and OpenAI's) error body: ``{"error": {"type", "message"}}``."""
     return {"error": {"type": type_, "message": message}}
 
 
-def error_response(status: int, type_: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(error_body(type_, message), status_code=status, headers=headers)
+def anthropic_error_body(type_: str, message: str) -> dict[str, Any]:
+    """Anthropic's error body, which the Anthropic proxy route (``/v1/messages``) answers
+    with: ``{"type": "error", "error": {"type", "message"}}``."""
+    return {"type": "error", "error": {"type": type_, "message": message}}
+
+
+def error_response(status: int, type_: str, message: str, headers: dict[str, str] | None = None, *,
+                   shape: ErrorShape = error_body) -> JSONResponse:
+    return JSONResponse(shape(type_, message), status_code=status, headers=headers)
 
 
 _MAPPED: tuple[tuple[type[LosslessError], int, str], ...] = (
@@ -87,31 +101,38 @@ _MAPPED: tuple[tuple[type[LosslessError], int, str], ...] = (
 )
 
 
-def exception_response(exc: BaseException) -> JSONResponse:
+def exception_response(exc: BaseException, *, shape: ErrorShape = error_body) -> JSONResponse:
     """The JSON error response for any exception a route raised: never a traceback, never
-    the database's path."""
+    the database's path. ``shape`` writes the body (the Anthropic proxy route's:
+    :func:`anthropic_error_body`)."""
+    status, type_, message, headers = _mapped(exc)
+    return error_response(status, type_, message, headers, shape=shape)
+
+
+def _mapped(exc: BaseException) -> tuple[int, str, str, dict[str, str] | None]:
+    """(status, ``error.type``, message, headers) for an exception, per the table above."""
     if isinstance(exc, HTTPError):
-        return error_response(exc.status, exc.type, exc.message, exc.headers)
+        return exc.status, exc.type, exc.message, exc.headers
     for kind, status, type_ in _MAPPED:
         if isinstance(exc, kind):
-            return error_response(status, type_, str(exc))
+            return status, type_, str(exc), None
     if isinstance(exc, StoreError) and not isinstance(exc, MigrationError):
         log.warning("lossless server: %s", exc)  # the operator's log has the path; the client does not
-        headers = {"retry-after": "1"} if exc.transient else {}
-        return error_response(503, "store_unavailable", f"the store could not serve the request: {exc.reason}"
-                                                        + ("; retry shortly" if exc.transient else ""), headers)
+        headers = {"retry-after": "1"} if exc.transient else None
+        return 503, "store_unavailable", (f"the store could not serve the request: {exc.reason}"
+                                          + ("; retry shortly" if exc.transient else "")), headers
     if isinstance(exc, RecursionError):
-        return error_response(400, "invalid_request", "the request is nested too deeply")
+        return 400, "invalid_request", "the request is nested too deeply", None
     if isinstance(exc, OverflowError):
-        return error_response(422, "validation_error", f"a number in the request is out of range: {exc}")
+        return 422, "validation_error", f"a number in the request is out of range: {exc}", None
     if isinstance(exc, MemoryError):
-        return error_response(413, "payload_too_large", "the request needs more memory than the server gives one "
-                                                        "request (simplify the pattern, or narrow the search)")
+        return 413, "payload_too_large", ("the request needs more memory than the server gives one request "
+                                          "(simplify the pattern, or narrow the search)"), None
     if isinstance(exc, ClientDisconnect):  # read_body says so with the request's path; this is a fallback
         log.info("lossless server: the client closed the connection before its request was read")
-        return error_response(400, "client_disconnected", "the connection closed before the request was read")
+        return 400, "client_disconnected", "the connection closed before the request was read", None
     if isinstance(exc, LosslessError):
         log.warning("lossless server: %s: %s", type(exc).__name__, exc)
-        return error_response(500, "internal_error", f"{type(exc).__name__}: {exc}")
+        return 500, "internal_error", f"{type(exc).__name__}: {exc}", None
     log.exception("lossless server: unexpected error", exc_info=exc)
-    return error_response(500, "internal_error", f"unexpected {type(exc).__name__} (see the server log)")
+    return 500, "internal_error", f"unexpected {type(exc).__name__} (see the server log)", None

@@ -78,6 +78,10 @@ def _conversation_schemas() -> dict[str, Any]:
     """The schemas of the conversations and their messages."""
     return {
         "Error": _obj({"error": _obj({"type": _STR, "message": _STR}, ("type", "message"))}, ("error",)),
+        # the Anthropic proxy route's errors, in Anthropic's envelope
+        "AnthropicError": _obj({"type": {"const": "error"},
+                                "error": _obj({"type": _STR, "message": _STR}, ("type", "message"))},
+                               ("type", "error")),
         "Conversation": _obj({"id": _STR, "created_at": _TIME, "updated_at": _TIME, "messages": _INT,
                               "summaries": _INT, "metadata": _FREE},
                              ("id", "created_at", "updated_at", "messages", "summaries", "metadata")),
@@ -343,7 +347,10 @@ def _paths() -> dict[str, Any]:
             "anthropicMessages", "Anthropic-compatible context proxy", None, body="AnthropicMessagesRequest",
             tag="proxy"), "parameters": [
             {"name": "X-Lossless-Conversation", "in": "header", "required": False, "schema": _STR,
-             "description": "the conversation (else metadata.user_id)"}]}},
+             "description": "the conversation (else metadata.user_id)"}],
+            "responses": {"200": {"description": "OK"}, "default": {
+                "description": "an error (lossless's own: Anthropic's shape; the provider's: as it sent it)",
+                "content": {"application/json": {"schema": schema_ref("AnthropicError")}}}}}},
         "/openapi.json": {"get": {"operationId": "openapi", "summary": "This document", "security": [],
                                   "responses": {"200": {"description": "OpenAPI 3.1"}}}},
         "/healthz": {"get": {"operationId": "health", "summary": "Liveness", "security": [],

@@ -10,18 +10,22 @@ and the workspace file index, files, chunks with the same rowids and their vecto
 pgvector table per embedder, :mod:`lossless.files.tables`); pgvector tables are filled
 from the cached vectors of the units the SQLite index held.
 The target must be empty (a new database, or a new schema with ``?schema=…``): the copy
-is one transaction, so a failed run leaves it empty and can simply be run again. Not
+is one transaction, verified before it commits, so a failed run (a copy that does not
+verify included) leaves it empty and can simply be run again. Not
 copied: compaction leases (transient) and the file index's change counter (a fresh one
 serves as well).
 
 Verification reads every copied table back from both databases and compares the row
 count and an order-independent digest (the sum of the rows' SHA-256s) per table (the
 chunk vectors as SQLite's rows), then re-hashes every message on PostgreSQL and
-re-checks the DAG (``verify()``).
+re-checks the DAG (``verify()``). It reads the copy inside the copy's own transaction: a
+difference rolls the whole copy back (``report.rolled_back``) rather than leave in the
+target a store that does not verify, which a second run would refuse as not empty.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -87,6 +91,7 @@ class TransferReport:
     vectors: int = 0  # pgvector rows built from the embedding cache
     problems: list[str] = field(default_factory=list)  # verification failures; empty: identical
     seconds: float = 0.0
+    rolled_back: bool = False  # the copy did not verify, so none of it was kept
 
     @property
     def ok(self) -> bool:
@@ -94,7 +99,12 @@ class TransferReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "target": self.target, "counts": dict(self.counts), "vectors": self.vectors,
-                "problems": list(self.problems), "ok": self.ok, "seconds": round(self.seconds, 2)}
+                "problems": list(self.problems), "ok": self.ok, "rolled_back": self.rolled_back,
+                "seconds": round(self.seconds, 2)}
+
+
+class _CopyDiffers(Exception):
+    """Raised inside the copy's transaction when the copy does not verify: rolls it back."""
 
 
 def _stream(src: SQLiteStore, sql: str, args: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
@@ -161,7 +171,8 @@ def copy_sqlite_to_postgres(source: str, target: str, *, owners: Sequence[TableO
     """Copy the SQLite store at ``source`` into the empty PostgreSQL store at ``target``,
     with the tables of the plug-ins ``owners`` (``lossless migrate``: the long-term
     memory's and the file index's), then verify the copy (``report.problems`` lists any
-    difference). ``progress(table, rows)`` is called after each table."""
+    difference; then nothing of the copy is kept: ``report.rolled_back``).
+    ``progress(table, rows)`` is called after each table."""
     t0 = time.perf_counter()
     check_source(source)
     src = SQLiteStore(source)
@@ -180,7 +191,7 @@ def copy_sqlite_to_postgres(source: str, target: str, *, owners: Sequence[TableO
             listed = ", ".join(f"{n} {t}" for t, n in present.items())
             raise StoreError(f"the target {dst.label} is not empty ({listed}): lossless migrate copies into an "
                              "empty database or schema only (create one, or add ?schema=NAME for a fresh schema)")
-        with dst.transaction() as conn:
+        with contextlib.suppress(_CopyDiffers), dst.transaction() as conn:
             if cache_only:
                 conn.execute("DELETE FROM embedding_cache")
             for table, columns in TABLES.items():
@@ -198,7 +209,11 @@ def copy_sqlite_to_postgres(source: str, target: str, *, owners: Sequence[TableO
                 # later inserts continue after the copied rowids
                 conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'rowid'), "
                              f"coalesce((SELECT max(rowid) FROM {table}), 0) + 1, false)")
-        report.problems = verify_copy(src, dst, owners=owners)
+            # before the commit: a copy that differs is rolled back, the target left as it was
+            report.problems = verify_copy(src, dst, owners=owners)
+            if report.problems:
+                report.rolled_back = True
+                raise _CopyDiffers
     finally:
         src.close()
         dst.close()
@@ -290,7 +305,8 @@ def _digest(rows: Iterator[tuple[Any, ...]]) -> tuple[int, int]:
 
 def _pg_rows(dst: PostgresStore, table: str, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
     cols = ", ".join(columns)
-    with dst._pool.connection() as conn, conn.transaction(), conn.cursor(name=f"verify_{table}") as cur:
+    # (in the caller's transaction when there is one: the copy is verified before it commits)
+    with dst.transaction() as conn, conn.cursor(name=f"verify_{table}") as cur:
         cur.itersize = _BATCH
         cur.execute(f"SELECT {cols} FROM {table}")
         yield from cur

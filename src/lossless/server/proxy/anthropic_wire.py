@@ -22,6 +22,7 @@ from lossless.core.render import content_text
 from lossless.core.types import ChatMessage, Message
 from lossless.providers.anthropic_format import anthropic_messages, block_text
 from lossless.server.chat_match import storable_labelled
+from lossless.server.errors import anthropic_error_body
 from lossless.server.proxy.base import default_reserve
 from lossless.server.proxy.conversation_header import requested_conversation
 from lossless.server.sse import AnthropicStreamReply
@@ -195,6 +196,9 @@ class AnthropicDialect:
 
     def streamed(self, acc: Any) -> dict[str, Any] | None:
         return _assistant(acc.content())
+
+    def error(self, type_: str, message: str) -> dict[str, Any]:
+        return anthropic_error_body(type_, message)
 
     def replay_body(self, message: Message, model: str) -> dict[str, Any]:
         """A stored reply as an Anthropic message (usage: what lossless counted of it)."""

@@ -89,6 +89,8 @@ class Dialect(Protocol):
     def streamed(self, acc: Any) -> dict[str, Any] | None: ...
     def replay_body(self, message: Message, model: str) -> dict[str, Any]: ...
     def replay_events(self, message: Message, model: str, body: dict[str, Any]) -> list[bytes]: ...
+    def error(self, type_: str, message: str) -> dict[str, Any]:
+        """The body of an error lossless answers on this route, in the wire format's shape."""
 
 
 def default_reserve(requested: Any, window: int) -> int:
@@ -255,7 +257,7 @@ async def proxy(request: Request, dialect: Dialect) -> Response:
         async with state.slots.hold(tenant):  # released before the provider is waited for
             body, public, turn, ctx = await _prepare(request, state, dialect, tenant)
     except Exception as exc:
-        return exception_response(exc)
+        return exception_response(exc, shape=dialect.error)
     named = conversation_header_value(public)
     if turn.replay is not None:  # sent before, and answered: the same answer, no provider call
         headers = {CONVERSATION_HEADER: named, "x-lossless-replayed": "true"}
@@ -340,7 +342,7 @@ async def _forward(request: Request, state: ServerState, dialect: Dialect, body:
             log.warning("lossless proxy: %s: the upstream provider at %s did not answer: %s: %s", turn.stored_id,
                         httpx.URL(upstream.base_url).copy_with(userinfo=b"", query=b""), type(exc).__name__, exc)
             return error_response(502, "upstream_error", "the upstream provider did not answer: "
-                                                         f"{type(exc).__name__}: {_redacted(str(exc), upstream)}")
+                                  f"{type(exc).__name__}: {_redacted(str(exc), upstream)}", shape=dialect.error)
         if response.status_code < 400:
             break
         raw = await response.aread()
@@ -353,15 +355,15 @@ async def _forward(request: Request, state: ServerState, dialect: Dialect, body:
         try:
             more = await run_in_threadpool(turn.recover, error, upstream.max_compactions)
         except Exception as exc:
-            return exception_response(exc)
+            return exception_response(exc, shape=dialect.error)
         if not more:
             return exception_response(ContextOverflowError(
                 f"the provider still refused the context as too long after {turn.compactions} emergency "
-                f"compactions and cutting tool outputs: {error}"))
+                f"compactions and cutting tool outputs: {error}"), shape=dialect.error)
         try:
             ctx = await run_in_threadpool(turn.context)
         except Exception as exc:
-            return exception_response(exc)
+            return exception_response(exc, shape=dialect.error)
     extra = {**_passed_on(response.headers), CONVERSATION_HEADER: named,
              "x-lossless-context-tokens": str(ctx.tokens), "x-lossless-compactions": str(turn.compactions)}
     if not stream:
@@ -369,14 +371,14 @@ async def _forward(request: Request, state: ServerState, dialect: Dialect, body:
             raw = await response.aread()
         except httpx.HTTPError as exc:  # the body broke off
             return error_response(502, "upstream_error", f"the upstream provider's answer broke off: "
-                                                         f"{type(exc).__name__}: {_redacted(str(exc), upstream)}")
+                                  f"{type(exc).__name__}: {_redacted(str(exc), upstream)}", shape=dialect.error)
         finally:
             await response.aclose()
         try:
             reply = dialect.reply(json.loads(raw))
         except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
             return error_response(502, "upstream_error", f"the upstream provider answered {response.status_code} "
-                                                         f"with a body that is not a {dialect.path} answer: {exc}")
+                                  f"with a body that is not a {dialect.path} answer: {exc}", shape=dialect.error)
         await run_in_threadpool(turn.store_reply, reply)
         return Response(raw, status_code=response.status_code,
                         media_type=response.headers.get("content-type", "application/json"), headers=extra)

@@ -17,6 +17,7 @@ from lossless.core.render import content_text
 from lossless.core.types import ChatMessage, Message
 from lossless.providers.openai_format import openai_messages
 from lossless.server.chat_match import storable_labelled
+from lossless.server.errors import error_body
 from lossless.server.proxy.base import default_reserve
 from lossless.server.proxy.conversation_header import requested_conversation
 from lossless.server.sse import OpenAIStreamReply
@@ -89,6 +90,9 @@ class OpenAIDialect:
 
     def stream_reply(self) -> OpenAIStreamReply:
         return OpenAIStreamReply()
+
+    def error(self, type_: str, message: str) -> dict[str, Any]:
+        return error_body(type_, message)
 
     def replay_body(self, message: Message, model: str) -> dict[str, Any]:
         """A stored reply as a chat completion (usage: what lossless counted of it)."""

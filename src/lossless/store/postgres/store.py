@@ -37,6 +37,7 @@ from lossless.core.errors import MissingDependencyError, StoreError, ValidationE
 from lossless.core.priority import pause_point
 from lossless.core.types import GrepHit, SourceRef, Summary
 from lossless.store.base import SearchSpec
+from lossless.store.postgres.extensions import Extension, read_extensions
 from lossless.store.postgres.grep import search_document
 from lossless.store.postgres.migrations import migrate
 from lossless.store.rows import SUMMARY_READ_COLUMNS, summary_from_row
@@ -61,7 +62,7 @@ except ImportError as exc:  # pragma: no cover - the extra is part of the test i
 if TYPE_CHECKING:
     from lossless.store.postgres.recall import PostgresRecall
 
-__all__ = ["PostgresStore", "split_schema", "store_exists"]
+__all__ = ["PostgresStore", "server_extensions", "split_schema", "store_exists"]
 
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _SEARCH_PATH = re.compile(r"-c\s*search_path\s*=\s*([^\s,]+)")
@@ -115,6 +116,16 @@ def store_exists(url: str, *, schema: str | None = None, connect_timeout: float 
         name = "schema_migrations" if schema is None else f'"{schema}".schema_migrations'
         row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
     return bool(row and row[0])
+
+
+def server_extensions(url: str, *, connect_timeout: float = 30.0) -> dict[str, Extension]:
+    """The extensions a store uses (:mod:`~lossless.store.postgres.extensions`) as the
+    server and the database of ``url`` have them, looked at without creating anything:
+    ``lossless doctor`` says so before there is a store."""
+    clean, _ = split_schema(url)
+    conn, _ = _connect(clean, redact_url(url), connect_timeout)
+    with conn:
+        return read_extensions(lambda sql, args: conn.execute(sql, args).fetchall())
 
 
 # the statements of the write hooks below, made once: a row's search document goes in the row
