@@ -16,6 +16,7 @@ import pytest
 
 import lossless
 from lossless.server.state import Upstream
+from tests.conftest import chat
 from tests.fake_openai import FakeOpenAIServer, fake_openai
 from tests.server_support import served
 
@@ -136,3 +137,53 @@ def test_a_long_chat_keeps_the_newest_marks_only(url: str, memory: lossless.Memo
     assert len(sent["messages"]) < len(history) / 2  # the history was replaced
     assert sent["messages"][-3:] == history[-3:]
     assert _marked(sent) == [history[-3]["content"][0], history[-1]["content"][0]]
+
+
+def _seed_summarized(memory: lossless.Memory, cid: str) -> None:
+    conv = memory.conversation(cid)
+    conv.add(role="system", content="你是运维助理，回答要简短。")
+    conv.add_many([{k: v for k, v in m.items() if k != "created_at"} for m in chat(120)])
+    assert memory.wait_idle(60) and conv.summaries()
+
+
+def _ask(url: str, fake: FakeOpenAIServer, question: str, *, mark: bool = True, **extra: Any) -> dict[str, Any]:
+    """A client that sends only its new message (the history is the store's); the body the
+    provider got."""
+    block: dict[str, Any] = {"type": "text", "text": question, **({"cache_control": MARK} if mark else {})}
+    _send(url, "运维/一", [{"role": "user", "content": [block]}], system="你是运维助理，回答要简短。", **extra)
+    body: dict[str, Any] = fake.messages_requests()[-1].body
+    return body
+
+
+def test_the_stable_prefix_is_marked_for_a_client_that_caches(url: str, memory: lossless.Memory,
+                                                              fake_openai: FakeOpenAIServer) -> None:
+    """The context's system prompt holds the client's prompt, the summaries (the cache-stable
+    prefix, the same every turn until the next compaction) and then the block for the
+    current question, which differs every turn: a client's breakpoints, all after it, were
+    written every turn and never read. A client that asks for caching gets one more mark,
+    at the end of the stable prefix, which the next turn reads."""
+    _seed_summarized(memory, "运维/一")
+    fake_openai.enqueue_chat("5004。", "5007。")
+    first = _ask(url, fake_openai, "service-4 的端口是多少？")
+    second = _ask(url, fake_openai, "service-7 呢？")
+    cut = []
+    for sent in (first, second):
+        system = sent["system"]
+        assert isinstance(system, list) and system[0] == {"type": "text", "text": "你是运维助理，回答要简短。"}
+        marked = [i for i, block in enumerate(system) if "cache_control" in block]
+        assert len(marked) == 1 and "<summary" in system[marked[0]]["text"]
+        assert _marks(sent) == 2  # the client's and the prefix's
+        cut.append(marked[0] + 1)
+    assert first["system"][:cut[0]] == second["system"][:cut[1]]  # what the second turn reads from the cache
+    assert first["system"][cut[0]:] != second["system"][cut[1]:]  # the question's block
+
+    # a client that does not ask for caching gets none; one with the API's four marks, no fifth
+    fake_openai.enqueue_chat("不知道。", "不知道。")
+    assert isinstance(_ask(url, fake_openai, "service-9 呢？", mark=False)["system"], str)
+    tools = [{"name": f"工具{i}", "input_schema": {"type": "object"}, "cache_control": MARK} for i in range(3)]
+    full = _ask(url, fake_openai, "service-11 呢？", tools=tools)
+    assert _marks(full) == 4 and isinstance(full["system"], str)
+
+
+def _marks(body: dict[str, Any]) -> int:
+    return json.dumps(body).count('"cache_control"')

@@ -26,7 +26,7 @@ from starlette.requests import Request
 
 from lossless.core.errors import ValidationError
 from lossless.core.render import content_text
-from lossless.core.types import ChatMessage, Message
+from lossless.core.types import AssembledContext, ChatMessage, Message
 from lossless.providers.anthropic_format import anthropic_messages, block_text, user_first
 from lossless.server.chat_match import chat_hash, storable_labelled, unmarked
 from lossless.server.errors import anthropic_error_body
@@ -127,6 +127,46 @@ def _as_sent_tail(system: Any, asked: Any, context: list[ChatMessage]) -> tuple[
     return (list(asked[start:]) if shown else []), shown
 
 
+_MAX_MARKS = 4  # the API refuses a request with more cache_control breakpoints
+
+
+def _marks(value: Any) -> int:
+    """How many ``cache_control`` marks ``value`` (a request, or a part of one) holds."""
+    if isinstance(value, dict):
+        return ("cache_control" in value) + sum(_marks(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_marks(v) for v in value)
+    return 0
+
+
+def _stable_mark(asked: Any, head: list[ChatMessage], stable: int, marks: int) -> list[dict[str, Any]] | None:
+    """The context's system prompt as text blocks, the last one of the cache-stable prefix
+    (the client's system prompt and the summaries; :mod:`lossless.context.stable`) marked
+    for caching; the client's own system blocks as it wrote them. None when there is no
+    such block, it is marked already, or the request has the API's four marks.
+
+    The block about the current question comes after it, also in ``system``, and differs
+    from turn to turn: a client's breakpoints further on are written again every turn,
+    never read; this one is read until the next compaction."""
+    blocks: list[dict[str, Any]] = []
+    last = -1
+    own = isinstance(asked, list)
+    for i, message in enumerate(head):
+        text = _text(message.get("content")) if message.get("role") == "system" else ""
+        if not text:
+            continue
+        if own and text == _text(asked):
+            blocks += [dict(b) for b in asked]
+            own = False  # once: its marks are counted once
+        else:
+            blocks.append({"type": "text", "text": ("\n\n" if blocks else "") + text})
+        last = len(blocks) - 1 if i < stable else last
+    if last < 0 or "cache_control" in blocks[last] or marks >= _MAX_MARKS:
+        return None
+    blocks[last] = {**blocks[last], "cache_control": {"type": "ephemeral"}}
+    return blocks
+
+
 def _without_marks(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``turns`` (the context's) without ``cache_control`` on their blocks: a mark stored
     before marks were left out belongs to the request that sent it, and the API refuses
@@ -215,10 +255,11 @@ class AnthropicDialect:
     def incoming(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
         return chat_messages(body.get("system"), body.get("messages"))
 
-    def outgoing(self, body: dict[str, Any], messages: list[ChatMessage]) -> dict[str, Any]:
-        asked = body.get("messages")
+    def outgoing(self, body: dict[str, Any], ctx: AssembledContext) -> dict[str, Any]:
+        messages, asked = ctx.messages, body.get("messages")
         tail, shown = _as_sent_tail(body.get("system"), asked, messages)
-        system, turns = anthropic_messages(messages[:len(messages) - shown])
+        head = messages[:len(messages) - shown]
+        system, turns = anthropic_messages(head)
         turns = _without_marks(turns)
         if not any(m.get("role") == "assistant" for m in tail):  # else the client's last one is as it sent it
             turns = _with_thinking(turns, asked)
@@ -226,6 +267,9 @@ class AnthropicDialect:
         out["messages"] = user_first(_joined(turns, tail))
         if system:
             out["system"] = _as_sent(body.get("system"), system)
+            if _marks(body):  # the client uses prompt caching
+                out["system"] = _stable_mark(body.get("system"), head, ctx.stable_prefix, _marks(out)) \
+                    or out["system"]
         return out
 
     def reserve(self, body: dict[str, Any], window: int) -> int:
