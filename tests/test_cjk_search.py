@@ -19,7 +19,13 @@ from hypothesis import strategies as st
 
 import lossless
 from lossless.store.base import SearchSpec
-from lossless.store.fts import cjk_index_line, cjk_query_chars, cjk_query_terms, cjk_search_terms, index_extras
+from lossless.store.fts import (
+    cjk_index_line,
+    cjk_query_chars,
+    cjk_query_terms,
+    cjk_search_terms,
+    index_extras,
+)
 from lossless.store.reindex import indexed_message_text
 
 from .backends import raw_query

@@ -226,6 +226,9 @@ class _Composer:
     def __init__(self, chats: list[ChatMessage], items: list[ContextItem], units: list[list[Message]], k: int,
                  shown: int, question: _Question | None, view: MessageView) -> None:
         self.prefix = list(chats) + [view.chat(m) for u in units[:k] for m in u]
+        # what the next turn's context starts with too: without a question every raw message
+        # is "prefix" here, and the next turn's (with one) may hold fewer of them
+        self.stable = len(self.prefix) if question is not None else len(chats)
         self.items = items
         self.units = units
         self.k = k
@@ -262,4 +265,4 @@ class _Composer:
                      for u in self.units[:self.k] + self.units[self.shown:] for m in u]
         extra = self.question.items() if self.question is not None else []
         return AssembledContext(messages=messages, tokens=tokens, budget_tokens=budget,
-                                items=tuple(self.items + extra + raw_items))
+                                items=tuple(self.items + extra + raw_items), stable_prefix=self.stable)

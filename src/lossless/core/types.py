@@ -171,13 +171,16 @@ class AssembledContext:
 
     ``messages`` is a list of OpenAI-style chat messages; ``tokens`` is their size by
     the configured tokenizer, including per-message overhead, and never exceeds
-    ``budget_tokens``.
+    ``budget_tokens``. ``stable_prefix``: how many of the first ``messages`` are the
+    cache-stable layout's prefix (:mod:`lossless.context.stable`), the same from turn to
+    turn until the next compaction (0: no such prefix, the budgeted layout).
     """
 
     messages: list[ChatMessage]
     tokens: int
     budget_tokens: int
     items: tuple[ContextItem, ...] = ()
+    stable_prefix: int = 0
     # set when the worker owed the conversation work (None: caught up); a measurement of
     # when it was assembled, not part of the context: two equal contexts may differ in it
     lag: Lag | None = field(default=None, compare=False)

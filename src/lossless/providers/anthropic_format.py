@@ -8,7 +8,7 @@ from typing import Any
 
 from lossless.core.types import ChatMessage
 
-__all__ = ["anthropic_messages", "block_text"]
+__all__ = ["anthropic_messages", "block_text", "user_first"]
 
 _CONTINUE = "(The earlier conversation is summarized above.)"
 
@@ -56,6 +56,12 @@ def anthropic_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str,
                 push("user", dict(part))
         else:
             push("user", {"type": "text", "text": content or " "})
-    if out and out[0]["role"] != "user":
-        out.insert(0, {"role": "user", "content": [{"type": "text", "text": _CONTINUE}]})
-    return "\n\n".join(s for s in system if s), out
+    return "\n\n".join(s for s in system if s), user_first(out)
+
+
+def user_first(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``turns``, opened by a user turn saying the earlier conversation is summarized when
+    the first is not a user's (the API requires a user's first)."""
+    if turns and turns[0]["role"] != "user":
+        return [{"role": "user", "content": [{"type": "text", "text": _CONTINUE}]}, *turns]
+    return turns

@@ -26,7 +26,7 @@ from starlette.staticfiles import StaticFiles
 
 from lossless.server import proxy
 from lossless.server.auth import Authenticator, is_loopback
-from lossless.server.errors import error_response
+from lossless.server.errors import error_response, error_shape_for
 from lossless.server.guard import Guard, GuardMiddleware, allowed_names
 from lossless.server.headers import SecurityHeaders
 from lossless.server.keys import APIKeys
@@ -54,7 +54,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     message = {404: f"no route {request.method} {request.url.path}",
                405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
     return error_response(exc.status_code, _STATUS_TYPES.get(exc.status_code, "http_error"), message,
-                          dict(exc.headers or {}))
+                          dict(exc.headers or {}), shape=error_shape_for(request.scope["path"]))
 
 
 async def _openapi(request: Request) -> Response:

@@ -2,7 +2,10 @@
 lossless stores each message once.
 
 Every message is identified by the hash the store keeps for it (role, content, name, tool
-calls, tool call id: :func:`lossless.core._canonical.message_hash`). A request is matched
+calls, tool call id: :func:`lossless.core._canonical.message_hash`), with Anthropic's
+``cache_control`` marks on content parts left out (a client moves its cache breakpoint to
+its newest message every turn: the message it took the mark off is the same message;
+:func:`chat_hash`). A request is matched
 by content against the stored conversation, first position by position from its first
 message:
 
@@ -65,7 +68,7 @@ from lossless.core.errors import LosslessError, ValidationError
 from lossless.core.types import Message
 from lossless.core.validate import NewMessage, validate_message
 
-__all__ = ["Diverged", "MessageMatch", "match_request", "storable", "storable_labelled"]
+__all__ = ["Diverged", "MessageMatch", "chat_hash", "match_request", "storable", "storable_labelled", "unmarked"]
 
 _KEEP = ("role", "content", "name", "tool_calls", "tool_call_id")
 # stored messages read for a sliding window beyond the request's own length: room for the
@@ -111,12 +114,28 @@ def storable_labelled(messages: Any, labels: Sequence[str] | None = None) -> tup
     return out, kept_labels
 
 
+def unmarked(content: Any) -> Any:
+    """``content`` without the ``cache_control`` marks of its parts (Anthropic's prompt-cache
+    breakpoints: where the client wants this request cached, not what the message says)."""
+    if not isinstance(content, list) or not any(isinstance(p, Mapping) and "cache_control" in p for p in content):
+        return content
+    return [{k: v for k, v in p.items() if k != "cache_control"} if isinstance(p, Mapping) else p for p in content]
+
+
 def _new_hash(new: NewMessage) -> str:
-    return message_hash(new.role, new.content, new.name, new.tool_calls, new.tool_call_id)
+    return message_hash(new.role, unmarked(new.content), new.name, new.tool_calls, new.tool_call_id)
 
 
 def stored_hash(msg: Message) -> str:
-    return message_hash(msg.role, msg.content, msg.name, msg.tool_calls, msg.tool_call_id)
+    # unmarked: a message stored with a mark (before marks were taken off on the way in) is
+    # still the message a client sends without it
+    return message_hash(msg.role, unmarked(msg.content), msg.name, msg.tool_calls, msg.tool_call_id)
+
+
+def chat_hash(message: Mapping[str, Any]) -> str:
+    """The hash matching compares for a chat message (a :func:`storable` one, or a context's)."""
+    return message_hash(str(message.get("role")), unmarked(message.get("content")), message.get("name"),
+                        message.get("tool_calls"), message.get("tool_call_id"))
 
 
 @dataclass(frozen=True)

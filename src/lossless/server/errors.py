@@ -32,7 +32,9 @@ anything else              500     ``internal_error``
 The shape is also OpenAI's (``error.type`` / ``error.message``), so an OpenAI SDK talking
 to the proxy reads lossless's errors like the provider's own. The Anthropic proxy route
 (``/v1/messages``) writes the same ``error`` in Anthropic's envelope, ``{"type": "error",
-"error": {"type", "message"}}`` (:func:`anthropic_error_body`), as the Anthropic API does.
+"error": {"type", "message"}}`` (:func:`anthropic_error_body`), as the Anthropic API does; so
+do the refusals made before any route runs (421, 403, 415 of :mod:`lossless.server.guard`;
+404 and 405), for that path and the paths under it (:func:`error_shape_for`).
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ from lossless.core.errors import (
 )
 from lossless.server.chat_match import Diverged
 
-__all__ = ["ErrorShape", "HTTPError", "anthropic_error_body", "error_body", "error_response", "exception_response"]
+__all__ = ["ANTHROPIC_PATH", "ErrorShape", "HTTPError", "anthropic_error_body", "error_body", "error_response",
+           "error_shape_for", "exception_response"]
 
 log = logging.getLogger("lossless.server")
 
@@ -84,6 +87,19 @@ def anthropic_error_body(type_: str, message: str) -> dict[str, Any]:
     """Anthropic's error body, which the Anthropic proxy route (``/v1/messages``) answers
     with: ``{"type": "error", "error": {"type", "message"}}``."""
     return {"type": "error", "error": {"type": type_, "message": message}}
+
+
+ANTHROPIC_PATH = "/v1/messages"
+
+
+def error_shape_for(path: str) -> ErrorShape:
+    """The error shape for a request to ``path`` that no route answers (refused before
+    routing, or routed nowhere): Anthropic's on the Anthropic proxy route and under it
+    (``/v1/messages/count_tokens``, which an Anthropic SDK may call and lossless does not
+    serve), lossless's everywhere else. An Anthropic SDK reads ``error.message`` from its
+    own envelope only: a 415 or a 421 in lossless's shape reached its user without a word."""
+    under = path == ANTHROPIC_PATH or path.startswith(ANTHROPIC_PATH + "/")
+    return anthropic_error_body if under else error_body
 
 
 def error_response(status: int, type_: str, message: str, headers: dict[str, str] | None = None, *,

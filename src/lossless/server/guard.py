@@ -16,6 +16,9 @@ web page), as plain ASGI middleware so streamed answers pass through untouched.
   with ``--allowed-origin``; or ``Sec-Fetch-Site: cross-site``) is 403. Clients that are
   not browsers (SDKs, curl) send no Origin and are not affected.
 
+A refusal is ``{"error": {"type", "message"}}``, and Anthropic's envelope on the Anthropic
+proxy route (:func:`lossless.server.errors.error_shape_for`).
+
 SECURITY.md says what each check protects against and how to run behind a reverse proxy.
 """
 
@@ -25,6 +28,8 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
+
+from lossless.server.errors import error_shape_for
 
 __all__ = ["Guard", "GuardMiddleware", "allowed_names"]
 
@@ -128,7 +133,7 @@ class GuardMiddleware:
             await self.app(scope, receive, send)
             return
         status, type_, message = refused
-        body = json.dumps({"error": {"type": type_, "message": message}}).encode()
+        body = json.dumps(error_shape_for(str(scope.get("path", "")))(type_, message)).encode()
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})

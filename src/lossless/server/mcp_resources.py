@@ -2,8 +2,12 @@
 
 Resources, all ``application/json``:
 
-- ``lossless://conversations``: every conversation with its counts, newest first;
-- ``lossless://conversations/{conversation_id}``: one conversation's stats and summary DAG;
+- ``lossless://conversations``: every conversation with its counts and its URI, newest first;
+- ``lossless://conversations/{conversation_id}``: one conversation's stats and summary DAG.
+  The id is one path segment, percent-encoded (:func:`conversation_uri`: ``team/alpha`` is
+  ``lossless://conversations/team%2Falpha``, ``会议/周一`` is ``…/%E4%BC%9A…``), as RFC 6570
+  expands the template; the SDK decodes it when it matches the template, so an id without
+  ``/``, ``?``, ``#`` or ``%`` reads the same written raw (``lossless://conversations/会议``);
 - ``lossless://summaries/{summary_id}``: one summary as ``lcm_describe`` tells it (span,
   times, how it was made, parent, children, content);
 - ``lossless://messages/{message_id}``: one message exactly as stored (content, tool
@@ -25,7 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
+from mcp.server.mcpserver import ResourceSecurity
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.types import (
     Completion,
@@ -47,7 +53,8 @@ if TYPE_CHECKING:
 
     from lossless.engine import Memory
 
-__all__ = ["COMPLETION_LIMIT", "TEMPLATES", "add_completions", "add_resources", "complete_ids", "message_dict"]
+__all__ = ["COMPLETION_LIMIT", "TEMPLATES", "add_completions", "add_resources", "complete_ids", "conversation_uri",
+           "message_dict"]
 
 COMPLETION_LIMIT = 100  # the most values one completion may carry (MCP spec)
 TEMPLATES = {
@@ -55,6 +62,9 @@ TEMPLATES = {
     "lossless://summaries/{summary_id}": "summary_id",
     "lossless://messages/{message_id}": "message_id",
 }
+# a conversation id is a database key, never a file path: the SDK's default checks refused
+# ids such as "../旧" or "/根" (legal ids) as path traversal, as "Unknown resource"
+_IDS_NOT_PATHS = ResourceSecurity(exempt_params=frozenset({"conversation_id"}))
 # which argument names, in a template or a prompt, take which kind of id
 _ID_KINDS = {"conversation_id": "conversation", "conversation": "conversation",
              "summary_id": "summary", "summary": "summary", "message_id": "message", "message": "message"}
@@ -76,6 +86,12 @@ async def _read(fn: Callable[[Tenant], Any]) -> Any:
         raise ResourceError(tenant.public_text(str(exc))) from exc
 
 
+def conversation_uri(conversation_id: str) -> str:
+    """The conversation's resource URI: its id as one percent-encoded path segment (UTF-8),
+    which reads back to the same conversation; a raw ``/`` would end the segment there."""
+    return "lossless://conversations/" + quote(conversation_id, safe="")
+
+
 def message_dict(msg: Message) -> dict[str, Any]:
     """One message as stored, for its resource."""
     out: dict[str, Any] = {"id": msg.id, "conversation_id": msg.conversation_id, "seq": msg.seq, "role": msg.role,
@@ -93,10 +109,12 @@ def add_resources(server: MCPServer[Any], mem: Callable[[], Memory]) -> None:
     """The conversations (the list and one by one), summaries and messages."""
 
     @server.resource("lossless://conversations", name="conversations", mime_type="application/json",
-                     description="Every conversation with its message and summary counts, newest first.")
+                     description="Every conversation with its message and summary counts and its resource "
+                                 "URI, newest first.")
     async def conversations() -> dict[str, Any]:
         def read(t: Tenant) -> dict[str, Any]:
-            return {"conversations": [{"id": t.public_id(c.id), "messages": c.message_count,
+            return {"conversations": [{"id": t.public_id(c.id), "uri": conversation_uri(t.public_id(c.id)),
+                                       "messages": c.message_count,
                                        "summaries": c.summary_count, "updated_at": c.updated_at.isoformat(),
                                        "metadata": t.metadata_out(c.metadata)}
                                       for c in t.conversations(mem(), 10_000, 0)]}
@@ -105,7 +123,9 @@ def add_resources(server: MCPServer[Any], mem: Callable[[], Memory]) -> None:
         return result
 
     @server.resource("lossless://conversations/{conversation_id}", name="conversation", mime_type="application/json",
-                     description="One conversation: its stats and its summary DAG (frontier first).")
+                     description="One conversation: its stats and its summary DAG (frontier first). The id is "
+                                 "percent-encoded (team/alpha: team%2Falpha), as the list's uri gives it.",
+                     security=_IDS_NOT_PATHS)
     async def conversation(conversation_id: str) -> dict[str, Any]:
         def read(t: Tenant) -> dict[str, Any]:
             conv = tenant_conversation(mem(), t, conversation_id)

@@ -27,7 +27,7 @@ from lossless.core.errors import ContextOverflowError, ValidationError
 from lossless.core.models import context_window
 from lossless.core.render import content_text
 from lossless.core.tokens import count_chat_tokens
-from lossless.core.types import AssembledContext, ChatMessage, Message
+from lossless.core.types import AssembledContext, Message
 from lossless.providers.errors import is_context_length_error
 from lossless.server.chat_match import match_request, storable
 from lossless.server.errors import HTTPError, error_response, exception_response
@@ -81,7 +81,8 @@ class Dialect(Protocol):
     def incoming(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
         """The request's messages as lossless stores them, and where the client wrote each
         (``messages[2]``, ``system``: what an error names)."""
-    def outgoing(self, body: dict[str, Any], messages: list[ChatMessage]) -> dict[str, Any]: ...
+    def outgoing(self, body: dict[str, Any], ctx: AssembledContext) -> dict[str, Any]:
+        """The request to the provider: the client's, with the assembled context for its messages."""
     def reserve(self, body: dict[str, Any], window: int) -> int: ...
     def headers(self, request: Request, upstream: Upstream) -> dict[str, str]: ...
     def reply(self, data: Any) -> dict[str, Any] | None: ...
@@ -335,7 +336,7 @@ async def _forward(request: Request, state: ServerState, dialect: Dialect, body:
     headers = dialect.headers(request, upstream)
     stream = bool(body.get("stream"))
     while True:
-        payload = dialect.outgoing(body, ctx.messages)
+        payload = dialect.outgoing(body, ctx)
         try:
             response = await client.send(client.build_request("POST", url, json=payload, headers=headers), stream=True)
         except httpx.HTTPError as exc:

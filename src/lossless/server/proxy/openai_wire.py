@@ -14,7 +14,7 @@ from starlette.requests import Request
 
 from lossless.core.errors import ValidationError
 from lossless.core.render import content_text
-from lossless.core.types import ChatMessage, Message
+from lossless.core.types import AssembledContext, Message
 from lossless.providers.openai_format import openai_messages
 from lossless.server.chat_match import storable_labelled
 from lossless.server.errors import error_body
@@ -48,8 +48,8 @@ class OpenAIDialect:
                                   "with neither text nor tool calls")
         return messages, labels
 
-    def outgoing(self, body: dict[str, Any], messages: list[ChatMessage]) -> dict[str, Any]:
-        return {**body, "messages": openai_messages(messages)}
+    def outgoing(self, body: dict[str, Any], ctx: AssembledContext) -> dict[str, Any]:
+        return {**body, "messages": openai_messages(ctx.messages)}
 
     def reserve(self, body: dict[str, Any], window: int) -> int:
         return default_reserve(body.get("max_completion_tokens", body.get("max_tokens")), window)
