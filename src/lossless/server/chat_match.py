@@ -84,7 +84,8 @@ class Diverged(LosslessError):
 
 def storable(messages: Any) -> list[dict[str, Any]]:
     """OpenAI chat messages reduced to what lossless stores: ``developer`` becomes
-    ``system``; provider-only fields (``refusal``, ``audio``, …) are dropped; an assistant
+    ``system``; provider-only fields (``refusal``, ``audio``, …) and the ``cache_control``
+    marks of content parts (:func:`unmarked`) are dropped; an assistant
     turn with neither text nor tool calls carries nothing and is left out (lossless does
     not store an empty reply either, so matching stays aligned)."""
     return storable_labelled(messages)[0]
@@ -103,6 +104,8 @@ def storable_labelled(messages: Any, labels: Sequence[str] | None = None) -> tup
         if not isinstance(message, Mapping):
             raise ValidationError(f"{label} must be an object, got {type(message).__name__}")
         kept = {k: message[k] for k in _KEEP if message.get(k) is not None}
+        if "content" in kept:
+            kept["content"] = unmarked(kept["content"])
         if kept.get("role") == "developer":
             kept["role"] = "system"
         if kept.get("role") == "assistant" and not kept.get("content"):

@@ -1,7 +1,8 @@
 """The context proxy: ``POST /v1/chat/completions`` (OpenAI) and ``POST /v1/messages``
 (Anthropic) in front of a provider: the shared flow in :mod:`~lossless.server.proxy.base`, one
 module per wire format (:mod:`~lossless.server.proxy.openai_wire`,
-:mod:`~lossless.server.proxy.anthropic_wire`).
+:mod:`~lossless.server.proxy.anthropic_wire`), and what both do with prompt-cache marks
+(:mod:`~lossless.server.proxy.cache_marks`).
 
 A client keeps sending its whole chat, as to the provider itself, naming the conversation
 in ``X-Lossless-Conversation`` (UTF-8 or percent-encoded:

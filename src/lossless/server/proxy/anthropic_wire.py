@@ -19,7 +19,6 @@ in place of the client's carries none.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from starlette.requests import Request
@@ -28,9 +27,10 @@ from lossless.core.errors import ValidationError
 from lossless.core.render import content_text
 from lossless.core.types import AssembledContext, ChatMessage, Message
 from lossless.providers.anthropic_format import anthropic_messages, block_text, user_first
-from lossless.server.chat_match import chat_hash, storable_labelled, unmarked
+from lossless.server.chat_match import storable_labelled
 from lossless.server.errors import anthropic_error_body
 from lossless.server.proxy.base import default_reserve
+from lossless.server.proxy.cache_marks import MAX_MARKS, client_tail, marks, without_marks
 from lossless.server.proxy.conversation_header import requested_conversation
 from lossless.server.sse import AnthropicStreamReply
 from lossless.server.state import Upstream
@@ -102,44 +102,18 @@ def _with_thinking(turns: list[dict[str, Any]], asked: Any) -> list[dict[str, An
     return turns
 
 
-_OWNER = re.compile(r"messages\[(\d+)\]")
-
-
 def _as_sent_tail(system: Any, asked: Any, context: list[ChatMessage]) -> tuple[list[dict[str, Any]], int]:
-    """The client's newest messages that ``context`` ends with unchanged, as the client wrote
-    them, and how many of the context's messages they are. Rebuilt from the store, the
-    newest turn lost its ``cache_control`` marks: the prompt cache the client asked for was
-    never written, and every turn paid for its whole prompt. A message of the client's is
-    taken whole or not at all (a user turn of tool results is several context messages);
-    one the context shows otherwise (a large one shown by excerpt, a tool output cut) and
-    all before it come from the context."""
+    """The client's newest messages that ``context`` ends with unchanged
+    (:func:`~lossless.server.proxy.cache_marks.client_tail`), as the client wrote them, and
+    how many of the context's messages they are. Rebuilt from the store, the newest turn
+    lost its ``cache_control`` marks: the prompt cache the client asked for was never
+    written, and every turn paid for its whole prompt."""
     incoming, labels = chat_messages(system, asked)
-    owners = [int(m.group(1)) if (m := _OWNER.match(label)) else -1 for label in labels]
-    same = 0
-    while (same < min(len(incoming), len(context)) and owners[-1 - same] >= 0
-           and chat_hash(incoming[-1 - same]) == chat_hash(context[-1 - same])):
-        same += 1
-    if not same:
-        return [], 0
-    first = len(incoming) - same
-    start = owners[first] + (1 if first and owners[first - 1] == owners[first] else 0)
-    shown = sum(1 for owner in owners if owner >= start)
-    return (list(asked[start:]) if shown else []), shown
+    tail = client_tail(incoming, labels, context)
+    return (list(asked[tail[0]:]) if tail else []), len(tail)
 
 
-_MAX_MARKS = 4  # the API refuses a request with more cache_control breakpoints
-
-
-def _marks(value: Any) -> int:
-    """How many ``cache_control`` marks ``value`` (a request, or a part of one) holds."""
-    if isinstance(value, dict):
-        return ("cache_control" in value) + sum(_marks(v) for v in value.values())
-    if isinstance(value, list):
-        return sum(_marks(v) for v in value)
-    return 0
-
-
-def _stable_mark(asked: Any, head: list[ChatMessage], stable: int, marks: int) -> list[dict[str, Any]] | None:
+def _stable_mark(asked: Any, head: list[ChatMessage], stable: int, count: int) -> list[dict[str, Any]] | None:
     """The context's system prompt as text blocks, the last one of the cache-stable prefix
     (the client's system prompt and the summaries; :mod:`lossless.context.stable`) marked
     for caching; the client's own system blocks as it wrote them. None when there is no
@@ -161,17 +135,10 @@ def _stable_mark(asked: Any, head: list[ChatMessage], stable: int, marks: int) -
         else:
             blocks.append({"type": "text", "text": ("\n\n" if blocks else "") + text})
         last = len(blocks) - 1 if i < stable else last
-    if last < 0 or "cache_control" in blocks[last] or marks >= _MAX_MARKS:
+    if last < 0 or "cache_control" in blocks[last] or count >= MAX_MARKS:
         return None
     blocks[last] = {**blocks[last], "cache_control": {"type": "ephemeral"}}
     return blocks
-
-
-def _without_marks(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``turns`` (the context's) without ``cache_control`` on their blocks: a mark stored
-    before marks were left out belongs to the request that sent it, and the API refuses
-    more than four."""
-    return [{**turn, "content": unmarked(turn["content"])} for turn in turns]
 
 
 def _joined(turns: list[dict[str, Any]], tail: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -230,7 +197,7 @@ def chat_messages(system: Any, messages: Any) -> tuple[list[dict[str, Any]], lis
                             or json.dumps(result, ensure_ascii=False)})
                 labels.append(f"messages[{i}].content[{j}]")
             else:
-                parts.append(unmarked([block])[0])  # stored without its cache_control mark
+                parts.append(block)  # stored without its cache_control mark (storable_labelled)
         if parts and all(p.get("type") == "text" for p in parts):
             out.append({"role": "user", "content": "\n".join(str(p.get("text", "")) for p in parts)})
             labels.append(f"messages[{i}]")
@@ -260,15 +227,15 @@ class AnthropicDialect:
         tail, shown = _as_sent_tail(body.get("system"), asked, messages)
         head = messages[:len(messages) - shown]
         system, turns = anthropic_messages(head)
-        turns = _without_marks(turns)
+        turns = without_marks(turns)
         if not any(m.get("role") == "assistant" for m in tail):  # else the client's last one is as it sent it
             turns = _with_thinking(turns, asked)
         out = {k: v for k, v in body.items() if k != "system"}
         out["messages"] = user_first(_joined(turns, tail))
         if system:
             out["system"] = _as_sent(body.get("system"), system)
-            if _marks(body):  # the client uses prompt caching
-                out["system"] = _stable_mark(body.get("system"), head, ctx.stable_prefix, _marks(out)) \
+            if marks(body):  # the client uses prompt caching
+                out["system"] = _stable_mark(body.get("system"), head, ctx.stable_prefix, marks(out)) \
                     or out["system"]
         return out
 

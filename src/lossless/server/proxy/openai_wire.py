@@ -3,22 +3,28 @@
 lossless stores OpenAI-shaped messages, so requests and replies pass through unconverted;
 this module only says where the conversation is named, how much room the reply asks for,
 which headers go upstream, and how a stored reply is answered again.
+
+Prompt-cache marks (``cache_control`` on content parts, which OpenRouter and other gateways
+pass to Anthropic) are handled as on the Anthropic route (:mod:`.cache_marks`): not stored,
+the history rebuilt from the store sent without them, the client's own marked messages that
+the context shows unchanged sent as the client wrote them (:func:`_as_sent`).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from starlette.requests import Request
 
 from lossless.core.errors import ValidationError
 from lossless.core.render import content_text
-from lossless.core.types import AssembledContext, Message
+from lossless.core.types import AssembledContext, ChatMessage, Message
 from lossless.providers.openai_format import openai_messages
-from lossless.server.chat_match import storable_labelled
+from lossless.server.chat_match import chat_hash, storable_labelled
 from lossless.server.errors import error_body
 from lossless.server.proxy.base import default_reserve
+from lossless.server.proxy.cache_marks import client_tail, marks, owners, without_marks
 from lossless.server.proxy.conversation_header import requested_conversation
 from lossless.server.sse import OpenAIStreamReply
 from lossless.server.state import Upstream
@@ -32,6 +38,29 @@ def _reply_parts(message: Message) -> tuple[str, list[dict[str, Any]]]:
     return text or "", [dict(c) for c in message.tool_calls]
 
 
+def _as_sent(asked: list[Any], context: list[ChatMessage]) -> list[ChatMessage]:
+    """The context's messages without ``cache_control`` marks, but for the client's marked
+    messages that it shows unchanged, which go as the client wrote them: its newest ones
+    that the context ends with (:func:`~lossless.server.proxy.cache_marks.client_tail`), and
+    its system prompt. Rebuilt from the store, the history carried every mark a request had
+    put on it: a client moving its breakpoint to its newest message each turn sent one more
+    mark each turn, and past Anthropic's four every request was a 400. Messages without
+    marks are the context's, as before."""
+    incoming, labels = storable_labelled(asked)
+    tail = client_tail(incoming, labels, context)
+    cut = len(context) - len(tail)
+    start = tail[0] if tail else len(asked)
+    systems = {chat_hash(m): asked[o] for m, o in zip(incoming, owners(labels), strict=True)
+               if m.get("role") == "system" and o < start and marks(asked[o])}
+    out = without_marks(context)
+    for i, message in enumerate(out[:cut]):
+        sent = systems.pop(chat_hash(message), None) if message.get("role") == "system" else None
+        if sent is not None:  # once: its marks are sent once
+            out[i] = cast(ChatMessage, sent)
+    for i, owner in enumerate(tail, cut):
+        if marks(asked[owner]):
+            out[i] = cast(ChatMessage, asked[owner])
+    return out
 
 
 class OpenAIDialect:
@@ -49,7 +78,7 @@ class OpenAIDialect:
         return messages, labels
 
     def outgoing(self, body: dict[str, Any], ctx: AssembledContext) -> dict[str, Any]:
-        return {**body, "messages": openai_messages(ctx.messages)}
+        return {**body, "messages": openai_messages(_as_sent(body["messages"], ctx.messages))}
 
     def reserve(self, body: dict[str, Any], window: int) -> int:
         return default_reserve(body.get("max_completion_tokens", body.get("max_tokens")), window)
