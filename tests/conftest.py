@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -103,6 +104,17 @@ def _stop_workers() -> Iterator[None]:
 
     for worker in running_workers():
         worker.stop(10)
+
+
+@pytest.fixture
+def closing() -> Iterator[contextlib.ExitStack]:
+    """Closes what a test opened through it when the test ends, e.g.
+    ``client = closing.enter_context(openai.OpenAI(...))``. An SDK client left open sits in a
+    reference cycle until the garbage collector frees it, and its pooled keep-alive socket can be
+    finalized before the client closes it: an unclosed-socket ResourceWarning, an error in
+    whichever later test the collector happened to run in."""
+    with contextlib.ExitStack() as stack:
+        yield stack
 
 
 @pytest.fixture

@@ -4,10 +4,13 @@ compaction on a context-length error, errors, and keys."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
+import socket
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import anthropic
@@ -34,6 +37,22 @@ MODEL = "gpt-4o-mini"
 CLAUDE = "claude-proxy-test"  # an unknown name: the memory's window applies, no SDK deprecation warning
 
 
+@pytest.fixture(autouse=True)
+def _no_socket_left_open() -> Iterator[None]:
+    """A test here leaves no socket open once its fixtures are done: the clients it opens are
+    closed (through ``closing``). An OpenAI client left open sits in a reference cycle, and its
+    keep-alive socket, if finalized before the client, was an unclosed-socket ResourceWarning:
+    an error in whichever later test the garbage collector ran in. What is older than the test
+    is frozen, out of ``gc.get_objects()``."""
+    gc.freeze()
+    try:
+        yield
+        left = [repr(o) for o in gc.get_objects() if isinstance(o, socket.socket) and o.fileno() != -1]
+    finally:
+        gc.unfreeze()
+    assert left == []
+
+
 @pytest.fixture
 def memory(store_target: StoreTarget) -> Iterator[lossless.Memory]:
     m = lossless.open(store_target("proxy"), context_window=4096)
@@ -47,9 +66,10 @@ def proxy(memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> Iterator[st
         yield server.url
 
 
-def _client(url: str, conversation: str, key: str = "unused-without-keys") -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0,
-                         default_headers={"X-Lossless-Conversation": conversation})
+def _client(closing: ExitStack, url: str, conversation: str, key: str = "unused-without-keys") -> openai.OpenAI:
+    """An OpenAI client at the proxy, closed when the test ends."""
+    return closing.enter_context(openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0,
+                                               default_headers={"X-Lossless-Conversation": conversation}))
 
 
 def _stored(memory: lossless.Memory, cid: str) -> list[tuple[str, Any]]:
@@ -59,8 +79,8 @@ def _stored(memory: lossless.Memory, cid: str) -> list[tuple[str, Any]]:
 
 
 def test_chat_completions_stores_each_message_once(proxy: str, memory: lossless.Memory,
-                                                   fake_openai: FakeOpenAIServer) -> None:
-    client = _client(proxy, "c1")
+                                                   fake_openai: FakeOpenAIServer, closing: ExitStack) -> None:
+    client = _client(closing, proxy, "c1")
     history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."},
                                      {"role": "user", "content": "Hi, I am Ann. Our deploy key rotates every 90 days."}]
     fake_openai.enqueue_chat("Noted, Ann.")
@@ -84,14 +104,14 @@ def test_chat_completions_stores_each_message_once(proxy: str, memory: lossless.
     client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Which day do we ship?"}])
     assert _stored(memory, "c1")[-2:] == [("user", "Which day do we ship?"), ("assistant", "Thursday.")]
     # `user` names the conversation when there is no header
-    plain = openai.OpenAI(base_url=proxy + "/v1", api_key="x", max_retries=0)
+    plain = closing.enter_context(openai.OpenAI(base_url=proxy + "/v1", api_key="x", max_retries=0))
     fake_openai.enqueue_chat("ok")
     plain.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hello"}], user="via-user")
     assert _stored(memory, "via-user") == [("user", "hello"), ("assistant", "ok")]
 
 
 def test_long_history_is_assembled_into_the_window(proxy: str, memory: lossless.Memory,
-                                                   fake_openai: FakeOpenAIServer) -> None:
+                                                   fake_openai: FakeOpenAIServer, closing: ExitStack) -> None:
     """A client that keeps sending a chat far over the window: the provider gets a context
     that fits, with the newest turn verbatim. The first request does not wait for the
     summaries (the worker writes them): what is not summarized yet is pointed to; the
@@ -99,7 +119,7 @@ def test_long_history_is_assembled_into_the_window(proxy: str, memory: lossless.
     history = [{k: v for k, v in m.items() if k != "created_at"} for m in chat(200, tools_every=6)]
     history.append({"role": "user", "content": "What did we decide about service-4?"})
     fake_openai.enqueue_chat("We kept it.")
-    _client(proxy, "long").chat.completions.create(model=MODEL, messages=history)  # type: ignore[arg-type]
+    _client(closing, proxy, "long").chat.completions.create(model=MODEL, messages=history)  # type: ignore[arg-type]
     sent = fake_openai.chat_requests()[-1].body["messages"]
     assert sent[-1]["content"] == "What did we decide about service-4?"
     # what the worker has summarized so far, and the raw rest, within the model's window
@@ -108,7 +128,7 @@ def test_long_history_is_assembled_into_the_window(proxy: str, memory: lossless.
     assert memory.wait_idle(60)
     history += [{"role": "assistant", "content": "We kept it."}, {"role": "user", "content": "And service-5?"}]
     fake_openai.enqueue_chat("Also kept.")
-    _client(proxy, "long").chat.completions.create(model=MODEL, messages=history)  # type: ignore[arg-type]
+    _client(closing, proxy, "long").chat.completions.create(model=MODEL, messages=history)  # type: ignore[arg-type]
     sent = fake_openai.chat_requests()[-1].body["messages"]
     assert sent[-1]["content"] == "And service-5?"
     assert any("<summary" in str(m.get("content")) for m in sent)
@@ -116,8 +136,9 @@ def test_long_history_is_assembled_into_the_window(proxy: str, memory: lossless.
     assert memory.verify("long") == []
 
 
-def test_tool_calls_pass_through_intact(proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
-    client = _client(proxy, "tools")
+def test_tool_calls_pass_through_intact(proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer,
+                                       closing: ExitStack) -> None:
+    client = _client(closing, proxy, "tools")
     history: list[dict[str, Any]] = [{"role": "user", "content": "Run the tests please"}]
     tools = [{"type": "function", "function": {"name": "run_tests", "parameters": {"type": "object"}}}]
     fake_openai.enqueue_tool_calls({"id": "call_42", "name": "run_tests", "arguments": '{"suite": "unit"}'})
@@ -137,8 +158,9 @@ def test_tool_calls_pass_through_intact(proxy: str, memory: lossless.Memory, fak
     assert sent[-1]["tool_call_id"] == "call_42" and sent[-2]["tool_calls"][0]["id"] == "call_42"
 
 
-def test_streaming_is_relayed_and_stored(proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
-    client = _client(proxy, "s1")
+def test_streaming_is_relayed_and_stored(proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer,
+                                        closing: ExitStack) -> None:
+    client = _client(closing, proxy, "s1")
     fake_openai.enqueue_chat("The quick brown fox jumps over the lazy dog again and again.")
     stream = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Tell me"}],
                                             stream=True, stream_options={"include_usage": True})
@@ -190,8 +212,8 @@ def test_streaming_passes_chunks_on_as_they_come(proxy: str, fake_openai: FakeOp
 
 
 def test_context_length_error_compacts_and_retries(proxy: str, memory: lossless.Memory,
-                                                   fake_openai: FakeOpenAIServer) -> None:
-    client = _client(proxy, "overflow")
+                                                   fake_openai: FakeOpenAIServer, closing: ExitStack) -> None:
+    client = _client(closing, proxy, "overflow")
     history = [{k: v for k, v in m.items() if k != "created_at"} for m in chat(60)]
     fake_openai.fail_next(1, status=400, code="context_length_exceeded",
                           message="This model's maximum context length is 1500 tokens. However, your messages "
@@ -283,22 +305,24 @@ def test_proxy_request_errors(memory: lossless.Memory, fake_openai: FakeOpenAISe
         assert len(memory.get_conversation("f").messages()) == 2  # type: ignore[union-attr]
 
 
-def test_proxy_needs_a_key_once_keys_exist(memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
+def test_proxy_needs_a_key_once_keys_exist(memory: lossless.Memory, fake_openai: FakeOpenAIServer,
+                                           closing: ExitStack) -> None:
     _, key = APIKeys(memory.store).create("acme")
     with served(memory, upstream=Upstream(fake_openai.base_url, "sk-up")) as server:
         with pytest.raises(openai.AuthenticationError):
-            _client(server.url, "k").chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}])
+            _client(closing, server.url, "k").chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}])
         fake_openai.enqueue_chat("hello acme")
-        reply = _client(server.url, "k", key).chat.completions.create(
+        reply = _client(closing, server.url, "k", key).chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": "hi"}])
         assert reply.choices[0].message.content == "hello acme"
         assert fake_openai.chat_requests()[-1].headers["authorization"] == "Bearer sk-up"  # never the client's key
     assert memory.get_conversation("k") is None and _stored(memory, "@acme/k")[-1] == ("assistant", "hello acme")
 
 
-def test_anthropic_messages(proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
-    client = anthropic.Anthropic(base_url=proxy, api_key="unused", max_retries=0,
-                                 default_headers={"X-Lossless-Conversation": "claude"})
+def test_anthropic_messages(proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer,
+                            closing: ExitStack) -> None:
+    client = closing.enter_context(anthropic.Anthropic(base_url=proxy, api_key="unused", max_retries=0,
+                                                       default_headers={"X-Lossless-Conversation": "claude"}))
     fake_openai.enqueue_chat("Hello Ann.")
     first = client.messages.create(model=CLAUDE, max_tokens=200, system="Be kind.",
                                    messages=[{"role": "user", "content": "Hi, I am Ann."}])
@@ -328,13 +352,14 @@ def test_anthropic_messages(proxy: str, memory: lossless.Memory, fake_openai: Fa
 
 
 def test_anthropic_system_blocks_reach_the_provider_with_their_cache_control(
-        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
+        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer, closing: ExitStack) -> None:
     """A system prompt sent as text blocks marked for Anthropic's prompt caching went to the
     provider as a plain string: the ``cache_control`` breakpoint was gone, nothing was cached,
     and every turn of a long chat paid for its whole prompt. It is sent as the client wrote it
     (and stored once, as text)."""
-    client = anthropic.Anthropic(base_url=proxy, api_key="unused", max_retries=0,
-                                 default_headers={"X-Lossless-Conversation": "%E7%BC%93%E5%AD%98"})
+    client = closing.enter_context(anthropic.Anthropic(
+        base_url=proxy, api_key="unused", max_retries=0,
+        default_headers={"X-Lossless-Conversation": "%E7%BC%93%E5%AD%98"}))
     system: Any = [{"type": "text", "text": "你是项目助理。"},
                    {"type": "text", "text": "回答要简短。", "cache_control": {"type": "ephemeral"}}]
     history: list[Any] = [{"role": "user", "content": "机房在深圳南山。"}]
@@ -352,11 +377,11 @@ def test_anthropic_system_blocks_reach_the_provider_with_their_cache_control(
 
 
 def test_a_replayed_stream_ends_with_the_usage_chunk_the_client_asked_for(
-        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
+        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer, closing: ExitStack) -> None:
     """``stream_options.include_usage``: the provider's stream ends with a chunk of usage and no
     choices; the same request sent again (an SDK retry) was replayed without it, so a client
     reading the last chunk's usage got ``None`` on the retry alone."""
-    client = openai.OpenAI(base_url=proxy + "/v1", api_key="unused", max_retries=0)
+    client = closing.enter_context(openai.OpenAI(base_url=proxy + "/v1", api_key="unused", max_retries=0))
     chat: Any = [{"role": "user", "content": "杭州明天下雨吗？"}]
     fake_openai.enqueue_chat("明天有小雨，记得带伞。")
     options: Any = {"include_usage": True}
@@ -421,13 +446,14 @@ def test_sse_parser_gives_back_the_events_however_the_stream_is_cut(
 
 
 def test_a_stored_writer_openai_refuses_as_a_name_is_sent_in_the_text(proxy: str, memory: lossless.Memory,
-                                                                      fake_openai: FakeOpenAIServer) -> None:
+                                                                      fake_openai: FakeOpenAIServer,
+                                                                      closing: ExitStack) -> None:
     """A conversation holding a writer named 小美 (stored by an import or `lossless add
     --name`): every proxied turn was the upstream's 400 'messages[0].name does not match
     pattern'."""
     memory.conversation("named").add("user", "我最喜欢的颜色是蓝色。", name="小美")
     fake_openai.enqueue_chat("蓝色。")
-    reply = _client(proxy, "named").chat.completions.create(
+    reply = _client(closing, proxy, "named").chat.completions.create(
         model=MODEL, messages=[{"role": "user", "content": "小美喜欢什么颜色？"}])
     assert reply.choices[0].message.content == "蓝色。"
     sent = fake_openai.chat_requests()[-1].body["messages"]

@@ -12,6 +12,7 @@ import json
 import threading
 import zlib
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
@@ -437,13 +438,13 @@ def test_a_request_with_nothing_to_store_says_so(proxy: str, memory: lossless.Me
 
 
 def test_a_tool_loop_with_extended_thinking_keeps_its_thinking_block(
-        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer) -> None:
+        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer, closing: ExitStack) -> None:
     """Claude with extended thinking calls a tool; the client sends the assistant turn back
     (thinking block first, as the API requires) with the tool's result. lossless stores no
     thinking, and the context it sent lacked it: the API refuses a final assistant turn that
     calls tools without its thinking block, so every tool loop with thinking was a 400."""
-    client = anthropic.Anthropic(base_url=proxy, api_key="unused", max_retries=0,
-                                 default_headers={HEADER: "%E6%80%9D%E8%80%83"})
+    client = closing.enter_context(anthropic.Anthropic(base_url=proxy, api_key="unused", max_retries=0,
+                                                       default_headers={HEADER: "%E6%80%9D%E8%80%83"}))
     tools: Any = [{"name": "get_weather", "description": "查询城市天气",
                    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}]
     thinking: Any = {"type": "enabled", "budget_tokens": 1024}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import ExitStack
 from typing import Any
 
 import openai
@@ -20,7 +21,8 @@ __all__ = ["fake_openai", "proxied_memory", "proxy_url"]  # fixtures (memory, pr
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_the_reply_stored_is_the_one_the_retrying_client_got(
-        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer, stream: bool) -> None:
+        proxy: str, memory: lossless.Memory, fake_openai: FakeOpenAIServer, stream: bool,
+        closing: ExitStack) -> None:
     """The SDK times out on the first attempt and sends it again; the provider answers the
     first attempt (回答一) a moment before the retry (回答二). 回答一 was stored, the client
     got 回答二, and its next turn, which carries 回答二, was 409 conversation_diverged from
@@ -40,8 +42,9 @@ def test_the_reply_stored_is_the_one_the_retrying_client_got(
         return "好的，继续。"
 
     fake_openai.responder = provider
-    client = openai.OpenAI(base_url=proxy + "/v1", api_key="unused", max_retries=1, timeout=1.5,
-                           default_headers={"X-Lossless-Conversation": "%E9%87%8D%E8%AF%95"})
+    client = closing.enter_context(openai.OpenAI(
+        base_url=proxy + "/v1", api_key="unused", max_retries=1, timeout=1.5,
+        default_headers={"X-Lossless-Conversation": "%E9%87%8D%E8%AF%95"}))
 
     def ask(chat: list[Any]) -> str:
         if not stream:
