@@ -44,7 +44,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-from lossless.core.scripts import CJK_LETTERS
+from lossless.core.scripts import CJK_LETTERS, HAN_LETTERS
 
 __all__ = ["COMMON_HAN", "MAX_CJK_TERMS", "STOPWORDS", "cjk_fts_query", "cjk_index_line", "cjk_index_terms", "cjk_query_chars",
            "cjk_query_terms", "cjk_runs", "cjk_search_terms", "compounds", "fts_terms", "has_cjk", "has_wide_forms", "index_extras", "index_text", "narrow",
@@ -86,7 +86,7 @@ COMMON_HAN = frozenset(
     "家种事成方多经么去法学如都同现当没动面起看定天分还进好小部其些主样理心她本前开但因只从想实"
     "吗呢吧啊嗯哦呀哈啦嘛呗哇喔它您"
 )
-_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_HAN = re.compile(f"[{HAN_LETTERS}]")
 _GRAM_SLICE = 4096  # a long run's bigrams are joined this many characters at a time
 # a long text is scanned this many characters at a time, cut at whitespace (no compound or
 # CJK run holds any): one regular-expression scan holds the interpreter's lock, and one over

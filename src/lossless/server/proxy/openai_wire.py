@@ -46,6 +46,8 @@ def _as_sent(asked: list[Any], context: list[ChatMessage]) -> list[ChatMessage]:
     put on it: a client moving its breakpoint to its newest message each turn sent one more
     mark each turn, and past Anthropic's four every request was a 400. Messages without
     marks are the context's, as before."""
+    if not marks(asked):  # (most requests) nothing of the client's to keep: no second pass over them
+        return without_marks(context)
     incoming, labels = storable_labelled(asked)
     tail = client_tail(incoming, labels, context)
     cut = len(context) - len(tail)
