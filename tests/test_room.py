@@ -288,3 +288,31 @@ def test_the_pinned_system_prompt_is_never_recalled_again(store_target: StoreTar
             assert ctx.messages[0] == {"role": "system", "content": prompt}
             assert text.count(prompt) == 1, (budget, text)
             assert not [i for i in ctx.items if i.tier == "recall" and i.first_seq == 1]
+
+
+def test_more_room_brings_more_matches_not_longer_ones() -> None:
+    """At 4,096 tokens a fifth of the recall room (~680 tokens) let a few long matches in
+    whole, and they filled the room: BEAM's evidence in context fell from 0.643 at 2,048
+    tokens to 0.598. A match is whole only up to ``recall_whole_max_tokens`` (320) at any
+    budget; a longer one is cut around what matched, and the short matches come in too."""
+    story = ("We drove to the lighthouse on the cape after lunch and walked the long path around it while "
+             "the wind picked up from the sea, and the keeper told us about the storms of the old winters. ")
+    planted = {i: f"{story * 12}(visit {i})" for i in range(20, 140, 20)}  # six long ones, ~480 tokens each
+    planted |= {i: f"the lighthouse postcard number {i} arrived" for i in range(201, 500, 10)}  # thirty short ones
+    mem = lossless.open(":memory:", embedder=None, context_window=8192, compaction="inline")
+    conv = mem.conversation("c")
+    conv.add_many(_casual(900, planted=planted))
+    counter = get_counter("cl100k_base")
+    assert all(counter.count(planted[i]) > 400 for i in range(20, 140, 20))
+    ctx = conv.assemble(budget_tokens=4096, query="what did the keeper say at the lighthouse?")
+    assert ctx.tokens <= 4096
+    recalled = {i.first_seq: i for i in ctx.items if i.tier == "recall"}
+    longs = [s for s in recalled if s - 1 in range(20, 140, 20)]
+    assert longs, recalled  # the long ones still come, cut
+    assert all(recalled[s].tokens <= 320 + 8 for s in recalled), {s: i.tokens for s, i in recalled.items()}
+    shorts = [s for s in recalled if s - 1 in range(201, 500, 10)]
+    assert len(shorts) >= 25, sorted(recalled)
+    block = _memory_block(ctx)
+    assert "the keeper told us about the storms" in block
+    _check_ids_and_dates(conv, ctx)
+    mem.close()

@@ -200,7 +200,7 @@ class RecalledMessages:
                shown_ids: set[str] | frozenset[str] = frozenset()) -> list[Piece]:
         """Older messages that match the query (see :meth:`_ranked`), packed in three
         passes: first, in rank order, each that fits whole within ``recall_whole_share``
-        of the room; then the short messages next to them (the question a match answers,
+        of the room and ``recall_whole_max_tokens``; then the short messages next to them (the question a match answers,
         the answer to a matched question) while room is left; then the matches skipped,
         in rank order, cut to a share of the room keeping the sentences that share the
         query's words. Whole messages keep what was said verbatim; excerpts let the long
@@ -210,7 +210,7 @@ class RecalledMessages:
         cfg = self.view.config
         ranked, strong = self._ranked(cid, query, shown_from, room, shown_ids)
         packed = _Packing(room, self.view)
-        whole_cap = max(MIN_ABRIDGED, int(room * cfg.recall_whole_share))
+        whole_cap = max(MIN_ABRIDGED, min(int(room * cfg.recall_whole_share), cfg.recall_whole_max_tokens))
         per_item = max(MIN_ABRIDGED * 2, min(int(room * cfg.recall_item_share), cfg.recall_item_max_tokens))
         # the strong matches, their neighbours and excerpts first; the weak ones in what is left
         # (a long strong match is not crowded out by short weak ones placed whole before it)

@@ -165,7 +165,9 @@ class Config:
     # were left out: 0.815 -> 0.882 keyword-only: bench/README.md#room-per-tier). It packs them in passes: every one
     # that fits whole within ``recall_whole_share`` of the recall room, then their short
     # neighbours, then excerpts of the rest (each cut to ``recall_item_share`` of the room,
-    # at most ``recall_item_max_tokens``)
+    # at most ``recall_item_max_tokens``). Whole means at most ``recall_whole_max_tokens``
+    # too, whatever the room: more room brings more matches, not longer ones (BEAM at
+    # 4,096 tokens: evidence in context 0.598 -> 0.725, bench/README.md)
     recall_depth: int = knob(400, "recall", COUNT)
     recall_score_floor: float = knob(0.0, "recall", SHARE)
     # a second keyword round with the words of the best N matches added to the question
@@ -174,6 +176,7 @@ class Config:
     recall_second_round: int = knob(0, "recall", AT_LEAST_0)
     recall_lead_excerpts: int = knob(1, "recall", AT_LEAST_0)  # ... except the best N matches, which come (cut) in the first pass
     recall_whole_share: float = knob(0.2, "recall", SHARE)
+    recall_whole_max_tokens: int = knob(320, "recall", COUNT)
     recall_item_share: float = knob(0.125, "recall", SHARE)
     recall_item_max_tokens: int = knob(160, "recall", COUNT)
     # recall and search QA-pair windows as well as single messages; windows are cut and
