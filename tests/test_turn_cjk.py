@@ -35,3 +35,37 @@ def test_a_question_in_content_parts_recalls_like_the_same_question_as_text() ->
     as_text, as_parts = (json.dumps(m, ensure_ascii=False) for m in seen)
     assert "8808" in as_text
     assert "8808" in as_parts
+
+
+def test_a_tool_error_in_chinese_is_stored_and_sent_as_written() -> None:
+    """A tool's exception went back to the model (and into the store) as
+    ``{"error": "ValueError: \\u627e\\u4e0d\\u5230…"}``: three times the tokens, and no
+    keyword search found 杭州 in it. A successful result was already written as is."""
+    def weather(city: str) -> str:
+        raise ValueError(f"找不到城市：{city}")
+
+    replies = iter([
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "weather", "arguments": json.dumps({"city": "杭州"}, ensure_ascii=False)}}]},
+        "没查到。",
+    ])
+    with lossless.open(":memory:", embedder=None) as mem:
+        conv = mem.conversation("c")
+        result = conv.turn("杭州天气怎么样？", call=lambda messages: next(replies), tools={"weather": weather})
+        (tool,) = [m for m in result.messages if m.role == "tool"]
+        assert json.loads(str(tool.content)) == {"error": "ValueError: 找不到城市：杭州"}
+        assert tool.content == '{"error": "ValueError: 找不到城市：杭州"}'
+        assert [h["first_seq"] for h in conv.grep("城市")["hits"]] == [tool.seq]
+
+
+def test_a_llamaindex_tool_call_keeps_its_chinese_arguments_as_written() -> None:
+    from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
+
+    from lossless.integrations.llamaindex import from_llama_message
+
+    message = ChatMessage(role="assistant", blocks=[
+        ToolCallBlock(tool_call_id="call_1", tool_name="weather", tool_kwargs={"city": "杭州"})])
+    stored = from_llama_message(message)
+    assert stored is not None
+    assert stored["tool_calls"][0]["function"]["arguments"] == '{"city": "杭州"}'

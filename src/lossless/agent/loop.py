@@ -221,7 +221,7 @@ def _run_tool(conv: ConversationHandle, call: Mapping[str, Any], tools: Mapping[
         return str(conv.tools.dispatch(call)["content"])
     handler = (tools or {}).get(name)
     if handler is None:
-        return json.dumps({"error": f"unknown tool {name!r}"})
+        return json.dumps({"error": f"unknown tool {name!r}"}, ensure_ascii=False)
     # seed 003: no new tool call while the conversation is COMPACTING (a worker, another
     # process or a background thread holds its lease); past the wait the model retries
     if not wait_while_compacting(conv.memory, conv.id):
@@ -229,11 +229,11 @@ def _run_tool(conv: ConversationHandle, call: Mapping[str, Any], tools: Mapping[
     try:
         args = json.loads(fn.get("arguments") or "{}")
     except ValueError as exc:
-        return json.dumps({"error": f"arguments are not JSON: {exc}"})
+        return json.dumps({"error": f"arguments are not JSON: {exc}"}, ensure_ascii=False)
     try:
         result = _resolve(handler(**args) if isinstance(args, dict) else handler(args))
     except Exception as exc:  # the model reads the failure and can recover
-        return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
+        return json.dumps({"error": f"{type(exc).__name__}: {exc}"}, ensure_ascii=False)
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
 
 
