@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import lossless
 from lossless.testing import HashEmbedder
+from tests.conftest import StoreTarget
 
 LONG = "今天天气很好，我们讨论了很多事情。" * 30 + "关键是数据库迁移要在周五完成。" + "其他的内容都不重要。" * 30
 
 
-def test_a_regex_snippet_cut_at_its_end_ends_with_an_ellipsis() -> None:
-    with lossless.open(":memory:", embedder=None) as mem:
+def test_a_regex_snippet_cut_at_its_end_ends_with_an_ellipsis(store_target: StoreTarget) -> None:
+    with lossless.open(store_target("regex_snippet"), embedder=None) as mem:
         conv = mem.conversation("c")
         conv.add(role="user", content=LONG)
         conv.add(role="user", content="数据库迁移完成。")
