@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from lossless.agent.tools import openai_tools, wait_while_compacting
+from lossless.core.content import content_text
 from lossless.core.errors import ContextOverflowError, LosslessError, ValidationError
 from lossless.core.tokens import count_chat_tokens
 from lossless.core.types import AssembledContext, ChatMessage, Message
@@ -220,7 +221,7 @@ def _run_tool(conv: ConversationHandle, call: Mapping[str, Any], tools: Mapping[
         return str(conv.tools.dispatch(call)["content"])
     handler = (tools or {}).get(name)
     if handler is None:
-        return json.dumps({"error": f"unknown tool {name!r}"})
+        return json.dumps({"error": f"unknown tool {name!r}"}, ensure_ascii=False)
     # seed 003: no new tool call while the conversation is COMPACTING (a worker, another
     # process or a background thread holds its lease); past the wait the model retries
     if not wait_while_compacting(conv.memory, conv.id):
@@ -228,11 +229,11 @@ def _run_tool(conv: ConversationHandle, call: Mapping[str, Any], tools: Mapping[
     try:
         args = json.loads(fn.get("arguments") or "{}")
     except ValueError as exc:
-        return json.dumps({"error": f"arguments are not JSON: {exc}"})
+        return json.dumps({"error": f"arguments are not JSON: {exc}"}, ensure_ascii=False)
     try:
         result = _resolve(handler(**args) if isinstance(args, dict) else handler(args))
     except Exception as exc:  # the model reads the failure and can recover
-        return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
+        return json.dumps({"error": f"{type(exc).__name__}: {exc}"}, ensure_ascii=False)
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
 
 
@@ -271,7 +272,9 @@ def run_turn(
     user_chat: ChatMessage = {"role": "user", "content": pending_user.content}
     if pending_user.name:
         user_chat["name"] = pending_user.name
-    query = pending_user.content if isinstance(pending_user.content, str) else json.dumps(pending_user.content)
+    # the recall query is the message's text, as the proxy reads it: content parts as JSON
+    # were \uXXXX escapes for any non-ASCII text, so a Chinese question recalled nothing
+    query = content_text(pending_user.content) or None
     specs = _tool_specs(tools, tool_specs, memory_tools) if (tools or tool_specs or memory_tools) else []
     budget = budget_tokens or memory.config.context_window
     new: list[ChatMessage] = []  # this turn's messages, stored only when the turn succeeds

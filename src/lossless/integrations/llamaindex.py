@@ -59,7 +59,7 @@ def from_llama_message(message: ChatMessage) -> dict[str, Any] | None:
         elif isinstance(block, ImageBlock) and block.url is not None:
             parts.append({"type": "image_url", "image_url": {"url": str(block.url)}})
         elif isinstance(block, ToolCallBlock):
-            args = block.tool_kwargs if isinstance(block.tool_kwargs, str) else json.dumps(block.tool_kwargs)
+            args = block.tool_kwargs if isinstance(block.tool_kwargs, str) else json.dumps(block.tool_kwargs, ensure_ascii=False)
             calls.append({"id": block.tool_call_id or f"call_{len(calls)}", "type": "function",
                           "function": {"name": block.tool_name, "arguments": args}})
     for call in kwargs.get("tool_calls") or []:  # OpenAI-style calls some LLM classes keep here

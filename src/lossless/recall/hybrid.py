@@ -124,6 +124,11 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(fts_terms(text)) | frozenset(cjk_query_terms(text))
 
 
+def _head(text: str, width: int = 160) -> str:
+    """A passage's first ``width`` characters as a snippet, marked with … when cut."""
+    return text[:width].replace("\n", " ") + ("…" if len(text) > width else "")
+
+
 class Recaller:
     def __init__(self, store: Store, embedder: Embedder | None, counter: TokenCounter, config: Config) -> None:
         self.store = store
@@ -475,7 +480,7 @@ class Recaller:
             cand = items.get(key)
             if cand is None:
                 cand = items[key] = _Candidate(unit.kind, unit.message_ids[0], unit.conversation_id, unit.first_seq,
-                                               unit.last_seq, unit.message_ids, unit.text[:160].replace("\n", " "),
+                                               unit.last_seq, unit.message_ids, _head(unit.text),
                                                unit.end_ts)
             if cand.vector_rank is None:  # a message's best passage stands for it
                 cand.vector_rank, cand.similarity = rank, sim

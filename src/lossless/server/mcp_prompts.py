@@ -32,6 +32,7 @@ from lossless.server.mcp_notify import in_thread
 from lossless.server.mcp_scope import OPERATOR, request_tenant, tenant_conversation
 from lossless.server.tenancy import Tenant
 from lossless.store.base import SearchSpec
+from lossless.store.fts import match_position
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -97,8 +98,9 @@ async def _fill(fn: Callable[[Tenant], list[Message]]) -> list[Message]:
         raise MCPError(code=INTERNAL_ERROR, message=tenant.public_text(str(exc))) from exc
 
 
-def _quote(memory: Memory, hit: GrepHit, tenant: Tenant) -> str:
-    """One match: where and when, then its text (a message's own, a summary's content)."""
+def _quote(memory: Memory, hit: GrepHit, tenant: Tenant, topic: str) -> str:
+    """One match: where and when, then its text (a message's own, a summary's content); a
+    text over ``QUOTE_CHARS`` is quoted around the first of the topic's words it holds."""
     if hit.kind == "message":
         text = memory.store.get_message(hit.id).text
         where = f"message #{hit.first_seq} ({hit.role})"
@@ -108,10 +110,18 @@ def _quote(memory: Memory, hit: GrepHit, tenant: Tenant) -> str:
     else:
         text, where = hit.snippet, f"messages #{hit.first_seq}–{hit.last_seq}"
     if len(text) > QUOTE_CHARS:
-        # a summary's text is what lcm_expand reads from an offset; a message is read whole
-        # (its quoted text may spell out tool calls that its stored content does not hold)
-        read = f"lcm_expand(id={hit.id!r}, offset={QUOTE_CHARS})" if hit.kind == "summary" else f"lcm_expand {hit.id}"
-        text = text[:QUOTE_CHARS] + f" … [{len(text) - QUOTE_CHARS} more characters: {read}]"
+        # around the match, as a search snippet is: the head of a long message need not
+        # hold the words it was found by. A summary's text is what lcm_expand reads from an
+        # offset; a message is read whole (its quoted text may spell out tool calls that
+        # its stored content does not hold)
+        at = match_position(text, topic)
+        start = max(0, min(at - QUOTE_CHARS // 3, len(text) - QUOTE_CHARS))
+        end = start + QUOTE_CHARS
+        summary = hit.kind == "summary"
+        before = f"lcm_expand(id={hit.id!r}, max_chars={start})" if summary else f"lcm_expand {hit.id}"
+        after = f"lcm_expand(id={hit.id!r}, offset={end})" if summary else f"lcm_expand {hit.id}"
+        text = ((f"[{start} characters before: {before}] … " if start else "") + text[start:end]
+                + (f" … [{len(text) - end} more characters: {after}]" if end < len(text) else ""))
     return (f"[{hit.id} · {tenant.public_id(hit.conversation_id)} · {where} · {hit.created_at:%Y-%m-%d %H:%M}]"
             f"\n{text}")
 
@@ -134,7 +144,7 @@ def recall_messages(memory: Memory, topic: str, conversation: str | None = None,
     if not hits:
         return [UserMessage(f"Recall what we said about: {topic}\n\nThe memory ({where}) has nothing that matches. "
                             "Say so, and offer to search with other words (lcm_grep).")]
-    quoted = "\n\n".join(_quote(memory, h, tenant) for h in hits)
+    quoted = "\n\n".join(_quote(memory, h, tenant, topic) for h in hits)
     return [UserMessage(
         f"Recall what we said about: {topic}\n\nWhat the memory ({where}) holds on it, best match first "
         f"({len(hits)} of them):\n\n{quoted}\n\nAnswer from these, citing the ids in brackets. Where a quote "

@@ -47,7 +47,7 @@ from collections.abc import Iterator
 from lossless.core.scripts import CJK_LETTERS, HAN_LETTERS
 
 __all__ = ["COMMON_HAN", "MAX_CJK_TERMS", "STOPWORDS", "cjk_fts_query", "cjk_index_line", "cjk_index_terms", "cjk_query_chars",
-           "cjk_query_terms", "cjk_runs", "cjk_search_terms", "compounds", "fts_terms", "has_cjk", "has_wide_forms", "index_extras", "index_text", "narrow",
+           "cjk_query_terms", "cjk_runs", "cjk_search_terms", "compounds", "fts_terms", "has_cjk", "has_wide_forms", "index_extras", "index_text", "match_position", "narrow",
            "quote_fts", "search_terms", "snippet", "symbol_query", "term_pattern", "wide_forms_line", "word_query"]
 
 _CJK_CLASS = CJK_LETTERS
@@ -355,10 +355,10 @@ def word_query(text: str) -> str | None:
     return " OR ".join(quote_fts(t) for t in terms[:_MAX_WORD_TERMS])
 
 
-def snippet(text: str, query: str, width: int = 160) -> str:
-    """A window of ``text`` around the first query term it contains (or its start)."""
+def match_position(text: str, query: str) -> int:
+    """Where in ``text`` the first query term it contains starts, as a keyword search
+    reads the query (its words, its CJK runs, then their bigrams); -1 when none is there."""
     lowered = narrow(text).lower()  # one character for one: positions are the text's
-    pos = -1
     needles = fts_terms(query) + cjk_runs(query) + [t for t in cjk_query_terms(query) if len(t) > 1]
     literal = symbol_query(query)
     if literal is not None:
@@ -366,9 +366,13 @@ def snippet(text: str, query: str, width: int = 160) -> str:
     for needle in needles:
         pos = lowered.find(needle.lower())
         if pos >= 0:
-            break
-    if pos < 0:
-        pos = 0
+            return pos
+    return -1
+
+
+def snippet(text: str, query: str, width: int = 160) -> str:
+    """A window of ``text`` around the first query term it contains (or its start)."""
+    pos = max(0, match_position(text, query))
     start = max(0, pos - width // 3)
     end = min(len(text), start + width)
     out = text[start:end].replace("\n", " ")

@@ -85,7 +85,8 @@ def grep_hit(kind: Any, hid: str, cid: str, first: int, last: int, role: str | N
     elif spec.mode == "regex":
         m = re.search(spec.query, text)
         start = max(0, (m.start() if m else 0) - 50)
-        snip = ("…" if start else "") + text[start : start + 160].replace("\n", " ")
+        end = min(len(text), start + 160)
+        snip = ("…" if start else "") + text[start:end].replace("\n", " ") + ("…" if end < len(text) else "")
     else:
         snip = snippet(text, spec.query if spec.mode == "fts" else " ".join(fts_terms(spec.query)))
     return GrepHit(kind=kind, id=hid, conversation_id=cid, first_seq=first, last_seq=last, role=role,
