@@ -45,6 +45,7 @@ SQLITE = {
     16: ("erase_clears_identity", "41de1e97974a74d9"),
     17: ("cjk_bigrams", "4ba1cb2425d0c539"),
     18: ("wide_forms", "0199c926a2b376e3"),  # no statement: the rows of full-width text re-indexed
+    19: ("json_escapes", "4a3a5d8c787a10c6"),  # the rows of JSON-escaped text re-indexed
 }
 
 POSTGRES = {
@@ -66,6 +67,7 @@ POSTGRES = {
     16: ("vector_checks", "afff0903291454ab"),
     17: ("erase_clears_identity", "aefa852b0129a7e8"),
     18: ("cjk_bigrams", "6d1180b671b051bc"),
+    19: ("json_escapes", "4c575bbe1da30892"),  # the rows of JSON-escaped text re-indexed
 }
 
 # sqlite_master of a fresh database, FTS5's own shadow tables left out (FTS5 writes them).

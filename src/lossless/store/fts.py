@@ -47,7 +47,7 @@ from collections.abc import Iterator
 from lossless.core.scripts import CJK_LETTERS, HAN_LETTERS
 
 __all__ = ["COMMON_HAN", "MAX_CJK_TERMS", "STOPWORDS", "cjk_fts_query", "cjk_index_line", "cjk_index_terms", "cjk_query_chars",
-           "cjk_query_terms", "cjk_runs", "cjk_search_terms", "compounds", "fts_terms", "has_cjk", "has_wide_forms", "index_extras", "index_text", "match_position", "narrow",
+           "cjk_query_terms", "cjk_runs", "cjk_search_terms", "compounds", "escaped_text", "fts_terms", "has_cjk", "has_wide_forms", "index_extras", "index_text", "match_position", "narrow",
            "quote_fts", "search_terms", "snippet", "symbol_query", "term_pattern", "wide_forms_line", "word_query"]
 
 _CJK_CLASS = CJK_LETTERS
@@ -218,11 +218,41 @@ def cjk_index_line(text: str) -> str:
     return " ".join(cjk_index_terms(text))
 
 
+_ESCAPE_RUN = re.compile(r"(?:\\+u[0-9a-fA-F]{4})+")  # (escaped again inside a JSON string: \\u676d)
+_ESCAPE_HEX = re.compile(r"u([0-9a-fA-F]{4})")
+
+
+def escaped_text(text: str) -> str:
+    """The characters ``text`` spells as JSON ``\\uXXXX`` escapes, a run of them a word
+    (``{"city": "\\u676d\\u5dde"}`` → ``杭州``): a tool result written by ``json.dumps``
+    with its default ``ensure_ascii`` holds its Chinese only so, and is stored verbatim
+    (tool-call arguments so written are escaped once more in the stored calls). A pair of surrogate escapes is one character (an emoji); a lone one is dropped. Empty
+    when ``text`` has none."""
+    if "\\u" not in text:
+        return ""
+    words: dict[str, None] = {}
+    for m in _ESCAPE_RUN.finditer(text):
+        chars = "".join(chr(int(h, 16)) for h in _ESCAPE_HEX.findall(m.group(0)))
+        word = chars.encode("utf-16", "surrogatepass").decode("utf-16", "ignore")
+        word = "".join(c if c.isprintable() else " " for c in word).strip()
+        if word:
+            words.setdefault(word, None)
+    return " ".join(words)
+
+
+def _index_lines(text: str) -> list[str]:
+    return [line for line in (index_extras(text), wide_forms_line(text), cjk_index_line(text)) if line]
+
+
 def index_text(text: str) -> str:
     """What a keyword index is given for ``text``: the text itself and, on lines of their
-    own, :func:`index_extras` and :func:`cjk_index_line` (so every raw FTS5 query that
-    matched the text still does)."""
-    extra = [line for line in (index_extras(text), wide_forms_line(text), cjk_index_line(text)) if line]
+    own, :func:`index_extras`, :func:`wide_forms_line` and :func:`cjk_index_line` (so every
+    raw FTS5 query that matched the text still does), then the same for the text its JSON
+    escapes spell (:func:`escaped_text`)."""
+    extra = _index_lines(text)
+    escaped = escaped_text(text)
+    if escaped:
+        extra += [escaped, *_index_lines(escaped)]
     return "\n".join([text, *extra])
 
 

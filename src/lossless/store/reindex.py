@@ -17,6 +17,11 @@ in the migration's transaction. It runs when the store is opened; a big store sa
 and how far it is, on the ``lossless`` logger (a WARNING line every few seconds, which
 Python prints to stderr when the application has set up no logging).
 
+Both stores' migration ``json_escapes`` call :func:`reindex_escaped_sqlite` /
+:func:`reindex_escaped_postgres`: rows whose text holds JSON ``\\uXXXX`` escapes (a tool
+result written by ``json.dumps`` with its default ``ensure_ascii``) get the text those
+escapes spell (:func:`lossless.store.fts.escaped_text`), so 杭州 finds ``\\u676d\\u5dde``.
+
 SQLite's migration ``wide_forms`` calls :func:`reindex_wide_sqlite` the same way: rows
 whose text holds full-width letters or digits (``ｉＰｈｏｎｅ１５``) get their plain forms
 (:func:`lossless.store.fts.wide_forms_line`). PostgreSQL's documents were NFKD-folded
@@ -33,11 +38,12 @@ from typing import Any
 
 from lossless.core.render import content_text
 from lossless.store.documents import chunk_documents, chunk_index_text, chunk_search, search_text
-from lossless.store.fts import has_cjk, has_wide_forms, index_extras, index_text
+from lossless.store.fts import escaped_text, has_cjk, has_wide_forms, index_extras, index_text
 from lossless.store.postgres.grep import search_document
 
 __all__ = ["indexed_memory_text", "indexed_message_text", "reindex_cjk_postgres", "reindex_cjk_sqlite",
-           "reindex_postgres", "reindex_sqlite", "reindex_wide_sqlite"]
+           "reindex_escaped_postgres", "reindex_escaped_sqlite", "reindex_postgres", "reindex_sqlite",
+           "reindex_wide_sqlite"]
 
 log = logging.getLogger("lossless")
 
@@ -161,7 +167,8 @@ def reindex_wide_sqlite(conn: Any) -> int:
     return _reindex_sqlite_where(conn, has_wide_forms, progress)
 
 
-def _reindex_sqlite_where(conn: Any, wanted: Callable[[str], bool], progress: _Progress) -> int:
+def _reindex_sqlite_where(conn: Any, wanted: Callable[[str], bool], progress: _Progress, *,
+                          chunks: bool = True) -> int:
     for base, (columns, table, text_of) in _SOURCES.items():
         index = f"{base}_fts"
         sql = f"SELECT {columns} FROM {table} WHERE rowid > ? ORDER BY rowid LIMIT ?"
@@ -176,26 +183,48 @@ def _reindex_sqlite_where(conn: Any, wanted: Callable[[str], bool], progress: _P
             progress.advance(len(rows), len(changed))
     sql = ("SELECT c.rowid, f.path, c.text FROM file_chunks c JOIN files f ON f.rowid = c.file_rowid "
            "WHERE c.rowid > ? ORDER BY c.rowid LIMIT ?")
-    for rows in _batches(conn, sql):
-        chunks = [(rowid, path, text) for rowid, path, text in rows if wanted(text) or wanted(path)]
-        for rowid, path, text in chunks:
+    for rows in _batches(conn, sql) if chunks else ():
+        found = [(rowid, path, text) for rowid, path, text in rows if wanted(text) or wanted(path)]
+        for rowid, path, text in found:
             conn.execute("DELETE FROM file_chunks_fts WHERE rowid = ?", (rowid,))
             conn.execute("INSERT INTO file_chunks_fts (rowid, path, text) VALUES (?, ?, ?)",
                          (rowid, chunk_index_text(path), chunk_index_text(text)))
-        progress.advance(len(rows), len(chunks))
+        progress.advance(len(rows), len(found))
     progress.finish()
     return progress.changed
+
+
+def reindex_escaped_sqlite(conn: Any) -> int:
+    """Rewrite the keyword rows of every message, summary and memory whose text holds JSON
+    ``\\uXXXX`` escapes (:func:`~lossless.store.fts.index_text` now adds the text they
+    spell); the rows re-indexed."""
+    progress = _Progress(_count(conn, list(_SOURCES)), "the JSON-escaped text of this store")
+    return _reindex_sqlite_where(conn, _escaped, progress, chunks=False)
+
+
+def reindex_escaped_postgres(conn: Any) -> int:
+    """The same on PostgreSQL (:func:`~lossless.store.postgres.grep.search_document`)."""
+    progress = _Progress(_count(conn, list(_SOURCES)), "the JSON-escaped text of this store")
+    return _reindex_postgres_where(conn, _escaped, progress, chunks=False)
+
+
+def _escaped(text: str) -> bool:
+    return bool(escaped_text(text))
 
 
 def reindex_cjk_postgres(conn: Any) -> int:
     """Recompute the ``search`` tsvector of every message, summary, memory and file chunk
     whose text holds CJK (:func:`~lossless.store.postgres.grep.search_document` now adds
     each run's last character); the rows re-indexed."""
-    progress = _Progress(_count(conn, [*_SOURCES, "file_chunks"]))
+    return _reindex_postgres_where(conn, has_cjk, _Progress(_count(conn, [*_SOURCES, "file_chunks"])))
+
+
+def _reindex_postgres_where(conn: Any, wanted: Callable[[str], bool], progress: _Progress, *,
+                            chunks: bool = True) -> int:
     for base, (columns, table, text_of) in _SOURCES.items():
         sql = f"SELECT {columns} FROM {table} WHERE rowid > %s AND search IS NOT NULL ORDER BY rowid LIMIT %s"
         for rows in _batches(conn, sql):
-            changed = [(row[0], text) for row in rows if has_cjk(text := text_of(*row[1:]))]
+            changed = [(row[0], text) for row in rows if wanted(text := text_of(*row[1:]))]
             if changed:
                 conn.execute(f"UPDATE {base} t SET search = to_tsvector('simple', d.doc) "
                              "FROM unnest(%s::bigint[], %s::text[]) AS d(rowid, doc) WHERE t.rowid = d.rowid",
@@ -203,14 +232,13 @@ def reindex_cjk_postgres(conn: Any) -> int:
             progress.advance(len(rows), len(changed))
     sql = ("SELECT c.rowid, f.path, c.text FROM file_chunks c JOIN files f ON f.rowid = c.file_rowid "
            "WHERE c.rowid > %s ORDER BY c.rowid LIMIT %s")
-    for rows in _batches(conn, sql):
-        chunks = [(rowid, chunk_documents(path, text)) for rowid, path, text in rows
-                  if has_cjk(text) or has_cjk(path)]
-        if chunks:
+    for rows in _batches(conn, sql) if chunks else ():
+        docs = [(rowid, chunk_documents(path, text)) for rowid, path, text in rows if wanted(text) or wanted(path)]
+        if docs:
             conn.execute(f"UPDATE file_chunks c SET search = {chunk_search('d.path_doc', 'd.text_doc')} "
                          "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS d(rowid, path_doc, text_doc) "
                          "WHERE c.rowid = d.rowid",
-                         ([r for r, _ in chunks], [p for _, (p, _t) in chunks], [t for _, (_p, t) in chunks]))
-        progress.advance(len(rows), len(chunks))
+                         ([r for r, _ in docs], [p for _, (p, _t) in docs], [t for _, (_p, t) in docs]))
+        progress.advance(len(rows), len(docs))
     progress.finish()
     return progress.changed

@@ -438,6 +438,7 @@ STEPS: list[Step] = [
     Step("erase_clears_identity", 16, 17, None),  # store/erase_identity.py
     Step("cjk_bigrams", 17, 18, None),  # the search rows written again (store/reindex.py)
     Step("wide_forms", 18, None, None),  # SQLite's search rows of full-width text (store/reindex.py)
+    Step("json_escapes", 19, 19, None),  # the search rows of JSON-escaped text (store/reindex.py)
 ]
 """The store's own migrations, in the order they were written. Append only: a released
 step never changes."""

@@ -34,6 +34,7 @@ from lossless.store.base import SearchSpec
 from lossless.store.fts import (
     cjk_index_terms,
     cjk_search_terms,
+    escaped_text,
     index_extras,
     search_terms,
     symbol_query,
@@ -79,6 +80,9 @@ def fold(text: str) -> str:
 def search_document(text: str) -> str:
     """What ``to_tsvector('simple', …)`` indexes for ``text`` (see the module docstring)."""
     raw = text[:_DOC_LIMIT]
+    escaped = escaped_text(raw)  # the text its JSON escapes spell, as SQLite indexes it
+    if escaped:
+        raw = f"{raw}\n{escaped}"
     text = fold(raw)
     parts: list[str] = []
     for chunk in text.split():

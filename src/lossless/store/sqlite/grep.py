@@ -17,6 +17,7 @@ from lossless.store.base import SearchSpec
 from lossless.store.fts import (
     cjk_fts_query,
     cjk_search_terms,
+    escaped_text,
     narrow,
     quote_fts,
     search_terms,
@@ -119,6 +120,8 @@ def _scan(store: _Reads, kind: str, spec: SearchSpec, limit: int) -> list[tuple[
     df = [0] * len(needles)
     for _rowid, lowered in rows:
         body = narrow(lowered)  # full-width forms are the query's plain ones
+        if "\\u" in body:  # and what its JSON escapes spell (as the index has it)
+            body = f"{body}\n{narrow(escaped_text(body)).lower()}"
         hits = [i for i, (needle, pattern) in enumerate(needles)
                 if needle in body and (pattern is None or pattern.search(body))]
         for i in hits:

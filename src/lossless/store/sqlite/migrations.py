@@ -134,6 +134,15 @@ def _wide_forms(conn: Any) -> None:
     reindex_wide_sqlite(conn)
 
 
+def _json_escapes(conn: Any) -> None:
+    # A tool result written by json.dumps (ensure_ascii, its default) holds its Chinese as
+    # \uXXXX escapes: the text they spell is indexed too (store/fts.py's escaped_text), and
+    # rows written before get it.
+    from lossless.store.reindex import reindex_escaped_sqlite
+
+    reindex_escaped_sqlite(conn)
+
+
 SCHEMA = schema.SchemaDialect(
     name="sqlite", key="TEXT", big="INTEGER", real="REAL", flag="INTEGER", blob="BLOB",
     # INTEGER PRIMARY KEY is the rowid itself; AUTOINCREMENT never hands one out twice
@@ -141,7 +150,7 @@ SCHEMA = schema.SchemaDialect(
     norowid=" WITHOUT ROWID", generated="VIRTUAL", placeholder="?", parts=_PARTS,
     steps={"keyword_forms": _keyword_forms, "immutability": _immutability,
            "erase_clears_identity": _erase_clears_identity, "cjk_bigrams": _cjk_bigrams,
-           "wide_forms": _wide_forms},
+           "wide_forms": _wide_forms, "json_escapes": _json_escapes},
 )
 
 
