@@ -3,6 +3,7 @@ what they saw go wrong, each pinned here."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -206,3 +207,25 @@ def test_embed_counts_agree_with_their_noun(run: Run, monkeypatch: pytest.Monkey
     status, out, err = run("embed", "中")
     assert status == 0, err
     assert "中: 1 retrieval unit embedded, 1 left to keyword search" in " ".join(out.split()), out
+
+
+def test_the_import_summary_counts_every_line_of_the_file(run: Run, tmp_path: Path) -> None:
+    """``import 聊天记录.txt`` of a three-line chat whose answer goes on over a second line said
+    "from 2 lines": the count stopped at the line the last message began on. A Claude Code
+    reply written over two lines at the end of its file was one line short the same way."""
+    chat = tmp_path / "聊天记录.txt"
+    chat.write_text("用户：明天北京天气怎么样？\n助手：晴，气温 −2℃ 到 8℃，\n西北风三级。\n", encoding="utf-8")
+    status, out, err = run("import", chat, "--no-wait")
+    assert status == 0, err
+    assert "('text:聊天记录') from 3 lines (text)" in out, out
+    session = tmp_path / "session.jsonl"
+    lines = [{"type": "user", "sessionId": "s1", "uuid": "u1", "message": {"role": "user", "content": "读一下 main.py"}},
+             {"type": "assistant", "sessionId": "s1", "uuid": "u2",
+              "message": {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "好的。"}]}},
+             {"type": "assistant", "sessionId": "s1", "uuid": "u3",
+              "message": {"id": "m1", "role": "assistant",
+                          "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"path": "main.py"}}]}}]
+    session.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    status, out, err = run("import", session, "--no-wait")
+    assert status == 0, err
+    assert "imported 2 messages into 1 conversation ('claude-code:s1') from 3 lines (claude-code)" in out, out

@@ -130,12 +130,25 @@ class ImportInterrupted(KeyboardInterrupt):
 
 
 class _Input:
-    """The stream an importer reads: replays the sniffed head first, counts bytes."""
+    """The stream an importer reads: replays the sniffed head first, counts bytes and lines."""
 
     def __init__(self, stream: ByteStream, head: bytes) -> None:
         self.stream = stream
         self.head = head
         self.done = 0
+        self.newlines = 0
+        self.open_line = False  # the last byte read is not a newline: a line begun and not ended
+
+    @property
+    def lines(self) -> int:
+        """Lines read so far, a last one without its newline included."""
+        return self.newlines + self.open_line
+
+    def _count(self, data: bytes) -> None:
+        self.done += len(data)
+        if data:
+            self.newlines += data.count(b"\n")
+            self.open_line = not data.endswith(b"\n")
 
     def read(self, size: int = -1, /) -> bytes:
         if self.head:
@@ -146,7 +159,7 @@ class _Input:
                 data, self.head = self.head[:size], self.head[size:]
         else:
             data = self.stream.read(size)
-        self.done += len(data)
+        self._count(data)
         return data
 
     def readline(self, size: int = -1, /) -> bytes:
@@ -163,7 +176,7 @@ class _Input:
             else:  # the line goes on past the head, in the stream
                 data, self.head = self.head, b""
                 data += self.stream.readline(size - len(data) if bounded else -1)
-        self.done += len(data)
+        self._count(data)
         return data
 
 
@@ -356,6 +369,9 @@ def import_stream(
                 batches.meta(conversation if conversation is not None else item.conversation, item.metadata)
         else:
             batches.finish()
+            # every line of the file, not only up to where its last message began: a text
+            # transcript's last message goes on over lines, a Claude Code reply over several
+            report.lines = max(report.lines, counted.lines)
     except KeyboardInterrupt:  # Ctrl-C: the batches written stay, the one being written was rolled back
         report.interrupted = True
         raise ImportInterrupted(report) from None
