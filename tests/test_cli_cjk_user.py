@@ -229,3 +229,27 @@ def test_the_import_summary_counts_every_line_of_the_file(run: Run, tmp_path: Pa
     status, out, err = run("import", session, "--no-wait")
     assert status == 0, err
     assert "imported 2 messages into 1 conversation ('claude-code:s1') from 3 lines (claude-code)" in out, out
+
+
+def test_index_reads_a_workspace_file_a_chinese_windows_saved_in_gbk(run: Run, tmp_path: Path) -> None:
+    """``lossless index`` of a GBK source file stored its Chinese comments as U+FFFD (found
+    by no Chinese word, shown garbled), and a GBK Markdown file was skipped as "binary"."""
+    root = tmp_path / "项目"
+    root.mkdir()
+    (root / "config.py").write_bytes("import os\n\n# 读取配置文件，返回字典\ndef load_config(path):\n"
+                                     "    with open(path) as f:\n        return dict(l.split('=') for l in f)\n"
+                                     .encode("gbk"))
+    (root / "部署.md").write_bytes("# 部署说明\n\n每天凌晨三点备份数据库。\n".encode("gbk"))
+    (root / "說明.txt").write_bytes("資料庫每天備份一次，保留三十天。\n".encode("big5"))
+    (root / "latin1.txt").write_bytes("Café crème brûlée, the menu of the day. ".encode("latin-1") * 20)
+    status, out, err = run("index", root)
+    assert status == 0, err
+    assert "4 indexed" in out and " 0 skipped" in out, out
+    for word, path, line in (("配置", "config.py", "# 读取配置文件，返回字典"), ("凌晨", "部署.md", "每天凌晨三点备份数据库。"),
+                             ("備份", "說明.txt", "資料庫每天備份一次，保留三十天。")):
+        hits = run.json("files", "search", word)
+        assert [h["path"] for h in hits] == [path], (word, hits)
+        assert line in hits[0]["text"] and "\ufffd" not in hits[0]["text"]
+    # text in no CJK code page is read as before: UTF-8 with replacement characters
+    latin = run.json("files", "search", "menu of the day")
+    assert latin[0]["path"] == "latin1.txt" and "\ufffd" in latin[0]["text"]
