@@ -253,3 +253,36 @@ def test_index_reads_a_workspace_file_a_chinese_windows_saved_in_gbk(run: Run, t
     # text in no CJK code page is read as before: UTF-8 with replacement characters
     latin = run.json("files", "search", "menu of the day")
     assert latin[0]["path"] == "latin1.txt" and "\ufffd" in latin[0]["text"]
+
+
+def test_a_compressed_file_or_a_database_is_named_not_taken_for_legacy_text(run: Run, tmp_path: Path) -> None:
+    """``import 聊天.jsonl.gz`` said the file "is in a legacy encoding (Windows-1252 …): import
+    it with --encoding cp1252", which imports garbage; a store's own ``.db`` and a PDF said
+    "cannot tell the format: give --format". Each is now named, with what to do, and nothing
+    is stored; the same from standard input."""
+    import bz2
+    import gzip
+    import io
+    import lzma
+    import sqlite3
+
+    chat = "".join(json.dumps({"role": role, "content": text}, ensure_ascii=False) + "\n"
+                   for role, text in (("user", "北京明天天气怎么样？"), ("assistant", "晴，西北风三级。"))).encode()
+    (tmp_path / "聊天.jsonl.gz").write_bytes(gzip.compress(chat))
+    (tmp_path / "聊天.jsonl.bz2").write_bytes(bz2.compress(chat))
+    (tmp_path / "聊天.jsonl.xz").write_bytes(lzma.compress(chat))
+    sqlite3.connect(tmp_path / "旧库.db").execute("CREATE TABLE t (x)").connection.close()
+    (tmp_path / "记录.pdf").write_bytes(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\n")
+    for name, said in (("聊天.jsonl.gz", "is a gzip-compressed file, not a chat log: decompress it"),
+                       ("聊天.jsonl.bz2", "is a bzip2-compressed file"), ("聊天.jsonl.xz", "is an xz-compressed file"),
+                       ("旧库.db", "is an SQLite database, not a chat log"), ("记录.pdf", "is a PDF document")):
+        status, out, err = run("import", tmp_path / name)
+        assert status == 1 and said in err and "--encoding" not in err and "--format" not in err, err
+        assert "Traceback" not in err
+    with lossless.open(tmp_path / "api.db", embedder=None) as mem:
+        with pytest.raises(lossless.ValidationError, match="<stdin> is a gzip-compressed file"):
+            lossless.importers.import_stream(mem, io.BytesIO(gzip.compress(chat)), name="<stdin>")
+        assert mem.store.list_conversations() == []
+    (tmp_path / "聊天.jsonl").write_bytes(chat)  # decompressed, it imports
+    status, out, err = run("import", tmp_path / "聊天.jsonl", "--no-wait")
+    assert status == 0 and "imported 2 messages" in out, err

@@ -18,6 +18,7 @@ everything is stored. No id is made up, so an export still round-trips exactly.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -316,6 +317,7 @@ def import_stream(
     if conversation is not None:
         check_conversation_id(conversation)
     head = stream.read(HEAD_BYTES)
+    refuse_non_text(head, name)
     decoding = source_encoding(head, name, encoding)  # refuses text that is not UTF-8 before anything is read
     recoded = None
     if decoding is not None:  # the importers read UTF-8: decode as the file is read
@@ -415,9 +417,33 @@ def import_file(
                              batch_size=batch_size, on_problem=on_problem, progress=progress, encoding=encoding)
 
 
+# files a chat log is sometimes kept in, which no format reads, by their first bytes
+_NOT_TEXT = ((re.compile(rb"\x1f\x8b"), "a gzip-compressed file"), (re.compile(rb"BZh[1-9]1AY&SY"), "a bzip2-compressed file"),
+             (re.compile(rb"\xfd7zXZ\x00"), "an xz-compressed file"), (re.compile(rb"\(\xb5/\xfd"), "a zstd-compressed file"),
+             (re.compile(rb"7z\xbc\xaf\x27\x1c"), "a 7-Zip archive (compressed)"),
+             (re.compile(rb"Rar!\x1a\x07"), "a RAR archive (compressed)"),
+             (re.compile(rb"SQLite format 3\x00"), "an SQLite database"), (re.compile(rb"%PDF-"), "a PDF document"))
+
+
+def refuse_non_text(head: bytes, name: str) -> None:
+    """Refuse an archive, a compressed file, a database or a PDF by its first bytes: read as
+    text it was refused as "not UTF-8 … import it with --encoding cp1252", which garbles it,
+    or as "cannot tell the format: give --format"."""
+    if head.startswith(b"PK\x03\x04"):
+        raise ValidationError(f"{name} is a ZIP archive: unzip it and import the file inside "
+                              "(a ChatGPT export: its conversations.json)")
+    kind = next((what for magic, what in _NOT_TEXT if magic.match(head)), None)
+    if kind is not None:
+        raise ValidationError(f"{name} is {kind}, not a chat log: "
+                              + ("decompress it and import the file inside" if "compressed" in kind else
+                                 "export its conversations first (lossless export, for a lossless store)"
+                                 if "SQLite" in kind else "import the conversation as text or JSON"))
+
+
 def check_source(path: str | os.PathLike[str], *, encoding: str | None = None) -> None:
     """Refuse, before anything is opened or created, a path that is missing or a directory,
-    a ZIP archive (a ChatGPT export is downloaded as one), which no format reads, or text
+    a ZIP archive (a ChatGPT export is downloaded as one) or another file no format reads
+    (:func:`refuse_non_text`), or text
     that is not UTF-8 (nor ``encoding``, when given)."""
     if encoding is not None:
         check_encoding_name(encoding)
@@ -433,9 +459,7 @@ def check_source(path: str | os.PathLike[str], *, encoding: str | None = None) -
             head = f.read(HEAD_BYTES)
     except OSError:
         return  # said by the import itself, with the reason
-    if head.startswith(b"PK\x03\x04"):
-        raise ValidationError(f"{target} is a ZIP archive: unzip it and import the file inside "
-                              "(a ChatGPT export: its conversations.json)")
+    refuse_non_text(head, str(target))
     source_encoding(head, str(target), encoding)
 
 
