@@ -286,3 +286,39 @@ def test_a_compressed_file_or_a_database_is_named_not_taken_for_legacy_text(run:
     (tmp_path / "聊天.jsonl").write_bytes(chat)  # decompressed, it imports
     status, out, err = run("import", tmp_path / "聊天.jsonl", "--no-wait")
     assert status == 0 and "imported 2 messages" in out, err
+
+
+def _whole(text: str) -> bool:
+    """No flag split from its pair (counted from the start of each run), no joiner, mark or
+    skin tone left at an end."""
+    import unicodedata
+
+    body = text.strip("…")
+    if (not body or body[-1] == "\u200d" or body[0] in "\u200d\ufe0f\u20e3" or "\U0001f3fb" <= body[0] <= "\U0001f3ff"
+            or unicodedata.category(body[0]).startswith("M")):
+        return False
+    flags = re.findall("[\U0001f1e6-\U0001f1ff]+", body)
+    return all(len(run) % 2 == 0 for run in flags) and all(run[:2] in {"🇨🇳", "🇯🇵"} for run in flags)
+
+
+def test_snippets_and_titles_never_cut_a_flag_or_a_joined_emoji(run: Run) -> None:
+    """``grep 旗 关键词`` over 🇨🇳🇨🇳… showed …🇳🇨🇳🇨… (every flag paired with the wrong half:
+    New Caledonia's), and ended on a dangling ZWJ (👨‍👩‍); ``ls`` cut titles the same way."""
+    from lossless.cli.render import one_line
+    from lossless.core.graphemes import cluster_start
+
+    texts = ["a" + "🇨🇳" * 100 + "关键词" + "👨‍👩‍👧‍👦" * 60, "b" + "🇯🇵" * 100 + "关键词" + "e\u0301" * 200,
+             "甲" + "👍🏽" * 30 + "关键词" + "1️⃣" * 80]
+    for text in texts:
+        status, _, err = run("add", "旗", "--role", "user", "--content", text, "--no-wait")
+        assert status == 0, err
+    hits = run.json("grep", "旗", "关键词")["hits"]
+    assert len(hits) == 3
+    for hit in hits:
+        assert "关键词" in hit["snippet"] and _whole(hit["snippet"]), hit["snippet"]
+    for width in range(2, 90):
+        for text in texts:
+            cut = one_line(text, width)
+            assert len(cut) <= width and _whole(cut), (width, cut)
+    assert cluster_start("x🇨🇳🇨🇳", 2) == 1 and cluster_start("x🇨🇳🇨🇳", 3) == 3 and cluster_start("ae\u0301", 2) == 1
+    assert cluster_start("a\r\nb", 2) == 1 and cluster_start("abc", 1) == 1
