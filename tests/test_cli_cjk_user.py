@@ -322,3 +322,36 @@ def test_snippets_and_titles_never_cut_a_flag_or_a_joined_emoji(run: Run) -> Non
             assert len(cut) <= width and _whole(cut), (width, cut)
     assert cluster_start("x🇨🇳🇨🇳", 2) == 1 and cluster_start("x🇨🇳🇨🇳", 3) == 3 and cluster_start("ae\u0301", 2) == 1
     assert cluster_start("a\r\nb", 2) == 1 and cluster_start("abc", 1) == 1
+
+
+def test_a_gbk_locale_still_exports_and_prints_utf8_into_a_pipe(tmp_path: Path) -> None:
+    """Under a GBK locale (a Chinese Windows redirecting ``>``, a ``zh_CN.GBK`` shell),
+    ``lossless export 对话 > backup.jsonl`` wrote GBK, which ``import`` refuses, and stopped
+    at the first emoji with "unexpected UnicodeEncodeError" (exit 1, the file cut there);
+    ``grep`` and ``--json`` of a message with an emoji printed nothing. Into a pipe or a
+    file the output is UTF-8 now, and the export reads back exactly."""
+    import os
+    import subprocess
+    import sys
+
+    db, copy = tmp_path / "gbk.db", tmp_path / "copy.db"
+    env = {**os.environ, "PYTHONIOENCODING": "gbk", "LOSSLESS_EMBEDDER": "none",
+           "PYTHONPATH": str(Path(lossless.__file__).parent.parent)}
+
+    def cli(*args: str, data: bytes | None = None, target: Path = db) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-m", "lossless", "--db", str(target), *args], input=data,
+                              capture_output=True, env=env, timeout=120, check=False)
+
+    for role, text in (("user", "周末去哪里玩？🎉"), ("assistant", "可以去香山看红叶 🍁，人不多。")):
+        done = cli("add", "对话", "--role", role, "--content", text, "--no-wait")
+        assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    exported = cli("export", "对话")
+    assert exported.returncode == 0 and b"Traceback" not in exported.stderr, exported.stderr
+    lines = [json.loads(line) for line in exported.stdout.decode("utf-8").splitlines()]
+    assert [m["content"] for m in lines] == ["周末去哪里玩？🎉", "可以去香山看红叶 🍁，人不多。"]
+    assert cli("import", "-", "--no-wait", data=exported.stdout, target=copy).returncode == 0
+    assert cli("export", "对话", target=copy).stdout == exported.stdout
+    found = cli("grep", "对话", "香山")
+    assert found.returncode == 0 and "🍁" in found.stdout.decode("utf-8"), found.stderr
+    hits = json.loads(cli("--json", "grep", "对话", "香山").stdout.decode("utf-8"))["hits"]
+    assert [h["snippet"] for h in hits] == ["可以去香山看红叶 🍁，人不多。"]
