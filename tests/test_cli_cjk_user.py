@@ -355,3 +355,31 @@ def test_a_gbk_locale_still_exports_and_prints_utf8_into_a_pipe(tmp_path: Path) 
     assert found.returncode == 0 and "🍁" in found.stdout.decode("utf-8"), found.stderr
     hits = json.loads(cli("--json", "grep", "对话", "香山").stdout.decode("utf-8"))["hits"]
     assert [h["snippet"] for h in hits] == ["可以去香山看红叶 🍁，人不多。"]
+
+
+def test_text_piped_to_add_under_a_gbk_locale_is_stored_as_written(tmp_path: Path) -> None:
+    """Under a GBK locale, ``echo 你好🎉 | lossless add 甲 --role user`` (UTF-8 in the pipe)
+    stored the mojibake 浣犲ソ馃帀, and so ``lossless expand X | lossless add Y``, whose
+    output into a pipe is UTF-8, did not give the text back. UTF-8 is read as UTF-8 now,
+    other bytes in the locale's encoding (GBK piped on a Chinese Windows), line ends as
+    they are."""
+    import os
+    import subprocess
+    import sys
+
+    db = tmp_path / "gbk.db"
+    env = {**os.environ, "PYTHONIOENCODING": "gbk", "LOSSLESS_EMBEDDER": "none",
+           "PYTHONPATH": str(Path(lossless.__file__).parent.parent)}
+
+    def cli(*args: str, data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-m", "lossless", "--db", str(db), *args], input=data,
+                              capture_output=True, env=env, timeout=120, check=False)
+
+    for data in ("你好🎉\n".encode(), "你好世界\r\n".encode("gbk")):
+        done = cli("add", "甲", "--role", "user", "--no-wait", data=data)
+        assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    assert cli("memory", "add", data="我喜欢喝茶🍵".encode()).returncode == 0
+    exported = [json.loads(line)["content"] for line in cli("export", "甲").stdout.decode("utf-8").splitlines()]
+    assert exported == ["你好🎉\n", "你好世界\r\n"]
+    memories = json.loads(cli("--json", "memory", "ls").stdout.decode("utf-8"))
+    assert [m["content"] for m in memories] == ["我喜欢喝茶🍵"]

@@ -19,7 +19,7 @@ from typing import Any
 from rich.console import Console
 from rich.segment import Segment
 
-__all__ = ["TerminalConsole", "json_escaped", "utf8_pipe", "visible"]
+__all__ = ["TerminalConsole", "json_escaped", "stdin_text", "utf8_pipe", "visible"]
 
 # C0 but tab and newline, DEL, and C1 (0x9b alone is a CSI on many terminals)
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -72,6 +72,26 @@ def utf8_pipe() -> None:
                 reconfigure(encoding="utf-8")
         except (ValueError, OSError):
             return
+
+
+def stdin_text() -> str:
+    """Standard input as text, line ends as they are: UTF-8 when it is (what another
+    program writes, lossless itself into a pipe included), else the locale's encoding (GBK
+    piped on a Chinese Windows). Read in the locale's encoding alone, UTF-8 under a GBK
+    locale was stored as mojibake (你好 as 浣犲ソ), and ``lossless expand X | lossless add Y``
+    did not give the text back. Bytes of neither stay undecodable, for the check to name."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:
+        return sys.stdin.read()
+    data: bytes = buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode(sys.stdin.encoding or "utf-8")
+    except (UnicodeDecodeError, LookupError):
+        return data.decode("utf-8", "surrogateescape")
 
 
 class TerminalConsole(Console):
