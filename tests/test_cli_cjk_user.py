@@ -383,3 +383,15 @@ def test_text_piped_to_add_under_a_gbk_locale_is_stored_as_written(tmp_path: Pat
     assert exported == ["你好🎉\n", "你好世界\r\n"]
     memories = json.loads(cli("--json", "memory", "ls").stdout.decode("utf-8"))
     assert [m["content"] for m in memories] == ["我喜欢喝茶🍵"]
+
+
+def test_describe_quotes_why_a_message_matters_without_cutting_a_flag_or_a_joined_emoji(run: Run) -> None:
+    """``describe`` quoted the words an importance reason matched with 24 characters either
+    side, cut anywhere: “…🇳🇨🇳🇨…我们决定用 PostgreSQL👨‍👩‍👧👨‍…” (flags paired with the wrong
+    half, a ZWJ left dangling)."""
+    text = "🇨🇳" * 20 + "。我们决定用 PostgreSQL" + "👨‍👩‍👧" * 20
+    status, out, err = run("add", "决定", "--role", "user", "--content", text, "--no-wait")
+    assert status == 0, err
+    described = run.json("describe", out.split()[-1])
+    quotes = [r["evidence"] for r in described["importance"]["reasons"] if "决定" in r["evidence"]]
+    assert quotes and all(_whole(q) for q in quotes), quotes
