@@ -395,3 +395,19 @@ def test_describe_quotes_why_a_message_matters_without_cutting_a_flag_or_a_joine
     described = run.json("describe", out.split()[-1])
     quotes = [r["evidence"] for r in described["importance"]["reasons"] if "决定" in r["evidence"]]
     assert quotes and all(_whole(q) for q in quotes), quotes
+
+
+def test_a_lone_surrogate_escape_is_named_as_such_not_as_bad_utf8(run: Run, tmp_path: Path) -> None:
+    """A JSON line whose text was cut inside an emoji (``"你好\\ud83d"``) was skipped as "not
+    valid UTF-8 (undecodable character at position 2)", though the file is valid UTF-8: the
+    user checked the file's encoding and found nothing wrong. The reason names the lone
+    surrogate and where it comes from; bytes that did not decode are named as bytes."""
+    path = tmp_path / "cut.jsonl"
+    path.write_text('{"role": "user", "content": "你好\\ud83d"}\n{"role": "assistant", "content": "好的\\ud83d\\ude00"}\n',
+                    encoding="utf-8")
+    status, out, err = run("import", path, "--no-wait")
+    assert status == 1 and "imported 1 message" in out, out
+    assert "line 1: invalid message: content is not valid UTF-8 (a lone surrogate U+D83D at position 2" in err, err
+    assert "JSON \\ud83d escape without its other half" in err, err
+    with pytest.raises(lossless.ValidationError, match=r"undecodable byte 0xc4 at position 0"):
+        lossless.core.validate.check_text("\udcc4\udce3", "content")
