@@ -411,3 +411,18 @@ def test_a_lone_surrogate_escape_is_named_as_such_not_as_bad_utf8(run: Run, tmp_
     assert "JSON \\ud83d escape without its other half" in err, err
     with pytest.raises(lossless.ValidationError, match=r"undecodable byte 0xc4 at position 0"):
         lossless.core.validate.check_text("\udcc4\udce3", "content")
+
+
+@pytest.mark.parametrize("first", [b"PK\x03\x04", b"\x1f\x8b\x08\x00", b"SQLite format 3\x00", b"%PDF-1.4"],
+                         ids=["zip", "gzip", "sqlite", "pdf"])
+def test_a_first_line_that_looks_like_an_archive_before_json_lines_is_one_bad_line(first: bytes) -> None:
+    """The refusal of archives and compressed files by their first bytes does not take a
+    JSON-lines stream whose first line is junk for one: the lines after it are imported
+    (found by the property test when the refusal was first applied to streams)."""
+    import io
+
+    lines = b"".join(json.dumps({"conversation": "u", "role": "user", "content": f"第{i}条"}, ensure_ascii=False)
+                     .encode() + b"\n" for i in range(5))
+    with lossless.open(":memory:", embedder=None) as mem:
+        report = lossless.importers.import_stream(mem, io.BytesIO(first + b"\n" + lines), name="chat.jsonl")
+        assert report.added["u"] == 5 and [p.line for p in report.skipped] == [1]

@@ -33,7 +33,16 @@ from lossless.core.errors import LosslessError, ValidationError
 from lossless.core.types import Message
 from lossless.core.validate import NewMessage, check_conversation_id, validate_message
 from lossless.engine import Memory
-from lossless.importers.base import HEAD_BYTES, ByteStream, Ignored, Meta, Problem, Record, Source
+from lossless.importers.base import (
+    HEAD_BYTES,
+    ByteStream,
+    Ignored,
+    Meta,
+    Problem,
+    Record,
+    Source,
+    is_json_lines,
+)
 from lossless.importers.detect import FORMATS, detect, reader_for
 from lossless.importers.encoding import Recoded, check_encoding_name, source_encoding
 from lossless.importers.openai_messages import is_document
@@ -317,7 +326,8 @@ def import_stream(
     if conversation is not None:
         check_conversation_id(conversation)
     head = stream.read(HEAD_BYTES)
-    refuse_non_text(head, name)
+    if not is_json_lines(head):  # whatever the first line, JSON lines after it are read
+        refuse_non_text(head, name)
     decoding = source_encoding(head, name, encoding)  # refuses text that is not UTF-8 before anything is read
     recoded = None
     if decoding is not None:  # the importers read UTF-8: decode as the file is read
@@ -433,7 +443,7 @@ def refuse_non_text(head: bytes, name: str) -> None:
         raise ValidationError(f"{name} is a ZIP archive: unzip it and import the file inside "
                               "(a ChatGPT export: its conversations.json)")
     kind = next((what for magic, what in _NOT_TEXT if magic.match(head)), None)
-    if kind is not None:
+    if kind is not None and not is_json_lines(head):  # JSON lines after it: a first line that is junk
         raise ValidationError(f"{name} is {kind}, not a chat log: "
                               + ("decompress it and import the file inside" if "compressed" in kind else
                                  "export its conversations first (lossless export, for a lossless store)"
