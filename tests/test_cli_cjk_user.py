@@ -3,6 +3,7 @@ what they saw go wrong, each pinned here."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -206,3 +207,222 @@ def test_embed_counts_agree_with_their_noun(run: Run, monkeypatch: pytest.Monkey
     status, out, err = run("embed", "中")
     assert status == 0, err
     assert "中: 1 retrieval unit embedded, 1 left to keyword search" in " ".join(out.split()), out
+
+
+def test_the_import_summary_counts_every_line_of_the_file(run: Run, tmp_path: Path) -> None:
+    """``import 聊天记录.txt`` of a three-line chat whose answer goes on over a second line said
+    "from 2 lines": the count stopped at the line the last message began on. A Claude Code
+    reply written over two lines at the end of its file was one line short the same way."""
+    chat = tmp_path / "聊天记录.txt"
+    chat.write_text("用户：明天北京天气怎么样？\n助手：晴，气温 −2℃ 到 8℃，\n西北风三级。\n", encoding="utf-8")
+    status, out, err = run("import", chat, "--no-wait")
+    assert status == 0, err
+    assert "('text:聊天记录') from 3 lines (text)" in out, out
+    session = tmp_path / "session.jsonl"
+    lines = [{"type": "user", "sessionId": "s1", "uuid": "u1", "message": {"role": "user", "content": "读一下 main.py"}},
+             {"type": "assistant", "sessionId": "s1", "uuid": "u2",
+              "message": {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "好的。"}]}},
+             {"type": "assistant", "sessionId": "s1", "uuid": "u3",
+              "message": {"id": "m1", "role": "assistant",
+                          "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"path": "main.py"}}]}}]
+    session.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    status, out, err = run("import", session, "--no-wait")
+    assert status == 0, err
+    assert "imported 2 messages into 1 conversation ('claude-code:s1') from 3 lines (claude-code)" in out, out
+
+
+def test_index_reads_a_workspace_file_a_chinese_windows_saved_in_gbk(run: Run, tmp_path: Path) -> None:
+    """``lossless index`` of a GBK source file stored its Chinese comments as U+FFFD (found
+    by no Chinese word, shown garbled), and a GBK Markdown file was skipped as "binary"."""
+    root = tmp_path / "项目"
+    root.mkdir()
+    (root / "config.py").write_bytes("import os\n\n# 读取配置文件，返回字典\ndef load_config(path):\n"
+                                     "    with open(path) as f:\n        return dict(l.split('=') for l in f)\n"
+                                     .encode("gbk"))
+    (root / "部署.md").write_bytes("# 部署说明\n\n每天凌晨三点备份数据库。\n".encode("gbk"))
+    (root / "說明.txt").write_bytes("資料庫每天備份一次，保留三十天。\n".encode("big5"))
+    (root / "latin1.txt").write_bytes("Café crème brûlée, the menu of the day. ".encode("latin-1") * 20)
+    status, out, err = run("index", root)
+    assert status == 0, err
+    assert "4 indexed" in out and " 0 skipped" in out, out
+    for word, path, line in (("配置", "config.py", "# 读取配置文件，返回字典"), ("凌晨", "部署.md", "每天凌晨三点备份数据库。"),
+                             ("備份", "說明.txt", "資料庫每天備份一次，保留三十天。")):
+        hits = run.json("files", "search", word)
+        assert [h["path"] for h in hits] == [path], (word, hits)
+        assert line in hits[0]["text"] and "\ufffd" not in hits[0]["text"]
+    # text in no CJK code page is read as before: UTF-8 with replacement characters
+    latin = run.json("files", "search", "menu of the day")
+    assert latin[0]["path"] == "latin1.txt" and "\ufffd" in latin[0]["text"]
+
+
+def test_a_compressed_file_or_a_database_is_named_not_taken_for_legacy_text(run: Run, tmp_path: Path) -> None:
+    """``import 聊天.jsonl.gz`` said the file "is in a legacy encoding (Windows-1252 …): import
+    it with --encoding cp1252", which imports garbage; a store's own ``.db`` and a PDF said
+    "cannot tell the format: give --format". Each is now named, with what to do, and nothing
+    is stored; the same from standard input."""
+    import bz2
+    import gzip
+    import io
+    import lzma
+    import sqlite3
+
+    chat = "".join(json.dumps({"role": role, "content": text}, ensure_ascii=False) + "\n"
+                   for role, text in (("user", "北京明天天气怎么样？"), ("assistant", "晴，西北风三级。"))).encode()
+    (tmp_path / "聊天.jsonl.gz").write_bytes(gzip.compress(chat))
+    (tmp_path / "聊天.jsonl.bz2").write_bytes(bz2.compress(chat))
+    (tmp_path / "聊天.jsonl.xz").write_bytes(lzma.compress(chat))
+    sqlite3.connect(tmp_path / "旧库.db").execute("CREATE TABLE t (x)").connection.close()
+    (tmp_path / "记录.pdf").write_bytes(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\n")
+    for name, said in (("聊天.jsonl.gz", "is a gzip-compressed file, not a chat log: decompress it"),
+                       ("聊天.jsonl.bz2", "is a bzip2-compressed file"), ("聊天.jsonl.xz", "is an xz-compressed file"),
+                       ("旧库.db", "is an SQLite database, not a chat log"), ("记录.pdf", "is a PDF document")):
+        status, out, err = run("import", tmp_path / name)
+        assert status == 1 and said in err and "--encoding" not in err and "--format" not in err, err
+        assert "Traceback" not in err
+    with lossless.open(tmp_path / "api.db", embedder=None) as mem:
+        with pytest.raises(lossless.ValidationError, match="<stdin> is a gzip-compressed file"):
+            lossless.importers.import_stream(mem, io.BytesIO(gzip.compress(chat)), name="<stdin>")
+        assert mem.store.list_conversations() == []
+    (tmp_path / "聊天.jsonl").write_bytes(chat)  # decompressed, it imports
+    status, out, err = run("import", tmp_path / "聊天.jsonl", "--no-wait")
+    assert status == 0 and "imported 2 messages" in out, err
+
+
+def _whole(text: str) -> bool:
+    """No flag split from its pair (counted from the start of each run), no joiner, mark or
+    skin tone left at an end."""
+    import unicodedata
+
+    body = text.strip("…")
+    if (not body or body[-1] == "\u200d" or body[0] in "\u200d\ufe0f\u20e3" or "\U0001f3fb" <= body[0] <= "\U0001f3ff"
+            or unicodedata.category(body[0]).startswith("M")):
+        return False
+    flags = re.findall("[\U0001f1e6-\U0001f1ff]+", body)
+    return all(len(run) % 2 == 0 for run in flags) and all(run[:2] in {"🇨🇳", "🇯🇵"} for run in flags)
+
+
+def test_snippets_and_titles_never_cut_a_flag_or_a_joined_emoji(run: Run) -> None:
+    """``grep 旗 关键词`` over 🇨🇳🇨🇳… showed …🇳🇨🇳🇨… (every flag paired with the wrong half:
+    New Caledonia's), and ended on a dangling ZWJ (👨‍👩‍); ``ls`` cut titles the same way."""
+    from lossless.cli.render import one_line
+    from lossless.core.graphemes import cluster_start
+
+    texts = ["a" + "🇨🇳" * 100 + "关键词" + "👨‍👩‍👧‍👦" * 60, "b" + "🇯🇵" * 100 + "关键词" + "e\u0301" * 200,
+             "甲" + "👍🏽" * 30 + "关键词" + "1️⃣" * 80]
+    for text in texts:
+        status, _, err = run("add", "旗", "--role", "user", "--content", text, "--no-wait")
+        assert status == 0, err
+    hits = run.json("grep", "旗", "关键词")["hits"]
+    assert len(hits) == 3
+    for hit in hits:
+        assert "关键词" in hit["snippet"] and _whole(hit["snippet"]), hit["snippet"]
+    for width in range(2, 90):
+        for text in texts:
+            cut = one_line(text, width)
+            assert len(cut) <= width and _whole(cut), (width, cut)
+    assert cluster_start("x🇨🇳🇨🇳", 2) == 1 and cluster_start("x🇨🇳🇨🇳", 3) == 3 and cluster_start("ae\u0301", 2) == 1
+    assert cluster_start("a\r\nb", 2) == 1 and cluster_start("abc", 1) == 1
+
+
+def test_a_gbk_locale_still_exports_and_prints_utf8_into_a_pipe(tmp_path: Path) -> None:
+    """Under a GBK locale (a Chinese Windows redirecting ``>``, a ``zh_CN.GBK`` shell),
+    ``lossless export 对话 > backup.jsonl`` wrote GBK, which ``import`` refuses, and stopped
+    at the first emoji with "unexpected UnicodeEncodeError" (exit 1, the file cut there);
+    ``grep`` and ``--json`` of a message with an emoji printed nothing. Into a pipe or a
+    file the output is UTF-8 now, and the export reads back exactly."""
+    import os
+    import subprocess
+    import sys
+
+    db, copy = tmp_path / "gbk.db", tmp_path / "copy.db"
+    env = {**os.environ, "PYTHONIOENCODING": "gbk", "LOSSLESS_EMBEDDER": "none",
+           "PYTHONPATH": str(Path(lossless.__file__).parent.parent)}
+
+    def cli(*args: str, data: bytes | None = None, target: Path = db) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-m", "lossless", "--db", str(target), *args], input=data,
+                              capture_output=True, env=env, timeout=120, check=False)
+
+    for role, text in (("user", "周末去哪里玩？🎉"), ("assistant", "可以去香山看红叶 🍁，人不多。")):
+        done = cli("add", "对话", "--role", role, "--content", text, "--no-wait")
+        assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    exported = cli("export", "对话")
+    assert exported.returncode == 0 and b"Traceback" not in exported.stderr, exported.stderr
+    lines = [json.loads(line) for line in exported.stdout.decode("utf-8").splitlines()]
+    assert [m["content"] for m in lines] == ["周末去哪里玩？🎉", "可以去香山看红叶 🍁，人不多。"]
+    assert cli("import", "-", "--no-wait", data=exported.stdout, target=copy).returncode == 0
+    assert cli("export", "对话", target=copy).stdout == exported.stdout
+    found = cli("grep", "对话", "香山")
+    assert found.returncode == 0 and "🍁" in found.stdout.decode("utf-8"), found.stderr
+    hits = json.loads(cli("--json", "grep", "对话", "香山").stdout.decode("utf-8"))["hits"]
+    assert [h["snippet"] for h in hits] == ["可以去香山看红叶 🍁，人不多。"]
+
+
+def test_text_piped_to_add_under_a_gbk_locale_is_stored_as_written(tmp_path: Path) -> None:
+    """Under a GBK locale, ``echo 你好🎉 | lossless add 甲 --role user`` (UTF-8 in the pipe)
+    stored the mojibake 浣犲ソ馃帀, and so ``lossless expand X | lossless add Y``, whose
+    output into a pipe is UTF-8, did not give the text back. UTF-8 is read as UTF-8 now,
+    other bytes in the locale's encoding (GBK piped on a Chinese Windows), line ends as
+    they are."""
+    import os
+    import subprocess
+    import sys
+
+    db = tmp_path / "gbk.db"
+    env = {**os.environ, "PYTHONIOENCODING": "gbk", "LOSSLESS_EMBEDDER": "none",
+           "PYTHONPATH": str(Path(lossless.__file__).parent.parent)}
+
+    def cli(*args: str, data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-m", "lossless", "--db", str(db), *args], input=data,
+                              capture_output=True, env=env, timeout=120, check=False)
+
+    for data in ("你好🎉\n".encode(), "你好世界\r\n".encode("gbk")):
+        done = cli("add", "甲", "--role", "user", "--no-wait", data=data)
+        assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    assert cli("memory", "add", data="我喜欢喝茶🍵".encode()).returncode == 0
+    exported = [json.loads(line)["content"] for line in cli("export", "甲").stdout.decode("utf-8").splitlines()]
+    assert exported == ["你好🎉\n", "你好世界\r\n"]
+    memories = json.loads(cli("--json", "memory", "ls").stdout.decode("utf-8"))
+    assert [m["content"] for m in memories] == ["我喜欢喝茶🍵"]
+
+
+def test_describe_quotes_why_a_message_matters_without_cutting_a_flag_or_a_joined_emoji(run: Run) -> None:
+    """``describe`` quoted the words an importance reason matched with 24 characters either
+    side, cut anywhere: “…🇳🇨🇳🇨…我们决定用 PostgreSQL👨‍👩‍👧👨‍…” (flags paired with the wrong
+    half, a ZWJ left dangling)."""
+    text = "🇨🇳" * 20 + "。我们决定用 PostgreSQL" + "👨‍👩‍👧" * 20
+    status, out, err = run("add", "决定", "--role", "user", "--content", text, "--no-wait")
+    assert status == 0, err
+    described = run.json("describe", out.split()[-1])
+    quotes = [r["evidence"] for r in described["importance"]["reasons"] if "决定" in r["evidence"]]
+    assert quotes and all(_whole(q) for q in quotes), quotes
+
+
+def test_a_lone_surrogate_escape_is_named_as_such_not_as_bad_utf8(run: Run, tmp_path: Path) -> None:
+    """A JSON line whose text was cut inside an emoji (``"你好\\ud83d"``) was skipped as "not
+    valid UTF-8 (undecodable character at position 2)", though the file is valid UTF-8: the
+    user checked the file's encoding and found nothing wrong. The reason names the lone
+    surrogate and where it comes from; bytes that did not decode are named as bytes."""
+    path = tmp_path / "cut.jsonl"
+    path.write_text('{"role": "user", "content": "你好\\ud83d"}\n{"role": "assistant", "content": "好的\\ud83d\\ude00"}\n',
+                    encoding="utf-8")
+    status, out, err = run("import", path, "--no-wait")
+    assert status == 1 and "imported 1 message" in out, out
+    assert "line 1: invalid message: content is not valid UTF-8 (a lone surrogate U+D83D at position 2" in err, err
+    assert "JSON \\ud83d escape without its other half" in err, err
+    with pytest.raises(lossless.ValidationError, match=r"undecodable byte 0xc4 at position 0"):
+        lossless.core.validate.check_text("\udcc4\udce3", "content")
+
+
+@pytest.mark.parametrize("first", [b"PK\x03\x04", b"\x1f\x8b\x08\x00", b"SQLite format 3\x00", b"%PDF-1.4"],
+                         ids=["zip", "gzip", "sqlite", "pdf"])
+def test_a_first_line_that_looks_like_an_archive_before_json_lines_is_one_bad_line(first: bytes) -> None:
+    """The refusal of archives and compressed files by their first bytes does not take a
+    JSON-lines stream whose first line is junk for one: the lines after it are imported
+    (found by the property test when the refusal was first applied to streams)."""
+    import io
+
+    lines = b"".join(json.dumps({"conversation": "u", "role": "user", "content": f"第{i}条"}, ensure_ascii=False)
+                     .encode() + b"\n" for i in range(5))
+    with lossless.open(":memory:", embedder=None) as mem:
+        report = lossless.importers.import_stream(mem, io.BytesIO(first + b"\n" + lines), name="chat.jsonl")
+        assert report.added["u"] == 5 and [p.line for p in report.skipped] == [1]

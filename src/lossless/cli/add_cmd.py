@@ -10,6 +10,7 @@ from rich.text import Text
 
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents, no_wait
+from lossless.cli.terminal import stdin_text
 from lossless.core.types import ROLES
 from lossless.core.validate import check_conversation_id, validate_message
 
@@ -44,7 +45,7 @@ def cmd_add(ctx: CommandContext) -> int:
     if content is None:
         if sys.stdin is None or sys.stdin.isatty():
             raise CommandError("no content: pass the text (TEXT or --content TEXT) or pipe it on stdin")
-        content = sys.stdin.read()
+        content = stdin_text()
     fields = {"role": args.role, "content": content, "name": args.name, "created_at": args.created_at,
               "external_id": args.external_id}
     fields = {k: v for k, v in fields.items() if v is not None}

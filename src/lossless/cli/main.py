@@ -29,6 +29,7 @@ from lossless.cli import (
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.examples import add_examples, walk_commands
 from lossless.cli.options import common_options
+from lossless.cli.terminal import utf8_pipe
 from lossless.core.errors import LosslessError
 
 __all__ = ["build_parser", "main"]
@@ -120,6 +121,7 @@ def _fail(message: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 1 error, 2 usage)."""
+    utf8_pipe()  # before anything is written or a console made (they read its encoding)
     parser = build_parser()
     try:
         args, unknown = parser.parse_known_args(argv)

@@ -20,6 +20,7 @@ from rich.text import Text
 from lossless.cli import render
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, command_parents
+from lossless.cli.terminal import stdin_text
 from lossless.core.errors import ValidationError
 from lossless.longterm.forgetting import ForgetPolicy, Forgotten
 from lossless.longterm.memories import Memories
@@ -212,7 +213,7 @@ def cmd_memory_add(ctx: CommandContext) -> int:
     if content is None:
         if sys.stdin is None or sys.stdin.isatty():
             raise CommandError("no content: pass TEXT or pipe the memory on stdin")
-        content = sys.stdin.read()
+        content = stdin_text()
     check_content(content)  # before the store is opened: a refused memory leaves no new database
     record = memories(ctx, create=True).add(content, kind=args.kind, user=args.user, agent=args.agent,
                                             importance=args.importance, conversation_id=args.conversation)

@@ -16,6 +16,7 @@ from rich.rule import Rule
 from rich.text import Text
 from rich.tree import Tree
 
+from lossless.core.graphemes import cluster_start
 from lossless.core.render import chat_message_text, message_text
 from lossless.core.types import AssembledContext, ChatMessage, Message, Summary
 
@@ -45,7 +46,10 @@ def utc(dt: datetime) -> datetime:
 def one_line(text: str, width: int = 80) -> str:
     """Whitespace collapsed, cut to ``width`` characters with an ellipsis."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    if len(flat) <= width:
+        return flat
+    cut = cluster_start(flat, width - 1) or width - 1  # never half a flag or a joined emoji
+    return flat[:cut] + "…"
 
 
 def day_span(first: datetime, last: datetime) -> str:

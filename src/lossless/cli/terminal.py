@@ -10,14 +10,16 @@ the exact text ``lossless expand --offset`` writes, unless that goes to a termin
 
 from __future__ import annotations
 
+import codecs
 import re
+import sys
 from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
 from rich.segment import Segment
 
-__all__ = ["TerminalConsole", "json_escaped", "visible"]
+__all__ = ["TerminalConsole", "json_escaped", "stdin_text", "utf8_pipe", "visible"]
 
 # C0 but tab and newline, DEL, and C1 (0x9b alone is a CSI on many terminals)
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -43,6 +45,53 @@ def json_escaped(document: str) -> str:
     too (JSON escapes C0 itself): the same text to a JSON reader, none of it live on a
     terminal."""
     return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
+
+
+def utf8_pipe() -> None:
+    """Make standard output UTF-8 when it goes into a pipe or a file, whatever the locale's
+    encoding. What is written there is for programs or for keeping (``export``, ``--json``,
+    ``expand`` into a file): under a GBK locale (a Chinese Windows redirecting ``>``, a
+    ``zh_CN.GBK`` shell) ``lossless export CONV > backup.jsonl`` wrote GBK that ``import``
+    refuses, and stopped at the first emoji with "unexpected UnicodeEncodeError", the file
+    cut there; ``grep`` of a message with an emoji printed nothing at all. A terminal keeps
+    its own encoding (it displays with it), a character it does not have shown as ``?``
+    rather than failing the command."""
+    out = sys.stdout
+    try:
+        if out is None or codecs.lookup(out.encoding or "utf-8").name == "utf-8":
+            return
+        terminal = out.isatty()
+    except (LookupError, ValueError, AttributeError):  # an unknown encoding, a closed or odd stream
+        terminal = False
+    reconfigure = getattr(out, "reconfigure", None)
+    if reconfigure is not None:
+        try:
+            if terminal:
+                reconfigure(errors="replace")
+            else:
+                reconfigure(encoding="utf-8")
+        except (ValueError, OSError):
+            return
+
+
+def stdin_text() -> str:
+    """Standard input as text, line ends as they are: UTF-8 when it is (what another
+    program writes, lossless itself into a pipe included), else the locale's encoding (GBK
+    piped on a Chinese Windows). Read in the locale's encoding alone, UTF-8 under a GBK
+    locale was stored as mojibake (你好 as 浣犲ソ), and ``lossless expand X | lossless add Y``
+    did not give the text back. Bytes of neither stay undecodable, for the check to name."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:
+        return sys.stdin.read()
+    data: bytes = buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode(sys.stdin.encoding or "utf-8")
+    except (UnicodeDecodeError, LookupError):
+        return data.decode("utf-8", "surrogateescape")
 
 
 class TerminalConsole(Console):

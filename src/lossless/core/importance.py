@@ -36,6 +36,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from lossless.core.errors import ValidationError
+from lossless.core.graphemes import cluster_start
 
 if TYPE_CHECKING:
     from lossless.core.types import Message
@@ -339,7 +340,8 @@ def _compile(category: Category) -> _Compiled:
 
 
 def _snippet(text: str, start: int, end: int, width: int = 24) -> str:
-    left, right = max(0, start - width), min(len(text), end + width)
+    # never half a flag or a joined emoji at either end
+    left, right = cluster_start(text, max(0, start - width)), cluster_start(text, min(len(text), end + width))
     body = " ".join(text[left:right].split())
     return ("…" if left else "") + body + ("…" if right < len(text) else "")
 

@@ -55,9 +55,13 @@ def check_text(value: str, what: str) -> None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ValidationError(
-            f"{what} is not valid UTF-8 (undecodable character at position {exc.start})"
-        ) from None
+        code = ord(value[exc.start])
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that did not decode (argv, stdin), kept as a surrogate
+            detail = f"undecodable byte 0x{code - 0xDC00:02x} at position {exc.start}"
+        else:  # from a JSON \u escape: the file is UTF-8, the text in it is cut inside a character
+            detail = (f"a lone surrogate U+{code:04X} at position {exc.start}: half of a character such as an "
+                      f"emoji, as a JSON \\u{code:04x} escape without its other half writes it")
+        raise ValidationError(f"{what} is not valid UTF-8 ({detail})") from None
 
 
 def check_one_line(value: str, what: str, noun: str = "an id") -> None:

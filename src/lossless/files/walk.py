@@ -8,8 +8,10 @@
 * A file over the size limit is skipped from its ``stat`` and never opened; reading stops
   after the limit in any case (a file may grow between the stat and the read).
 * A file is binary if it has a NUL byte in its first 8 KiB (UTF-16 with a BOM aside) or
-  does not decode as mostly text; non-UTF-8 text is decoded with replacement characters
-  when under 30% of it is undecodable and under 5% control characters.
+  does not decode as mostly text; text a CJK Windows saved in its code page (GBK, Big5,
+  Shift_JIS, EUC-KR: its characters mostly the usual ones of that encoding) is decoded from
+  it; other non-UTF-8 text is decoded with replacement characters when under 30% of it is
+  undecodable and under 5% control characters.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from fnmatch import translate
 
 from lossless.core.errors import ValidationError
+from lossless.core.legacy_text import legacy_cjk
 from lossless.files.records import Skip
 
 __all__ = [
@@ -309,6 +312,20 @@ def read_file(path: str, max_bytes: int) -> Read | str:
     return Read(hashlib.sha256(data).hexdigest(), text, len(data), st.st_mtime_ns)
 
 
+def _legacy_text(data: bytes) -> str | None:
+    """The text of a file a CJK Windows saved in its "ANSI" code page (GBK, Big5, Shift_JIS,
+    EUC-KR), when its first bytes read as mostly the usual characters of one of them and the
+    whole file decodes from it; else None. Read as UTF-8 with replacement, a GBK source file
+    had its Chinese comments stored as U+FFFD, and a GBK Markdown file was "binary"."""
+    best = legacy_cjk(data[:_SAMPLE])
+    if best is None or best[0] < 0.5:
+        return None
+    try:
+        return data.decode(best[1])
+    except UnicodeDecodeError:
+        return None
+
+
 def decode(data: bytes) -> str | None:
     """Text of a file's bytes, or None when it is not mostly text."""
     if data.startswith(codecs.BOM_UTF8):
@@ -322,8 +339,12 @@ def decode(data: bytes) -> str | None:
         text = data.decode("utf-8")
         replaced = 0
     except UnicodeDecodeError:
-        text = data.decode("utf-8", errors="replace")
-        replaced = text.count("\ufffd", 0, _SAMPLE)
+        legacy = _legacy_text(data)
+        if legacy is not None:
+            text, replaced = legacy, 0
+        else:
+            text = data.decode("utf-8", errors="replace")
+            replaced = text.count("\ufffd", 0, _SAMPLE)
     sample = text[:_SAMPLE]
     if not sample:
         return text

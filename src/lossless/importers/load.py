@@ -18,6 +18,7 @@ everything is stored. No id is made up, so an export still round-trips exactly.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -32,7 +33,16 @@ from lossless.core.errors import LosslessError, ValidationError
 from lossless.core.types import Message
 from lossless.core.validate import NewMessage, check_conversation_id, validate_message
 from lossless.engine import Memory
-from lossless.importers.base import HEAD_BYTES, ByteStream, Ignored, Meta, Problem, Record, Source
+from lossless.importers.base import (
+    HEAD_BYTES,
+    ByteStream,
+    Ignored,
+    Meta,
+    Problem,
+    Record,
+    Source,
+    is_json_lines,
+)
 from lossless.importers.detect import FORMATS, detect, reader_for
 from lossless.importers.encoding import Recoded, check_encoding_name, source_encoding
 from lossless.importers.openai_messages import is_document
@@ -130,12 +140,25 @@ class ImportInterrupted(KeyboardInterrupt):
 
 
 class _Input:
-    """The stream an importer reads: replays the sniffed head first, counts bytes."""
+    """The stream an importer reads: replays the sniffed head first, counts bytes and lines."""
 
     def __init__(self, stream: ByteStream, head: bytes) -> None:
         self.stream = stream
         self.head = head
         self.done = 0
+        self.newlines = 0
+        self.open_line = False  # the last byte read is not a newline: a line begun and not ended
+
+    @property
+    def lines(self) -> int:
+        """Lines read so far, a last one without its newline included."""
+        return self.newlines + self.open_line
+
+    def _count(self, data: bytes) -> None:
+        self.done += len(data)
+        if data:
+            self.newlines += data.count(b"\n")
+            self.open_line = not data.endswith(b"\n")
 
     def read(self, size: int = -1, /) -> bytes:
         if self.head:
@@ -146,7 +169,7 @@ class _Input:
                 data, self.head = self.head[:size], self.head[size:]
         else:
             data = self.stream.read(size)
-        self.done += len(data)
+        self._count(data)
         return data
 
     def readline(self, size: int = -1, /) -> bytes:
@@ -163,7 +186,7 @@ class _Input:
             else:  # the line goes on past the head, in the stream
                 data, self.head = self.head, b""
                 data += self.stream.readline(size - len(data) if bounded else -1)
-        self.done += len(data)
+        self._count(data)
         return data
 
 
@@ -303,6 +326,8 @@ def import_stream(
     if conversation is not None:
         check_conversation_id(conversation)
     head = stream.read(HEAD_BYTES)
+    if not is_json_lines(head):  # whatever the first line, JSON lines after it are read
+        refuse_non_text(head, name)
     decoding = source_encoding(head, name, encoding)  # refuses text that is not UTF-8 before anything is read
     recoded = None
     if decoding is not None:  # the importers read UTF-8: decode as the file is read
@@ -356,6 +381,9 @@ def import_stream(
                 batches.meta(conversation if conversation is not None else item.conversation, item.metadata)
         else:
             batches.finish()
+            # every line of the file, not only up to where its last message began: a text
+            # transcript's last message goes on over lines, a Claude Code reply over several
+            report.lines = max(report.lines, counted.lines)
     except KeyboardInterrupt:  # Ctrl-C: the batches written stay, the one being written was rolled back
         report.interrupted = True
         raise ImportInterrupted(report) from None
@@ -399,9 +427,33 @@ def import_file(
                              batch_size=batch_size, on_problem=on_problem, progress=progress, encoding=encoding)
 
 
+# files a chat log is sometimes kept in, which no format reads, by their first bytes
+_NOT_TEXT = ((re.compile(rb"\x1f\x8b"), "a gzip-compressed file"), (re.compile(rb"BZh[1-9]1AY&SY"), "a bzip2-compressed file"),
+             (re.compile(rb"\xfd7zXZ\x00"), "an xz-compressed file"), (re.compile(rb"\(\xb5/\xfd"), "a zstd-compressed file"),
+             (re.compile(rb"7z\xbc\xaf\x27\x1c"), "a 7-Zip archive (compressed)"),
+             (re.compile(rb"Rar!\x1a\x07"), "a RAR archive (compressed)"),
+             (re.compile(rb"SQLite format 3\x00"), "an SQLite database"), (re.compile(rb"%PDF-"), "a PDF document"))
+
+
+def refuse_non_text(head: bytes, name: str) -> None:
+    """Refuse an archive, a compressed file, a database or a PDF by its first bytes: read as
+    text it was refused as "not UTF-8 … import it with --encoding cp1252", which garbles it,
+    or as "cannot tell the format: give --format"."""
+    if head.startswith(b"PK\x03\x04"):
+        raise ValidationError(f"{name} is a ZIP archive: unzip it and import the file inside "
+                              "(a ChatGPT export: its conversations.json)")
+    kind = next((what for magic, what in _NOT_TEXT if magic.match(head)), None)
+    if kind is not None and not is_json_lines(head):  # JSON lines after it: a first line that is junk
+        raise ValidationError(f"{name} is {kind}, not a chat log: "
+                              + ("decompress it and import the file inside" if "compressed" in kind else
+                                 "export its conversations first (lossless export, for a lossless store)"
+                                 if "SQLite" in kind else "import the conversation as text or JSON"))
+
+
 def check_source(path: str | os.PathLike[str], *, encoding: str | None = None) -> None:
     """Refuse, before anything is opened or created, a path that is missing or a directory,
-    a ZIP archive (a ChatGPT export is downloaded as one), which no format reads, or text
+    a ZIP archive (a ChatGPT export is downloaded as one) or another file no format reads
+    (:func:`refuse_non_text`), or text
     that is not UTF-8 (nor ``encoding``, when given)."""
     if encoding is not None:
         check_encoding_name(encoding)
@@ -417,9 +469,7 @@ def check_source(path: str | os.PathLike[str], *, encoding: str | None = None) -
             head = f.read(HEAD_BYTES)
     except OSError:
         return  # said by the import itself, with the reason
-    if head.startswith(b"PK\x03\x04"):
-        raise ValidationError(f"{target} is a ZIP archive: unzip it and import the file inside "
-                              "(a ChatGPT export: its conversations.json)")
+    refuse_non_text(head, str(target))
     source_encoding(head, str(target), encoding)
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from lossless.core.errors import EmbedderError
+from lossless.core.graphemes import cluster_start
 from lossless.core.tokens import TokenCounter
 from lossless.core.types import GrepHit
 from lossless.core.validate import timestamp
@@ -126,7 +127,8 @@ def _words(text: str) -> frozenset[str]:
 
 def _head(text: str, width: int = 160) -> str:
     """A passage's first ``width`` characters as a snippet, marked with … when cut."""
-    return text[:width].replace("\n", " ") + ("…" if len(text) > width else "")
+    cut = cluster_start(text, width) if len(text) > width else len(text)
+    return text[:cut].replace("\n", " ") + ("…" if cut < len(text) else "")
 
 
 class Recaller:

@@ -26,6 +26,7 @@ from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, InputRequiredResult
 from pydantic import Field
 
 from lossless.core.errors import LosslessError, NotFoundError, ValidationError
+from lossless.core.graphemes import cluster_start
 from lossless.core.types import GrepHit
 from lossless.recall.dispatch import run_search
 from lossless.server.mcp_notify import in_thread
@@ -115,8 +116,8 @@ def _quote(memory: Memory, hit: GrepHit, tenant: Tenant, topic: str) -> str:
         # offset; a message is read whole (its quoted text may spell out tool calls that
         # its stored content does not hold)
         at = match_position(text, topic)
-        start = max(0, min(at - QUOTE_CHARS // 3, len(text) - QUOTE_CHARS))
-        end = start + QUOTE_CHARS
+        start = cluster_start(text, max(0, min(at - QUOTE_CHARS // 3, len(text) - QUOTE_CHARS)))
+        end = cluster_start(text, start + QUOTE_CHARS)  # (never half a flag or a joined emoji)
         summary = hit.kind == "summary"
         before = f"lcm_expand(id={hit.id!r}, max_chars={start})" if summary else f"lcm_expand {hit.id}"
         after = f"lcm_expand(id={hit.id!r}, offset={end})" if summary else f"lcm_expand {hit.id}"

@@ -44,6 +44,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
+from lossless.core.graphemes import cluster_start
 from lossless.core.scripts import CJK_LETTERS, HAN_LETTERS
 
 __all__ = ["COMMON_HAN", "MAX_CJK_TERMS", "STOPWORDS", "cjk_fts_query", "cjk_index_line", "cjk_index_terms", "cjk_query_chars",
@@ -403,7 +404,9 @@ def match_position(text: str, query: str) -> int:
 def snippet(text: str, query: str, width: int = 160) -> str:
     """A window of ``text`` around the first query term it contains (or its start)."""
     pos = max(0, match_position(text, query))
-    start = max(0, pos - width // 3)
-    end = min(len(text), start + width)
+    start = cluster_start(text, max(0, pos - width // 3))  # never half a flag or a joined emoji
+    end = cluster_start(text, min(len(text), start + width))
+    if end <= start:
+        end = min(len(text), start + width)
     out = text[start:end].replace("\n", " ")
     return ("…" if start > 0 else "") + out + ("…" if end < len(text) else "")
