@@ -307,3 +307,25 @@ def test_no_public_operation_changes_a_message_except_erase(store_target: StoreT
         assert mem.verify(conv.id) == []
     finally:
         mem.close()
+
+
+def test_erasing_a_whole_conversation_clears_its_metadata_but_its_owners(store_target: StoreTarget) -> None:
+    """An imported title (周末计划) says what was in the conversation: erasing all of it
+    clears it, and every other field but the owners of its memories. Erasing some of its
+    messages leaves the metadata as it is; erasing the rest afterwards clears it."""
+    with _open(store_target("meta")) as mem:
+        meta = {"title": "周末计划", "source": "chatgpt", "user": "li", "agent_id": "helper"}
+        conv = mem.conversation("c", metadata=meta)
+        conv.add_many([{"role": "user", "content": f"第{i}条：周末去西湖"} for i in range(6)])
+        conv.erase([1, 2], reason="part", by="me")
+        assert mem.store.get_conversation("c").metadata == meta
+        mem.erase_conversation("c", reason="account closed", by="ops")
+        assert mem.store.get_conversation("c").metadata == {"user": "li", "agent_id": "helper"}
+        assert mem.verify() == []
+        other = mem.conversation("d", metadata={"title": "旅行"})
+        other.add(role="user", content="去杭州")
+        other.erase([1], reason="all of it, by seq", by="me")
+        assert mem.store.get_conversation("d").metadata == {"title": "旅行"}
+        mem.erase_conversation("d", reason="now the whole", by="me")  # nothing left to erase but the title
+        assert mem.store.get_conversation("d").metadata == {}
+        assert mem.erase_conversation("d", reason="again", by="me") == other.tombstones()

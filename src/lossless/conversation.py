@@ -223,7 +223,9 @@ class Conversation:
         it are rewritten without it (marked as fallbacks, for ``compact
         --redo-fallbacks``), its keyword rows and the retrieval units, vectors and cached
         embeddings that quoted it are replaced; then long-term memories distilled from it
-        are forgotten. Its name and metadata are cleared too. ``verify()`` stays clean.
+        are forgotten. Its name and metadata are cleared too; erasing every message
+        (``messages=None``) clears the conversation's metadata as well, but for the owners
+        of its memories (``user``, ``agent``). ``verify()`` stays clean.
 
         The database files keep nothing of it: freed space is overwritten, the keyword
         indexes merged, SQLite's WAL checkpointed (PostgreSQL: the tables VACUUMed; see

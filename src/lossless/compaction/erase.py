@@ -34,6 +34,7 @@ from lossless.core.erasure import (
 from lossless.core.errors import CompactionBusyError, NotFoundError, ValidationError
 from lossless.core.render import content_text
 from lossless.core.types import Message, Summary
+from lossless.longterm.records import OWNER_KEYS
 from lossless.recall.units import message_units, window_units
 from lossless.store.erase import (
     ErasedMessage,
@@ -75,7 +76,7 @@ def plan_erase(compactor: Compactor, conversation_id: str, targets: Sequence[str
     done = {t.message_id: t for t in tombstones(store, conversation_id)}
     now = datetime.now(UTC).isoformat()
     erased: dict[int, Message] = {}
-    plan = ErasePlan(conversation_id, [])
+    plan = ErasePlan(conversation_id, [], metadata=_metadata_after(store, conversation_id) if targets is None else None)
     for m in chosen:
         if m.id in done:
             continue
@@ -183,7 +184,7 @@ def erase_messages(engine: EraseEngine, conversation_id: str, targets: object, *
             raise CompactionBusyError(f"cannot erase now: {held.why}")
         for attempt in range(_PLAN_ATTEMPTS):
             plan, already = plan_erase(engine.compactor, conversation_id, chosen, reason=why, by=who)
-            if not plan.messages:
+            if not plan.messages and plan.metadata is None:
                 break
             try:
                 erase(store, plan)
@@ -200,6 +201,16 @@ def erase_messages(engine: EraseEngine, conversation_id: str, targets: object, *
             if work_queued is not None:
                 work_queued(conversation_id)
     return sorted([*(m.tombstone for m in plan.messages), *already], key=lambda t: t.seq)
+
+
+def _metadata_after(store: Any, conversation_id: str) -> dict[str, Any] | None:
+    """A wholly erased conversation's metadata: the owners of its memories (who, not what),
+    nothing else (a title says what was said); None when that is what it holds already."""
+    info = store.get_conversation(conversation_id)
+    if info is None:
+        return None
+    kept = {k: v for k, v in info.metadata.items() if k in OWNER_KEYS}
+    return None if kept == info.metadata else kept
 
 
 def _forget_in_memory(engine: EraseEngine, cid: str, plan: ErasePlan) -> None:

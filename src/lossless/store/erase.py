@@ -100,6 +100,9 @@ class ErasePlan:
     add_units: list[Any] = field(default_factory=list)
     # the conversation's recall_progress (message_seq, window_seq) read before its units were
     units_cut: tuple[int, int] = (0, 0)
+    # the whole conversation is erased: its metadata becomes this (an imported title,
+    # 周末计划, says what was in it; the owners of its memories stay); None: unchanged
+    metadata: dict[str, Any] | None = None
 
 
 def tombstones(store: Any, conversation_id: str | None = None) -> list[Tombstone]:
@@ -114,12 +117,16 @@ def erase(store: Any, plan: ErasePlan) -> None:
     """Write ``plan`` in one transaction (see the module docstring)."""
     runner = sql_runner(store)
     with runner.transaction() as conn:
-        _hold_units(runner, conn, plan)
-        for m in plan.messages:
-            _erase_message(runner, conn, plan.conversation_id, m)
-        for rewrite in plan.summaries:
-            _rewrite_summary(runner, conn, plan.conversation_id, rewrite)
-        _replace_units(runner, conn, plan)
+        if plan.messages:  # (else only the metadata of a conversation erased before)
+            _hold_units(runner, conn, plan)
+            for m in plan.messages:
+                _erase_message(runner, conn, plan.conversation_id, m)
+            for rewrite in plan.summaries:
+                _rewrite_summary(runner, conn, plan.conversation_id, rewrite)
+            _replace_units(runner, conn, plan)
+        if plan.metadata is not None:
+            conn.execute("UPDATE conversations SET metadata = ? WHERE id = ?",
+                         (json.dumps(plan.metadata, ensure_ascii=False, sort_keys=True), plan.conversation_id))
     if hasattr(store, "common_terms"):  # SQLite: a word may be in fewer messages now (grep._bounded)
         store.common_terms.clear()
 
