@@ -219,7 +219,9 @@ def cjk_index_line(text: str) -> str:
     return " ".join(cjk_index_terms(text))
 
 
-_ESCAPE_RUN = re.compile(r"(?:\\+u[0-9a-fA-F]{4})+")  # (escaped again inside a JSON string: \\u676d)
+# a run of escapes, each with as many backslashes as the first (one; two when escaped again
+# inside a JSON string, \\u676d): "\u00a1\\\u00a1" is ¡, a backslash and ¡, not one word
+_ESCAPE_RUN = re.compile(r"(\\+)u[0-9a-fA-F]{4}(?:\1u[0-9a-fA-F]{4})*")
 _ESCAPE_HEX = re.compile(r"u([0-9a-fA-F]{4})")
 
 
