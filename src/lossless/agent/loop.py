@@ -273,7 +273,7 @@ def run_turn(
     if pending_user.name:
         user_chat["name"] = pending_user.name
     # the recall query is the message's text, as the proxy reads it: content parts as JSON
-    # were \uXXXX escapes for any non-ASCII text, so a Chinese question recalled nothing
+    # were \u escapes (\u6211…) for any non-ASCII text, so a Chinese question recalled nothing
     query = content_text(pending_user.content) or None
     specs = _tool_specs(tools, tool_specs, memory_tools) if (tools or tool_specs or memory_tools) else []
     budget = budget_tokens or memory.config.context_window

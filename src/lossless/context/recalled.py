@@ -200,11 +200,11 @@ class RecalledMessages:
                shown_ids: set[str] | frozenset[str] = frozenset()) -> list[Piece]:
         """Older messages that match the query (see :meth:`_ranked`), packed in three
         passes: first, in rank order, each that fits whole within ``recall_whole_share``
-        of the room and ``recall_whole_max_tokens``; then the short messages next to them (the question a match answers,
-        the answer to a matched question) while room is left; then the matches skipped,
-        in rank order, cut to a share of the room keeping the sentences that share the
-        query's words. Whole messages keep what was said verbatim; excerpts let the long
-        ones in."""
+        of the room and ``recall_whole_max_tokens``; then the short messages next to them
+        (the question a match answers, the answer to a matched question) while room is
+        left; then the matches skipped, in rank order, cut to a share of the room keeping
+        the sentences that share the query's words. Whole messages keep what was said
+        verbatim; excerpts let the long ones in."""
         if room < MIN_ABRIDGED or shown_from <= 1:
             return []
         cfg = self.view.config

@@ -326,8 +326,7 @@ def import_stream(
     if conversation is not None:
         check_conversation_id(conversation)
     head = stream.read(HEAD_BYTES)
-    if not is_json_lines(head):  # whatever the first line, JSON lines after it are read
-        refuse_non_text(head, name)
+    refuse_non_text(head, name)
     decoding = source_encoding(head, name, encoding)  # refuses text that is not UTF-8 before anything is read
     recoded = None
     if decoding is not None:  # the importers read UTF-8: decode as the file is read
@@ -438,12 +437,15 @@ _NOT_TEXT = ((re.compile(rb"\x1f\x8b"), "a gzip-compressed file"), (re.compile(r
 def refuse_non_text(head: bytes, name: str) -> None:
     """Refuse an archive, a compressed file, a database or a PDF by its first bytes: read as
     text it was refused as "not UTF-8 … import it with --encoding cp1252", which garbles it,
-    or as "cannot tell the format: give --format"."""
+    or as "cannot tell the format: give --format". JSON lines after the first line: that
+    line is junk, and the lines after it are read."""
+    if is_json_lines(head):
+        return
     if head.startswith(b"PK\x03\x04"):
         raise ValidationError(f"{name} is a ZIP archive: unzip it and import the file inside "
                               "(a ChatGPT export: its conversations.json)")
     kind = next((what for magic, what in _NOT_TEXT if magic.match(head)), None)
-    if kind is not None and not is_json_lines(head):  # JSON lines after it: a first line that is junk
+    if kind is not None:
         raise ValidationError(f"{name} is {kind}, not a chat log: "
                               + ("decompress it and import the file inside" if "compressed" in kind else
                                  "export its conversations first (lossless export, for a lossless store)"

@@ -226,11 +226,12 @@ _ESCAPE_HEX = re.compile(r"u([0-9a-fA-F]{4})")
 
 
 def escaped_text(text: str) -> str:
-    """The characters ``text`` spells as JSON ``\\uXXXX`` escapes, a run of them a word
+    """The characters ``text`` spells as JSON ``\\u`` escapes, a run of them a word
     (``{"city": "\\u676d\\u5dde"}`` → ``杭州``): a tool result written by ``json.dumps``
     with its default ``ensure_ascii`` holds its Chinese only so, and is stored verbatim
-    (tool-call arguments so written are escaped once more in the stored calls). A pair of surrogate escapes is one character (an emoji); a lone one is dropped. Empty
-    when ``text`` has none."""
+    (tool-call arguments so written are escaped once more in the stored calls). A pair of
+    surrogate escapes is one character (an emoji); a lone one is dropped. Empty when
+    ``text`` has none."""
     if "\\u" not in text:
         return ""
     words: dict[str, None] = {}

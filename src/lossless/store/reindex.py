@@ -18,7 +18,7 @@ and how far it is, on the ``lossless`` logger (a WARNING line every few seconds,
 Python prints to stderr when the application has set up no logging).
 
 Both stores' migration ``json_escapes`` call :func:`reindex_escaped_sqlite` /
-:func:`reindex_escaped_postgres`: rows whose text holds JSON ``\\uXXXX`` escapes (a tool
+:func:`reindex_escaped_postgres`: rows whose text holds JSON ``\\u`` escapes (a tool
 result written by ``json.dumps`` with its default ``ensure_ascii``) get the text those
 escapes spell (:func:`lossless.store.fts.escaped_text`), so 杭州 finds ``\\u676d\\u5dde``.
 
@@ -196,7 +196,7 @@ def _reindex_sqlite_where(conn: Any, wanted: Callable[[str], bool], progress: _P
 
 def reindex_escaped_sqlite(conn: Any) -> int:
     """Rewrite the keyword rows of every message, summary and memory whose text holds JSON
-    ``\\uXXXX`` escapes (:func:`~lossless.store.fts.index_text` now adds the text they
+    ``\\u`` escapes (:func:`~lossless.store.fts.index_text` now adds the text they
     spell); the rows re-indexed."""
     progress = _Progress(_count(conn, list(_SOURCES)), "the JSON-escaped text of this store")
     return _reindex_sqlite_where(conn, _escaped, progress, chunks=False)

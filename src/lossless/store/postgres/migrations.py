@@ -192,7 +192,7 @@ def _cjk_bigrams(conn: Any) -> None:
 
 
 def _json_escapes(conn: Any) -> None:
-    # The text a row's JSON \uXXXX escapes spell is in its search vector too
+    # The text a row's JSON escapes (\u676d) spell is in its search vector too
     # (search_document): rows holding escapes get it.
     from lossless.store.reindex import reindex_escaped_postgres
 

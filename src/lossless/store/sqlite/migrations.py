@@ -136,7 +136,7 @@ def _wide_forms(conn: Any) -> None:
 
 def _json_escapes(conn: Any) -> None:
     # A tool result written by json.dumps (ensure_ascii, its default) holds its Chinese as
-    # \uXXXX escapes: the text they spell is indexed too (store/fts.py's escaped_text), and
+    # \u escapes (\u676d\u5dde): the text they spell is indexed too (store/fts.py's escaped_text), and
     # rows written before get it.
     from lossless.store.reindex import reindex_escaped_sqlite
 
