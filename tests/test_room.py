@@ -316,3 +316,29 @@ def test_more_room_brings_more_matches_not_longer_ones() -> None:
     assert "the keeper told us about the storms" in block
     _check_ids_and_dates(conv, ctx)
     mem.close()
+
+
+@PROPS
+@given(budget=st.integers(300, 2500), chinese=st.booleans())
+def test_property_what_recall_says_it_spent_is_what_its_lines_cost(budget: int, chinese: bool) -> None:
+    """A recalled line is costed with the newline that ends it, counted together: a
+    tokenizer joins the newline to the line's closing punctuation (「。\\n」, ".\\n", "]\\n"
+    are one token each), so a line's count plus one overcharged most lines by a token, ~30
+    tokens of a 1,024-token context left unused on MADial. What recall's items say they cost
+    is what the block's lines cost (to a token: its last line has no newline)."""
+    planted = ({i: f"我们在人民公园看到了第{i}只小狗，它很可爱。" for i in range(0, 280, 3)} if chinese
+               else {i: f"We saw puppy number {i} at the park, and it was lovely." for i in range(0, 280, 3)})
+    with lossless.open(":memory:", embedder=None, context_window=4096, compaction="inline") as mem:
+        conv = mem.conversation("c")
+        conv.add_many(_casual(300, planted=planted, per_day=2))
+        ctx = conv.assemble(budget_tokens=budget, query="公园的小狗" if chinese else "the puppy at the park")
+        assert ctx.tokens <= budget
+        recalled = [i for i in ctx.items if i.tier == "recall"]
+        if len(recalled) < 2:
+            return
+        block = _memory_block(ctx)
+        block = block[block.find(RECALL_HEADER):].split("\n\n")[0]
+        counter = get_counter("cl100k_base")
+        said = counter.count(RECALL_HEADER) + sum(i.tokens for i in recalled)
+        real = counter.count(block)
+        assert real <= said <= real + 1, (said, real, len(recalled))

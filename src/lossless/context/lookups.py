@@ -151,13 +151,13 @@ def memory_pieces(view: MessageView, records: list[MemoryRecord], room: int) -> 
         when = record.created_at.strftime("%Y-%m-%d")
         body = neutralise_tags(record_text(record))
         text = f"[{record.id} · {record.kind} · {when}] {body}"
-        cost = view.piece_cost(text)
+        cost = view.line_cost(text)  # records are lines of one block
         if spent + cost > room:
             short = fit_text(body, room - spent - 24, view.counter) if room - spent > 64 else ""
             if not short:
                 continue
             text = f"[{record.id} · {record.kind} · {when}] {short} …"
-            cost = view.piece_cost(text)
+            cost = view.line_cost(text)
             if spent + cost > room:
                 continue
         pieces.append(Piece(text, cost, ContextItem("memory", record.id, cost, 0, 0)))

@@ -45,7 +45,7 @@ class _Packing:
 
     def opening(self, group: str) -> int:
         """What a piece under ``group`` pays for the date line: nothing once it is there."""
-        return 0 if group in self.groups else self.view.piece_cost(group)
+        return 0 if group in self.groups else self.view.line_cost(group)
 
     def add(self, piece: Piece | None) -> None:
         if piece is not None and piece.item.ref not in self.ids:
@@ -68,7 +68,7 @@ def recall_cost(view: MessageView, pieces: list[Piece]) -> int:
         return 0
     groups = {p.group for p in pieces if p.group}
     return (view.piece_cost(RECALL_HEADER) + sum(p.tokens for p in pieces)
-            + sum(view.piece_cost(g) for g in groups))
+            + sum(view.line_cost(g) for g in groups))
 
 
 def _head_cut(short: str, body: str) -> bool:
@@ -288,10 +288,10 @@ class RecalledMessages:
         large = view.is_large(msg)
         body = neutralise_tags(view.body(msg))
         head = _line_head(msg)
-        head_cost = view.piece_cost(head)
+        head_cost = view.line_cost(head)
         text = f"{head} {body}"
         # the stored count spares re-encoding a long message that cannot be shown whole
-        cost = view.piece_cost(text) if large or msg.token_count + head_cost <= cap + 8 else cap + 1
+        cost = view.line_cost(text) if large or msg.token_count + head_cost <= cap + 8 else cap + 1
         if cost > cap:
             if whole_only:
                 return None
@@ -306,7 +306,7 @@ class RecalledMessages:
             if not short:
                 return None
             text = f"{head} {short}" if short.endswith("…") else f"{head} {short} …"
-            cost = view.piece_cost(text)
+            cost = view.line_cost(text)
             if cost > cap:
                 return None
         return Piece(text, cost, ContextItem("recall", msg.id, cost, msg.seq, msg.seq), group=day_line(msg))

@@ -123,6 +123,13 @@ class MessageView:
         """What a piece of the memory block costs, with the separator before it."""
         return self.counter.count(text) + self._sep
 
+    def line_cost(self, text: str) -> int:
+        """What a line of a block (a recalled message, its date line, a long-term memory)
+        costs with the newline that ends it. Counted together: a tokenizer joins the
+        newline to a line's closing punctuation ("。\\n", "]\\n" are one token each), so the
+        line's count plus one would overcharge most lines by a token."""
+        return self.counter.count(text + "\n")
+
     def abridge(self, msg: Message, allowance: int, *, keep: bool = False) -> ChatMessage | None:
         """The message with its text cut to fit ``allowance`` tokens of chat cost (with
         ``keep``, a message that must be shown, even if it is filler only: see ``fit_text``)."""
