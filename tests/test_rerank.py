@@ -33,7 +33,7 @@ NEEDLES = {  # alike in length (~45 tokens), so a budget has room for one of the
     9: "Dashboard colour, dashboard colour, dashboard colour: still undecided between options." + PAD,
     15: "Final decision on the dashboard colour, after a long meeting: navy blue." + PAD,
 }
-BUDGET = 100  # room for one recalled message: the one ranked first
+BUDGET = 96  # room for one recalled message: the one ranked first (100 also fits its short neighbour since lines are costed exactly)
 
 
 def _open(target: str, **cfg: Any) -> lossless.Memory:

@@ -26,6 +26,7 @@ from lossless.core.stats import MemoryStats
 from lossless.core.tokens import TokenCounter, get_counter
 from lossless.core.types import ConversationInfo, GrepHit
 from lossless.core.validate import check_conversation_id
+from lossless.core.zones import zone_of
 from lossless.embed.base import Embedder
 
 # The plug-ins register their migrations with the store's schema when imported: before any store opens.
@@ -395,6 +396,13 @@ def open(
         else:
             merged = {**_model_defaults(saved["model"], config.get("context_window", saved.get("context_window"))),
                       **saved, **config} if saved.get("model") else {**saved, **config}
+        zone = environ.read("LOSSLESS_TIMEZONE", "").strip()
+        if zone and "timezone" not in config:  # the process's zone beats the store's saved one
+            try:
+                zone_of(zone)
+            except ValidationError as exc:
+                raise ValidationError(f"$LOSSLESS_TIMEZONE: {exc}") from None
+            merged["timezone"] = zone
         cfg = Config.from_kwargs(**merged)
     except Exception:
         store.close()

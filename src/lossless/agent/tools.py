@@ -474,7 +474,7 @@ class ToolBox:
                 if spent + msg.token_count > max_tokens:
                     if not items:  # the first alone is over: a slice of it, never more than asked
                         first, spent = self._first_slice(_message_body(msg)[0], max_tokens)
-                        cut: PartialMessage = {**_message_brief(msg), "header": message_header(msg), **first}
+                        cut: PartialMessage = {**_message_brief(msg), "header": message_header(msg, self.memory.config.zone), **first}
                         items.append(cut)
                         following = msg.seq + 1
                     else:
@@ -486,7 +486,7 @@ class ToolBox:
                     tools["tool_calls"] = list(msg.tool_calls)
                 if msg.tool_call_id:
                     tools["tool_call_id"] = msg.tool_call_id
-                items.append({**_message_brief(msg), "header": message_header(msg), "content": msg.content, **tools})
+                items.append({**_message_brief(msg), "header": message_header(msg, self.memory.config.zone), "content": msg.content, **tools})
                 spent += msg.token_count
         return {"id": node.id, "to": "sources" if to == "sources" else "messages", "first_seq": node.first_seq, "last_seq": node.last_seq, "tokens": spent,
                 "truncated": truncated, "next_from_seq": next_seq, "items": items}
@@ -538,7 +538,7 @@ class ToolBox:
             extra["tool_call_id"] = msg.tool_call_id
         return {
             "id": msg.id, "kind": "message", "conversation_id": msg.conversation_id, "seq": msg.seq,
-            "role": msg.role, "header": message_header(msg), "text_source": source,
+            "role": msg.role, "header": message_header(msg, self.memory.config.zone), "text_source": source,
             "offset": cut.start, "next_offset": cut.end if cut.end < len(text) else None,
             "chars": cut.end - cut.start, "total_chars": len(text), "page_chars": cut.size, "pages": cut.pages,
             "page": page,

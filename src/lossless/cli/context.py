@@ -16,6 +16,7 @@ from rich.measure import Measurement
 from rich.text import Text
 
 import lossless
+from lossless.cli import render
 from lossless.cli.terminal import TerminalConsole, json_escaped
 from lossless.conversation import Conversation
 from lossless.core import environ
@@ -146,6 +147,7 @@ class CommandContext:
                     # its remedies are the API's (context_window=): the CLI's is --window
                     raise CommandError(f"{exc} On the command line: --window N gives its window.") from None
                 raise
+            render.show_in(self._memory.config.zone)  # the views' times in the store's zone
             if given is not None and create and path != Path(":memory:"):
                 # remembered, so later commands on this database need not repeat --window
                 self._memory.save_settings(context_window=given)

@@ -9,7 +9,7 @@ from datetime import datetime
 from rich.text import Text
 from rich.tree import Tree
 
-from lossless.cli.render import counted, day_span, message_line, utc
+from lossless.cli.render import counted, day_span, message_line, view_time
 from lossless.core.types import Message, Summary
 
 __all__ = ["dag_view", "duration", "summary_label"]
@@ -17,7 +17,7 @@ __all__ = ["dag_view", "duration", "summary_label"]
 
 def duration(first: datetime, last: datetime) -> str:
     """``3d 4h``, ``2h 5m``, ``40s``: how long a span lasted."""
-    seconds = int(abs((utc(last) - utc(first)).total_seconds()))
+    seconds = int(abs((view_time(last) - view_time(first)).total_seconds()))
     days, rest = divmod(seconds, 86400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)

@@ -7,7 +7,7 @@ contains ``[bold]`` is shown as written.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -31,16 +31,26 @@ __all__ = [
     "key_values",
     "message_line",
     "one_line",
+    "show_in",
     "summary_label",
     "tier_footer",
-    "utc",
+    "view_time",
 ]
 
 TIER_ORDER = ("pinned", "fresh_tail", "summary", "root", "recall", "omitted")
 
 
-def utc(dt: datetime) -> datetime:
-    return dt.astimezone(UTC) if dt.tzinfo is not None else dt
+_ZONE: list[tzinfo] = [UTC]  # the zone the views show times in (Config.timezone of the open store)
+
+
+def show_in(zone: tzinfo) -> None:
+    """Show the views' times in ``zone`` from now on (one store per CLI process)."""
+    _ZONE[0] = zone
+
+
+def view_time(dt: datetime) -> datetime:
+    """``dt`` as the views show it: in the open store's ``timezone`` (UTC by default)."""
+    return dt.astimezone(_ZONE[0]) if dt.tzinfo is not None else dt
 
 
 def one_line(text: str, width: int = 80) -> str:
@@ -54,7 +64,7 @@ def one_line(text: str, width: int = 80) -> str:
 
 def day_span(first: datetime, last: datetime) -> str:
     """``2024-03-01 → 2024-03-04``, or ``2024-03-01 09:05–11:30`` within one day."""
-    a, b = utc(first), utc(last)
+    a, b = view_time(first), view_time(last)
     if a.date() != b.date():
         return f"{a:%Y-%m-%d} → {b:%Y-%m-%d}"
     if a.strftime("%H:%M") == b.strftime("%H:%M"):
@@ -207,7 +217,7 @@ def tier_footer(ctx: AssembledContext) -> Text:
 
 def _iso_short(value: str) -> str:
     try:
-        return f"{utc(datetime.fromisoformat(value)):%Y-%m-%d %H:%M}"
+        return f"{view_time(datetime.fromisoformat(value)):%Y-%m-%d %H:%M}"
     except ValueError:
         return value
 

@@ -636,7 +636,7 @@ class Compactor:
             if level == FALLBACK_AGGRESSIVE and self.summarizer.name == self.fallback.name:
                 break
             request = SummaryRequest(items, depth, target if mode == "normal" else max(1, target // 2),
-                                     self.counter, mode, previous, cid)
+                                     self.counter, mode, previous, cid, self.config.timezone)
             started = time.perf_counter()
             try:
                 result = self.summarizer.summarize(request)
@@ -661,7 +661,7 @@ class Compactor:
             errors.append(f"{mode}: output of {tokens} tokens does not fit {ceiling}")
         if not fallback:
             return None
-        request = SummaryRequest(items, depth, target, self.counter, "normal", previous, cid)
+        request = SummaryRequest(items, depth, target, self.counter, "normal", previous, cid, self.config.timezone)
         started = time.perf_counter()
         text = self.fallback.summarize(request).text.strip()
         meta["latency_ms"] = round(meta.get("latency_ms", 0.0) + (time.perf_counter() - started) * 1000, 2)

@@ -111,7 +111,8 @@ def _summaries(compactor: Compactor, cid: str, after: list[Message], seqs: set[i
             items = tuple(_summary_item(k) for k in kids)
         target = max(1, node.token_count)
         text = compactor.fallback.summarize(SummaryRequest(items, node.depth, target, compactor.counter,
-                                                           "normal", None, cid)).text.strip()
+                                                           "normal", None, cid,
+                                                           compactor.config.timezone)).text.strip()
         text = f"{summary_note(node.first_seq, node.last_seq)}\n{text}".strip()
         tokens = compactor.counter.count(text)
         meta: dict[str, Any] = {"trigger": "erase", "fallback_level": FALLBACK_EXTRACTIVE,

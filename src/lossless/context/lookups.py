@@ -17,7 +17,7 @@ from lossless.context.pieces import (
 from lossless.context.shown import MessageView
 from lossless.core.config import Config
 from lossless.core.errors import LosslessError, ValidationError
-from lossless.core.render import neutralise_tags
+from lossless.core.render import format_time, neutralise_tags
 from lossless.core.textfit import fit_text
 from lossless.core.types import ContextItem
 from lossless.longterm.records import conversation_owners
@@ -148,7 +148,7 @@ def memory_pieces(view: MessageView, records: list[MemoryRecord], room: int) -> 
     pieces: list[Piece] = []
     spent = view.piece_cost(LONG_TERM_HEADER)
     for record in records:
-        when = record.created_at.strftime("%Y-%m-%d")
+        when = format_time(record.created_at, view.config.zone)[:10]
         body = neutralise_tags(record_text(record))
         text = f"[{record.id} · {record.kind} · {when}] {body}"
         cost = view.line_cost(text)  # records are lines of one block

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from lossless.core.errors import ValidationError
+from lossless.core.zones import zone_of
 
 __all__ = ["SECTIONS", "Bound", "Compaction", "Config", "Fusion", "Rerank", "Strategy", "VectorBackend"]
 
@@ -201,6 +203,12 @@ class Config:
     # whole, completed tasks' as key points; history of no task by age: newest summary
     # whole, older ones as key points, the oldest as statistics). Chosen with bench/shares_sweep.py.
     strategy: Strategy = knob("summary", "assembly")
+    # the zone times are shown in: the dates of recalled messages, summaries' spans, the
+    # times a summarizer reads, the CLI's views ("Asia/Shanghai", "UTC", "+08:00"). A
+    # message at 07:30 in Beijing is 23:30 UTC the day before: shown in UTC, "what did I do
+    # on the 20th?" finds it under the 19th. Stored times stay UTC; summaries already
+    # written keep the zone they were written in
+    timezone: str = knob("UTC", "assembly")
 
     def __post_init__(self) -> None:
         """Every field checked against its declaration: its type, its ``Literal`` values,
@@ -222,6 +230,7 @@ class Config:
             if bound is not None and not bound.holds(value):
                 kind = bound.describe(int in _kinds(hint))
                 raise ValidationError(f"{f.name} must be {kind}{' or None' if optional else ''}, got {value!r}")
+        zone_of(self.timezone)  # (an unknown zone: ValidationError naming it)
         if not 2 <= self.condense_min_fanout <= self.condense_max_fanout:
             raise ValidationError(
                 "need 2 <= condense_min_fanout <= condense_max_fanout, got "
@@ -250,6 +259,11 @@ class Config:
 
     def replace(self, **changes: Any) -> Config:
         return dataclasses.replace(self, **changes)
+
+    @property
+    def zone(self) -> tzinfo:
+        """The :class:`~datetime.tzinfo` of ``timezone``."""
+        return zone_of(self.timezone)
 
     @property
     def trigger_tokens(self) -> int:

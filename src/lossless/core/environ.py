@@ -16,6 +16,7 @@ VARIABLES: dict[str, str] = {
     "LOSSLESS_EMBEDDER": "auto, local, none, or a sentence-transformers model folder",
     "LOSSLESS_EMBEDDER_LANGUAGES": "what a model folder's model reads: any, or codes such as zh,en",
     "LOSSLESS_EMBEDDER_QUANTIZE": "none or int8: the local model's precision",
+    "LOSSLESS_TIMEZONE": "the zone times are shown in (Asia/Shanghai, UTC, +08:00): Config.timezone",
     "LOSSLESS_CACHE_DIR": "files lossless can rebuild (the ONNX graphs)",
     "XDG_CACHE_HOME": "the cache folder's parent when LOSSLESS_CACHE_DIR is unset",
     "LOSSLESS_SUMMARIZER": "extractive, openai, anthropic or llama",

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from lossless.core.content import content_text
+from lossless.core.zones import in_zone
 
 if TYPE_CHECKING:
     from lossless.core.types import Message, Summary
@@ -43,24 +44,24 @@ def chat_message_text(msg: Mapping[str, Any]) -> str:
     return content_text(msg.get("content"), msg.get("tool_calls"))
 
 
-def format_time(dt: datetime) -> str:
-    """Minute precision, in UTC when the time is aware (naive times are shown as given)."""
-    if dt.tzinfo is not None:
-        dt = dt.astimezone(UTC)
-    return dt.strftime("%Y-%m-%d %H:%M")
+def format_time(dt: datetime, zone: tzinfo | None = None) -> str:
+    """Minute precision, in ``zone`` (None: UTC) when the time is aware (naive times are
+    shown as given)."""
+    return in_zone(dt, zone).strftime("%Y-%m-%d %H:%M")
 
 
-def format_span(first: datetime, last: datetime) -> str:
-    a, b = format_time(first), format_time(last)
+def format_span(first: datetime, last: datetime, zone: tzinfo | None = None) -> str:
+    a, b = format_time(first, zone), format_time(last, zone)
     return a if a == b else f"{a} → {b}"
 
 
-def message_header(msg: Message) -> str:
+def message_header(msg: Message, zone: tzinfo | None = None) -> str:
     who = f" {msg.name}" if msg.name else ""
-    return f"[#{msg.seq} {format_time(msg.created_at)} {msg.role}{who}]"
+    return f"[#{msg.seq} {format_time(msg.created_at, zone)} {msg.role}{who}]"
 
 
-def render_summary(summary: Summary, content: str | None = None, *, abridged: bool = False) -> str:
+def render_summary(summary: Summary, content: str | None = None, *, abridged: bool = False,
+                   zone: tzinfo | None = None) -> str:
     """A summary as the model sees it: id, depth, span and times, then the text, and how
     to get the originals back."""
     body = neutralise_tags(summary.content if content is None else content)
@@ -68,7 +69,7 @@ def render_summary(summary: Summary, content: str | None = None, *, abridged: bo
     return (
         f'<summary id="{summary.id}" depth="{summary.depth}" '
         f'messages="#{summary.first_seq}-#{summary.last_seq}" '
-        f'time="{format_span(summary.earliest_at, summary.latest_at)}"{note}>\n'
+        f'time="{format_span(summary.earliest_at, summary.latest_at, zone)}"{note}>\n'
         f"{body}\n"
         f'(Expand with lcm_expand("{summary.id}") for the original messages.)\n'
         f"</summary>"

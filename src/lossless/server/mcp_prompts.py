@@ -27,6 +27,7 @@ from pydantic import Field
 
 from lossless.core.errors import LosslessError, NotFoundError, ValidationError
 from lossless.core.graphemes import cluster_start
+from lossless.core.render import format_time
 from lossless.core.types import GrepHit
 from lossless.recall.dispatch import run_search
 from lossless.server.mcp_notify import in_thread
@@ -123,7 +124,7 @@ def _quote(memory: Memory, hit: GrepHit, tenant: Tenant, topic: str) -> str:
         after = f"lcm_expand(id={hit.id!r}, offset={end})" if summary else f"lcm_expand {hit.id}"
         text = ((f"[{start} characters before: {before}] … " if start else "") + text[start:end]
                 + (f" … [{len(text) - end} more characters: {after}]" if end < len(text) else ""))
-    return (f"[{hit.id} · {tenant.public_id(hit.conversation_id)} · {where} · {hit.created_at:%Y-%m-%d %H:%M}]"
+    return (f"[{hit.id} · {tenant.public_id(hit.conversation_id)} · {where} · {format_time(hit.created_at, memory.config.zone)}]"
             f"\n{text}")
 
 

@@ -45,6 +45,8 @@ class SummaryRequest:
     mode: Literal["normal", "aggressive"] = "normal"
     previous_summary: str | None = None
     conversation_id: str = ""
+    # the zone the items' times are written in (``Config.timezone``: an IANA name, UTC, +08:00)
+    timezone: str = "UTC"
 
 
 @dataclass(frozen=True, slots=True)

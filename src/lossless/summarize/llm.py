@@ -42,6 +42,7 @@ from lossless.core.errors import SummarizerError, ValidationError
 from lossless.core.scripts import CJK_LETTERS
 from lossless.core.stats import BreakerState
 from lossless.core.tokens import TokenCounter
+from lossless.core.zones import zone_of
 from lossless.summarize.base import SummaryItem, SummaryRequest, SummaryResult
 from lossless.summarize.guards import CircuitBreaker, SpendGuard
 from lossless.summarize.prompts import (
@@ -383,8 +384,9 @@ class LLMSummarizer(ABC):
         run = _Run()
         kind = prompt_kind(request)
         counter = request.counter
+        zone = zone_of(request.timezone)
         units: list[_Unit] = [
-            (unit, sum(counter.count(render_item(it)) + 2 for it in unit)) for unit in tool_units(request.items)
+            (unit, sum(counter.count(render_item(it, zone)) + 2 for it in unit)) for unit in tool_units(request.items)
         ]
         budget = self.input_budget(request, units)
         resplits = 0
@@ -465,7 +467,7 @@ class LLMSummarizer(ABC):
 
         partials = self._map(part, list(range(n)))
         for _ in range(_MAX_MERGE_ROUNDS):
-            sizes = [counter.count(render_item(p)) + 8 for p, _ in partials]
+            sizes = [counter.count(render_item(p, zone_of(request.timezone))) + 8 for p, _ in partials]
             if len(partials) <= 2 or sum(sizes) <= budget:
                 return self._merge(request, partials, kind, run), n
             groups: list[list[tuple[SummaryItem, int]]] = [[]]
