@@ -477,7 +477,10 @@ def test_fit_text_on_a_root_keeps_sentences_under_their_own_range(counter: Token
         out = fit_text(text, limit, counter, focus="Where did Ann move?")
         assert counter.count(out) <= limit
         _under_own_range(ROOT_SECTIONS, out)
-    assert "[#41–#80]\nAnn moved to Lisbon in March." in fit_text(text, 20, counter, focus="Where did Ann move?")
+    ann = "[#41–#80]\nAnn moved to Lisbon in March."
+    # room for the focused sentence under its header and a little more (20 with cl100k; the
+    # estimate counts a newline as the token it is since stop 43)
+    assert ann in fit_text(text, counter.count(ann) + 3, counter, focus="Where did Ann move?")
 
 
 @settings(max_examples=150, deadline=None)

@@ -47,3 +47,37 @@ def test_chat_overhead_counted() -> None:
     counter = get_counter()
     msgs = [{"role": "user", "content": "hi", "name": "Ann"}, {"role": "assistant", "content": "hello"}]
     assert count_chat_tokens(counter, msgs) == 3 + (3 + 1 + 1 + 1) + (3 + 1)
+
+
+# one everyday sentence per script; the estimator once counted every non-CJK letter as a
+# Latin one (~4 a token), and came out at a third of cl100k's count on Hindi, Thai, Greek
+SENTENCES = {
+    "ru": "Быстрая коричневая лиса прыгает через ленивую собаку у реки сегодня.",
+    "el": "Η γρήγορη καφέ αλεπού πηδά πάνω από τον τεμπέλη σκύλο σήμερα.",
+    "ar": "الثعلب البني السريع يقفز فوق الكلب الكسول بالقرب من النهر اليوم.",
+    "he": "השועל החום המהיר קופץ מעל הכלב העצלן ליד הנהר היום.",
+    "hi": "तेज़ भूरी लोमड़ी आज नदी के किनारे आलसी कुत्ते के ऊपर कूदती है।",
+    "th": "สุนัขจิ้งจอกสีน้ำตาลกระโดดข้ามสุนัขขี้เกียจใกล้แม่น้ำวันนี้",
+    "vi": "Con cáo nâu nhanh nhẹn nhảy qua con chó lười biếng gần bờ sông hôm nay.",
+    "fr": "Le renard brun rapide saute par-dessus le chien paresseux près de la rivière.",
+    "de": "Die schnelle braune Füchsin springt über den faulen Hund am Fluss.",
+    "zh": "我们决定使用新的数据库，因为旧的经常崩溃。下一步是迁移数据，然后通知客户！",
+    "ko": "빠른 갈색 여우가 오늘 강가에서 게으른 개를 뛰어넘습니다.",
+    "emoji": "🎉🎉 done 👍🏽 👨‍👩‍👧 ❤️ 🇨🇳 ✨ ∑∫√∞≈ → “quoted” — ‘really’…",
+}
+
+
+def test_estimator_errs_high_on_every_script_and_stays_within_about_twice() -> None:
+    exact_counter = get_counter("cl100k_base")
+    for lang, text in SENTENCES.items():
+        est, exact = EstimatingCounter().count(text), exact_counter.count(text)
+        assert exact <= est <= 2.2 * exact, (lang, est, exact)
+
+
+@given(st.lists(st.sampled_from(sorted(SENTENCES.values())), min_size=1, max_size=12), st.sampled_from([" ", "\n", ""]))
+def test_property_estimator_never_under_counts_sentences_of_any_script_in_any_mix(picked: list[str], sep: str) -> None:
+    """Messages made of those sentences, in any order and mix. (Word salad is not held to
+    it: a lone short word of a script cl100k knows little, 「קופץ」 or "nhanh", can take a
+    token more than its letters' rate gives.)"""
+    text = sep.join(picked)
+    assert EstimatingCounter().count(text) >= get_counter("cl100k_base").count(text)

@@ -112,10 +112,15 @@ def _is_cjk(ch: str) -> bool:
 
 
 class EstimatingCounter:
-    """A tokenizer-free estimate that errs high: ~4 chars a token for Latin text,
-    punctuation and symbols 1 each and the ~800 common CJK characters 1 each, times a
-    1.2 safety margin; any other CJK character counts as its UTF-8 byte length, the
-    byte-level BPE worst case (cl100k spends 2 or 3 tokens on those)."""
+    """A tokenizer-free estimate that errs high: ~4 chars a token for ASCII letters, digits
+    and spaces; ASCII, general, CJK and Latin-1 punctuation (“ ” — …, ，。) and the ~800
+    common CJK characters 1 each; a Latin letter with marks (é, ệ) 1.5 and a character of
+    another script (Cyrillic, Greek, Arabic, Hebrew, Devanagari, Thai …) half its UTF-8
+    byte length; all that times a 1.2 safety margin. Any other CJK character counts as its
+    UTF-8 byte length, the byte-level BPE worst case (cl100k spends 2 or 3 tokens on
+    those), and so does any other symbol (an emoji, ∑); a full-width form 2. Other scripts
+    were once counted as Latin letters: Hindi, Thai and Greek came out at a third of
+    cl100k's count, and a context "within budget" could overflow the window threefold."""
 
     name = "estimate"
 
@@ -128,24 +133,33 @@ class EstimatingCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        cjk_bytes = 0
+        wide = 0  # tokens counted from UTF-8 bytes: the byte-level worst case, no margin
         other = 0
-        symbols = 0
+        symbols = 0.0
         for ch in text:
-            if ch in SINGLE_TOKEN_CJK:
+            if ch < "\x80":
+                if (ch.isalnum() or ch.isspace()) and ch != "\n":  # (a newline is a token of its own)
+                    other += 1
+                else:
+                    symbols += 1
+            elif ch in SINGLE_TOKEN_CJK:
                 symbols += 1
             elif _is_cjk(ch):
-                cjk_bytes += len(ch.encode("utf-8"))
-            elif ch.isalnum() or ch.isspace():
+                wide += len(ch.encode("utf-8"))
+            elif "\u2000" <= ch <= "\u206f" or "\u3000" <= ch <= "\u303f" or "\u00a0" <= ch <= "\u00bf":
+                symbols += 1  # general, CJK and Latin-1 punctuation (“ ” — …, ，。「」, « » °)
+            elif "\uff00" <= ch <= "\uffef":
+                wide += 2  # full-width forms: ？ and ！ one token, Ａ and ％ two
+            elif "\u00c0" <= ch <= "\u024f" or "\u1e00" <= ch <= "\u1eff":
+                symbols += 1.5  # Latin letters with marks (é, ệ: Vietnamese spends ~1.5 on each)
+            elif ch.isspace():
                 other += 1
+            elif unicodedata.category(ch)[0] in "LMN":
+                symbols += len(ch.encode("utf-8")) / 2  # another script's letters and marks
             else:
-                cat = unicodedata.category(ch)
-                if cat.startswith("P") or cat.startswith("S"):
-                    symbols += 1
-                else:
-                    other += 1
-        raw = other / 4.0 + symbols * 1.0
-        return max(1, math.ceil(raw * self.safety_margin) + cjk_bytes)
+                wide += len(ch.encode("utf-8"))  # emoji, math and other symbols
+        raw = other / 4.0 + symbols
+        return max(1, math.ceil(raw * self.safety_margin) + wide)
 
 
 _MEMO_SIZE = 16384  # texts counted a generation
