@@ -101,6 +101,9 @@ WORDS = st.sampled_from(
         "a" * 300,
     ]
 )
+GAP_SENTENCES = ["We drove to the coast on Saturday.", "The weather was awful.", "Then we visited the lighthouse museum.",
+                 "Deploy failed with ERR_CONN_RESET on port 5433.", "Thanks!", "我们周六开车去了海边。", "天气很糟糕，风很大。",
+                 "然后我们去了灯塔博物馆。", "周日我们走了悬崖步道！", "Is the error on port 5433 again?"]
 TEXTS = st.one_of(st.text(TEXT_ALPHABET, max_size=400), st.lists(WORDS, max_size=12).map(" ".join))
 
 
@@ -414,6 +417,39 @@ def test_fit_text_keeps_important_sentences_in_order(counter: TokenCounter) -> N
         assert "Thanks!" not in out and "Hello everyone." not in out
     assert len(kept) >= 2
     assert fit_text(text, 2, counter) == ""
+
+
+def test_fit_text_marks_the_sentences_it_leaves_out_between_those_it_keeps() -> None:
+    """"The deploy failed … port 5433. We decided to roll back" read as one after the other,
+    though two sentences stood between them: a gap between kept sentences is marked "…",
+    in English and in Chinese (where the mark takes no spaces)."""
+    counter = get_counter("cl100k_base")
+    for text, kept, marked in (
+        ("The deploy failed with ERR_CONN_RESET on port 5433. Nice weather today. I had a sandwich. "
+         "We decided to roll back to version 2.4.1 because of the error.",
+         "The deploy failed with ERR_CONN_RESET on port 5433. We decided to roll back to version 2.4.1 "
+         "because of the error.", "port 5433. … We decided"),
+        ("部署失败了，端口5433报错ERR_CONN_RESET。今天天气不错。我吃了个三明治。我们决定回滚到2.4.1版本，因为这个错误。",
+         "部署失败了，端口5433报错ERR_CONN_RESET。我们决定回滚到2.4.1版本，因为这个错误。", "ERR_CONN_RESET。…我们决定"),
+    ):
+        out = fit_text(text, counter.count(kept) + 2, counter)
+        assert marked in out, out
+
+
+@settings(max_examples=150, deadline=None)
+@given(picked=st.lists(st.sampled_from(GAP_SENTENCES), min_size=2, max_size=14),
+       share=st.floats(0.2, 0.9), name=st.sampled_from(COUNTERS),
+       focus=st.sampled_from([None, "lighthouse museum", "灯塔博物馆", "error port"]))
+def test_property_what_fit_text_keeps_runs_as_the_text_ran(picked: list[str], share: float, name: str,
+                                                           focus: str | None) -> None:
+    """Between two "…" marks an abridged text is a stretch of the original as written:
+    nothing left out is hidden inside it."""
+    counter = get_counter(name)
+    text = "".join(s if s[-1] in "。！？" else s + " " for s in picked).strip()
+    out = fit_text(text, max(1, int(counter.count(text) * share)), counter, focus=focus)
+    bare = "".join(text.split())  # (a space between a Latin and a Chinese sentence may go)
+    for stretch in out.split("…"):
+        assert "".join(stretch.split()) in bare, (stretch, out)
 
 
 def test_fit_text_on_a_summary_keeps_lines_under_their_headers(counter: TokenCounter) -> None:

@@ -488,9 +488,10 @@ def _render(groups: list[Group], chosen: list[_Piece], running_text: bool) -> st
         if running_text and prev is not None:
             wide = _WIDE_RE.match(prev.text[-1:]) or _WIDE_RE.match(p.text[:1])
             sep = "\n" if p.line != prev.line else "" if wide else " "
-            # A gap after a piece that ends mid-sentence (a long sentence cut in pieces)
-            # says so: glued on, the pieces would read as words the writer never wrote.
-            if p.pos != prev.pos + 1 and not prev.text.endswith(_SENTENCE_ENDS):
+            # A gap says so: glued on, the pieces would read as words the writer never
+            # wrote (a long sentence cut in pieces), or as sentences that followed each
+            # other when others stood between them
+            if p.pos != prev.pos + 1 and not prev.text.endswith("…"):
                 sep = " … " if sep == " " else "…" + sep
             out.append(sep)
         elif prev is not None:
