@@ -206,3 +206,28 @@ def test_property_a_recalled_line_is_dated_by_the_zone(minutes: int, at: datetim
         block = _memory_block(conv.assemble(budget_tokens=600, query="颐和园"))
         expected = when.astimezone(timezone(timedelta(minutes=minutes))).strftime("[%Y-%m-%d]")
         assert _park_date(block) == expected
+
+
+@pytest.mark.parametrize(("zone", "on_the_20th"), [(None, False), ("Asia/Shanghai", True)])
+def test_a_date_in_a_search_is_a_day_of_the_zone(store_target: StoreTarget, zone: str | None,
+                                                 on_the_20th: bool) -> None:
+    """The model sees the park message under [2024-05-20] in Beijing time and asks for
+    "since 2024-05-20": it is found. A bound without an offset is a time of the zone; one
+    with an offset means what it says."""
+    options = {"timezone": zone} if zone else {}
+    with lossless.open(store_target("tz-since"), embedder=None, **options) as mem:
+        conv = mem.conversation("c")
+        conv.add("user", "我早上去颐和园划船了。", created_at=PARK_AT)
+        conv.add("user", "晚上又去颐和园看了灯。", created_at=PARK_AT + timedelta(hours=12))  # 20th either way
+
+        def found(**bounds: str) -> int:
+            out: Any = conv.tools.call("lcm_grep", {"query": "颐和园", **bounds})
+            return len({h["first_seq"] for h in out["hits"]})
+
+        assert found(since="2024-05-20") == (2 if on_the_20th else 1)
+        assert found(until="2024-05-19") == (0 if on_the_20th else 1)
+        assert found(since="2024-05-20", until="2024-05-20") == (2 if on_the_20th else 1)
+        assert found(since="2024-05-20T07:00") == (2 if on_the_20th else 1)
+        assert found(since="2024-05-19T23:00+00:00") == 2  # an offset given: the same instant anywhere
+        assert len(conv.search("颐和园", since=datetime(2024, 5, 20))) == (2 if on_the_20th else 1)
+        assert len(mem.search("颐和园", until="2024-05-19")) == (0 if on_the_20th else 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Literal
 
 from lossless.core.errors import EmbedderError, QueryError, ValidationError
@@ -31,9 +32,22 @@ def _strings(value: object, what: str, allowed: tuple[str, ...] | None = None) -
     return tuple(value)
 
 
-def checked_spec(spec: SearchSpec) -> SearchSpec:
+def _in(bound: datetime, zone: tzinfo | None) -> datetime:
+    """A bound without an offset read as a time of ``zone`` (None, or UTC: left as it is,
+    which the filters read as UTC)."""
+    if bound.tzinfo is not None or zone is None or zone is UTC or bound in (datetime.min, datetime.max):
+        return bound
+    try:
+        return bound.replace(tzinfo=zone).astimezone(UTC)
+    except OverflowError:  # (the first or last day a datetime holds, a zone away from UTC)
+        return bound
+
+
+def checked_spec(spec: SearchSpec, zone: tzinfo | None = None) -> SearchSpec:
     """``spec`` with every filter checked (a ValidationError naming the field, never a
-    TypeError from deep inside) and ``since``/``until`` given as ISO strings read as times."""
+    TypeError from deep inside) and ``since``/``until`` given as ISO strings read as times;
+    a bound without an offset ("2024-05-20", "2024-05-20T08:00") is a time of ``zone``
+    (``Config.timezone``; None: UTC), the zone the context shows dates in."""
     if spec.mode not in SEARCH_MODES:
         raise QueryError(f"search mode must be one of {', '.join(SEARCH_MODES)}; got {spec.mode!r}")
     if not isinstance(spec.query, str):
@@ -45,8 +59,8 @@ def checked_spec(spec: SearchSpec) -> SearchSpec:
     kinds = _strings(spec.kinds, "kinds", ("message", "summary"))
     if not kinds:
         raise ValidationError("kinds is empty: give message, summary or both")
-    since = None if spec.since is None else parse_datetime(spec.since, "since")
-    until = None if spec.until is None else parse_until(spec.until, "until")
+    since = None if spec.since is None else _in(parse_datetime(spec.since, "since"), zone)
+    until = None if spec.until is None else _in(parse_until(spec.until, "until"), zone)
     # compared as the filters read them (a naive bound is UTC): a naive and an aware bound
     # cannot be compared as datetimes (a TypeError from `--since 2024-05-01T02:00+08:00 --until 2024-05-01`)
     if since is not None and until is not None and timestamp(since) > timestamp(until):
@@ -67,7 +81,7 @@ def run_search(store: Store, recaller: Recaller, spec: SearchSpec) -> list[GrepH
     """The hits for ``spec``: keyword modes from the store, ``semantic`` and ``hybrid``
     from the recaller's vectors (``hybrid`` falls back to keywords without an embedder,
     or when the embedder fails), each hit dated and, with ``sort="recency"``, newest first."""
-    spec = checked_spec(spec)
+    spec = checked_spec(spec, recaller.config.zone)
     if spec.mode in ("fts", "raw", "regex"):
         return store.search(spec)
     if not isinstance(spec.query, str) or not spec.query.strip():
