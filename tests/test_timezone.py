@@ -180,9 +180,13 @@ def test_the_cli_shows_times_in_the_zone(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["--db", str(db), "show", "c"]) == 0
     out = capsys.readouterr().out
     assert "2024-05-20 07:30" in out and "2024-05-19 23:30" not in out, out
+    assert main(["--db", str(db), "ls"]) == 0
+    assert "updated (Asia/Shanghai)" in capsys.readouterr().out  # the column says which zone
     monkeypatch.delenv("LOSSLESS_TIMEZONE")
     assert main(["--db", str(db), "show", "c"]) == 0
     assert "2024-05-19 23:30" in capsys.readouterr().out
+    assert main(["--db", str(db), "ls"]) == 0
+    assert "updated (UTC)" in capsys.readouterr().out
     monkeypatch.setenv("LOSSLESS_TIMEZONE", "Beijing")
     assert main(["--db", str(db), "ls"]) != 0
     err = capsys.readouterr().err

@@ -237,7 +237,7 @@ def cmd_ls(ctx: CommandContext) -> int:
     table.add_column("title", overflow="ellipsis", no_wrap=True, max_width=max(room, 8))
     table.add_column("messages", justify="right", no_wrap=True)
     table.add_column("summaries", justify="right", no_wrap=True)
-    table.add_column("updated (UTC)", style="green", no_wrap=True)
+    table.add_column(f"updated ({render.zone_label()})", style="green", no_wrap=True)
     for c in infos:
         table.add_row(Text(c.id), Text(titles.get(c.id) or ""), str(c.message_count), str(c.summary_count),
                       f"{render.view_time(c.updated_at):%Y-%m-%d %H:%M}")

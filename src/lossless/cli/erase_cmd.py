@@ -20,7 +20,7 @@ from rich.text import Text
 
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents
-from lossless.cli.render import view_time
+from lossless.cli.render import view_time, zone_label
 
 __all__ = ["cmd_erase", "register"]
 
@@ -74,8 +74,9 @@ def cmd_erase(ctx: CommandContext) -> int:
     # the ids are what one copies (describe, an audit): whole, never cut to "msg_3ce6991e92…"
     # (into a pipe, where rich assumed 80 columns, too), as `memory ls` shows its ids; the
     # exact time is in --json
-    for name in ("seq", "message", "erased at (UTC)", "by", "reason", "tombstone"):
-        table.add_column(name, no_wrap=name in ("seq", "message", "erased at (UTC)", "tombstone"),
+    erased = f"erased at ({zone_label()})"
+    for name in ("seq", "message", erased, "by", "reason", "tombstone"):
+        table.add_column(name, no_wrap=name in ("seq", "message", erased, "tombstone"),
                          overflow="fold")
     for t in stones:
         table.add_row(str(t.seq), t.message_id, f"{view_time(datetime.fromisoformat(t.erased_at)):%Y-%m-%d %H:%M}",

@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 
 from rich.table import Table
 from rich.text import Text
 
+from lossless.cli import render
 from lossless.cli.context import CommandContext
 from lossless.cli.options import Subparsers, command_parents, positive
 from lossless.cli.progress import WorkProgress
@@ -169,9 +171,10 @@ def cmd_files_ls(ctx: CommandContext) -> int:
     table.add_column("kind")
     table.add_column("bytes", justify="right")
     table.add_column("chunks", justify="right")
-    table.add_column("indexed (UTC)", style="green")
+    table.add_column(f"indexed ({render.zone_label()})", style="green")
     for f in listed:
-        table.add_row(Text(f.path), Text(f.root), f.kind, str(f.size), str(f.chunk_count), f.indexed_at[:16])
+        table.add_row(Text(f.path), Text(f.root), f.kind, str(f.size), str(f.chunk_count),
+                      f"{render.view_time(datetime.fromisoformat(f.indexed_at)):%Y-%m-%d %H:%M}")
     ctx.print_unwrapped(table)
     return 0
 

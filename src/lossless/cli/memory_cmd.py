@@ -183,7 +183,7 @@ def _table(records: Sequence[MemoryRecord], *, scores: bool) -> Table:
     table.add_column("imp.", justify="right")
     if scores:
         table.add_column("score", justify="right")
-    table.add_column("last used (UTC)", style="green")
+    table.add_column(f"last used ({render.zone_label()})", style="green")
     table.add_column("content", overflow="fold")
     for r in records:
         owner = f"user:{r.user}" if r.user else f"agent:{r.agent}" if r.agent else "global"
@@ -256,7 +256,7 @@ def _policy_report(ctx: CommandContext, gone: Sequence[Forgotten], dry_run: bool
 
 def _reason_table(gone: Sequence[Forgotten]) -> Table:
     table = Table()
-    for name in ("id", "kind", "owner", "imp.", "last used (UTC)", "reason", "content"):
+    for name in ("id", "kind", "owner", "imp.", f"last used ({render.zone_label()})", "reason", "content"):
         table.add_column(name, overflow="fold" if name == "content" else "ellipsis")
     for f in gone:
         r = f.record

@@ -35,6 +35,7 @@ __all__ = [
     "summary_label",
     "tier_footer",
     "view_time",
+    "zone_label",
 ]
 
 TIER_ORDER = ("pinned", "fresh_tail", "summary", "root", "recall", "omitted")
@@ -46,6 +47,11 @@ _ZONE: list[tzinfo] = [UTC]  # the zone the views show times in (Config.timezone
 def show_in(zone: tzinfo) -> None:
     """Show the views' times in ``zone`` from now on (one store per CLI process)."""
     _ZONE[0] = zone
+
+
+def zone_label() -> str:
+    """What the views' time columns say their times are in: ``UTC``, ``Asia/Shanghai``."""
+    return str(_ZONE[0])
 
 
 def view_time(dt: datetime) -> datetime:

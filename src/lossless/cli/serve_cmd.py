@@ -172,7 +172,8 @@ def cmd_keys_ls(ctx: CommandContext) -> int:
         ctx.out.print(Text("no API keys (the server answers loopback only, without keys)", style="dim"))
         return 0
     table = Table()
-    for column in ("id", "tenant", "name", "prefix", "created (UTC)", "last used (UTC)", "status"):
+    for column in ("id", "tenant", "name", "prefix", f"created ({render.zone_label()})",
+                   f"last used ({render.zone_label()})", "status"):
         table.add_column(column)
     for k in keys:
         used = f"{render.view_time(k.last_used_at):%Y-%m-%d %H:%M}" if k.last_used_at else "never"
