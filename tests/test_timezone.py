@@ -235,3 +235,22 @@ def test_a_date_in_a_search_is_a_day_of_the_zone(store_target: StoreTarget, zone
         assert found(since="2024-05-19T23:00+00:00") == 2  # an offset given: the same instant anywhere
         assert len(conv.search("颐和园", since=datetime(2024, 5, 20))) == (2 if on_the_20th else 1)
         assert len(mem.search("颐和园", until="2024-05-19")) == (0 if on_the_20th else 1)
+
+
+def test_the_demo_shows_its_team_s_own_clock(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo's scenes are written in the team's local time: 「早！」 at 09:19 in Hangzhou
+    was shown as 01:19 (UTC). It shows its team's clock now, unless the environment names a zone."""
+    from lossless.demo.conversation import demo_conversation, demo_utc_offset
+
+    monkeypatch.delenv("LOSSLESS_TIMEZONE", raising=False)
+    monkeypatch.setenv("LOSSLESS_EMBEDDER", "none")
+    first = next(m for m in demo_conversation(7, "zh") if m["role"] == "user")
+    assert demo_utc_offset(7, "zh") == 8
+    local = first["created_at"].astimezone(zone_of("+08:00")).strftime("%Y-%m-%d %H:%M")
+    utc = first["created_at"].astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+    assert main(["--db", str(tmp_path / "zh.db"), "demo", "--lang", "zh"]) == 0
+    assert f"[#2 {local} user" in capsys.readouterr().out
+    monkeypatch.setenv("LOSSLESS_TIMEZONE", "UTC")
+    assert main(["--db", str(tmp_path / "zh-utc.db"), "demo", "--lang", "zh"]) == 0
+    assert f"[#2 {utc} user" in capsys.readouterr().out

