@@ -254,3 +254,22 @@ def test_the_demo_shows_its_team_s_own_clock(tmp_path: Path, capsys: pytest.Capt
     monkeypatch.setenv("LOSSLESS_TIMEZONE", "UTC")
     assert main(["--db", str(tmp_path / "zh-utc.db"), "demo", "--lang", "zh"]) == 0
     assert f"[#2 {utc} user" in capsys.readouterr().out
+
+
+def test_a_time_without_an_offset_is_a_time_of_the_zone(store_target: StoreTarget) -> None:
+    """"2024-05-20 07:30" from a Beijing user's import or app, with the zone set, is 07:30
+    in Beijing: stored as that instant, shown under the 20th, found by since="2024-05-20".
+    Without a zone a naive time stays as given (as before)."""
+    with lossless.open(store_target("tz-naive"), embedder=None, timezone="Asia/Shanghai") as mem:
+        conv = mem.conversation("c")
+        conv.add_many([{"role": "user", "content": "我早上去颐和园划船了。", "created_at": "2024-05-20 07:30"},
+                       {"role": "user", "content": "昨晚去颐和园看了灯。", "created_at": datetime(2024, 5, 19, 20, 0)}])
+        first, second = conv.messages()
+        assert first.created_at == PARK_AT and first.created_at.tzinfo is not None
+        assert second.created_at == datetime(2024, 5, 19, 12, 0, tzinfo=UTC)
+        out: Any = conv.tools.call("lcm_grep", {"query": "颐和园", "since": "2024-05-20"})
+        assert [h["first_seq"] for h in out["hits"]] == [1]  # the evening of the 19th is not the 20th
+        assert conv.tools.call("lcm_expand", {"id": first.id})["header"] == "[#1 2024-05-20 07:30 user]"  # type: ignore[index]
+    with lossless.open(":memory:", embedder=None) as mem:
+        msg = mem.conversation("c").add("user", "hi", created_at="2024-05-20 07:30")
+        assert msg.created_at == datetime(2024, 5, 20, 7, 30)  # naive, as given

@@ -6,7 +6,8 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from lossless.agent.base import AgentServices
@@ -128,6 +129,9 @@ class Conversation:
             return []
         counter = self.memory.counter
         config = self.memory.config
+        if config.zone is not UTC:  # a time without an offset is a time of the zone times are shown in
+            validated = [replace(m, created_at=m.created_at.replace(tzinfo=config.zone))
+                         if m.created_at.tzinfo is None else m for m in validated]
         background = config.compaction != "inline" and compact  # (then work_queued() ends the write)
         if background:
             self.memory.writing()  # the worker thread yields while this process writes

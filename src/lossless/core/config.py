@@ -206,7 +206,8 @@ class Config:
     # the zone times are shown in: the dates of recalled messages, summaries' spans, the
     # times a summarizer reads, the CLI's views ("Asia/Shanghai", "UTC", "+08:00"). A
     # message at 07:30 in Beijing is 23:30 UTC the day before: shown in UTC, "what did I do
-    # on the 20th?" finds it under the 19th. Stored times stay UTC; summaries already
+    # on the 20th?" finds it under the 19th. A time given without an offset is a time of
+    # this zone (with UTC, kept as given). Stored instants do not change; summaries already
     # written keep the zone they were written in
     timezone: str = knob("UTC", "assembly")
 
