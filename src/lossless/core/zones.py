@@ -1,6 +1,6 @@
 """The time zone times are shown in (``Config.timezone``): to the model (recalled dates,
-summary spans, the times a summarizer reads) and in the CLI's views. Times are stored
-in UTC whatever it is; only their text changes."""
+summary spans, the times a summarizer reads) and in the CLI's views; a time given
+without an offset is read in it. Stored instants do not depend on it, only their text."""
 
 from __future__ import annotations
 
