@@ -396,7 +396,7 @@ def open(
         else:
             merged = {**_model_defaults(saved["model"], config.get("context_window", saved.get("context_window"))),
                       **saved, **config} if saved.get("model") else {**saved, **config}
-        zone = environ.read("LOSSLESS_TIMEZONE", "").strip()
+        zone = environ.value("LOSSLESS_TIMEZONE")
         if zone and "timezone" not in config:  # the process's zone beats the store's saved one
             try:
                 zone_of(zone)

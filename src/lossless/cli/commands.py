@@ -240,7 +240,7 @@ def cmd_ls(ctx: CommandContext) -> int:
     table.add_column(f"updated ({render.zone_label()})", style="green", no_wrap=True)
     for c in infos:
         table.add_row(Text(c.id), Text(titles.get(c.id) or ""), str(c.message_count), str(c.summary_count),
-                      f"{render.view_time(c.updated_at):%Y-%m-%d %H:%M}")
+                      render.minute(c.updated_at))
     ctx.print_unwrapped(table)
     return 0
 

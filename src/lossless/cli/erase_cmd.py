@@ -20,7 +20,7 @@ from rich.text import Text
 
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, add_command, command_parents
-from lossless.cli.render import view_time, zone_label
+from lossless.cli.render import minute, zone_label
 
 __all__ = ["cmd_erase", "register"]
 
@@ -79,7 +79,7 @@ def cmd_erase(ctx: CommandContext) -> int:
         table.add_column(name, no_wrap=name in ("seq", "message", erased, "tombstone"),
                          overflow="fold")
     for t in stones:
-        table.add_row(str(t.seq), t.message_id, f"{view_time(datetime.fromisoformat(t.erased_at)):%Y-%m-%d %H:%M}",
+        table.add_row(str(t.seq), t.message_id, minute(datetime.fromisoformat(t.erased_at)),
                       Text(t.erased_by), Text(t.reason), t.id)
     ctx.print_unwrapped(table)
     return 0

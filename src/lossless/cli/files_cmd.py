@@ -174,7 +174,7 @@ def cmd_files_ls(ctx: CommandContext) -> int:
     table.add_column(f"indexed ({render.zone_label()})", style="green")
     for f in listed:
         table.add_row(Text(f.path), Text(f.root), f.kind, str(f.size), str(f.chunk_count),
-                      f"{render.view_time(datetime.fromisoformat(f.indexed_at)):%Y-%m-%d %H:%M}")
+                      render.minute(datetime.fromisoformat(f.indexed_at)))
     ctx.print_unwrapped(table)
     return 0
 

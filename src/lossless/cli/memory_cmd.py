@@ -193,7 +193,7 @@ def _table(records: Sequence[MemoryRecord], *, scores: bool) -> Table:
                  f"{r.importance:.2f}"]
         if scores:
             cells.append(f"{r.score or 0:.3f}")
-        cells += [f"{render.view_time(r.last_used_at):%Y-%m-%d %H:%M}", Text(r.content)]
+        cells += [render.minute(r.last_used_at), Text(r.content)]
         table.add_row(*cells)
     return table
 
@@ -262,7 +262,7 @@ def _reason_table(gone: Sequence[Forgotten]) -> Table:
         r = f.record
         owner = f"user:{r.user}" if r.user else f"agent:{r.agent}" if r.agent else "global"
         table.add_row(Text(r.id), r.kind, Text(owner), f"{r.importance:.2f}",
-                      f"{render.view_time(r.last_used_at):%Y-%m-%d %H:%M}", f.reason, Text(r.content))
+                      render.minute(r.last_used_at), f.reason, Text(r.content))
     return table
 
 

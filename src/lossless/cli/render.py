@@ -17,8 +17,9 @@ from rich.text import Text
 from rich.tree import Tree
 
 from lossless.core.graphemes import cluster_start
-from lossless.core.render import chat_message_text, message_text
+from lossless.core.render import chat_message_text, format_time, message_text
 from lossless.core.types import AssembledContext, ChatMessage, Message, Summary
+from lossless.core.zones import in_zone
 
 __all__ = [
     "TIER_ORDER",
@@ -30,6 +31,7 @@ __all__ = [
     "grep_hits",
     "key_values",
     "message_line",
+    "minute",
     "one_line",
     "show_in",
     "summary_label",
@@ -56,7 +58,12 @@ def zone_label() -> str:
 
 def view_time(dt: datetime) -> datetime:
     """``dt`` as the views show it: in the open store's ``timezone`` (UTC by default)."""
-    return dt.astimezone(_ZONE[0]) if dt.tzinfo is not None else dt
+    return in_zone(dt, _ZONE[0])
+
+
+def minute(dt: datetime) -> str:
+    """``2024-03-01 09:05``: ``dt`` to the minute, in the views' zone."""
+    return format_time(dt, _ZONE[0])
 
 
 def one_line(text: str, width: int = 80) -> str:
@@ -223,7 +230,7 @@ def tier_footer(ctx: AssembledContext) -> Text:
 
 def _iso_short(value: str) -> str:
     try:
-        return f"{view_time(datetime.fromisoformat(value)):%Y-%m-%d %H:%M}"
+        return minute(datetime.fromisoformat(value))
     except ValueError:
         return value
 

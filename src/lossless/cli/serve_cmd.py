@@ -176,9 +176,9 @@ def cmd_keys_ls(ctx: CommandContext) -> int:
                    f"last used ({render.zone_label()})", "status"):
         table.add_column(column)
     for k in keys:
-        used = f"{render.view_time(k.last_used_at):%Y-%m-%d %H:%M}" if k.last_used_at else "never"
+        used = render.minute(k.last_used_at) if k.last_used_at else "never"
         table.add_row(Text(k.id), Text(k.tenant), Text(k.name or ""), Text(k.prefix + "…"),
-                      f"{render.view_time(k.created_at):%Y-%m-%d %H:%M}", used,
+                      render.minute(k.created_at), used,
                       Text("active", style="green") if k.active else Text("revoked", style="red"))
     ctx.print_unwrapped(table)
     return 0

@@ -148,7 +148,7 @@ def memory_pieces(view: MessageView, records: list[MemoryRecord], room: int) -> 
     pieces: list[Piece] = []
     spent = view.piece_cost(LONG_TERM_HEADER)
     for record in records:
-        when = format_time(record.created_at, view.config.zone)[:10]
+        when = format_time(record.created_at, view.zone)[:10]
         body = neutralise_tags(record_text(record))
         text = f"[{record.id} · {record.kind} · {when}] {body}"
         cost = view.line_cost(text)  # records are lines of one block

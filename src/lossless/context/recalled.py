@@ -243,7 +243,7 @@ class RecalledMessages:
             msg = read.get(mid)
             if msg is None or msg.seq >= shown_from:  # (None: not in the store any more)
                 continue
-            opening = packed.opening(day_line(msg, self.view.config.zone))
+            opening = packed.opening(day_line(msg, self.view.zone))
             fits = msg.token_count <= min(whole_cap, packed.left - opening) + 8 or self.view.is_large(msg)
             piece = self.piece(msg, query, min(whole_cap, packed.left - opening), whole_only=True) if fits else None
             if piece is None and first + rank < cfg.recall_lead_excerpts:  # the very best is never crowded out
@@ -258,7 +258,7 @@ class RecalledMessages:
             if packed.left < MIN_ABRIDGED:
                 break
             packed.add(self.piece(msg, query, min(per_item // (2 if is_window else 1),
-                                                  packed.left - packed.opening(day_line(msg, self.view.config.zone)))))
+                                                  packed.left - packed.opening(day_line(msg, self.view.zone)))))
 
     def _neighbours(self, cid: str, query: str, placed: list[Message], shown_from: int,
                     shown_ids: set[str] | frozenset[str], packed: _Packing, short: int) -> None:
@@ -279,7 +279,7 @@ class RecalledMessages:
                 if (near.seq == msg.seq or near.id in shown_ids or near.id in packed.ids or near.role == "tool"
                         or _filler(near, self.view)):
                     continue
-                packed.add(self.piece(near, query, min(short, packed.left - packed.opening(day_line(near, self.view.config.zone))),
+                packed.add(self.piece(near, query, min(short, packed.left - packed.opening(day_line(near, self.view.zone))),
                                       whole_only=True))
 
     def piece(self, msg: Message, query: str, cap: int, *, whole_only: bool = False) -> Piece | None:
@@ -311,4 +311,4 @@ class RecalledMessages:
             cost = view.line_cost(text)
             if cost > cap:
                 return None
-        return Piece(text, cost, ContextItem("recall", msg.id, cost, msg.seq, msg.seq), group=day_line(msg, view.config.zone))
+        return Piece(text, cost, ContextItem("recall", msg.id, cost, msg.seq, msg.seq), group=day_line(msg, view.zone))

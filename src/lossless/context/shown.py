@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from lossless.context.pieces import SEP
 from lossless.core.config import Config
 from lossless.core.importance import score_message
-from lossless.core.render import chat_message_text, message_text
+from lossless.core.render import chat_message_text, message_text, render_summary
 from lossless.core.textfit import fit_text
 from lossless.core.tokens import MESSAGE_OVERHEAD, NAME_OVERHEAD, TokenCounter
-from lossless.core.types import ChatMessage, Message
+from lossless.core.types import ChatMessage, Message, Summary
 
 __all__ = ["AssemblyCaches", "MessageView"]
 
@@ -40,6 +40,7 @@ class MessageView:
         self.config = config
         self.counter = counter
         self.caches = caches
+        self.zone = config.zone  # the zone times are shown in (Config.timezone), read once
         self._sep = counter.count(SEP)
 
     def shown_size(self, msg: Message) -> int:
@@ -122,6 +123,10 @@ class MessageView:
     def piece_cost(self, text: str) -> int:
         """What a piece of the memory block costs, with the separator before it."""
         return self.counter.count(text) + self._sep
+
+    def summary_text(self, node: Summary, content: str | None = None, *, abridged: bool = False) -> str:
+        """:func:`~lossless.core.render.render_summary` with its span in this view's zone."""
+        return render_summary(node, content, abridged=abridged, zone=self.zone)
 
     def line_cost(self, text: str) -> int:
         """What a line of a block (a recalled message, its date line, a long-term memory)

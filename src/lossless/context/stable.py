@@ -77,7 +77,7 @@ def _fixed_prefix(history: History, sources: Sources, cap: int) -> tuple[list[Ch
         hidden = [node for i, node in enumerate(frontier) if i not in keep]
         ids = ", ".join(node.id for node in hidden[:6]) + (", …" if len(hidden) > 6 else "")
         pointer = (f"Not shown for space: {len(hidden)} summaries covering #{hidden[0].first_seq}-#{hidden[-1].last_seq} "
-                   f"({format_span(hidden[0].earliest_at, hidden[-1].latest_at, view.config.zone)}): {ids}. "
+                   f"({format_span(hidden[0].earliest_at, hidden[-1].latest_at, view.zone)}): {ids}. "
                    "Use lcm_expand or lcm_grep.")
     shown = [texts[i] for i in sorted(keep)] + ([pointer] if pointer else [])
     block: ChatMessage = {"role": "system", "content": MEMORY_HEADER + SEP + SEP.join(shown)}
@@ -206,7 +206,7 @@ def stable_layout(history: History, budget: int, query: str | None, sources: Sou
     # the newest raw messages after the prefix take the tail's share, then the question
     shown = _tail_from(units, k, split, min(left, int(room * view.config.tail_share)), view)
     left -= sum(view.unit_cost(u) for u in units[shown:split])
-    pointer = view.piece_cost(_gap_line(units[k:shown], view.config.zone)) if shown > k else 0
+    pointer = view.piece_cost(_gap_line(units[k:shown], view.zone)) if shown > k else 0
     if units[shown:]:
         shown_from = units[shown][0].seq
     else:
@@ -243,7 +243,7 @@ class _Composer:
         if self.question is not None:
             blocks = self.question.blocks()
             if self.shown > self.k:
-                blocks.append(_gap_line(self.units[self.k:self.shown], self.view.config.zone))
+                blocks.append(_gap_line(self.units[self.k:self.shown], self.view.zone))
             if blocks:
                 out.append({"role": "system", "content": DYNAMIC_HEADER + SEP + SEP.join(blocks)})
         return out + [self.view.chat(m) for u in self.units[self.shown:] for m in u]

@@ -11,7 +11,7 @@ from typing import Literal
 from lossless.context.pieces import MIN_ABRIDGED, Piece
 from lossless.context.shown import MessageView
 from lossless.context.tasks import TaskSpans
-from lossless.core.render import format_span, neutralise_tags, render_summary
+from lossless.core.render import format_span, neutralise_tags
 from lossless.core.textfit import fit_text
 from lossless.core.types import ContextItem, Summary
 from lossless.store.base import Store
@@ -53,18 +53,18 @@ class SummaryPieces:
         """The summary whole if it fits ``allowance``, else abridged (its sentences that
         share ``focus``'s words first, when given), else None."""
         piece_cost = self.view.piece_cost
-        text = render_summary(node, zone=self.view.config.zone)
+        text = self.view.summary_text(node)
         cost = piece_cost(text)
         if cost <= allowance:
             return Piece(text, cost, ContextItem(tier, node.id, cost, node.first_seq, node.last_seq))
-        frame = piece_cost(render_summary(node, "", zone=self.view.config.zone))
+        frame = piece_cost(self.view.summary_text(node, ""))
         room = allowance - frame - 2
         if room < MIN_ABRIDGED:
             return None
         short = self.fit(node, room, focus)
         if not short:
             return None
-        text = render_summary(node, short, abridged=True, zone=self.view.config.zone)
+        text = self.view.summary_text(node, short, abridged=True)
         cost = piece_cost(text)
         if cost > allowance:
             return None
@@ -130,19 +130,19 @@ class SummaryPieces:
             piece = self.key_points(node, "summary", 2**31 - 1)
             if piece is not None:
                 return piece.text
-        return render_summary(node, zone=self.view.config.zone)
+        return self.view.summary_text(node)
 
     def key_points(self, node: Summary, tier: Literal["summary", "root"], allowance: int) -> Piece | None:
         """A completed task's summary as its most important lines: at most
         :data:`KEY_POINTS_SHARE` of it (never under ``MIN_ABRIDGED`` tokens), within
         ``allowance``; None when not even that fits."""
-        room = min(self._key_points_room(node), allowance - self.view.piece_cost(render_summary(node, "", zone=self.view.config.zone)) - 2)
+        room = min(self._key_points_room(node), allowance - self.view.piece_cost(self.view.summary_text(node, "")) - 2)
         if room < MIN_ABRIDGED:
             return None
         short = self.fit(node, room)
         if not short:
             return None
-        text = render_summary(node, short, abridged=short != node.content, zone=self.view.config.zone)
+        text = self.view.summary_text(node, short, abridged=short != node.content)
         cost = self.view.piece_cost(text)
         if cost > allowance:
             return None
@@ -169,7 +169,7 @@ class SummaryPieces:
         roles = self._role_counts(root)
         mix = ", ".join(f"{n:,} {role}" for role, n in sorted(roles.items(), key=lambda kv: -kv[1]))
         stats = (f"[{root.id} · history #{root.first_seq}-#{root.last_seq} · "
-                 f"{format_span(root.earliest_at, root.latest_at, self.view.config.zone)}] {root.last_seq - root.first_seq + 1:,} messages "
+                 f"{format_span(root.earliest_at, root.latest_at, self.view.zone)}] {root.last_seq - root.first_seq + 1:,} messages "
                  f"({mix}), {root.source_token_count:,} tokens, condensed {root.depth + 1} level(s).")
         cost = self.view.piece_cost(stats)
         if cost > allowance:

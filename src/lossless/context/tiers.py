@@ -28,7 +28,7 @@ from lossless.context.pieces import (
 from lossless.context.recalled import RecalledMessages, recall_cost
 from lossless.context.shown import MessageView
 from lossless.context.summaries import SummaryPieces
-from lossless.core.render import format_span, render_summary
+from lossless.core.render import format_span
 from lossless.core.types import ChatMessage, ContextItem, Message, Summary
 
 if TYPE_CHECKING:
@@ -295,14 +295,14 @@ class SummariesTier:
         return added
 
     def _whole(self, node: Summary) -> Piece:
-        text = render_summary(node, zone=self.summaries.view.config.zone)
+        text = self.summaries.view.summary_text(node)
         cost = self.summaries.view.piece_cost(text)
         return Piece(text, cost, ContextItem("summary", node.id, cost, node.first_seq, node.last_seq))
 
     def _whole_cost(self, node: Summary) -> int:
         cost = self.costs.get(node.id)
         if cost is None:  # asked again on each take: counted once per assembly
-            cost = self.costs[node.id] = self.summaries.view.piece_cost(render_summary(node, zone=self.summaries.view.config.zone))
+            cost = self.costs[node.id] = self.summaries.view.piece_cost(self.summaries.view.summary_text(node))
         return cost
 
     def _children(self, node: Summary) -> list[Summary]:
@@ -348,7 +348,7 @@ class RootTier:
         """What the root's least form costs: its frame and the shortest excerpt worth showing."""
         if self.node is None:
             return 0
-        return self.summaries.view.piece_cost(render_summary(self.node, "", zone=self.summaries.view.config.zone)) + MIN_ABRIDGED + 2
+        return self.summaries.view.piece_cost(self.summaries.view.summary_text(self.node, "")) + MIN_ABRIDGED + 2
 
     def contest(self, recall: RecallTier, query: str) -> int:
         """With a question, a root left out for its cost comes in after all when its least
@@ -396,7 +396,7 @@ class RootTier:
         share waits: it gets what recall leaves, else a pointer (:class:`PointersTier`)."""
         added = self.take(int(room * share))
         if self.piece is None and self.node is not None and at_least:
-            least = self.summaries.view.piece_cost(render_summary(self.node, "", zone=self.summaries.view.config.zone)) + MIN_ABRIDGED + 2
+            least = self.summaries.view.piece_cost(self.summaries.view.summary_text(self.node, "")) + MIN_ABRIDGED + 2
             step = MIN_ABRIDGED // 2
             while self.piece is None and least < room + step:  # the first sentence that fits says something
                 added = self.take(min(least, room))
@@ -561,7 +561,7 @@ class PointersTier:
                        if root is not None and root.last_seq >= hidden[-1].last_seq else "")
             lines.append(
                 f"Not shown for space: {len(hidden)} summaries covering #{hidden[0].first_seq}-#{hidden[-1].last_seq} "
-                f"({format_span(hidden[0].earliest_at, hidden[-1].latest_at, self.view.config.zone)}){briefly}: {ids}. "
+                f"({format_span(hidden[0].earliest_at, hidden[-1].latest_at, self.view.zone)}){briefly}: {ids}. "
                 "Use lcm_expand or lcm_grep."
             )
         shown_ids = self.tail.shown_ids()
@@ -570,7 +570,7 @@ class PointersTier:
             some = "" if gap[-1].seq - gap[0].seq + 1 == len(gap) else f"{len(gap)} of the "
             lines.append(
                 f"Not shown for space: {some}messages #{gap[0].seq}-#{gap[-1].seq} "
-                f"({format_span(gap[0].created_at, gap[-1].created_at, self.view.config.zone)}), not yet summarized. Use lcm_grep to search them."
+                f"({format_span(gap[0].created_at, gap[-1].created_at, self.view.zone)}), not yet summarized. Use lcm_grep to search them."
             )
         return lines
 

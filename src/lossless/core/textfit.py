@@ -44,7 +44,6 @@ _SPLIT_RE = re.compile(
     f"[。！？；.!?…](?:(?<=[。！？；])[」』”’）)]*|(?<=[.!?…])[.!?…]*[\"'”’)\\]]*(?=\\s)|"
     f"(?<=[!?])[!?]*(?=[{_WIDE}])|(?<=\\.)(?=[{_WIDE}]))"
 )
-_SENTENCE_ENDS = tuple("。！？；.!?…\"'”’)]」』）:：")
 _ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "st", "cf"})
 _UNIT_WIDTH = 400  # longest unit, in width (a wide character counts 4): ~100 tokens
 _CODE_LINE_WIDTH = 160
