@@ -51,6 +51,10 @@ Systems:
             character bigrams, stopwords kept) over whole messages, written here
             (``bench/baselines.py``), not lossless's search; its ranking added greedily while
             it fits (one message that does not fit is skipped), shown in time order
+  bm25-dated  (``--dated-baseline``) bm25's ranking shown as the design obliges lossless to show
+            a recalled message: one system message under lossless's memory and recall
+            headers, each message as ``#seq role: text`` under its date line, packed the same
+            way. It separates ranking from the room those obligations take
   vector    the same embedder lossless is given (local MiniLM), cosine over whole
             messages, packed the same way
   hybrid    reciprocal-rank fusion (k = 60) of bm25 and vector, packed the same way
@@ -185,6 +189,7 @@ SYSTEMS = ("lossless", "recent", "bm25", "vector", "hybrid", "fts", "semantic")
 NEEDS_VECTORS = ("vector", "hybrid", "semantic")
 WINDOW_EQUALS_BUDGET = "lossless-wb"  # lossless opened with context_window = the budget
 KEYWORD_ONLY = "lossless-kw"  # lossless opened with embedder=None
+DATED_BM25 = "bm25-dated"  # bm25's ranking under lossless's headers, dates and line heads
 SETS = ("beam", "chitchat", "longmemeval", "madial")
 
 
@@ -361,6 +366,9 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--window-equals-budget", action="store_true",
                     help=f"also run {WINDOW_EQUALS_BUDGET!r}: for each budget B a store opened with "
                          "context_window=B, assembled with budget_tokens=B")
+    ap.add_argument("--dated-baseline", action="store_true",
+                    help=f"also run {DATED_BM25!r}: bm25's ranking shown as lossless must show recalled "
+                         "messages (its headers, a date line, '#seq role:' per message)")
     ap.add_argument("--no-keyword-only", action="store_true",
                     help=f"with vectors, leave out {KEYWORD_ONLY!r} (lossless with embedder=None)")
     ap.add_argument("--ingest-unit", choices=("turn", "batch"), default="turn",
@@ -489,6 +497,8 @@ def run_set(name: str, args: argparse.Namespace, embedder: TimedEmbedder | None,
     budgets = sorted(set(args.budgets or shape.budgets))
     window = args.window or shape.window
     systems = [s for s in SYSTEMS if not (args.no_vectors and s in NEEDS_VECTORS)]
+    if args.dated_baseline:
+        systems.insert(systems.index("bm25") + 1, DATED_BM25)
     t_start = time.perf_counter()
     chats = load_set(args, name)[: args.limit]
     stores = Stores(folder / name, args.ingest_unit)

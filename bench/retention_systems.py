@@ -22,6 +22,8 @@ import beam
 from retention_text import ContextView, has_cjk
 
 import lossless
+from lossless.context.pieces import MEMORY_HEADER, RECALL_HEADER
+from lossless.context.recalled import day_line
 from lossless.core.stats import ConversationStats
 from lossless.core.tokens import MESSAGE_OVERHEAD, NAME_OVERHEAD, REPLY_PRIMING, count_chat_tokens
 
@@ -188,12 +190,53 @@ def index_builder(rank: Callable[[baselines.MessageIndex, str], list[int]]) -> B
     return build
 
 
+def build_bm25_dated(run: ChatRun, question: str, budget: int) -> Built:
+    """bm25's ranking shown as the design obliges lossless to show a recalled message: in
+    one system message under lossless's memory and recall headers, each message as its line
+    ``#seq role: text`` under the line of its date (``[2024-01-18]``, written where the date
+    changes), packed greedily in rank order (one that does not fit is skipped) and shown in
+    time order. What bm25 would score if it owed what lossless owes the model."""
+    assert run.index is not None, "attach_index() first"
+    counter = run.mem.counter
+    chosen: list[lossless.Message] = []
+
+    def line(m: lossless.Message) -> str:
+        return f"#{m.seq} {m.role if not m.name else f'{m.role} {m.name}'}: {m.text}"
+
+    def render(msgs: list[lossless.Message]) -> list[dict[str, Any]]:
+        lines = [MEMORY_HEADER, "", RECALL_HEADER]
+        day = None
+        for m in sorted(msgs, key=lambda m: m.seq):
+            if day_line(m) != day:
+                day = day_line(m)
+                lines.append(day)
+            lines.append(line(m))
+        return [{"role": "system", "content": "\n".join(lines)}]
+
+    days: set[str] = set()
+    total = count_chat_tokens(counter, render([])) + 1  # (the newline before the first line)
+    for i in run.index.rank_bm25(question):
+        m = run.order[i]
+        cost = counter.count(line(m) + "\n") + (0 if day_line(m) in days else counter.count(day_line(m) + "\n"))
+        if total + cost <= budget:
+            chosen.append(m)
+            days.add(day_line(m))
+            total += cost
+        if budget - total < 8:
+            break
+    while chosen and count_chat_tokens(counter, render(chosen)) > budget:  # (the estimate's last line)
+        chosen.pop()
+    total = count_chat_tokens(counter, render(chosen))
+    return Built(render(chosen) if chosen else [], total if chosen else 0)
+
+
 BUILDERS: dict[str, Builder] = {
     "lossless": build_lossless,
     "recent": build_recent,
     "bm25": index_builder(baselines.MessageIndex.rank_bm25),
     "vector": index_builder(baselines.MessageIndex.rank_vector),
     "hybrid": index_builder(baselines.MessageIndex.rank_hybrid),
+    "bm25-dated": build_bm25_dated,
     "fts": ranked_builder("fts"),
     "semantic": ranked_builder("semantic"),
 }

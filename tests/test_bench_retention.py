@@ -257,3 +257,35 @@ def test_all_four_sets_make_one_table(bench: dict[str, ModuleType], tmp_path: Pa
     assert "madial mem@2048" not in head and "beam ans@512" not in head
     assert {r.split(" | ")[0].strip("| ") for r in rows} >= {"lossless", "recent", "bm25", "fts", "full"}
     assert all(len(r.split(" | ")) == len(head.split(" | ")) for r in rows)
+
+
+@pytest.mark.skipif(not (DATA / "madial-zh").is_dir(), reason="shared/data/madial-zh is not here")
+def test_dated_bm25_shows_what_lossless_must_and_fits(bench: dict[str, ModuleType], tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """--dated-baseline: bm25's ranking in one system message, each message as ``#seq role:``
+    under its date line (once per date), within the budget and filling it."""
+    import re
+
+    systems = sys.modules["retention_systems"]
+    built: list[tuple[int, object]] = []
+    plain = systems.BUILDERS["bm25-dated"]
+
+    def spy(run, question, budget):  # type: ignore[no-untyped-def]
+        out = plain(run, question, budget)
+        built.append((budget, out))
+        return out
+
+    monkeypatch.setitem(systems.BUILDERS, "bm25-dated", spy)
+    result = _run(bench, tmp_path, "--set", "madial", "--chats", "1", "--dated-baseline")
+    assert "bm25-dated" in result["config"]["systems"]
+    assert {b for b, _ in built} == {512, 1024}
+    for budget, b in built:
+        [msg] = b.messages
+        text = msg["content"]
+        assert msg["role"] == "system" and "Recalled verbatim for the current question:" in text
+        days = re.findall(r"^\[(\d{4}-\d{2}-\d{2})\]$", text, re.M)
+        lines = re.findall(r"^#(\d+) user: ", text, re.M)
+        assert lines and len(days) == len(set(days)) <= len(lines)
+        assert [int(s) for s in lines] == sorted(int(s) for s in lines)  # time order
+        assert budget * 0.8 <= b.tokens <= budget
+    assert all(r["tokens"] <= r["budget"] for r in result["questions"] if r["system"] == "bm25-dated")
