@@ -523,7 +523,11 @@ def test_embed_command(store_target: StoreTarget, tmp_path: Path, capsys: pytest
     with lossless.open(db) as mem:
         mem.conversation("a").add_many([{"role": "user", "content": f"note {i} about the deploy"} for i in range(5)])
     assert cli_main(["--db", str(db), "embed", "a"]) == 1  # LOSSLESS_EMBEDDER=none in tests
-    assert "no embedder" in capsys.readouterr().err
+    assert "no embedder: LOSSLESS_EMBEDDER=none turns it off (unset it)" in capsys.readouterr().err
+    # a semantic search names the same remedy, not the Python API's (embedder= to lossless.open)
+    assert cli_main(["--db", str(db), "search", "a", "部署", "--mode", "semantic"]) == 1
+    err = capsys.readouterr().err
+    assert "LOSSLESS_EMBEDDER=none turns it off" in err and "lossless.open" not in err and "Traceback" not in err
     monkeypatch.setenv("LOSSLESS_EMBEDDER", "local")
     assert cli_main(["--db", str(db), "--json", "embed", "--all"]) == 0
     assert json.loads(capsys.readouterr().out)["embedded"]["a"] >= 5

@@ -840,6 +840,13 @@ def test_cli_errors_and_usage(store_target: StoreTarget, tmp_path: Path, capsys:
     assert _cli(db, capsys, "memory", "forget", "--older-than", "soon")[0] == 2
     assert _cli(db, capsys, "memory", "add", "x", "--importance", "3")[0] == 2
     assert _cli(db, capsys, "memory", "add", "x", "--kind", "opinion")[0] == 2
+    # a mistyped id is named (as restore names it) and the call forgets nothing, the right id neither
+    status, out, _ = _cli(db, capsys, "memory", "ls", "--json")
+    [kept] = [r["id"] for r in json.loads(out)]
+    status, _, err = _cli(db, capsys, "memory", "forget", kept, "mem_nope")
+    assert status == 1 and "no memory with id 'mem_nope'" in err and "nothing forgotten" in err
+    status, out, _ = _cli(db, capsys, "memory", "ls", "--json")
+    assert [r["id"] for r in json.loads(out)] == [kept]
     status, out, _ = _cli(db, capsys, "memory", "forget", "--all", "--keep", "0", "--json")
     assert json.loads(out)["count"] == 1
 

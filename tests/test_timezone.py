@@ -251,15 +251,27 @@ def test_the_demo_shows_its_team_s_own_clock(tmp_path: Path, capsys: pytest.Capt
     utc = first["created_at"].astimezone(UTC).strftime("%Y-%m-%d %H:%M")
     assert main(["--db", str(tmp_path / "zh.db"), "demo", "--lang", "zh"]) == 0
     assert f"[#2 {local} user" in capsys.readouterr().out
+    # the store remembers the zone: the commands the demo suggests show the same times
+    assert main(["--db", str(tmp_path / "zh.db"), "grep", "demo", "拾光数智"]) == 0
+    assert f"#2 user {local}" in capsys.readouterr().out
+    # a store that holds conversations already keeps its own zone
+    with lossless.open(tmp_path / "mine.db", embedder=None) as mem:
+        mem.conversation("mine").add("user", "我的对话", created_at="2024-05-20T07:30:00+00:00")
+    assert main(["--db", str(tmp_path / "mine.db"), "demo", "--lang", "zh"]) == 0
+    capsys.readouterr()
+    with lossless.open(tmp_path / "mine.db", embedder=None) as mem:
+        assert mem.config.timezone == "UTC"
     monkeypatch.setenv("LOSSLESS_TIMEZONE", "UTC")
     assert main(["--db", str(tmp_path / "zh-utc.db"), "demo", "--lang", "zh"]) == 0
     assert f"[#2 {utc} user" in capsys.readouterr().out
 
 
-def test_a_time_without_an_offset_is_a_time_of_the_zone(store_target: StoreTarget) -> None:
+def test_a_time_without_an_offset_is_a_time_of_the_zone(store_target: StoreTarget, tmp_path: Path) -> None:
     """"2024-05-20 07:30" from a Beijing user's import or app, with the zone set, is 07:30
     in Beijing: stored as that instant, shown under the 20th, found by since="2024-05-20".
-    Without a zone a naive time stays as given (as before)."""
+    Without a zone a naive time stays exactly as given (DESIGN.md's contract: tests/test_api.py)
+    and is read as UTC, as searches' bounds read it: a reader in another zone sees it at
+    that instant (it was shown as given, 07:30 in every zone, while filtered as UTC)."""
     with lossless.open(store_target("tz-naive"), embedder=None, timezone="Asia/Shanghai") as mem:
         conv = mem.conversation("c")
         conv.add_many([{"role": "user", "content": "我早上去颐和园划船了。", "created_at": "2024-05-20 07:30"},
@@ -270,6 +282,12 @@ def test_a_time_without_an_offset_is_a_time_of_the_zone(store_target: StoreTarge
         out: Any = conv.tools.call("lcm_grep", {"query": "颐和园", "since": "2024-05-20"})
         assert [h["first_seq"] for h in out["hits"]] == [1]  # the evening of the 19th is not the 20th
         assert conv.tools.call("lcm_expand", {"id": first.id})["header"] == "[#1 2024-05-20 07:30 user]"  # type: ignore[index]
-    with lossless.open(":memory:", embedder=None) as mem:
-        msg = mem.conversation("c").add("user", "hi", created_at="2024-05-20 07:30")
-        assert msg.created_at == datetime(2024, 5, 20, 7, 30)  # naive, as given
+    path = tmp_path / "naive.db"
+    with lossless.open(path, embedder=None) as mem:
+        msg = mem.conversation("c").add("user", "颐和园", created_at="2024-05-20 07:30")
+        assert msg.created_at == datetime(2024, 5, 20, 7, 30) and msg.created_at.tzinfo is None  # as given
+    with lossless.open(path, embedder=None, timezone="Asia/Shanghai") as mem:  # read in another zone
+        conv = mem.conversation("c")
+        assert conv.tools.call("lcm_expand", {"id": msg.id})["header"] == "[#1 2024-05-20 15:30 user]"  # type: ignore[index]
+        out = conv.tools.call("lcm_grep", {"query": "颐和园", "since": "2024-05-20T12:00"})
+        assert [h["first_seq"] for h in out["hits"]] == [1]  # 07:30 UTC is 15:30 here: after noon, as shown

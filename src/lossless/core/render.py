@@ -45,8 +45,7 @@ def chat_message_text(msg: Mapping[str, Any]) -> str:
 
 
 def format_time(dt: datetime, zone: tzinfo | None = None) -> str:
-    """Minute precision, in ``zone`` (None: UTC) when the time is aware (naive times are
-    shown as given)."""
+    """Minute precision, in ``zone`` (None: UTC; a naive time is read as UTC)."""
     return in_zone(dt, zone).strftime("%Y-%m-%d %H:%M")
 
 

@@ -38,7 +38,6 @@ def zone_of(name: str) -> tzinfo:
 
 
 def in_zone(dt: datetime, zone: tzinfo | None) -> datetime:
-    """``dt`` as a time of ``zone`` (None: UTC); a naive time is shown as given."""
-    if dt.tzinfo is None:
-        return dt
-    return dt.astimezone(zone or UTC)
+    """``dt`` as a time of ``zone`` (None: UTC). A naive time (given without an offset
+    while no zone was set, and kept as given) is read as UTC, as searches read it."""
+    return (dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)).astimezone(zone or UTC)

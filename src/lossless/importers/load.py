@@ -198,6 +198,8 @@ class _Batches:
         self.pending: dict[str, list[dict[str, Any]]] = {}
         self.metadata: dict[str, dict[str, Any]] = {}
         self.touched: set[str] = set()
+        self.first_seq: dict[str, int] = {}  # each conversation's last seq before this import wrote to it
+        self.created: set[str] = set()  # conversations this import created
         self.position: Counter[str] = Counter()  # the file's messages per conversation so far
         self.diverged: set[str] = set()  # conversations whose file messages left the stored ones
         self._page: dict[str, dict[int, Message]] = {}
@@ -280,6 +282,10 @@ class _Batches:
         batch = self.pending.pop(conversation, [])
         if not batch:
             return
+        if conversation not in self.first_seq:
+            if self.memory.store.get_conversation(conversation) is None:
+                self.created.add(conversation)
+            self.first_seq[conversation] = self.memory.store.last_seq(conversation)
         conv = self.memory.conversation(conversation, metadata=self.metadata.pop(conversation, None) or None)
         self.touched.add(conversation)
         before = self.memory.store.last_seq(conversation)
@@ -289,6 +295,18 @@ class _Batches:
         if new:
             self._last_reply[conversation] = None
         self.report.already_stored += len(stored) - new
+
+    def settle(self) -> None:
+        """After Ctrl-C: the report says what the store holds (a batch committed just before
+        the interrupt was not counted yet), and a conversation this import created whose
+        first batch was rolled back is not left behind empty."""
+        store = self.memory.store
+        for conversation, before in self.first_seq.items():
+            self.report.added[conversation] = max(0, store.last_seq(conversation) - before)
+        for conversation in self.created:
+            if not self.report.added[conversation] and store.drop_if_empty(conversation):
+                del self.report.added[conversation]
+                self.touched.discard(conversation)
 
     def finish(self) -> None:
         for conversation in list(self.pending):
@@ -385,6 +403,7 @@ def import_stream(
             report.lines = max(report.lines, counted.lines)
     except KeyboardInterrupt:  # Ctrl-C: the batches written stay, the one being written was rolled back
         report.interrupted = True
+        batches.settle()
         raise ImportInterrupted(report) from None
     if progress is not None:
         progress(done())

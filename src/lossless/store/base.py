@@ -207,6 +207,11 @@ class MessageLog(Protocol):
         self, conversation_id: str, metadata: dict[str, Any] | None = None
     ) -> ConversationInfo: ...
     def get_conversation(self, conversation_id: str) -> ConversationInfo | None: ...
+    def drop_if_empty(self, conversation_id: str) -> bool:
+        """Delete the conversation's row if it holds no message (one created by a write
+        that was then rolled back); whether it did. A conversation with messages is never
+        touched."""
+        ...
     def list_conversations(
         self, limit: int = 100, offset: int = 0, *, id_prefix: str | None = None
     ) -> list[ConversationInfo]:

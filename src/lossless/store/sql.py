@@ -189,6 +189,15 @@ class SQLStore(ABC):
         rows = self._run(_GET_CONVERSATION, (conversation_id,))
         return _conversation(rows[0]) if rows else None
 
+    def drop_if_empty(self, conversation_id: str) -> bool:
+        with self._writing() as conn:
+            gone = conn.execute(
+                "DELETE FROM conversations WHERE id = ? AND last_seq = 0 "
+                "AND NOT EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?) "
+                "AND NOT EXISTS (SELECT 1 FROM summaries WHERE conversation_id = ?) RETURNING id",
+                (conversation_id, conversation_id, conversation_id)).fetchall()
+        return bool(gone)
+
     def list_conversations(
         self, limit: int = 100, offset: int = 0, *, id_prefix: str | None = None
     ) -> list[ConversationInfo]:
