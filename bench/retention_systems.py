@@ -217,17 +217,21 @@ def build_bm25_dated(run: ChatRun, question: str, budget: int) -> Built:
     total = count_chat_tokens(counter, render([])) + 1  # (the newline before the first line)
     for i in run.index.rank_bm25(question):
         m = run.order[i]
-        cost = counter.count(line(m) + "\n") + (0 if day_line(m) in days else counter.count(day_line(m) + "\n"))
+        day = day_line(m)
+        cost = counter.count(line(m) + "\n") + (0 if day in days else counter.count(day + "\n"))
         if total + cost <= budget:
             chosen.append(m)
-            days.add(day_line(m))
+            days.add(day)
             total += cost
         if budget - total < 8:
             break
-    while chosen and count_chat_tokens(counter, render(chosen)) > budget:  # (the estimate's last line)
+    while chosen:  # exact, as the estimate's last line is not
+        shown = render(chosen)
+        total = count_chat_tokens(counter, shown)
+        if total <= budget:
+            return Built(shown, total)
         chosen.pop()
-    total = count_chat_tokens(counter, render(chosen))
-    return Built(render(chosen) if chosen else [], total if chosen else 0)
+    return Built([], 0)
 
 
 BUILDERS: dict[str, Builder] = {

@@ -313,12 +313,13 @@ def cmd_memory_forget(ctx: CommandContext) -> int:
         # said here in the CLI's own words (the API's error names its parameters: all=True)
         raise CommandError("memory forget needs a criterion (IDs, --user, --agent, --kind, --scope, --older-than, "
                            "--importance-below or --keep), or --all to forget every memory")
+    store = memories(ctx)
     if args.ids:  # a mistyped id is named, as restore names it, and nothing is forgotten
-        unknown = [i for i in dict.fromkeys(args.ids) if not _exists(memories(ctx), i)]
+        unknown = [i for i in dict.fromkeys(args.ids) if not _exists(store, i)]
         if unknown:
             raise CommandError(f"no memory with id {', '.join(map(repr, unknown))} (nothing forgotten; "
                                "`lossless memory ls` lists them)")
-    gone = memories(ctx).forget(
+    gone = store.forget(
         args.ids or None, user=args.user, agent=args.agent, kind=args.kind, scope=args.scope,
         older_than=args.older_than, importance_below=args.importance_below, keep=args.keep,
         dry_run=args.dry_run, all=args.all, vacuum=args.vacuum,

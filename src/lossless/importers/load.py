@@ -282,13 +282,12 @@ class _Batches:
         batch = self.pending.pop(conversation, [])
         if not batch:
             return
-        if conversation not in self.first_seq:
-            if self.memory.store.get_conversation(conversation) is None:
-                self.created.add(conversation)
-            self.first_seq[conversation] = self.memory.store.last_seq(conversation)
+        if conversation not in self.first_seq and self.memory.store.get_conversation(conversation) is None:
+            self.created.add(conversation)
         conv = self.memory.conversation(conversation, metadata=self.metadata.pop(conversation, None) or None)
         self.touched.add(conversation)
         before = self.memory.store.last_seq(conversation)
+        self.first_seq.setdefault(conversation, before)
         stored = conv.add_many(batch)
         new = sum(1 for m in stored if m.seq > before)
         self.report.added[conversation] += new
